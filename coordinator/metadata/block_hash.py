@@ -1,0 +1,37 @@
+"""Block hashing: SHA3-256 over the FlatBuffers bytes without the blockHash vector's contents.
+
+``blockHash`` is the first field created, so its 32 bytes are the last 32 bytes of the
+buffer; the digest is written there. Stored blocks are hashed as stored, never re-encoded.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+from .flatbuffers_codec import BlockFormatError, block_hash_position, encode_block
+from .objects import MetadataBlock
+
+HASH_LEN = 32
+
+
+def seal(block: MetadataBlock) -> tuple[MetadataBlock, bytes]:
+    """Serialize a block, compute its hash and return (block with blockHash, stored bytes)."""
+    buf = bytearray(encode_block(dataclasses.replace(block, block_hash=bytes(HASH_LEN))))
+    digest = hashlib.sha3_256(buf[:-HASH_LEN]).digest()
+    buf[-HASH_LEN:] = digest
+    return dataclasses.replace(block, block_hash=digest), bytes(buf)
+
+
+def compute_hash(block: MetadataBlock) -> bytes:
+    return seal(block)[0].block_hash
+
+
+def check_stored(buf: bytes) -> bytes:
+    """Validate stored block bytes; return the hash they carry. Raises BlockFormatError."""
+    start, length = block_hash_position(buf)
+    if length != HASH_LEN or start != len(buf) - HASH_LEN:
+        raise BlockFormatError("blockHash is not the last 32 bytes of the block")
+    stored = bytes(buf[-HASH_LEN:])
+    if hashlib.sha3_256(buf[:-HASH_LEN]).digest() != stored:
+        raise BlockFormatError("blockHash does not match the block's contents")
+    return stored
