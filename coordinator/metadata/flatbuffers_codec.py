@@ -1,6 +1,6 @@
 """FlatBuffers codec for MetadataBlock, following the spec's two-pass procedure exactly.
 
-The rules (see ``schemas/BLOCK-HASHING.md``): per table, first create every string, vector
+The rules (see ``schemas/BLOCK-HASHING.md``, after shared/flatbuffers-hashing.md): per table, first create every string, vector
 and child table in schema field order (depth first), then start the table and add present
 fields in schema order. Unions take two slots (type tag, then offset). Scalars with a schema
 default are omitted when equal to it; ``= null`` scalars are written whenever present.
@@ -278,14 +278,15 @@ def _read_timestamp(buf, pos: int) -> datetime:
 
 def _read_interval(buf, pos: int) -> TimeInterval:
     kind = IntervalType(encode.Get(N.Uint8Flags.packer_type, buf, pos))
-    left = _read_timestamp(buf, pos + 4)
-    right = _read_timestamp(buf, pos + 20)
-    if kind in (IntervalType.EMPTY, IntervalType.UNBOUNDED):
-        return TimeInterval(kind)
-    if kind is IntervalType.SINGLETON:
-        return TimeInterval(kind, left)
-    if kind in (IntervalType.UNBOUNDED_CLOSED_RIGHT, IntervalType.UNBOUNDED_OPEN_RIGHT):
-        return TimeInterval(kind, None, right)
-    if kind in (IntervalType.UNBOUNDED_CLOSED_LEFT, IntervalType.UNBOUNDED_OPEN_LEFT):
-        return TimeInterval(kind, left, None)
+    # unused bounds are zeroed (year 0), so read only the ones this kind has
+    has_left = kind not in (
+        IntervalType.EMPTY, IntervalType.UNBOUNDED,
+        IntervalType.UNBOUNDED_CLOSED_RIGHT, IntervalType.UNBOUNDED_OPEN_RIGHT,
+    )
+    has_right = kind not in (
+        IntervalType.EMPTY, IntervalType.UNBOUNDED, IntervalType.SINGLETON,
+        IntervalType.UNBOUNDED_CLOSED_LEFT, IntervalType.UNBOUNDED_OPEN_LEFT,
+    )
+    left = _read_timestamp(buf, pos + 4) if has_left else None
+    right = _read_timestamp(buf, pos + 20) if has_right else None
     return TimeInterval(kind, left, right)

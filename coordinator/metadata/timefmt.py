@@ -34,7 +34,10 @@ def parse_timestamp(text: str | datetime) -> datetime:
     frac = (frac or "").ljust(9, "0")
     if int(frac[6:]):
         raise TimeParseError(f"timestamps finer than microseconds are not supported: {text!r}")
-    dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), int(frac[:6]))
+    try:
+        dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), int(frac[:6]))
+    except ValueError as e:
+        raise TimeParseError(f"not a valid timestamp: {text!r} ({e})") from None
     if tz in ("Z", "z"):
         offset = timedelta(0)
     else:
@@ -139,9 +142,13 @@ def parse_interval(text: str) -> TimeInterval:
     lo, hi = (p.strip() for p in s[1:-1].split(",", 1))
     lu, ru = lo == "-inf", hi in ("inf", "+inf")
     if lu and ru:
+        if (s[0], s[-1]) != ("(", ")"):
+            raise TimeParseError(f"not a time interval: {text!r} (infinite ends are open: '(-inf, inf)')")
         return TimeInterval(IntervalType.UNBOUNDED)
     left = None if lu else parse_timestamp(lo)
     right = None if ru else parse_timestamp(hi)
+    if left is not None and right is not None and left > right:
+        raise TimeParseError(f"not a time interval: {text!r} (its start is after its end)")
     if s[0] == "[" and s[-1] == "]" and left == right:
         return TimeInterval(IntervalType.SINGLETON, left)
     kind = _BRACKETS.get((s[0], s[-1], lu, ru))

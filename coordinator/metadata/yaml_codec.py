@@ -139,8 +139,16 @@ class _Dumper(yaml.SafeDumper):
     pass
 
 
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029", "\r")
+
+
 def _str_presenter(dumper, data: str):
-    style = "|" if "\n" in data else None  # multi-line SQL stays readable
+    if any(ch in data for ch in _YAML_BREAKS):
+        style = '"'  # YAML folds these line breaks in other styles; escape them
+    elif "\n" in data:
+        style = "|"  # multi-line SQL stays readable
+    else:
+        style = None
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 

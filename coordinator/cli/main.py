@@ -1,0 +1,181 @@
+"""The ``coord`` command line. Thin: parses arguments, calls services, renders results.
+
+Errors end as one line on stderr and a non-zero exit code; ``--debug`` adds the traceback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+import pyarrow as pa
+import pyarrow.parquet as pq
+from rich.console import Console
+from rich.table import Table
+
+from .. import catalog
+from ..metadata.block_hash import compute_hash
+from ..metadata.manifest import load_manifest, load_manifests
+from ..metadata.objects import MetadataBlock
+from ..metadata.timefmt import format_timestamp
+from ..metadata.yaml_codec import render, to_dict
+from ..workspace import Workspace
+
+# Piped output keeps whole lines: tables are not cut to 80 columns.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 250)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _ws(ctx: click.Context) -> Workspace:
+    root = ctx.obj.get("workspace")
+    return Workspace.open(Path(root)) if root else Workspace.find()
+
+
+def _short(h: bytes | None) -> str:
+    return h.hex()[:12] if h else "-"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--workspace", "-w", type=click.Path(file_okay=False), envvar="COORD_WORKSPACE",
+              help="Workspace folder (default: the nearest one with a .coord folder).")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.pass_context
+def cli(ctx: click.Context, workspace: str | None, debug: bool) -> None:
+    """coord: datasets as verifiable, hash-linked event logs (Open Data Fabric)."""
+    ctx.obj = {"workspace": workspace, "debug": debug}
+
+
+@cli.command()
+@click.argument("path", type=click.Path(file_okay=False), default=".")
+def init(path: str) -> None:
+    """Create a workspace (and its signing key) in PATH."""
+    ws = Workspace.init(Path(path))
+    out.print(f"Initialised workspace in {ws.meta}")
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--replace", is_flag=True, help="Change the definition of datasets that exist.")
+@click.pass_context
+def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
+    """Add datasets from manifest files or folders of them."""
+    ws = _ws(ctx)
+    for result in catalog.add_datasets(ws, load_manifests(paths), replace=replace):
+        out.print(f"{result.action:9} {result.dataset_id} {_short(result.block_hash)}")
+
+
+@cli.command("list")
+@click.pass_context
+def list_(ctx: click.Context) -> None:
+    """List the datasets of the workspace."""
+    table = Table("dataset", "kind", "head", "blocks", "records", "watermark", box=None)
+    for ds in _ws(ctx).datasets():
+        s = ds.summary()
+        wm = format_timestamp(s.watermark) if s.watermark else "-"
+        table.add_row(s.id, s.kind, _short(s.head), str(s.blocks), f"{s.num_records:,}", wm)
+    out.print(table)
+
+
+@cli.command()
+@click.argument("dataset")
+@click.option("--output", "-o", type=click.Choice(["yaml", "json"]), default="yaml")
+@click.pass_context
+def log(ctx: click.Context, dataset: str, output: str) -> None:
+    """Show the metadata chain of DATASET, newest block first."""
+    chain = list(_ws(ctx).dataset(dataset).chain())
+    if output == "json":
+        docs = [dict(to_dict(c.block), signature=c.signature.value) for c in chain]
+        out.print(json.dumps(docs, indent=2), markup=False)
+        return
+    for c in chain:
+        out.print(f"# {c.signature.value}\n" + render(c.block), markup=False, end="")
+        out.print("---", markup=False)
+
+
+@cli.command()
+@click.argument("dataset")
+@click.option("-n", "num", default=10, show_default=True, help="Number of records.")
+@click.pass_context
+def tail(ctx: click.Context, dataset: str, num: int) -> None:
+    """Show the last records of DATASET."""
+    data = _last_records(_ws(ctx).dataset(dataset).data_files(), num)
+    table = Table(*data.column_names, box=None)
+    for row in data.to_pylist():
+        table.add_row(*("" if v is None else str(v) for v in row.values()))
+    out.print(table)
+
+
+def _last_records(files: list[Path], num: int) -> pa.Table:
+    parts, have = [], 0
+    for f in reversed(files):
+        if have >= num:
+            break
+        t = pq.read_table(f)
+        parts.insert(0, t)
+        have += t.num_rows
+    if not parts:
+        return pa.table({})
+    table = pa.concat_tables(parts, promote_options="permissive")
+    return table.slice(max(0, table.num_rows - num))
+
+
+@cli.command()
+@click.argument("dataset")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def delete(ctx: click.Context, dataset: str, yes: bool) -> None:
+    """Delete DATASET from the workspace."""
+    if not yes and sys.stdin.isatty():
+        click.confirm(f"Delete {dataset} and all its data?", abort=True)
+    catalog.delete_dataset(_ws(ctx), dataset)
+    out.print(f"deleted {dataset}")
+
+
+@cli.command()
+@click.argument("dataset")
+@click.argument("block")
+@click.pass_context
+def reset(ctx: click.Context, dataset: str, block: str) -> None:
+    """Move the head of DATASET back to BLOCK (a hash or its prefix); later blocks go."""
+    h = catalog.reset_dataset(_ws(ctx), dataset, block)
+    out.print(f"{dataset} head is now {h.hex()}")
+
+
+@cli.group()
+def block() -> None:
+    """Work with single metadata blocks."""
+
+
+@block.command("hash")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+def block_hash(file: str) -> None:
+    """Print the blockHash of a MetadataBlock given as a YAML manifest."""
+    obj = load_manifest(file)
+    if not isinstance(obj, MetadataBlock):
+        raise click.UsageError(f"{file} holds a {type(obj).__name__}, not a MetadataBlock")
+    out.print(compute_hash(obj).hex())
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in argv or bool(os.environ.get("COORD_DEBUG"))
+    try:
+        cli.main(args=argv, prog_name="coord", standalone_mode=False)
+    except click.exceptions.Abort:
+        err.print("coord: aborted")
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        err.print("coord: interrupted")
+        sys.exit(130)
+    except Exception as e:  # every error ends as one line unless --debug
+        if debug:
+            traceback.print_exc()
+        err.print(f"coord: error: {e}", markup=False)
+        sys.exit(1)
+

@@ -1,0 +1,311 @@
+"""The `container` engine runtime (DESIGN §9): the Spark engine's OCI image, run through the
+Docker Engine API (the `docker` SDK; here Podman's API service answers it).
+
+What the container gets:
+- no network (`network_mode="none"`: only its own loopback), unless ``settings.allow_network``;
+- the run folder read-write and every input path read-only, each mounted at the *same* path
+  as on the host, so paths in requests mean the same file inside and out;
+- a read-only root file system with a tmpfs on /tmp;
+- the coordinator's own uid:gid, so whatever the engine writes in the run folder belongs to
+  the coordinator's user;
+- gRPC on ``RUN_DIR/engine.sock``: a unix socket in the bind-mounted run folder is the same
+  inode on both sides, so the host connects to it with no network at all.
+
+``allow_network`` gives ``network_mode="host"``, not a bridge: Podman's default bridge hands out
+private-range addresses (forbidden on these machines), and the one reason to open the network
+is reaching a Spark master (standalone/YARN/Kubernetes), which a bridge behind NAT breaks anyway.
+It is an explicit opt-in; the file system stays confined by the mounts either way, and the
+identity records ``network_isolated=False`` in every block it produced.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import logging
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coordinator.metadata.objects import EngineIdentity
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API_SOCKET = "/run/coord-podman/podman.sock"
+IMAGE_REPOSITORY = "localhost/odf-spark-engine"
+ENGINE_PORT = 5544
+SOCKET_NAME = "engine.sock"
+# Spark's session start is 6-10 s on an idle machine; leave room for a busy shared one.
+READY_TIMEOUT_S = float(os.environ.get("COORD_ENGINE_READY_TIMEOUT", "180"))
+# Podman's default rlimits fail here ("error setting rlimit ... operation not permitted"):
+# explicit limits on every container are required, nproc at most 32768.
+ULIMITS = {"nofile": 20000, "nproc": 32768}
+# Labels written by engines/spark/Dockerfile.
+LABEL_VERSION = "io.odf.engine.version"
+LABEL_SPARK_VERSION = "io.odf.spark.version"
+LABEL_RUN_DIR = "io.odf.coordinator.run-dir"
+
+_SUN_PATH_MAX = 107  # a unix socket path longer than this cannot be bound
+
+
+class ContainerEngineError(RuntimeError):
+    """The container runtime is unusable or the engine did not start; the message says why."""
+
+
+def api_url(socket: str | os.PathLike | None = None) -> str:
+    """The API endpoint: argument, else $COORD_CONTAINER_HOST, else $DOCKER_HOST, else the
+    socket engines/spark/podman-setup.sh starts."""
+    url = str(socket) if socket else (
+        os.environ.get("COORD_CONTAINER_HOST")
+        or os.environ.get("DOCKER_HOST")
+        or DEFAULT_API_SOCKET
+    )
+    return url if "://" in url else f"unix://{url}"
+
+
+def _client(socket=None, timeout: float = 120):
+    import docker  # lazy: importing this module must stay cheap and dependency-light
+
+    return docker.DockerClient(base_url=api_url(socket), timeout=timeout)
+
+
+def container_api_available(socket: str | os.PathLike | None = None) -> bool:
+    """True if a Docker-compatible API answers a ping (within a few seconds). Never raises."""
+    try:
+        client = _client(socket, timeout=3)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # noqa: BLE001 - any failure means "not available"
+        return False
+
+
+def default_image() -> str:
+    """``localhost/odf-spark-engine:<engine version>``, the tag build-image.sh gives."""
+    init = Path(__file__).resolve().parents[2] / "engines/spark/odf_spark_engine/__init__.py"
+    version = "0.1.0"
+    try:
+        m = re.search(r"""^__version__\s*=\s*["']([^"']+)["']""", init.read_text(), re.M)
+        version = m.group(1) if m else version
+    except OSError:
+        pass
+    return f"{IMAGE_REPOSITORY}:{version}"
+
+
+def container_name(run_dir: Path) -> str:
+    """One container per run folder: a stale one from a killed coordinator is found by name."""
+    digest = hashlib.sha256(str(run_dir).encode()).hexdigest()[:12]
+    stem = re.sub(r"[^a-zA-Z0-9_.-]", "-", run_dir.name)[:32].strip("-.") or "run"
+    return f"odf-engine-{stem}-{digest}"
+
+
+@dataclass(eq=False)  # identity semantics: kept in a set of live containers
+class ContainerEngineProcess:
+    """A running engine container; satisfies the runtime's EngineProcess interface
+    (``socket_path``, ``identity``, ``stop()``)."""
+
+    socket_path: Path
+    identity: EngineIdentity
+    name: str
+    _container: Any = field(repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stopped: bool = False
+
+    @property
+    def container_id(self) -> str:
+        return self._container.id
+
+    def logs(self, tail: int = 200) -> str:
+        return _logs(self._container, tail)
+
+    def stop(self, timeout: int = 5) -> None:
+        """Stop and remove the container. Idempotent; best-effort after the first error."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        _live.discard(self)
+        try:
+            self._container.stop(timeout=timeout)  # SIGTERM via the init, then SIGKILL
+        except Exception as e:  # noqa: BLE001 - already gone is fine; removal below decides
+            log.debug("stopping %s: %s", self.name, e)
+        _remove(self._container)
+        try:
+            self.socket_path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+    def __enter__(self) -> "ContainerEngineProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# Containers are removed when the interpreter exits, however the caller forgot to stop them.
+# (A SIGKILLed coordinator leaves one behind: the next start in the same run folder removes it.)
+_live: set[ContainerEngineProcess] = set()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for proc in list(_live):
+        try:
+            proc.stop(timeout=2)
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+
+
+def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> ContainerEngineProcess:
+    """Start the engine image and wait until its gRPC socket answers.
+
+    ``settings`` is an EngineSettings (duck-typed: ``spark_master``, ``spark_conf``,
+    ``allow_network``, ``image``), so this module does not depend on its import order.
+    """
+    run_dir = Path(run_dir).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    sock = run_dir / SOCKET_NAME
+    if len(str(sock)) > _SUN_PATH_MAX:
+        raise ContainerEngineError(
+            f"run folder path too long for a unix socket ({len(str(sock))} > "
+            f"{_SUN_PATH_MAX} chars): {sock}"
+        )
+    sock.unlink(missing_ok=True)  # a stale socket would look ready
+
+    master = getattr(settings, "spark_master", None) or "local[*]"
+    conf = dict(getattr(settings, "spark_conf", None) or {})
+    isolated = not bool(getattr(settings, "allow_network", False))
+    image_ref = getattr(settings, "image", None) or default_image()
+
+    client = _client()
+    try:
+        client.ping()
+    except Exception as e:  # noqa: BLE001
+        raise ContainerEngineError(
+            f"no container API at {api_url()} ({e}); start one with engines/spark/podman-setup.sh"
+        ) from e
+
+    import docker
+
+    try:
+        image = client.images.get(image_ref)
+    except docker.errors.ImageNotFound:
+        raise ContainerEngineError(
+            f"engine image {image_ref} not found; build it with `make engine-image` "
+            "(engines/spark/build-image.sh)"
+        ) from None
+    labels = image.labels or {}
+    image_id = image.id if image.id.startswith("sha256:") else f"sha256:{image.id}"
+
+    name = container_name(run_dir)
+    try:
+        _remove(client.containers.get(name))
+    except docker.errors.NotFound:
+        pass
+
+    command = ["--socket", str(sock), "--master", master]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    if isolated:
+        # The container's own loopback: no clash between engines, reachable by `podman exec`.
+        # (On the host network a fixed port would collide between concurrent pulls.)
+        command += ["--port", str(ENGINE_PORT)]
+
+    container = client.containers.run(
+        image.id,  # by ID: what runs is exactly what the identity names, even if re-tagged
+        command=command,
+        name=name,
+        detach=True,
+        init=True,
+        network_mode="none" if isolated else "host",
+        volumes=_volumes(run_dir, read_only_paths),
+        user=f"{os.getuid()}:{os.getgid()}",
+        read_only=True,
+        tmpfs={"/tmp": "rw,nosuid,nodev,mode=1777"},
+        environment={"HOME": "/tmp"},  # root's home is read-only; Spark/ivy may want a home
+        ulimits=[_ulimit(n, v) for n, v in ULIMITS.items()],
+        labels={LABEL_RUN_DIR: str(run_dir)},
+    )
+    identity = EngineIdentity(
+        runtime="container",
+        version=labels.get(LABEL_VERSION),
+        spark_version=labels.get(LABEL_SPARK_VERSION),
+        image_digest=image_id,
+        spark_master=master,
+        network_isolated=isolated,
+    )
+    proc = ContainerEngineProcess(socket_path=sock, identity=identity, name=name,
+                                  _container=container)
+    _live.add(proc)
+    try:
+        _wait_ready(container, sock, READY_TIMEOUT_S)
+    except BaseException:
+        proc.stop(timeout=1)
+        raise
+    return proc
+
+
+def _volumes(run_dir: Path, read_only_paths) -> dict:
+    # Same path inside as outside. Podman mounts parents before children, so a run folder
+    # inside a read-only workspace is still writable.
+    volumes = {str(run_dir): {"bind": str(run_dir), "mode": "rw"}}
+    for p in read_only_paths:
+        p = Path(p).resolve()
+        if not p.exists():
+            raise ContainerEngineError(f"read-only path does not exist: {p}")
+        volumes.setdefault(str(p), {"bind": str(p), "mode": "ro"})
+    return volumes
+
+
+def _ulimit(name: str, value: int):
+    import docker
+
+    return docker.types.Ulimit(name=name, soft=value, hard=value)
+
+
+def _wait_ready(container, sock: Path, timeout: float) -> None:
+    import grpc
+
+    deadline = time.monotonic() + timeout
+    while True:
+        container.reload()
+        if container.status in ("exited", "dead", "removing"):
+            raise ContainerEngineError(
+                f"engine container {container.name} exited before its socket was ready "
+                f"(status {container.status}); logs:\n{_logs(container)}"
+            )
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ContainerEngineError(
+                f"engine container {container.name} not ready after {timeout:.0f} s "
+                f"(no answer on {sock}); logs:\n{_logs(container)}"
+            )
+        if sock.exists():
+            channel = grpc.insecure_channel(f"unix:{sock}")
+            try:
+                grpc.channel_ready_future(channel).result(timeout=min(1.0, left))
+                return
+            except grpc.FutureTimeoutError:
+                pass
+            finally:
+                channel.close()
+        else:
+            time.sleep(0.2)
+
+
+def _logs(container, tail: int = 200) -> str:
+    try:
+        return container.logs(tail=tail).decode(errors="replace").rstrip() or "(no output)"
+    except Exception as e:  # noqa: BLE001 - logs are for the error message only
+        return f"(logs unavailable: {e})"
+
+
+def _remove(container) -> None:
+    try:
+        container.remove(force=True)
+    except Exception as e:  # noqa: BLE001 - gone already, or the API is down: nothing to do
+        log.debug("removing %s: %s", getattr(container, "name", container), e)

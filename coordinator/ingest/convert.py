@@ -1,0 +1,159 @@
+"""Text → typed columns, shared by the readers (CSV columns read as text, JSON, GeoJSON).
+
+Arrow's own parsers cover most types; what they cannot do is done here, column-at-a-time:
+``TIMESTAMP`` columns that mix ``2013-01-01``, ``2013-01-01 10:00`` and ``...T10:00:00Z``
+(zone-less values are taken as UTC), custom date/time formats, custom NaN/Inf tokens and
+whitespace trimming. A value that does not convert is located by bisection (only on the error
+path) so the message names its row.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+# a time part followed by a zone: "...T10:00:00Z", "... 10:00+01:00" (a bare date has none)
+_ZONED = r"\d[T ]\d\d:\d\d.*([Zz]|[+-]\d\d:?\d\d)$"
+
+# Java DateTimeFormatter letters (Spark's dateFormat/timestampFormat) → strftime
+_JAVA_TOKENS = {
+    "yyyy": "%Y", "yy": "%y", "MMMM": "%B", "MMM": "%b", "MM": "%m", "dd": "%d", "HH": "%H",
+    "hh": "%I", "mm": "%M", "ss": "%S", "a": "%p", "EEE": "%a", "EEEE": "%A",
+    "XXX": "%z", "XX": "%z", "X": "%z", "xxx": "%z", "Z": "%z", "ZZ": "%z",
+}
+_JAVA_PART = re.compile(r"'([^']*)'|(([A-Za-z])\3*)|(.)")
+
+
+class ConversionError(ValueError):
+    def __init__(self, column: str, row: int, value, target: str, reason: str = ""):
+        self.column, self.row, self.value = column, row, value
+        why = f" ({reason})" if reason else ""
+        super().__init__(f"row {row + 1}, column {column!r}: cannot read {value!r} as {target}{why}")
+
+
+def to_strftime(fmt: str) -> str:
+    """A time format as strftime; Spark/Java patterns (``yyyy-MM-dd HH:mm``) are translated."""
+    if "%" in fmt:
+        return fmt
+    out = []
+    for literal, letters, _, other in _JAVA_PART.findall(fmt):
+        if letters:
+            if letters not in _JAVA_TOKENS:
+                raise ValueError(f"time format {fmt!r}: unsupported pattern letters {letters!r}")
+            out.append(_JAVA_TOKENS[letters])
+        else:
+            out.append(literal if literal or not other else other)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How text values are read (the read step's options that apply after parsing)."""
+
+    date_format: Optional[str] = None  # strftime
+    timestamp_format: Optional[str] = None  # strftime
+    nan_value: Optional[str] = None
+    positive_inf: Optional[str] = None
+    negative_inf: Optional[str] = None
+    trim_leading: bool = False
+    trim_trailing: bool = False
+    empty_value: Optional[str] = None  # what a quoted empty string "" becomes
+
+    def needs_text(self, target: pa.DataType) -> bool:
+        """Whether a column of this type must be read as text and converted here."""
+        if self.trim_leading or self.trim_trailing:
+            return True
+        if pa.types.is_timestamp(target):
+            return True
+        if pa.types.is_date(target):
+            return self.date_format is not None
+        if pa.types.is_floating(target):
+            return any((self.nan_value, self.positive_inf, self.negative_inf))
+        if pa.types.is_string(target):
+            return self.empty_value is not None
+        return False
+
+
+def convert_column(name: str, text: pa.ChunkedArray, target: pa.DataType,
+                   opts: TextOptions) -> pa.ChunkedArray:
+    """Convert a text column to ``target``; raise ConversionError naming the first bad row."""
+    text = _trim(text, opts)
+    if pa.types.is_string(target) or pa.types.is_large_string(target):
+        if opts.empty_value is not None:
+            text = pc.if_else(pc.equal(text, ""), opts.empty_value, text)
+        return text.cast(target)
+    convert = _converter(target, opts)
+    try:
+        return convert(text)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        row = first_failure(text, convert)
+        if row is None:
+            raise ConversionError(name, 0, None, str(target), str(e)) from None
+        raise ConversionError(name, row, text[row].as_py(), str(target)) from None
+
+
+def first_failure(values, convert: Callable) -> Optional[int]:
+    """Index of the first value ``convert`` rejects, by bisection (O(n log n), error path only)."""
+    lo, hi = 0, len(values)
+    try:
+        convert(values)
+        return None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    while hi - lo > 1:  # invariant: values[lo:hi] contains a failure
+        mid = (lo + hi) // 2
+        try:
+            convert(values.slice(lo, mid - lo))
+            lo = mid
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            hi = mid
+    return lo
+
+
+def _trim(text, opts: TextOptions):
+    if opts.trim_leading:
+        text = pc.utf8_ltrim_whitespace(text)
+    if opts.trim_trailing:
+        text = pc.utf8_rtrim_whitespace(text)
+    return text
+
+
+def _converter(target: pa.DataType, opts: TextOptions) -> Callable:
+    if pa.types.is_timestamp(target):
+        return lambda a: parse_timestamps(a, target, opts.timestamp_format)
+    if pa.types.is_date(target) and opts.date_format:
+        fmt = opts.date_format
+        return lambda a: pc.strptime(a, format=fmt, unit="s").cast(pa.timestamp("s")).cast(target)
+    if pa.types.is_floating(target):
+        tokens = {opts.nan_value: "NaN", opts.positive_inf: "inf", opts.negative_inf: "-inf"}
+        tokens.pop(None, None)
+
+        def floats(a):
+            for token, spelled in tokens.items():
+                a = pc.if_else(pc.equal(a, token), spelled, a)
+            return a.cast(target)
+        return floats
+    return lambda a: a.cast(target)
+
+
+def parse_timestamps(text, target: pa.DataType, fmt: Optional[str] = None):
+    """Text → ``target`` (a timestamp type; a zone-less target means UTC wall time).
+
+    Values with a zone offset are converted to UTC; values without one (including bare dates)
+    are taken as UTC, so one column may mix both.
+    """
+    utc = pa.timestamp(target.unit, tz="UTC")
+    if fmt is not None:
+        parsed = pc.strptime(text, format=fmt, unit=target.unit)
+        return parsed.cast(utc if parsed.type.tz is None else parsed.type).cast(target)
+    try:
+        return text.cast(utc).cast(target)  # fast path: every value has a zone
+    except pa.ArrowInvalid:
+        pass
+    zoned = pc.fill_null(pc.match_substring_regex(text, _ZONED), False)
+    with_zone = pc.if_else(zoned, text, None).cast(utc)
+    without_zone = pc.if_else(zoned, None, text).cast(pa.timestamp(target.unit)).cast(utc)
+    return pc.coalesce(with_zone, without_zone).cast(target)

@@ -1,0 +1,212 @@
+"""Fetch step: find what is new at the source and make it a local file.
+
+Each fetched file comes with its event time (from the file's metadata or its path) and the
+source state to store once it has been ingested. The state lives beside the committed block
+(``commit(source_state=...)``), so progress moves exactly when data does: a crash before the
+commit leaves the old state and the next pull fetches the same files again.
+
+State keys: ``fetch`` (a fingerprint of the fetch step: when the step changes, old progress
+no longer applies), ``etag`` / ``last_modified`` / ``content_hash`` (url), ``mtime_ns`` /
+``size`` (file:// urls), ``last_file`` and ``last_event_time`` (filesGlob).
+
+``filesGlob`` paths are relative to the workspace root (the folder holding ``.coord``), not to
+the current directory nor the manifest, so a pull means the same wherever it is started.
+"""
+from __future__ import annotations
+
+import email.utils
+import glob
+import hashlib
+import json
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Optional
+
+from ..metadata.objects import (
+    EventTimeSourceFromMetadata,
+    EventTimeSourceFromPath,
+    FetchStep,
+    FetchStepFilesGlob,
+    FetchStepUrl,
+    SourceOrdering,
+)
+from ..metadata.timefmt import UTC, format_timestamp, parse_timestamp
+from ..metadata.yaml_codec import to_dict
+from .convert import to_strftime
+from .errors import IngestError
+from .progress import NoProgress, Progress
+
+_CHUNK = 1 << 20
+_TIMEOUT_S = 60
+
+
+@dataclass
+class FetchedFile:
+    path: Path  # local bytes, as the source gave them
+    name: str  # how messages call it: the file name, or the URL
+    event_time: Optional[datetime]  # from metadata or path; None when the source has none
+    state: dict = field(default_factory=dict)  # source state once this file is ingested
+
+
+def fingerprint(step: FetchStep) -> str:
+    return hashlib.sha256(json.dumps(to_dict(step), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def fetch(step: FetchStep, *, root: Path, scratch: Path, state: Optional[dict],
+          progress: Progress = NoProgress()) -> list[FetchedFile]:
+    """The new files in ingest order; empty when nothing changed since ``state``."""
+    fp = fingerprint(step)
+    state = state if state and state.get("fetch") == fp else {}
+    if isinstance(step, FetchStepFilesGlob):
+        files = _fetch_glob(step, root, state)
+    elif urllib.parse.urlparse(step.url).scheme in ("", "file"):
+        files = _fetch_local_url(step, root, state)
+    else:
+        files = _fetch_http(step, scratch, state, progress)
+    for f in files:
+        f.state["fetch"] = fp
+    return files
+
+
+# --- url ---------------------------------------------------------------------------------------
+
+
+def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[FetchedFile]:
+    parsed = urllib.parse.urlparse(step.url)
+    path = root / urllib.request.url2pathname(parsed.path if parsed.scheme else step.url)
+    if step.cache is not None and state:
+        return []  # cache forever: fetched once, never again
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise IngestError(f"fetch {step.url}: {e.strerror}") from None
+    if state.get("mtime_ns") == st.st_mtime_ns and state.get("size") == st.st_size:
+        return []
+    content_hash = _file_hash(path)
+    if state.get("content_hash") == content_hash:
+        return []
+    mtime = datetime.fromtimestamp(st.st_mtime, UTC)
+    return [FetchedFile(
+        path=path, name=path.name, event_time=_event_time(step, str(path), mtime),
+        state={"mtime_ns": st.st_mtime_ns, "size": st.st_size, "content_hash": content_hash},
+    )]
+
+
+def _fetch_http(step: FetchStepUrl, scratch: Path, state: dict,
+                progress: Progress) -> list[FetchedFile]:
+    if step.cache is not None and state:
+        return []
+    headers = {"User-Agent": "odf-coordinator"}
+    if state.get("etag"):
+        headers["If-None-Match"] = state["etag"]
+    if state.get("last_modified"):
+        headers["If-Modified-Since"] = state["last_modified"]
+    request = urllib.request.Request(step.url, headers=headers)
+    target = scratch / (Path(urllib.parse.urlparse(step.url).path).name or "download")
+    try:
+        with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
+            content_hash = _download(response, target, step.url, progress)
+            etag = response.headers.get("ETag")
+            last_modified = response.headers.get("Last-Modified")
+    except urllib.error.HTTPError as e:
+        if e.code == 304:
+            return []
+        raise IngestError(f"fetch {step.url}: HTTP {e.code} {e.reason}") from None
+    except (urllib.error.URLError, OSError) as e:
+        raise IngestError(f"fetch {step.url}: {getattr(e, 'reason', e)}") from None
+    if state.get("content_hash") == content_hash:
+        return []  # a server without validators sent the same bytes again
+    modified = email.utils.parsedate_to_datetime(last_modified) if last_modified else None
+    if isinstance(step.event_time, EventTimeSourceFromMetadata) and modified is None:
+        raise IngestError(f"fetch {step.url}: eventTime fromMetadata, but the server sent no "
+                          "Last-Modified header")
+    new_state = {"etag": etag, "last_modified": last_modified, "content_hash": content_hash}
+    return [FetchedFile(path=target, name=step.url,
+                        event_time=_event_time(step, step.url, modified),
+                        state={k: v for k, v in new_state.items() if v is not None})]
+
+
+def _download(response, target: Path, url: str, progress: Progress) -> str:
+    length = response.headers.get("Content-Length")
+    progress.start(int(length) if length else None, f"GET {url}")
+    h = hashlib.sha3_256()
+    try:
+        with open(target, "wb") as out:
+            while chunk := response.read(_CHUNK):
+                out.write(chunk)
+                h.update(chunk)
+                progress.advance(len(chunk))
+    finally:
+        progress.finish()
+    return h.hexdigest()
+
+
+def _file_hash(path: Path) -> str:
+    h = hashlib.sha3_256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --- filesGlob ---------------------------------------------------------------------------------
+
+
+def _fetch_glob(step: FetchStepFilesGlob, root: Path, state: dict) -> list[FetchedFile]:
+    pattern = step.path if os.path.isabs(step.path) else str(root / step.path)
+    paths = [Path(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
+    if not paths and not state:
+        raise IngestError(f"fetch: no files match {step.path!r} (relative to {root})")
+    files = []
+    for p in paths:
+        mtime = datetime.fromtimestamp(p.stat().st_mtime, UTC)
+        files.append(FetchedFile(path=p, name=p.name, event_time=_event_time(step, str(p), mtime)))
+    by_time = step.order is SourceOrdering.BY_EVENT_TIME
+    if by_time and any(f.event_time is None for f in files):
+        raise IngestError("fetch: order byEventTime needs an eventTime source")
+
+    def key(f: FetchedFile) -> tuple:
+        return (f.event_time, f.name) if by_time else (f.name,)
+
+    files.sort(key=key)
+    if state.get("last_file") is not None:
+        last = (parse_timestamp(state["last_event_time"]), state["last_file"]) if by_time \
+            else (state["last_file"],)
+        files = [f for f in files if key(f) > last]
+    for f in files:
+        f.state = {"last_file": f.name}
+        if f.event_time is not None:
+            f.state["last_event_time"] = format_timestamp(f.event_time)
+    return files
+
+
+# --- event time --------------------------------------------------------------------------------
+
+
+def _event_time(step: FetchStep, path: str, modified: Optional[datetime]) -> Optional[datetime]:
+    source = step.event_time
+    if isinstance(source, EventTimeSourceFromMetadata):
+        return modified
+    if isinstance(source, EventTimeSourceFromPath):
+        return event_time_from_path(source, path)
+    return None
+
+
+def event_time_from_path(source: EventTimeSourceFromPath, path: str) -> datetime:
+    m = re.search(source.pattern, path)
+    if not m or not m.groups():
+        raise IngestError(f"eventTime fromPath: pattern {source.pattern!r} (group 1 is the time) "
+                          f"does not match {path!r}")
+    fmt = to_strftime(source.timestamp_format or "%Y-%m-%d")
+    try:
+        t = datetime.strptime(m.group(1), fmt)
+    except ValueError:
+        raise IngestError(f"eventTime fromPath: {m.group(1)!r} in {path!r} does not match "
+                          f"timestampFormat {fmt!r}") from None
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)

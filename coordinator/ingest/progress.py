@@ -1,0 +1,21 @@
+"""A tiny progress protocol the CLI implements (with rich); ingest only reports bytes."""
+from __future__ import annotations
+
+from typing import Optional, Protocol
+
+
+class Progress(Protocol):
+    def start(self, total_bytes: Optional[int], description: str) -> None: ...
+    def advance(self, n: int) -> None: ...
+    def finish(self) -> None: ...
+
+
+class NoProgress:
+    def start(self, total_bytes: Optional[int], description: str) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass

@@ -1,0 +1,270 @@
+"""Read step: a prepared file → an Arrow table, with the step's schema applied.
+
+CSV and JSON Lines use Arrow's multi-threaded readers. Columns Arrow cannot convert the way a
+read step asks (see ``convert.TextOptions.needs_text``) are read as text and converted by
+``convert``. Errors name the file and the line (CSV, JSON Lines) or the row.
+
+Defaults follow Spark's CSV reader, which ODF 0.18 manifests were written for: ``header``
+false, separator ``,``, quote ``"``, an empty field is null. Deliberate differences: with no
+``schema`` the types are inferred unless ``inferSchema: false`` (then every column is text);
+there is no default ``escape`` (the CSV convention of doubled quotes works); ``comment`` lines
+are skipped only when the comment character starts the line.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+
+from ..metadata.objects import (
+    ReadStep,
+    ReadStepCsv,
+    ReadStepEsriShapefile,
+    ReadStepGeoJson,
+    ReadStepJsonLines,
+)
+from .convert import ConversionError, TextOptions, convert_column, to_strftime
+from .errors import IngestError
+from .schema_ddl import parse_schema
+
+_CSV_ROW_ERROR = re.compile(r"^(?:In CSV column #(\d+): )?(?:CSV parse error: )?Row #(\d+): (.*)$",
+                            re.S)
+_JSON_ROW_ERROR = re.compile(r"^(?:JSON parse error: )?(.*) in row (\d+)$", re.S)
+
+
+def read(path: Path, step: ReadStep, name: str) -> pa.Table:
+    """Read one prepared file; ``name`` is how messages call it (the fetched file's name)."""
+    try:
+        if isinstance(step, ReadStepCsv):
+            return _read_csv(path, step, name)
+        if isinstance(step, ReadStepJsonLines):
+            return _read_json_lines(path, step, name)
+        if isinstance(step, ReadStepGeoJson):
+            return _read_geojson(path, step, name)
+    except ConversionError as e:
+        raise IngestError(f"{name}: {e}") from None
+    assert isinstance(step, ReadStepEsriShapefile)
+    raise IngestError(f"{name}: reading Esri shapefiles is not supported (no shapefile library "
+                      "is installed); convert it to GeoJSON in a prepare 'pipe' step, e.g. with "
+                      "ogr2ogr -f GeoJSON /vsistdout/ /vsistdin/")
+
+
+def _schema(step: ReadStep) -> Optional[pa.Schema]:
+    return parse_schema(step.schema) if step.schema else None
+
+
+def _text_options(step) -> TextOptions:
+    def fmt(value):
+        return to_strftime(value) if value else None
+
+    return TextOptions(
+        date_format=fmt(step.date_format), timestamp_format=fmt(step.timestamp_format),
+        nan_value=getattr(step, "nan_value", None),
+        positive_inf=getattr(step, "positive_inf", None),
+        negative_inf=getattr(step, "negative_inf", None),
+        trim_leading=bool(getattr(step, "ignore_leading_white_space", False)),
+        trim_trailing=bool(getattr(step, "ignore_trailing_white_space", False)),
+        empty_value=getattr(step, "empty_value", None),
+    )
+
+
+def _apply_schema(table: pa.Table, schema: pa.Schema, text: TextOptions) -> pa.Table:
+    """Columns in schema order and type; text columns go through ``convert``.
+
+    A declared column the data lacks is all nulls (as in Spark); undeclared columns are dropped.
+    """
+    columns = []
+    for f in schema:
+        if f.name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        col = table.column(f.name)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            columns.append(convert_column(f.name, col, f.type, text))
+        elif col.type == f.type:
+            columns.append(col)
+        else:
+            try:
+                columns.append(col.cast(f.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise IngestError(f"column {f.name!r}: cannot convert {col.type} to {f.type}: {e}")
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+# --- CSV ---------------------------------------------------------------------------------------
+
+
+def _read_csv(path: Path, step: ReadStepCsv, name: str) -> pa.Table:
+    schema, text = _schema(step), _text_options(step)
+    if step.separator is not None and len(step.separator) != 1:
+        raise IngestError(f"{name}: csv separator must be one character, got {step.separator!r}")
+    header = bool(step.header)
+    by_name = schema is not None and header and step.enforce_schema is False
+    read_opts = dict(encoding=_codec(step.encoding), block_size=1 << 24)
+    convert_opts = dict(null_values=[step.null_value if step.null_value is not None else ""],
+                        strings_can_be_null=True, quoted_strings_can_be_null=False)
+    if schema is not None:
+        if by_name:  # enforceSchema false: the header names the columns, matched by name
+            convert_opts["include_columns"] = schema.names
+        else:  # the schema names the columns by position; a header line is skipped
+            read_opts.update(column_names=schema.names, skip_rows=1 if header else 0)
+        convert_opts["column_types"] = {
+            f.name: pa.string() if text.needs_text(f.type) else f.type for f in schema}
+    else:
+        read_opts["autogenerate_column_names"] = not header
+        if text.timestamp_format:
+            convert_opts["timestamp_parsers"] = [text.timestamp_format, pacsv.ISO8601]
+    parse_opts = pacsv.ParseOptions(
+        delimiter=step.separator or ",",
+        quote_char=(step.quote or False) if step.quote is not None else '"',
+        escape_char=step.escape or False,
+        newlines_in_values=bool(step.multi_line),
+    )
+    source = _without_comments(path, step.comment) if step.comment else str(path)
+
+    def attempt(threads: bool, **extra_convert) -> pa.Table:
+        return pacsv.read_csv(
+            source if isinstance(source, str) else pa.BufferReader(source),
+            read_options=pacsv.ReadOptions(use_threads=threads, **read_opts),
+            parse_options=parse_opts,
+            convert_options=pacsv.ConvertOptions(**{**convert_opts, **extra_convert}),
+        )
+
+    try:
+        table = attempt(True)
+        if schema is None and step.infer_schema is False:  # every column as text
+            table = attempt(True, column_types={n: pa.string() for n in table.column_names})
+    except pa.ArrowInvalid:
+        # Arrow knows the row number of a bad row only when reading on one thread
+        try:
+            attempt(False)
+        except pa.ArrowInvalid as e:
+            raise IngestError(_csv_error(name, str(e), path, step, read_opts)) from None
+        raise
+    if schema is not None and by_name:
+        missing = [n for n in schema.names if n not in table.column_names]
+        if missing:
+            raise IngestError(f"{name}: the header has no column {missing[0]!r} of the schema")
+    if schema is None:
+        if not header:  # Spark's names for headerless files
+            table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
+        return _apply_text_options(table, text)
+    return _apply_schema(table, schema, text)
+
+
+def _apply_text_options(table: pa.Table, text: TextOptions) -> pa.Table:
+    """Without a schema: trimming and emptyValue still apply to text columns."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_string(f.type) and text.needs_text(f.type):
+            table = table.set_column(i, f, convert_column(f.name, table.column(i), f.type, text))
+    return table
+
+
+def _codec(encoding: Optional[str]) -> str:
+    return encoding or "utf8"
+
+
+def _without_comments(path: Path, comment: str) -> bytes:
+    """The file with comment lines emptied (not removed, so line numbers stay right)."""
+    data = path.read_bytes()
+    return re.sub(rb"(?m)^" + re.escape(comment.encode()) + rb"[^\r\n]*", b"", data)
+
+
+def _csv_error(name: str, message: str, path: Path, step: ReadStepCsv, read_opts: dict) -> str:
+    """``file.csv:LINE: column 'x': ...`` from Arrow's 'Row #N' message."""
+    m = _CSV_ROW_ERROR.match(message)
+    if not m:
+        return f"{name}: {message}"
+    column, row, detail = m.group(1), int(m.group(2)), m.group(3)
+    where = f"column {_column_name(int(column), read_opts, path, step)!r}: " if column else ""
+    line = None if step.multi_line else _line_of_row(path, row)
+    place = f"{name}:{line}" if line else f"{name}: row {row}"
+    return f"{place}: {where}{detail}"
+
+
+def _column_name(index: int, read_opts: dict, path: Path, step: ReadStepCsv):
+    names = read_opts.get("column_names")
+    if names is None and step.header:
+        with open(path, encoding=_codec(step.encoding), errors="replace") as f:
+            names = f.readline().rstrip("\r\n").split(step.separator or ",")
+    return names[index] if names and index < len(names) else f"#{index + 1}"
+
+
+def _line_of_row(path: Path, row: int) -> Optional[int]:
+    """The 1-based line of Arrow's row number (Arrow does not count blank lines)."""
+    seen = 0
+    with open(path, "rb") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip(b"\r\n"):
+                continue
+            seen += 1
+            if seen == row:
+                return line_no
+    return None
+
+
+# --- JSON Lines, GeoJSON -----------------------------------------------------------------------
+
+
+def _read_json_lines(path: Path, step: ReadStepJsonLines, name: str) -> pa.Table:
+    schema, text = _schema(step), _text_options(step)
+    explicit = None
+    if schema is not None and not step.primitives_as_string:
+        explicit = pa.schema([pa.field(f.name, pa.string() if text.needs_text(f.type) else f.type)
+                              for f in schema])
+    parse_opts = pajson.ParseOptions(
+        explicit_schema=explicit, newlines_in_values=bool(step.multi_line),
+        unexpected_field_behavior="ignore" if explicit else "infer")
+    if step.encoding and step.encoding.replace("-", "").lower() != "utf8":
+        source = pa.BufferReader(path.read_text(encoding=step.encoding).encode())
+    else:
+        source = str(path)
+
+    def attempt(threads: bool) -> pa.Table:
+        if isinstance(source, pa.BufferReader):
+            source.seek(0)
+        return pajson.read_json(source, read_options=pajson.ReadOptions(use_threads=threads),
+                                parse_options=parse_opts)
+
+    try:
+        table = attempt(True)
+    except pa.ArrowInvalid:
+        try:
+            attempt(False)
+        except pa.ArrowInvalid as e:
+            m = _JSON_ROW_ERROR.match(str(e))
+            if m and not step.multi_line:
+                raise IngestError(f"{name}:{int(m.group(2)) + 1}: {m.group(1)}") from None
+            raise IngestError(f"{name}: {e}") from None
+        raise
+    if step.primitives_as_string:
+        table = pa.table({f.name: _as_text(table.column(f.name)) for f in table.schema})
+    return table if schema is None else _apply_schema(table, schema, text)
+
+
+def _as_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    t = col.type
+    return col if pa.types.is_nested(t) or pa.types.is_string(t) else pc.cast(col, pa.string())
+
+
+def _read_geojson(path: Path, step: ReadStepGeoJson, name: str) -> pa.Table:
+    """Features → their properties as columns, plus ``geometry`` as GeoJSON text."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise IngestError(f"{name}: not valid JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
+        raise IngestError(f"{name}: GeoJSON must be a FeatureCollection")
+    features = doc.get("features") or []
+    table = pa.Table.from_pylist([f.get("properties") or {} for f in features])
+    geometry = pa.array([json.dumps(f.get("geometry"), separators=(",", ":")) for f in features],
+                        pa.string())
+    table = table.append_column("geometry", geometry)
+    schema = _schema(step)
+    return table if schema is None else _apply_schema(table, schema, TextOptions())

@@ -1,0 +1,79 @@
+"""The ``schema`` of read steps: SQL-like DDL column lines → an Arrow schema.
+
+Each entry is ``name TYPE`` (the spec's form, e.g. ``price DECIMAL(10,2)``) or ``name: TYPE``
+(the form in some ODF examples); one entry may also hold several comma-separated columns and a
+trailing comma is allowed, so a schema copied from a ``CREATE TABLE`` works. Names may be
+`back-quoted`. Types are the spec's DDL types plus common SQL aliases.
+
+``TIMESTAMP`` is UTC (``timestamp[us, tz=UTC]``; ``TIMESTAMP(p)`` picks the unit from the
+precision). ``UUID`` is kept as its text form (a ``STRING``), since nothing downstream reads
+Arrow's UUID extension type.
+"""
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+from .errors import IngestError
+
+_SIMPLE = {
+    "BOOLEAN": pa.bool_(), "BOOL": pa.bool_(),
+    "TINYINT": pa.int8(), "SMALLINT": pa.int16(),
+    "INT": pa.int32(), "INTEGER": pa.int32(), "BIGINT": pa.int64(), "LONG": pa.int64(),
+    "FLOAT": pa.float32(), "REAL": pa.float32(), "DOUBLE": pa.float64(),
+    "STRING": pa.string(), "VARCHAR": pa.string(), "CHAR": pa.string(), "TEXT": pa.string(),
+    "UUID": pa.string(),
+    "DATE": pa.date32(), "TIME": pa.time64("us"), "BINARY": pa.binary(),
+}
+_KNOWN = sorted({*_SIMPLE, "DECIMAL(p,s)", "TIMESTAMP(p)"})
+
+_COLUMN = re.compile(r"^\s*(`[^`]+`|[^\s:`]+)\s*:?\s+(.+?)\s*$")
+_TYPE = re.compile(r"^([A-Za-z]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$")
+# split on commas that are not inside parentheses: "a INT, b DECIMAL(10,2)"
+_TOP_LEVEL_COMMA = re.compile(r",(?![^(]*\))")
+
+
+def parse_schema(lines: list[str]) -> pa.Schema:
+    fields = []
+    for entry in lines:
+        for part in _TOP_LEVEL_COMMA.split(entry):
+            if part.strip():
+                fields.append(_parse_column(part, entry))
+    names = [f.name for f in fields]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise IngestError(f"schema: column {dupes[0]!r} is declared twice")
+    return pa.schema(fields)
+
+
+def _parse_column(text: str, entry: str) -> pa.Field:
+    m = _COLUMN.match(text)
+    if not m:
+        raise IngestError(f"schema: {entry!r} is not 'name TYPE'")
+    name, type_text = m.group(1).strip("`"), m.group(2)
+    return pa.field(name, parse_type(type_text, context=f"schema: column {name!r}"))
+
+
+def parse_type(text: str, context: str = "schema") -> pa.DataType:
+    m = _TYPE.match(text.strip())
+    if not m:
+        raise IngestError(f"{context}: unknown type {text!r} (known: {', '.join(_KNOWN)})")
+    word, p, s = m.group(1).upper(), m.group(2), m.group(3)
+    if word in ("DECIMAL", "NUMERIC"):
+        precision, scale = int(p or 10), int(s or 0)  # Spark's DECIMAL default is (10, 0)
+        if not 1 <= precision <= 76 or scale > precision:
+            raise IngestError(f"{context}: invalid {text!r} (precision 1..76, scale <= precision)")
+        return (pa.decimal128 if precision <= 38 else pa.decimal256)(precision, scale)
+    if word == "TIMESTAMP" and s is None:
+        return pa.timestamp(_timestamp_unit(int(p) if p else 6), tz="UTC")
+    if word in _SIMPLE and (p is None or word in ("VARCHAR", "CHAR")) and s is None:
+        return _SIMPLE[word]
+    raise IngestError(f"{context}: unknown type {text!r} (known: {', '.join(_KNOWN)})")
+
+
+def _timestamp_unit(precision: int) -> str:
+    for unit, max_digits in (("s", 0), ("ms", 3), ("us", 6), ("ns", 9)):
+        if precision <= max_digits:
+            return unit
+    raise IngestError(f"TIMESTAMP({precision}): precision must be 0..9")

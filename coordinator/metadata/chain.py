@@ -1,0 +1,81 @@
+"""The chain check used everywhere: block hashes, links, ordering and signatures.
+
+It reads through a narrow ``BlockSource`` so the same check runs over a local dataset, a
+folder repository or an S3 bucket before anything from there is trusted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional, Protocol
+
+from .block_hash import check_stored
+from .flatbuffers_codec import BlockFormatError, decode_block
+from .objects import MetadataBlock
+from .signing import SignatureStatus, check_signature
+
+
+class BlockSource(Protocol):
+    def read_block(self, block_hash: bytes) -> Optional[bytes]: ...
+
+    def read_signature(self, block_hash: bytes) -> Optional[bytes]: ...
+
+
+class ChainError(Exception):
+    """A block that fails the check, named by hash with the reason."""
+
+    def __init__(self, block_hash: bytes, reason: str):
+        super().__init__(f"block {block_hash.hex()}: {reason}")
+        self.block_hash = block_hash
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ChainBlock:
+    hash: bytes
+    block: MetadataBlock
+    signature: SignatureStatus
+
+
+def load_block(source: BlockSource, block_hash: bytes) -> MetadataBlock:
+    """Read one block and check that its bytes hash to the name it is stored under."""
+    data = source.read_block(block_hash)
+    if data is None:
+        raise ChainError(block_hash, "block is missing")
+    try:
+        stored = check_stored(data)
+        if stored != block_hash:
+            raise ChainError(block_hash, f"stored under the wrong name (its hash is {stored.hex()})")
+        return decode_block(data)
+    except BlockFormatError as e:
+        raise ChainError(block_hash, str(e)) from None
+
+
+def walk(
+    source: BlockSource,
+    head: Optional[bytes],
+    *,
+    trusted: frozenset[bytes] = frozenset(),
+    stop_at: Optional[bytes] = None,
+) -> Iterator[ChainBlock]:
+    """Yield checked blocks from ``head`` back to the first block (or until ``stop_at``).
+
+    Raises ChainError at the first block that fails: missing, hash mismatch, undecodable,
+    an invalid signature, a system time later than its successor's, or a first block
+    without a source.
+    """
+    expected = head
+    later: Optional[ChainBlock] = None
+    while expected is not None and expected != stop_at:
+        block = load_block(source, expected)
+        status = check_signature(expected, source.read_signature(expected), set(trusted))
+        if status is SignatureStatus.INVALID:
+            raise ChainError(expected, "signature does not match the block")
+        if later is not None and block.system_time > later.block.system_time:
+            raise ChainError(later.hash, "system time goes backwards from its predecessor")
+        current = ChainBlock(expected, block, status)
+        yield current
+        if block.prev_block_hash is None and block.source is None:
+            raise ChainError(expected, "the first block of a dataset must define its source")
+        later, expected = current, block.prev_block_hash
+    if stop_at is not None and expected != stop_at:
+        raise ChainError(later.hash if later else stop_at, f"chain does not reach {stop_at.hex()}")

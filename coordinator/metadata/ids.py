@@ -1,0 +1,56 @@
+"""Dataset identity (spec: Dataset Identity).
+
+``DatasetRef = (Repository "/")? (Username "/")? DatasetID``; ids and repository names are
+hostnames: ``Subdomain ("." Subdomain)*`` with ``Subdomain = [a-zA-Z0-9]+ ("-" [a-zA-Z0-9]+)*``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+_SUBDOMAIN = r"[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*"
+_HOSTNAME = re.compile(rf"^{_SUBDOMAIN}(?:\.{_SUBDOMAIN})*$")
+_USERNAME = re.compile(rf"^{_SUBDOMAIN}$")
+
+
+class InvalidDatasetRef(ValueError):
+    pass
+
+
+def is_dataset_id(text: str) -> bool:
+    return bool(_HOSTNAME.match(text))
+
+
+def validate_dataset_id(text: str) -> str:
+    if not is_dataset_id(text):
+        raise InvalidDatasetRef(
+            f"not a valid dataset id: {text!r} (expected dot-separated names of letters, digits "
+            "and inner hyphens, e.g. org.example.weather)"
+        )
+    return text
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    dataset_id: str
+    repository: Optional[str] = None
+    username: Optional[str] = None
+
+    @staticmethod
+    def parse(text: str) -> "DatasetRef":
+        parts = text.split("/")
+        if len(parts) > 3:
+            raise InvalidDatasetRef(f"not a dataset reference: {text!r}")
+        *prefix, dataset_id = parts
+        validate_dataset_id(dataset_id)
+        repo = prefix[0] if prefix else None
+        user = prefix[1] if len(prefix) == 2 else None
+        if repo is not None and not _HOSTNAME.match(repo):
+            raise InvalidDatasetRef(f"not a valid repository name: {repo!r}")
+        if user is not None and not _USERNAME.match(user):
+            raise InvalidDatasetRef(f"not a valid user name: {user!r}")
+        return DatasetRef(dataset_id, repo, user)
+
+    def __str__(self) -> str:
+        return "/".join(p for p in (self.repository, self.username, self.dataset_id) if p)

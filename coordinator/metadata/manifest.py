@@ -1,0 +1,169 @@
+"""Loading YAML manifests: ``apiVersion: 1``, ``kind: <ObjectName>``, ``content: {...}``.
+
+A manifest is checked against the JSON Schemas in ``schemas/`` before any object is built, so
+every mistake is reported as ``<file>: <path>: <message>`` with the path inside the document
+(``content.source.merge.primaryKey``) and a message a user can act on.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft202012Validator, ValidationError
+from referencing import Registry, Resource
+
+from . import objects
+from .yaml_codec import DecodeError, from_dict, load_yaml
+
+SCHEMAS_DIR = Path(__file__).resolve().parents[2] / "schemas"
+MANIFEST_SUFFIXES = (".yaml", ".yml")
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be loaded; ``path`` is the place inside the file (may be empty)."""
+
+    def __init__(self, file: str, path: str, message: str):
+        self.file = file
+        self.path = path
+        self.message = message
+        super().__init__(f"{file}: {path}: {message}" if path else f"{file}: {message}")
+
+
+def load_manifest(path: str | Path):
+    """Load one manifest file into its object (a DatasetSnapshot or a MetadataBlock)."""
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ManifestError(name, "", e.strerror or str(e)) from None
+    try:
+        doc = load_yaml(text)
+    except yaml.YAMLError as e:
+        raise _yaml_error(name, e) from None
+    validate_document(doc, name)
+    try:
+        return from_dict(objects.MANIFEST_KINDS[doc["kind"]], doc["content"], "content")
+    except DecodeError as e:  # what a schema cannot say, e.g. 2020-02-30 or nanoseconds
+        raise ManifestError(name, e.path, e.message) from None
+
+
+def load_manifests(paths: Iterable[str | Path]) -> list:
+    """Load manifest files and directories (each *.yaml / *.yml directly inside, sorted)."""
+    found = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found += sorted(f for f in p.iterdir() if f.suffix in MANIFEST_SUFFIXES and f.is_file())
+        else:
+            found.append(p)
+    return [load_manifest(f) for f in found]
+
+
+def validate_document(doc, source_name: str) -> None:
+    """Check a parsed manifest against ``schemas/Manifest.json``; raise the most specific error."""
+    errors = list(_validator().iter_errors(doc))
+    if errors:
+        raise _describe(source_name, max(errors, key=_relevance))
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    # Schemas refer to each other by file name ("$ref": "MergeStrategy.json"), so each one is
+    # registered under its file name.
+    registry = Registry().with_resources(
+        (p.name, Resource.from_contents(json.loads(p.read_text(encoding="utf-8"))))
+        for p in SCHEMAS_DIR.glob("*.json")
+    )
+    return Draft202012Validator(registry.contents("Manifest.json"), registry=registry)
+
+
+# --- turning a jsonschema error into a user's message -------------------------------------------
+
+# Among errors on the same object, an unknown field usually explains a missing one (a typo).
+_KEYWORD_RANK = {"additionalProperties": 2, "required": 1}
+
+
+def _relevance(error: ValidationError):
+    # The deepest error is the most specific one: "primaryKey: expected a list" beats "merge: ..."
+    return len(error.absolute_path), _KEYWORD_RANK.get(error.validator, 0)
+
+
+def _describe(file: str, error: ValidationError) -> ManifestError:
+    path = _render_path(error.absolute_path)
+    keyword, value, instance, schema = error.validator, error.validator_value, error.instance, error.schema
+    if keyword == "required":
+        missing = next(name for name in value if name not in instance)
+        return ManifestError(file, f"{path}.{missing}" if path else missing, "is required")
+    if keyword == "additionalProperties":
+        known = list(schema.get("properties", {}))
+        unknown = next(name for name in instance if name not in known)
+        message = f"unknown field {unknown!r} (expected one of: {', '.join(known)})"
+        return ManifestError(file, path, message + _did_you_mean(unknown, known))
+    if keyword == "enum":
+        message = f"expected one of: {', '.join(map(str, value))} (got {_show(instance)})"
+        return ManifestError(file, path, message + _did_you_mean(instance, value))
+    if keyword == "const":
+        return ManifestError(file, path, f"expected {_show(value)} (got {_show(instance)})")
+    if keyword == "type":
+        return ManifestError(file, path, f"expected {_type_name(schema)} (got {_show(instance)})")
+    if keyword == "pattern":
+        # every pattern lives in Common.json with a title and a description of what it means
+        what = schema.get("title", "value")
+        hint = schema.get("description", f"must match {value}")
+        return ManifestError(file, path, f"not a valid {what}: {_show(instance)} ({hint})")
+    if keyword == "minimum":
+        return ManifestError(file, path, f"expected at least {value} (got {_show(instance)})")
+    return ManifestError(file, path, error.message)  # keywords the schemas do not use yet
+
+
+def _render_path(parts) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+_TYPE_NAMES = {
+    "string": "a string",
+    "boolean": "true or false",
+    "integer": "an integer",
+    "object": "a mapping",
+    "array": "a list",
+}
+
+
+def _type_name(schema: dict) -> str:
+    if schema["type"] == "array" and schema.get("items", {}).get("type") == "string":
+        return "a list of strings"
+    return _TYPE_NAMES.get(schema["type"], f"a {schema['type']}")
+
+
+def _show(value) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return str(value).lower()
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _did_you_mean(word, choices) -> str:
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _yaml_error(file: str, error: yaml.YAMLError) -> ManifestError:
+    mark = getattr(error, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(error, "problem", None) or str(error)
+    context = getattr(error, "context", None)
+    return ManifestError(file, where, f"invalid YAML: {context + ', ' if context else ''}{problem}")

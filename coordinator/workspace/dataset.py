@@ -1,0 +1,147 @@
+"""One dataset of the workspace: the read side (head, checked blocks, data files, state).
+
+On disk (the spec's sharing layout, copied unchanged by push and pull)::
+
+    meta/refs/head               hex hash of the newest block
+    meta/blocks/<hash>           the exact hashed FlatBuffers bytes
+    meta/signatures/<hash>       Ed25519 signature of the hash
+    data/<block hash>            the Parquet slice the block added
+    checkpoint/<block hash>/     engine state after that block
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from ..metadata import chain
+from ..metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, MetadataBlock
+
+if TYPE_CHECKING:
+    from .commit import DatasetWriter
+    from .workspace import Workspace
+
+
+class DatasetNotFound(Exception):
+    def __init__(self, dataset_id: str):
+        super().__init__(f"dataset {dataset_id} does not exist in this workspace")
+        self.dataset_id = dataset_id
+
+
+@dataclass
+class DatasetSummary:
+    """What one walk of the chain tells: the current definition and totals."""
+
+    id: str
+    head: bytes
+    source: DatasetSource
+    vocab: DatasetVocabulary
+    blocks: int
+    num_records: int
+    watermark: Optional[datetime]
+    last_updated: datetime
+
+    @property
+    def kind(self) -> str:
+        return "derivative" if isinstance(self.source, DatasetSourceDerivative) else "root"
+
+
+class Dataset:
+    def __init__(self, ws: "Workspace", dataset_id: str):
+        self.ws = ws
+        self.id = dataset_id
+        self.root = ws.meta / "datasets" / dataset_id
+
+    # --- paths --------------------------------------------------------------------------------
+
+    @property
+    def head_path(self) -> Path:
+        return self.root / "meta" / "refs" / "head"
+
+    def block_path(self, block_hash: bytes) -> Path:
+        return self.root / "meta" / "blocks" / block_hash.hex()
+
+    def signature_path(self, block_hash: bytes) -> Path:
+        return self.root / "meta" / "signatures" / block_hash.hex()
+
+    def data_file(self, block_hash: bytes) -> Path:
+        return self.root / "data" / block_hash.hex()
+
+    def checkpoint_dir(self, block_hash: bytes) -> Path:
+        return self.root / "checkpoint" / block_hash.hex()
+
+    def state_path(self, block_hash: bytes) -> Path:
+        return self.ws.meta / "cache" / self.id / "state" / f"{block_hash.hex()}.json"
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return self.head_path.exists()
+
+    def head(self) -> Optional[bytes]:
+        try:
+            return bytes.fromhex(self.head_path.read_text().strip())
+        except FileNotFoundError:
+            return None
+
+    def read_block(self, block_hash: bytes) -> Optional[bytes]:
+        try:
+            return self.block_path(block_hash).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def read_signature(self, block_hash: bytes) -> Optional[bytes]:
+        try:
+            return self.signature_path(block_hash).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def chain(self, stop_at: Optional[bytes] = None) -> Iterator[chain.ChainBlock]:
+        """Checked blocks, newest first (hash, links, signatures; see metadata.chain)."""
+        head = self.head()
+        if head is None:
+            raise DatasetNotFound(self.id)
+        return chain.walk(self, head, trusted=self.ws.trusted_keys(), stop_at=stop_at)
+
+    def blocks(self, stop_at: Optional[bytes] = None) -> Iterator[tuple[bytes, MetadataBlock]]:
+        for cb in self.chain(stop_at):
+            yield cb.hash, cb.block
+
+    def summary(self) -> DatasetSummary:
+        source = vocab = watermark = None
+        count = records = 0
+        head = last_updated = None
+        for h, block in self.blocks():
+            if head is None:
+                head, last_updated = h, block.system_time
+            count += 1
+            if block.output_slice is not None:
+                records += block.output_slice.num_records
+            source = source or block.source
+            vocab = vocab or block.vocab
+            watermark = watermark or block.output_watermark
+        return DatasetSummary(
+            id=self.id, head=head, source=source, vocab=vocab or DatasetVocabulary(),
+            blocks=count, num_records=records, watermark=watermark, last_updated=last_updated,
+        )
+
+    def data_files(self) -> list[Path]:
+        """The dataset's Parquet slices, oldest first."""
+        return [self.data_file(h) for h, b in reversed(list(self.blocks())) if b.output_slice]
+
+    def source_state(self) -> Optional[dict]:
+        """The ingest state stored with the newest block that has one."""
+        for h, _ in self.blocks():
+            path = self.state_path(h)
+            if path.exists():
+                return json.loads(path.read_text())
+        return None
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def writer(self) -> "DatasetWriter":
+        from .commit import DatasetWriter
+
+        return DatasetWriter(self)

@@ -1,0 +1,69 @@
+"""Durable file operations: write under a temporary name, fsync, rename into place."""
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+TMP_PREFIX = ".tmp-"
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def tmp_name(directory: Path) -> Path:
+    return directory / f"{TMP_PREFIX}{uuid.uuid4().hex}"
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so readers see the old or the new content, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(path.parent)
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def install(src: Path, dst: Path) -> None:
+    """Move a finished file or folder to ``dst`` durably (copying across filesystems)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    for f in [src] if src.is_file() else [p for p in src.rglob("*") if p.is_file()]:
+        _fsync_file(f)
+    try:
+        os.rename(src, dst)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        tmp = tmp_name(dst.parent)
+        if src.is_dir():
+            shutil.copytree(src, tmp)
+        else:
+            shutil.copyfile(src, tmp)
+        install(tmp, dst)
+        return
+    fsync_dir(dst.parent)
+
+
+def remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

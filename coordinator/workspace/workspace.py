@@ -1,0 +1,135 @@
+"""The workspace: a ``.coord`` folder holding datasets, the signing key and the config.
+
+Layout (DESIGN.md §7)::
+
+    .coord/config.yaml                 repositories, engine runtime, spark settings
+    .coord/keys/ed25519.pem            the signing key (0600)
+    .coord/datasets/<id>/              the spec's sharing layout (meta/, data/, checkpoint/)
+    .coord/cache/<id>/                 ingest downloads and per-block source state
+    .coord/locks/<id>.lock             one writer per dataset
+    .coord/run/                        engine scratch and logs
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from ..metadata.ids import validate_dataset_id
+from ..metadata.signing import SigningKey
+from .dataset import Dataset
+from .fsutil import atomic_write
+
+DIR = ".coord"
+ENV = "COORD_WORKSPACE"
+
+DEFAULT_CONFIG = {
+    "engine": {
+        "runtime": "auto",  # auto | container | sandbox
+        "sparkMaster": "local[2]",
+        "allowNetwork": False,  # must be true for a non-local spark master
+        "sparkConf": {},
+    },
+    "repositories": {},
+    "trustedKeys": [],  # hex Ed25519 public keys whose signatures verify reports as trusted
+}
+
+
+class WorkspaceError(Exception):
+    pass
+
+
+class Workspace:
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self.meta = self.root / DIR
+        self._key: Optional[SigningKey] = None
+
+    # --- finding and creating ---------------------------------------------------------------
+
+    @staticmethod
+    def init(root: Path) -> "Workspace":
+        ws = Workspace(root)
+        if ws.meta.exists():
+            raise WorkspaceError(f"a workspace already exists at {ws.meta}")
+        for sub in ("datasets", "cache", "locks", "run", "keys"):
+            (ws.meta / sub).mkdir(parents=True)
+        os.chmod(ws.meta / "keys", 0o700)
+        SigningKey.generate(ws.key_path)
+        atomic_write(ws.config_path, yaml.safe_dump(DEFAULT_CONFIG, sort_keys=False).encode())
+        return ws
+
+    @staticmethod
+    def find(start: Optional[Path] = None) -> "Workspace":
+        """The workspace at $COORD_WORKSPACE, or the nearest one at or above ``start``."""
+        if os.environ.get(ENV):
+            return Workspace.open(Path(os.environ[ENV]))
+        here = (start or Path.cwd()).resolve()
+        for d in (here, *here.parents):
+            if (d / DIR).is_dir():
+                return Workspace(d)
+        raise WorkspaceError("not in a coord workspace (run 'coord init' first)")
+
+    @staticmethod
+    def open(root: Path) -> "Workspace":
+        ws = Workspace(root)
+        if not ws.meta.is_dir():
+            raise WorkspaceError(f"no workspace at {root} (run 'coord init' there first)")
+        return ws
+
+    # --- config and keys --------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        return self.meta / "config.yaml"
+
+    @property
+    def key_path(self) -> Path:
+        return self.meta / "keys" / "ed25519.pem"
+
+    def config(self) -> dict:
+        data = yaml.safe_load(self.config_path.read_text()) if self.config_path.exists() else None
+        merged = {k: (dict(v) if isinstance(v, dict) else v) for k, v in DEFAULT_CONFIG.items()}
+        for key, value in (data or {}).items():
+            if isinstance(value, dict) and isinstance(merged.get(key), dict):
+                merged[key].update(value)
+            else:
+                merged[key] = value
+        return merged
+
+    def save_config(self, config: dict) -> None:
+        atomic_write(self.config_path, yaml.safe_dump(config, sort_keys=False).encode())
+
+    @property
+    def signing_key(self) -> SigningKey:
+        if self._key is None:
+            self._key = SigningKey.load(self.key_path)
+        return self._key
+
+    def trusted_keys(self) -> frozenset[bytes]:
+        extra = {bytes.fromhex(k) for k in self.config().get("trustedKeys") or []}
+        return frozenset({self.signing_key.public_key, *extra})
+
+    # --- datasets ---------------------------------------------------------------------------
+
+    def dataset(self, dataset_id: str) -> Dataset:
+        validate_dataset_id(dataset_id)
+        return Dataset(self, dataset_id)
+
+    def datasets(self) -> list[Dataset]:
+        root = self.meta / "datasets"
+        ids = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []
+        return [ds for ds in (Dataset(self, i) for i in ids) if ds.exists()]
+
+    def cache_dir(self, dataset_id: str) -> Path:
+        path = self.meta / "cache" / dataset_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def run_dir(self) -> Path:
+        path = self.meta / "run"
+        path.mkdir(parents=True, exist_ok=True)
+        return path

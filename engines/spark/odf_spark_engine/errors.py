@@ -1,0 +1,74 @@
+"""Turning failures into the contract's Error message: Spark's own words and the SQL position."""
+from __future__ import annotations
+
+import re
+
+from pyspark.errors import AnalysisException, ParseException, StreamingQueryException
+
+from .generated import engine_pb2 as pb
+
+Kind = pb.Error.Kind
+
+# Spark appends the analysed logical plan to an AnalysisException's text after ";\n"; the
+# user wants the sentence, not the plan.
+_PLAN_SUFFIX = re.compile(r";\n'?[A-Z].*", re.DOTALL)
+_PARSE_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
+
+
+class EngineFailure(Exception):
+    """A failure to report to the coordinator as an Error result."""
+
+    def __init__(self, kind: int, message: str, position: pb.SourcePosition | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.position = position
+
+    def to_proto(self) -> pb.Error:
+        error = pb.Error(kind=self.kind, message=self.message)
+        if self.position is not None:
+            error.position.CopyFrom(self.position)
+        return error
+
+
+def query_failure(exc: Exception, step: int, alias: str, sql: str) -> EngineFailure:
+    """An error raised while planning step ``step`` (text ``sql``) of the user's query."""
+    if isinstance(exc, ParseException):
+        message = str(exc).strip()
+        position = pb.SourcePosition(step=step, alias=alias)
+        match = _PARSE_POSITION.search(message)
+        if match:
+            position.line, position.column = int(match.group(1)), int(match.group(2))
+        return EngineFailure(Kind.INVALID_QUERY, message, position)
+    if isinstance(exc, AnalysisException):
+        return EngineFailure(
+            Kind.INVALID_QUERY, _PLAN_SUFFIX.sub("", str(exc)).strip(), _context_position(exc, step, alias, sql)
+        )
+    return EngineFailure(Kind.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+def run_failure(exc: Exception) -> EngineFailure:
+    """An error raised while the streaming query ran (or was being started)."""
+    if isinstance(exc, StreamingQueryException):
+        # The first paragraph names the cause; the rest is the query's plan.
+        return EngineFailure(Kind.EXECUTION, str(exc).split("\n===")[0].strip())
+    if isinstance(exc, AnalysisException):
+        # Raised by start(): the query is valid SQL but not a valid streaming query
+        # (for example an aggregation without a watermark).
+        return EngineFailure(Kind.INVALID_QUERY, _PLAN_SUFFIX.sub("", str(exc)).strip())
+    return EngineFailure(Kind.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+def _context_position(exc: AnalysisException, step: int, alias: str, sql: str):
+    contexts = [c for c in exc.getQueryContext() if c.startIndex() >= 0]
+    if not contexts:
+        return pb.SourcePosition(step=step, alias=alias, column=-1)
+    start = contexts[0].startIndex()
+    line_start = sql.rfind("\n", 0, start) + 1
+    return pb.SourcePosition(
+        step=step,
+        alias=alias,
+        line=sql.count("\n", 0, start) + 1,
+        column=start - line_start,
+        fragment=contexts[0].fragment(),
+    )

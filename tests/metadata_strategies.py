@@ -1,0 +1,70 @@
+"""Hypothesis strategies that generate any metadata object, driven by the objects' shapes."""
+from __future__ import annotations
+
+from dataclasses import MISSING
+from datetime import datetime, timedelta
+
+from hypothesis import strategies as st
+
+from coordinator.metadata import objects
+from coordinator.metadata.shape import Shape, fields_of
+from coordinator.metadata.timefmt import UTC, IntervalType, TimeInterval
+
+texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
+timestamps = st.datetimes(
+    min_value=datetime(1900, 1, 1), max_value=datetime(2200, 12, 31), timezones=st.just(UTC)
+)
+hashes = st.binary(min_size=32, max_size=32)
+
+
+@st.composite
+def intervals(draw) -> TimeInterval:
+    kind = draw(st.sampled_from(list(IntervalType)))
+    a = draw(timestamps)
+    b = a + draw(st.timedeltas(min_value=timedelta(microseconds=1), max_value=timedelta(days=999)))
+    if kind in (IntervalType.EMPTY, IntervalType.UNBOUNDED):
+        return TimeInterval(kind)
+    if kind is IntervalType.SINGLETON:
+        return TimeInterval(kind, a)
+    if kind in (IntervalType.UNBOUNDED_CLOSED_RIGHT, IntervalType.UNBOUNDED_OPEN_RIGHT):
+        return TimeInterval(kind, None, b)
+    if kind in (IntervalType.UNBOUNDED_CLOSED_LEFT, IntervalType.UNBOUNDED_OPEN_LEFT):
+        return TimeInterval(kind, a, None)
+    return TimeInterval(kind, a, b)
+
+
+def for_shape(shape: Shape, name: str = ""):
+    k = shape.kind
+    if k == "str":
+        return texts
+    if k == "bool":
+        return st.booleans()
+    if k == "int":
+        return st.integers(0, 2**63 - 1)
+    if k == "bytes":
+        return hashes
+    if k == "timestamp":
+        return timestamps
+    if k == "interval":
+        return intervals()
+    if k == "enum":
+        return st.sampled_from(list(shape.cls))
+    if k == "list":
+        return st.lists(for_shape(shape.item), max_size=3)
+    if k == "table":
+        return st.deferred(lambda: objects_of(shape.cls))
+    if k == "union":
+        return st.one_of([st.deferred(lambda v=v: objects_of(v)) for v in objects.UNIONS[shape.cls]])
+    raise TypeError(k)
+
+
+def objects_of(cls):
+    kwargs = {}
+    for f in fields_of(cls):
+        value = for_shape(f.shape, f.name)
+        always = f.required or f.fb_default is not MISSING
+        kwargs[f.name] = value if always else st.none() | value
+    return st.builds(cls, **kwargs)
+
+
+blocks = objects_of(objects.MetadataBlock)
