@@ -26,7 +26,9 @@ def inputs_of(snapshot_or_source) -> list[str]:
     return list(source.inputs) if isinstance(source, DatasetSourceDerivative) else []
 
 
-def add_datasets(ws: Workspace, snapshots: list[DatasetSnapshot], *, replace: bool = False) -> list[AddResult]:
+def add_datasets(
+    ws: Workspace, snapshots: list[DatasetSnapshot], *, replace: bool = False
+) -> list[AddResult]:
     """Add (or with ``replace`` redefine) datasets; checks everything before writing anything."""
     by_id: dict[str, DatasetSnapshot] = {}
     for s in snapshots:
@@ -36,12 +38,15 @@ def add_datasets(ws: Workspace, snapshots: list[DatasetSnapshot], *, replace: bo
     for s in snapshots:
         ds = ws.dataset(s.id)
         if ds.exists() and not replace:
-            raise CatalogError(f"dataset {s.id} already exists (use --replace to change its definition)")
+            raise CatalogError(
+                f"dataset {s.id} already exists (use --replace to change its definition)"
+            )
         for dep in inputs_of(s):
             if dep not in by_id and not ws.dataset(dep).exists():
                 raise CatalogError(f"dataset {s.id}: input {dep} does not exist")
+    graph = {i: [d for d in inputs_of(s) if d in by_id] for i, s in by_id.items()}
     try:
-        order = list(TopologicalSorter({i: [d for d in inputs_of(s) if d in by_id] for i, s in by_id.items()}).static_order())
+        order = list(TopologicalSorter(graph).static_order())
     except CycleError as e:
         raise CatalogError(f"datasets depend on each other in a cycle: {' -> '.join(e.args[1])}") from None
     return [_add_one(ws.dataset(i), by_id[i]) for i in order]

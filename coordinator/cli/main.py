@@ -153,7 +153,7 @@ def block() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 def block_hash(file: str) -> None:
     """Print the blockHash of a MetadataBlock given as a YAML manifest."""
-    obj = load_manifest(file)
+    obj = load_manifest(file, unsealed=True)
     if not isinstance(obj, MetadataBlock):
         raise click.UsageError(f"{file} holds a {type(obj).__name__}, not a MetadataBlock")
     out.print(compute_hash(obj).hex())

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 import numpy as np
@@ -25,9 +26,11 @@ import pyarrow.compute as pc
 
 __all__ = ["UnsupportedValueError", "canonical_text", "logical_hash", "physical_hash"]
 
-# Rows are rendered per record batch of at most this many rows (keeps every string array well
-# under the 2 GiB limit of 32-bit offsets) and taken/hashed in sorted order in runs of this size.
-_BATCH_ROWS = 1 << 20
+# Rows are rendered per record batch of at most this many rows, batches in parallel (Arrow
+# compute releases the GIL); small batches also keep strings far below the 2 GiB offset limit.
+_BATCH_ROWS = 1 << 18
+# Sorted rows are taken and hashed in runs of this many rows, bounding the extra memory.
+_RUN_ROWS = 1 << 20
 _NULL = "\\N"
 # Escapes applied to strings in this order (the backslash first so escapes stay unambiguous).
 _STRING_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
@@ -77,16 +80,16 @@ def _sorted_rows(table: pa.Table, event_time_column: str, system_time_column: st
         return
     if table.num_columns == 0:
         raise UnsupportedValueError("a table with rows but no data columns has no canonical text")
-    # 64-bit offsets so taking rows in sorted order can never overflow a chunk.
     batches = table.to_batches(max_chunksize=_BATCH_ROWS)
-    rows = pa.chunked_array([_render_batch(b).cast(pa.large_string()) for b in batches])
+    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
+        rows = pa.chunked_array(pool.map(_render_batch, batches), pa.large_string())
     keys = {"row": rows}
     if event_time_column in table.column_names:
         keys = {"event_time": table[event_time_column], "row": rows}
     # Event-time nulls (not allowed in ODF data anyway) sort last; ties fall back to the bytes.
     order = pc.sort_indices(pa.table(keys), [(k, "ascending", "at_end") for k in keys])
-    for start in range(0, len(order), _BATCH_ROWS):
-        for chunk in rows.take(order[start : start + _BATCH_ROWS]).chunks:
+    for start in range(0, len(order), _RUN_ROWS):
+        for chunk in rows.take(order[start : start + _RUN_ROWS]).chunks:
             yield _values_buffer(chunk)
 
 
@@ -100,13 +103,14 @@ def _render_batch(batch: pa.RecordBatch) -> pa.Array:
             raise UnsupportedValueError(f"column {name!r}: {e}") from e
     pieces[-1] = _append(pieces[-1], "\n")
     # Joining costs per argument, so separators are the join's own, never extra scalar pieces.
-    return pc.binary_join_element_wise(*pieces, "\t") if len(pieces) > 1 else pieces[0]
+    rows = pc.binary_join_element_wise(*pieces, "\t") if len(pieces) > 1 else pieces[0]
+    return rows.cast(pa.large_string())  # 64-bit offsets: taking rows can never overflow
 
 
 def _render(arr: pa.Array) -> pa.Array:
     """A column's canonical text as a string array, null where the value is null."""
     t = arr.type
-    if isinstance(t, pa.ExtensionType):  # e.g. arrow.uuid: rendered as its storage
+    if isinstance(t, pa.BaseExtensionType):  # e.g. arrow.uuid: rendered as its storage
         return _render(arr.storage)
     if pa.types.is_dictionary(t):
         return _render(arr.dictionary_decode())

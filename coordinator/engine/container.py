@@ -32,6 +32,8 @@ from typing import Any
 
 from coordinator.metadata.objects import EngineIdentity
 
+from .runtime import EngineStartError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_API_SOCKET = "/run/coord-podman/podman.sock"
@@ -39,7 +41,8 @@ IMAGE_REPOSITORY = "localhost/odf-spark-engine"
 ENGINE_PORT = 5544
 SOCKET_NAME = "engine.sock"
 # Spark's session start is 6-10 s on an idle machine; leave room for a busy shared one.
-READY_TIMEOUT_S = float(os.environ.get("COORD_ENGINE_READY_TIMEOUT", "180"))
+# (settings.startup_timeout, when the settings have one, wins.)
+READY_TIMEOUT_S = 180.0
 # Podman's default rlimits fail here ("error setting rlimit ... operation not permitted"):
 # explicit limits on every container are required, nproc at most 32768.
 ULIMITS = {"nofile": 20000, "nproc": 32768}
@@ -51,7 +54,7 @@ LABEL_RUN_DIR = "io.odf.coordinator.run-dir"
 _SUN_PATH_MAX = 107  # a unix socket path longer than this cannot be bound
 
 
-class ContainerEngineError(RuntimeError):
+class ContainerEngineError(EngineStartError):
     """The container runtime is unusable or the engine did not start; the message says why."""
 
 
@@ -139,7 +142,7 @@ class ContainerEngineProcess:
         except OSError:
             pass
 
-    def __enter__(self) -> "ContainerEngineProcess":
+    def __enter__(self) -> ContainerEngineProcess:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -163,8 +166,8 @@ def _stop_all() -> None:
 def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> ContainerEngineProcess:
     """Start the engine image and wait until its gRPC socket answers.
 
-    ``settings`` is an EngineSettings (duck-typed: ``spark_master``, ``spark_conf``,
-    ``allow_network``, ``image``), so this module does not depend on its import order.
+    ``settings`` is an EngineSettings (read duck-typed: ``spark_master``, ``spark_conf``,
+    ``allow_network``, ``image``, ``startup_timeout``).
     """
     run_dir = Path(run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -180,6 +183,7 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
     conf = dict(getattr(settings, "spark_conf", None) or {})
     isolated = not bool(getattr(settings, "allow_network", False))
     image_ref = getattr(settings, "image", None) or default_image()
+    timeout = float(getattr(settings, "startup_timeout", None) or READY_TIMEOUT_S)
 
     client = _client()
     try:
@@ -229,6 +233,8 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
         environment={"HOME": "/tmp"},  # root's home is read-only; Spark/ivy may want a home
         ulimits=[_ulimit(n, v) for n, v in ULIMITS.items()],
         labels={LABEL_RUN_DIR: str(run_dir)},
+        # No auto_remove: an engine that dies while starting must keep its logs for the
+        # error message. stop(), the atexit hook and the next start here remove it.
     )
     identity = EngineIdentity(
         runtime="container",
@@ -242,7 +248,7 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
                                   _container=container)
     _live.add(proc)
     try:
-        _wait_ready(container, sock, READY_TIMEOUT_S)
+        _wait_ready(container, sock, timeout)
     except BaseException:
         proc.stop(timeout=1)
         raise

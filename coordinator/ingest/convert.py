@@ -9,8 +9,8 @@ path) so the message names its row.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -53,14 +53,14 @@ def to_strftime(fmt: str) -> str:
 class TextOptions:
     """How text values are read (the read step's options that apply after parsing)."""
 
-    date_format: Optional[str] = None  # strftime
-    timestamp_format: Optional[str] = None  # strftime
-    nan_value: Optional[str] = None
-    positive_inf: Optional[str] = None
-    negative_inf: Optional[str] = None
+    date_format: str | None = None  # strftime
+    timestamp_format: str | None = None  # strftime
+    nan_value: str | None = None
+    positive_inf: str | None = None
+    negative_inf: str | None = None
     trim_leading: bool = False
     trim_trailing: bool = False
-    empty_value: Optional[str] = None  # what a quoted empty string "" becomes
+    empty_value: str | None = None  # what a quoted empty string "" becomes
 
     def needs_text(self, target: pa.DataType) -> bool:
         """Whether a column of this type must be read as text and converted here."""
@@ -95,7 +95,7 @@ def convert_column(name: str, text: pa.ChunkedArray, target: pa.DataType,
         raise ConversionError(name, row, text[row].as_py(), str(target)) from None
 
 
-def first_failure(values, convert: Callable) -> Optional[int]:
+def first_failure(values, convert: Callable) -> int | None:
     """Index of the first value ``convert`` rejects, by bisection (O(n log n), error path only)."""
     lo, hi = 0, len(values)
     try:
@@ -139,7 +139,7 @@ def _converter(target: pa.DataType, opts: TextOptions) -> Callable:
     return lambda a: a.cast(target)
 
 
-def parse_timestamps(text, target: pa.DataType, fmt: Optional[str] = None):
+def parse_timestamps(text, target: pa.DataType, fmt: str | None = None):
     """Text → ``target`` (a timestamp type; a zone-less target means UTC wall time).
 
     Values with a zone offset are converted to UTC; values without one (including bare dates)

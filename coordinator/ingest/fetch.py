@@ -26,7 +26,6 @@ import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
 
 from ..metadata.objects import (
     EventTimeSourceFromMetadata,
@@ -50,7 +49,7 @@ _TIMEOUT_S = 60
 class FetchedFile:
     path: Path  # local bytes, as the source gave them
     name: str  # how messages call it: the file name, or the URL
-    event_time: Optional[datetime]  # from metadata or path; None when the source has none
+    event_time: datetime | None  # from metadata or path; None when the source has none
     state: dict = field(default_factory=dict)  # source state once this file is ingested
 
 
@@ -58,9 +57,10 @@ def fingerprint(step: FetchStep) -> str:
     return hashlib.sha256(json.dumps(to_dict(step), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def fetch(step: FetchStep, *, root: Path, scratch: Path, state: Optional[dict],
-          progress: Progress = NoProgress()) -> list[FetchedFile]:
+def fetch(step: FetchStep, *, root: Path, scratch: Path, state: dict | None,
+          progress: Progress | None = None) -> list[FetchedFile]:
     """The new files in ingest order; empty when nothing changed since ``state``."""
+    progress = progress or NoProgress()
     fp = fingerprint(step)
     state = state if state and state.get("fetch") == fp else {}
     if isinstance(step, FetchStepFilesGlob):
@@ -189,7 +189,7 @@ def _fetch_glob(step: FetchStepFilesGlob, root: Path, state: dict) -> list[Fetch
 # --- event time --------------------------------------------------------------------------------
 
 
-def _event_time(step: FetchStep, path: str, modified: Optional[datetime]) -> Optional[datetime]:
+def _event_time(step: FetchStep, path: str, modified: datetime | None) -> datetime | None:
     source = step.event_time
     if isinstance(source, EventTimeSourceFromMetadata):
         return modified

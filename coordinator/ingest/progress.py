@@ -1,17 +1,17 @@
 """A tiny progress protocol the CLI implements (with rich); ingest only reports bytes."""
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import Protocol
 
 
 class Progress(Protocol):
-    def start(self, total_bytes: Optional[int], description: str) -> None: ...
+    def start(self, total_bytes: int | None, description: str) -> None: ...
     def advance(self, n: int) -> None: ...
     def finish(self) -> None: ...
 
 
 class NoProgress:
-    def start(self, total_bytes: Optional[int], description: str) -> None:
+    def start(self, total_bytes: int | None, description: str) -> None:
         pass
 
     def advance(self, n: int) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,7 +54,7 @@ def read(path: Path, step: ReadStep, name: str) -> pa.Table:
                       "ogr2ogr -f GeoJSON /vsistdout/ /vsistdin/")
 
 
-def _schema(step: ReadStep) -> Optional[pa.Schema]:
+def _schema(step: ReadStep) -> pa.Schema | None:
     return parse_schema(step.schema) if step.schema else None
 
 
@@ -93,7 +92,8 @@ def _apply_schema(table: pa.Table, schema: pa.Schema, text: TextOptions) -> pa.T
             try:
                 columns.append(col.cast(f.type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise IngestError(f"column {f.name!r}: cannot convert {col.type} to {f.type}: {e}")
+                raise IngestError(
+                    f"column {f.name!r}: cannot convert {col.type} to {f.type}: {e}") from None
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -166,7 +166,7 @@ def _apply_text_options(table: pa.Table, text: TextOptions) -> pa.Table:
     return table
 
 
-def _codec(encoding: Optional[str]) -> str:
+def _codec(encoding: str | None) -> str:
     return encoding or "utf8"
 
 
@@ -183,7 +183,7 @@ def _csv_error(name: str, message: str, path: Path, step: ReadStepCsv, read_opts
         return f"{name}: {message}"
     column, row, detail = m.group(1), int(m.group(2)), m.group(3)
     where = f"column {_column_name(int(column), read_opts, path, step)!r}: " if column else ""
-    line = None if step.multi_line else _line_of_row(path, row)
+    line = None if step.multi_line else _line_of_row(path, row, step.comment)
     place = f"{name}:{line}" if line else f"{name}: row {row}"
     return f"{place}: {where}{detail}"
 
@@ -196,12 +196,13 @@ def _column_name(index: int, read_opts: dict, path: Path, step: ReadStepCsv):
     return names[index] if names and index < len(names) else f"#{index + 1}"
 
 
-def _line_of_row(path: Path, row: int) -> Optional[int]:
-    """The 1-based line of Arrow's row number (Arrow does not count blank lines)."""
+def _line_of_row(path: Path, row: int, comment: str | None) -> int | None:
+    """The 1-based line of Arrow's row number (Arrow counts neither blank nor comment lines)."""
+    skip = comment.encode() if comment else None
     seen = 0
     with open(path, "rb") as f:
         for line_no, line in enumerate(f, start=1):
-            if not line.strip(b"\r\n"):
+            if not line.strip(b"\r\n") or (skip and line.startswith(skip)):
                 continue
             seen += 1
             if seen == row:

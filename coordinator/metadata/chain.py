@@ -5,8 +5,9 @@ folder repository or an S3 bucket before anything from there is trusted.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional, Protocol
+from typing import Protocol
 
 from .block_hash import check_stored
 from .flatbuffers_codec import BlockFormatError, decode_block
@@ -15,9 +16,9 @@ from .signing import SignatureStatus, check_signature
 
 
 class BlockSource(Protocol):
-    def read_block(self, block_hash: bytes) -> Optional[bytes]: ...
+    def read_block(self, block_hash: bytes) -> bytes | None: ...
 
-    def read_signature(self, block_hash: bytes) -> Optional[bytes]: ...
+    def read_signature(self, block_hash: bytes) -> bytes | None: ...
 
 
 class ChainError(Exception):
@@ -52,10 +53,10 @@ def load_block(source: BlockSource, block_hash: bytes) -> MetadataBlock:
 
 def walk(
     source: BlockSource,
-    head: Optional[bytes],
+    head: bytes | None,
     *,
     trusted: frozenset[bytes] = frozenset(),
-    stop_at: Optional[bytes] = None,
+    stop_at: bytes | None = None,
 ) -> Iterator[ChainBlock]:
     """Yield checked blocks from ``head`` back to the first block (or until ``stop_at``).
 
@@ -64,7 +65,7 @@ def walk(
     without a source.
     """
     expected = head
-    later: Optional[ChainBlock] = None
+    later: ChainBlock | None = None
     while expected is not None and expected != stop_at:
         block = load_block(source, expected)
         status = check_signature(expected, source.read_signature(expected), set(trusted))

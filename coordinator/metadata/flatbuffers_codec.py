@@ -1,8 +1,8 @@
 """FlatBuffers codec for MetadataBlock, following the spec's two-pass procedure exactly.
 
-The rules (see ``schemas/BLOCK-HASHING.md``, after shared/flatbuffers-hashing.md): per table, first create every string, vector
-and child table in schema field order (depth first), then start the table and add present
-fields in schema order. Unions take two slots (type tag, then offset). Scalars with a schema
+The rules (written down in ``schemas/BLOCK-HASHING.md``): per table, first create every
+string, vector and child table in schema field order (depth first), then start the table and
+add present fields in schema order. Unions take two slots (type tag, then offset). Scalars with a schema
 default are omitted when equal to it; ``= null`` scalars are written whenever present.
 No file identifier. The builder's vtable de-duplication stays on.
 """
@@ -13,7 +13,8 @@ from dataclasses import MISSING
 from datetime import datetime, timedelta
 
 import flatbuffers
-from flatbuffers import encode, number_types as N
+from flatbuffers import encode
+from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
 from . import objects

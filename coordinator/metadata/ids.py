@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 _SUBDOMAIN = r"[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*"
 _HOSTNAME = re.compile(rf"^{_SUBDOMAIN}(?:\.{_SUBDOMAIN})*$")
@@ -34,11 +33,11 @@ def validate_dataset_id(text: str) -> str:
 @dataclass(frozen=True)
 class DatasetRef:
     dataset_id: str
-    repository: Optional[str] = None
-    username: Optional[str] = None
+    repository: str | None = None
+    username: str | None = None
 
     @staticmethod
-    def parse(text: str) -> "DatasetRef":
+    def parse(text: str) -> DatasetRef:
         parts = text.split("/")
         if len(parts) > 3:
             raise InvalidDatasetRef(f"not a dataset reference: {text!r}")

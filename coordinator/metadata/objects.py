@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, List, Optional, Union
+from typing import ClassVar
 
 from .timefmt import TimeInterval
 
@@ -54,7 +54,7 @@ class EventTimeSourceFromPath:
     UNION: ClassVar[str] = "EventTimeSource"
     KIND: ClassVar[str] = "fromPath"
     pattern: str
-    timestamp_format: Optional[str] = None
+    timestamp_format: str | None = None
 
 
 @odf
@@ -63,7 +63,7 @@ class SourceCachingForever:
     KIND: ClassVar[str] = "forever"
 
 
-EventTimeSource = Union[EventTimeSourceFromMetadata, EventTimeSourceFromPath]
+EventTimeSource = EventTimeSourceFromMetadata | EventTimeSourceFromPath
 SourceCaching = SourceCachingForever
 
 # --- fetch ---------------------------------------------------------------------------------
@@ -74,8 +74,8 @@ class FetchStepUrl:
     UNION: ClassVar[str] = "FetchStep"
     KIND: ClassVar[str] = "url"
     url: str
-    event_time: Optional[EventTimeSource] = None
-    cache: Optional[SourceCaching] = None
+    event_time: EventTimeSource | None = None
+    cache: SourceCaching | None = None
 
 
 @odf
@@ -83,12 +83,12 @@ class FetchStepFilesGlob:
     UNION: ClassVar[str] = "FetchStep"
     KIND: ClassVar[str] = "filesGlob"
     path: str
-    event_time: Optional[EventTimeSource] = None
-    cache: Optional[SourceCaching] = None
-    order: Optional[SourceOrdering] = None
+    event_time: EventTimeSource | None = None
+    cache: SourceCaching | None = None
+    order: SourceOrdering | None = None
 
 
-FetchStep = Union[FetchStepUrl, FetchStepFilesGlob]
+FetchStep = FetchStepUrl | FetchStepFilesGlob
 
 # --- prepare -------------------------------------------------------------------------------
 
@@ -98,17 +98,17 @@ class PrepStepDecompress:
     UNION: ClassVar[str] = "PrepStep"
     KIND: ClassVar[str] = "decompress"
     format: CompressionFormat = field(metadata=default_scalar(CompressionFormat.GZIP))
-    sub_path: Optional[str] = None
+    sub_path: str | None = None
 
 
 @odf
 class PrepStepPipe:
     UNION: ClassVar[str] = "PrepStep"
     KIND: ClassVar[str] = "pipe"
-    command: List[str]
+    command: list[str]
 
 
-PrepStep = Union[PrepStepDecompress, PrepStepPipe]
+PrepStep = PrepStepDecompress | PrepStepPipe
 
 # --- read ----------------------------------------------------------------------------------
 
@@ -117,69 +117,69 @@ PrepStep = Union[PrepStepDecompress, PrepStepPipe]
 class ReadStepCsv:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "csv"
-    schema: Optional[List[str]] = None
-    separator: Optional[str] = None
-    encoding: Optional[str] = None
-    quote: Optional[str] = None
-    escape: Optional[str] = None
-    comment: Optional[str] = None
-    header: Optional[bool] = None
-    enforce_schema: Optional[bool] = None
-    infer_schema: Optional[bool] = None
-    ignore_leading_white_space: Optional[bool] = None
-    ignore_trailing_white_space: Optional[bool] = None
-    null_value: Optional[str] = None
-    empty_value: Optional[str] = None
-    nan_value: Optional[str] = None
-    positive_inf: Optional[str] = None
-    negative_inf: Optional[str] = None
-    date_format: Optional[str] = None
-    timestamp_format: Optional[str] = None
-    multi_line: Optional[bool] = None
+    schema: list[str] | None = None
+    separator: str | None = None
+    encoding: str | None = None
+    quote: str | None = None
+    escape: str | None = None
+    comment: str | None = None
+    header: bool | None = None
+    enforce_schema: bool | None = None
+    infer_schema: bool | None = None
+    ignore_leading_white_space: bool | None = None
+    ignore_trailing_white_space: bool | None = None
+    null_value: str | None = None
+    empty_value: str | None = None
+    nan_value: str | None = None
+    positive_inf: str | None = None
+    negative_inf: str | None = None
+    date_format: str | None = None
+    timestamp_format: str | None = None
+    multi_line: bool | None = None
 
 
 @odf
 class ReadStepJsonLines:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "jsonLines"
-    schema: Optional[List[str]] = None
-    date_format: Optional[str] = None
-    encoding: Optional[str] = None
-    multi_line: Optional[bool] = None
-    primitives_as_string: Optional[bool] = None
-    timestamp_format: Optional[str] = None
+    schema: list[str] | None = None
+    date_format: str | None = None
+    encoding: str | None = None
+    multi_line: bool | None = None
+    primitives_as_string: bool | None = None
+    timestamp_format: str | None = None
 
 
 @odf
 class ReadStepGeoJson:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "geoJson"
-    schema: Optional[List[str]] = None
+    schema: list[str] | None = None
 
 
 @odf
 class ReadStepEsriShapefile:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "esriShapefile"
-    schema: Optional[List[str]] = None
-    sub_path: Optional[str] = None
+    schema: list[str] | None = None
+    sub_path: str | None = None
 
 
-ReadStep = Union[ReadStepCsv, ReadStepJsonLines, ReadStepGeoJson, ReadStepEsriShapefile]
+ReadStep = ReadStepCsv | ReadStepJsonLines | ReadStepGeoJson | ReadStepEsriShapefile
 
 # --- transform -----------------------------------------------------------------------------
 
 
 @odf
 class SqlQueryStep:
-    alias: Optional[str] = None
+    alias: str | None = None
     query: str
 
 
 @odf
 class TemporalTable:
     id: str
-    primary_key: List[str]
+    primary_key: list[str]
 
 
 @odf
@@ -187,12 +187,12 @@ class TransformSql:
     UNION: ClassVar[str] = "Transform"
     KIND: ClassVar[str] = "sql"
     engine: str
-    version: Optional[str] = None
-    query: Optional[str] = None
-    queries: Optional[List[SqlQueryStep]] = None
-    temporal_tables: Optional[List[TemporalTable]] = None
+    version: str | None = None
+    query: str | None = None
+    queries: list[SqlQueryStep] | None = None
+    temporal_tables: list[TemporalTable] | None = None
 
-    def steps(self) -> List[SqlQueryStep]:
+    def steps(self) -> list[SqlQueryStep]:
         """The query steps; ``query`` is shorthand for one step without an alias."""
         if self.queries is not None:
             return list(self.queries)
@@ -214,22 +214,22 @@ class MergeStrategyAppend:
 class MergeStrategyLedger:
     UNION: ClassVar[str] = "MergeStrategy"
     KIND: ClassVar[str] = "ledger"
-    primary_key: List[str]
+    primary_key: list[str]
 
 
 @odf
 class MergeStrategySnapshot:
     UNION: ClassVar[str] = "MergeStrategy"
     KIND: ClassVar[str] = "snapshot"
-    primary_key: List[str]
-    compare_columns: Optional[List[str]] = None
-    observation_column: Optional[str] = None
-    obsv_added: Optional[str] = None
-    obsv_changed: Optional[str] = None
-    obsv_removed: Optional[str] = None
+    primary_key: list[str]
+    compare_columns: list[str] | None = None
+    observation_column: str | None = None
+    obsv_added: str | None = None
+    obsv_changed: str | None = None
+    obsv_removed: str | None = None
 
 
-MergeStrategy = Union[MergeStrategyAppend, MergeStrategyLedger, MergeStrategySnapshot]
+MergeStrategy = MergeStrategyAppend | MergeStrategyLedger | MergeStrategySnapshot
 
 # --- sources, vocabulary, snapshot -----------------------------------------------------------
 
@@ -239,9 +239,9 @@ class DatasetSourceRoot:
     UNION: ClassVar[str] = "DatasetSource"
     KIND: ClassVar[str] = "root"
     fetch: FetchStep
-    prepare: Optional[List[PrepStep]] = None
+    prepare: list[PrepStep] | None = None
     read: ReadStep
-    preprocess: Optional[Transform] = None
+    preprocess: Transform | None = None
     merge: MergeStrategy
 
 
@@ -249,17 +249,17 @@ class DatasetSourceRoot:
 class DatasetSourceDerivative:
     UNION: ClassVar[str] = "DatasetSource"
     KIND: ClassVar[str] = "derivative"
-    inputs: List[str]
+    inputs: list[str]
     transform: Transform
 
 
-DatasetSource = Union[DatasetSourceRoot, DatasetSourceDerivative]
+DatasetSource = DatasetSourceRoot | DatasetSourceDerivative
 
 
 @odf
 class DatasetVocabulary:
-    system_time_column: Optional[str] = None
-    event_time_column: Optional[str] = None
+    system_time_column: str | None = None
+    event_time_column: str | None = None
 
     @property
     def system_time(self) -> str:
@@ -274,7 +274,7 @@ class DatasetVocabulary:
 class DatasetSnapshot:
     id: str
     source: DatasetSource
-    vocab: Optional[DatasetVocabulary] = None
+    vocab: DatasetVocabulary | None = None
 
 
 # --- blocks ------------------------------------------------------------------------------------
@@ -285,7 +285,7 @@ class DataSlice:
     hash: bytes
     interval: TimeInterval
     num_records: int = field(default=0, metadata=default_scalar(0))
-    physical_hash: Optional[bytes] = None  # extension: SHA3-256 of the Parquet file bytes
+    physical_hash: bytes | None = None  # extension: SHA3-256 of the Parquet file bytes
 
 
 @odf
@@ -293,25 +293,25 @@ class EngineIdentity:
     """Extension: which engine produced a block's output (spec: Engine Versioning)."""
 
     runtime: str  # "container" or "sandbox"
-    version: Optional[str] = None  # engine package version
-    spark_version: Optional[str] = None
-    image_digest: Optional[str] = None  # container runtime
-    files_hash: Optional[str] = None  # sandbox runtime: SHA3-256 over the engine's files
-    spark_master: Optional[str] = None
-    network_isolated: Optional[bool] = None
+    version: str | None = None  # engine package version
+    spark_version: str | None = None
+    image_digest: str | None = None  # container runtime
+    files_hash: str | None = None  # sandbox runtime: SHA3-256 over the engine's files
+    spark_master: str | None = None
+    network_isolated: bool | None = None
 
 
 @odf
 class MetadataBlock:
-    block_hash: Optional[bytes] = None
-    prev_block_hash: Optional[bytes] = None
+    block_hash: bytes | None = None
+    prev_block_hash: bytes | None = None
     system_time: datetime
-    output_slice: Optional[DataSlice] = None
-    output_watermark: Optional[datetime] = None
-    input_slices: Optional[List[DataSlice]] = None
-    source: Optional[DatasetSource] = None
-    vocab: Optional[DatasetVocabulary] = None
-    engine: Optional[EngineIdentity] = None  # extension
+    output_slice: DataSlice | None = None
+    output_watermark: datetime | None = None
+    input_slices: list[DataSlice] | None = None
+    source: DatasetSource | None = None
+    vocab: DatasetVocabulary | None = None
+    engine: EngineIdentity | None = None  # extension
 
 
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import types
 import typing
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
-from typing import Any, Optional, Tuple
+from functools import cache
+from typing import Any
 
 from . import objects
 from .timefmt import TimeInterval
@@ -21,7 +22,7 @@ from .timefmt import TimeInterval
 class Shape:
     kind: str  # str bool int bytes timestamp interval enum table union list
     cls: Any = None  # dataclass (table), Enum class (enum) or union name (union)
-    item: Optional["Shape"] = None  # element shape for lists
+    item: Shape | None = None  # element shape for lists
 
 
 @dataclass(frozen=True)
@@ -41,14 +42,14 @@ def camel(name: str) -> str:
 def _shape_of(hint) -> Shape:
     origin = typing.get_origin(hint)
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if origin is typing.Union:
+    if origin in (typing.Union, types.UnionType):
         if len(args) == 1:
             return _shape_of(args[0])
         unions = {getattr(a, "UNION", None) for a in args}
         if len(unions) != 1 or None in unions:
             raise TypeError(f"unsupported union {hint}")
         return Shape("union", unions.pop())
-    if origin in (list, typing.List):
+    if origin in (list, list):
         return Shape("list", item=_shape_of(args[0]))
     if hint is str:
         return Shape("str")
@@ -71,8 +72,8 @@ def _shape_of(hint) -> Shape:
     raise TypeError(f"unsupported field type {hint!r}")
 
 
-@lru_cache(maxsize=None)
-def fields_of(cls) -> Tuple[FieldInfo, ...]:
+@cache
+def fields_of(cls) -> tuple[FieldInfo, ...]:
     hints = typing.get_type_hints(cls, vars(objects))
     out = []
     for f in dataclasses.fields(cls):

@@ -36,7 +36,7 @@ class Signature:
         return yaml.safe_dump(doc, sort_keys=False).encode()
 
     @staticmethod
-    def from_bytes(data: bytes) -> "Signature":
+    def from_bytes(data: bytes) -> Signature:
         doc = yaml.safe_load(data)
         if not isinstance(doc, dict) or doc.get("algorithm") != ALGORITHM:
             raise ValueError("not an ed25519 signature document")
@@ -51,7 +51,7 @@ class SigningKey:
         )
 
     @staticmethod
-    def generate(path: Path) -> "SigningKey":
+    def generate(path: Path) -> SigningKey:
         """Create a new key file readable by its owner only (0600 from the first byte)."""
         key = Ed25519PrivateKey.generate()
         pem = key.private_bytes(
@@ -64,7 +64,7 @@ class SigningKey:
         return SigningKey(key)
 
     @staticmethod
-    def load(path: Path) -> "SigningKey":
+    def load(path: Path) -> SigningKey:
         mode = path.stat().st_mode & 0o777
         if mode & 0o077:
             raise PermissionError(f"signing key {path} is readable by others (mode {mode:o}); chmod 600 it")

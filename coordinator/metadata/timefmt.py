@@ -9,10 +9,9 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Optional
+from datetime import UTC, datetime, timedelta
 
-UTC = timezone.utc
+UTC = UTC
 
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$"
@@ -78,15 +77,15 @@ class IntervalType(enum.IntEnum):
 @dataclass(frozen=True)
 class TimeInterval:
     type: IntervalType
-    left: Optional[datetime] = None
-    right: Optional[datetime] = None
+    left: datetime | None = None
+    right: datetime | None = None
 
     @staticmethod
-    def singleton(t: datetime) -> "TimeInterval":
+    def singleton(t: datetime) -> TimeInterval:
         return TimeInterval(IntervalType.SINGLETON, t, None)
 
     @staticmethod
-    def parse(text: str) -> "TimeInterval":
+    def parse(text: str) -> TimeInterval:
         return parse_interval(text)
 
     def __str__(self) -> str:

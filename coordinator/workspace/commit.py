@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Optional
 
 from ..metadata.block_hash import seal
 from ..metadata.objects import MetadataBlock
@@ -42,7 +41,7 @@ class DatasetWriter:
         self.ds = ds
         self._lock = DatasetLock(ds.ws.meta / "locks" / f"{ds.id}.lock", ds.id)
 
-    def __enter__(self) -> "DatasetWriter":
+    def __enter__(self) -> DatasetWriter:
         self._lock.acquire()
         try:
             self.recover()
@@ -55,7 +54,7 @@ class DatasetWriter:
         self._lock.release()
 
     @property
-    def head(self) -> Optional[bytes]:
+    def head(self) -> bytes | None:
         return self.ds.head()
 
     # --- commit -----------------------------------------------------------------------------
@@ -64,9 +63,9 @@ class DatasetWriter:
         self,
         block: MetadataBlock,
         *,
-        data_file: Optional[Path] = None,
-        checkpoint_dir: Optional[Path] = None,
-        source_state: Optional[dict] = None,
+        data_file: Path | None = None,
+        checkpoint_dir: Path | None = None,
+        source_state: dict | None = None,
     ) -> bytes:
         """Append ``block`` (its ``prev_block_hash`` is set here) and return its hash."""
         head = self.head
@@ -106,7 +105,7 @@ class DatasetWriter:
         self._swap_head(head, to)
         self.recover()
 
-    def _swap_head(self, expected: Optional[bytes], new: bytes) -> None:
+    def _swap_head(self, expected: bytes | None, new: bytes) -> None:
         # We hold the lock, so this compare is a guard against a writer that ignored it.
         if self.head != expected:
             raise CommitError(f"head of {self.ds.id} moved during the commit")

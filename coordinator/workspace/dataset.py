@@ -11,13 +11,19 @@ On disk (the spec's sharing layout, copied unchanged by push and pull)::
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING
 
 from ..metadata import chain
-from ..metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, MetadataBlock
+from ..metadata.objects import (
+    DatasetSource,
+    DatasetSourceDerivative,
+    DatasetVocabulary,
+    MetadataBlock,
+)
 
 if TYPE_CHECKING:
     from .commit import DatasetWriter
@@ -40,7 +46,7 @@ class DatasetSummary:
     vocab: DatasetVocabulary
     blocks: int
     num_records: int
-    watermark: Optional[datetime]
+    watermark: datetime | None
     last_updated: datetime
 
     @property
@@ -49,7 +55,7 @@ class DatasetSummary:
 
 
 class Dataset:
-    def __init__(self, ws: "Workspace", dataset_id: str):
+    def __init__(self, ws: Workspace, dataset_id: str):
         self.ws = ws
         self.id = dataset_id
         self.root = ws.meta / "datasets" / dataset_id
@@ -80,32 +86,32 @@ class Dataset:
     def exists(self) -> bool:
         return self.head_path.exists()
 
-    def head(self) -> Optional[bytes]:
+    def head(self) -> bytes | None:
         try:
             return bytes.fromhex(self.head_path.read_text().strip())
         except FileNotFoundError:
             return None
 
-    def read_block(self, block_hash: bytes) -> Optional[bytes]:
+    def read_block(self, block_hash: bytes) -> bytes | None:
         try:
             return self.block_path(block_hash).read_bytes()
         except FileNotFoundError:
             return None
 
-    def read_signature(self, block_hash: bytes) -> Optional[bytes]:
+    def read_signature(self, block_hash: bytes) -> bytes | None:
         try:
             return self.signature_path(block_hash).read_bytes()
         except FileNotFoundError:
             return None
 
-    def chain(self, stop_at: Optional[bytes] = None) -> Iterator[chain.ChainBlock]:
+    def chain(self, stop_at: bytes | None = None) -> Iterator[chain.ChainBlock]:
         """Checked blocks, newest first (hash, links, signatures; see metadata.chain)."""
         head = self.head()
         if head is None:
             raise DatasetNotFound(self.id)
         return chain.walk(self, head, trusted=self.ws.trusted_keys(), stop_at=stop_at)
 
-    def blocks(self, stop_at: Optional[bytes] = None) -> Iterator[tuple[bytes, MetadataBlock]]:
+    def blocks(self, stop_at: bytes | None = None) -> Iterator[tuple[bytes, MetadataBlock]]:
         for cb in self.chain(stop_at):
             yield cb.hash, cb.block
 
@@ -131,7 +137,7 @@ class Dataset:
         """The dataset's Parquet slices, oldest first."""
         return [self.data_file(h) for h, b in reversed(list(self.blocks())) if b.output_slice]
 
-    def source_state(self) -> Optional[dict]:
+    def source_state(self) -> dict | None:
         """The ingest state stored with the newest block that has one."""
         for h, _ in self.blocks():
             path = self.state_path(h)
@@ -141,7 +147,7 @@ class Dataset:
 
     # --- writing ------------------------------------------------------------------------------
 
-    def writer(self) -> "DatasetWriter":
+    def writer(self) -> DatasetWriter:
         from .commit import DatasetWriter
 
         return DatasetWriter(self)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 import yaml
 
@@ -45,12 +44,12 @@ class Workspace:
     def __init__(self, root: Path):
         self.root = root.resolve()
         self.meta = self.root / DIR
-        self._key: Optional[SigningKey] = None
+        self._key: SigningKey | None = None
 
     # --- finding and creating ---------------------------------------------------------------
 
     @staticmethod
-    def init(root: Path) -> "Workspace":
+    def init(root: Path) -> Workspace:
         ws = Workspace(root)
         if ws.meta.exists():
             raise WorkspaceError(f"a workspace already exists at {ws.meta}")
@@ -62,7 +61,7 @@ class Workspace:
         return ws
 
     @staticmethod
-    def find(start: Optional[Path] = None) -> "Workspace":
+    def find(start: Path | None = None) -> Workspace:
         """The workspace at $COORD_WORKSPACE, or the nearest one at or above ``start``."""
         if os.environ.get(ENV):
             return Workspace.open(Path(os.environ[ENV]))
@@ -73,7 +72,7 @@ class Workspace:
         raise WorkspaceError("not in a coord workspace (run 'coord init' first)")
 
     @staticmethod
-    def open(root: Path) -> "Workspace":
+    def open(root: Path) -> Workspace:
         ws = Workspace(root)
         if not ws.meta.is_dir():
             raise WorkspaceError(f"no workspace at {root} (run 'coord init' there first)")

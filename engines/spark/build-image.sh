@@ -5,7 +5,8 @@
 #   3. podman build --network none from engines/spark/Dockerfile
 # Prints the image ID (sha256:..., what the coordinator records as image_digest) last on stdout.
 #
-#   IMAGE=...            image name (default localhost/odf-spark-engine:<engine version>)
+#   IMAGE=...            image name (default localhost/odf-spark-engine:<engine version>,
+#                        also tagged :latest, which EngineSettings.image names by default)
 #   ODF_CACHE_DIR=...    cache (default ~/.cache/odf-coordinator)
 set -euo pipefail
 
@@ -25,6 +26,7 @@ VERSION=$(sed -nE 's/^__version__ *= *["'\'']([^"'\'']+)["'\''].*/\1/p' \
     "$HERE/odf_spark_engine/__init__.py" 2>/dev/null | head -1 || true)
 VERSION="${VERSION:-0.1.0}"
 IMAGE="${IMAGE:-localhost/odf-spark-engine:$VERSION}"
+LATEST="${IMAGE%:*}:latest"
 # Podman, runc config, debootstrap (idempotent; its stdout is the API socket path, not ours).
 "$HERE/podman-setup.sh" >/dev/null
 mkdir -p "$CACHE"
@@ -102,13 +104,18 @@ cp "$HERE/Dockerfile" "$CTX/Dockerfile"
 mkdir -p "$CTX/engine"
 tar -C "$HERE" --exclude='__pycache__' --exclude='*.pyc' -cf - odf_spark_engine | tar -C "$CTX/engine" -xf -
 
+OLD_ID=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 t=$(now)
 podman build --quiet --network none --pull=never \
     --build-arg "ENGINE_VERSION=$VERSION" --build-arg "SPARK_VERSION=${SPARK_VERSION:-unknown}" \
-    -t "$IMAGE" "$CTX" >&2
+    -t "$IMAGE" -t "$LATEST" "$CTX" >&2
 log "podman build: $(took "$t")"
 
 ID=$(podman image inspect --format '{{.Id}}' "$IMAGE")
+# The image these tags named before is now untagged: drop it, unless a container still uses it.
+if [ -n "$OLD_ID" ] && [ "$OLD_ID" != "$ID" ]; then
+    podman rmi "$OLD_ID" >/dev/null 2>&1 || true
+fi
 SIZE=$(podman image inspect --format '{{.Size}}' "$IMAGE")
 log "image $IMAGE, $((SIZE / 1000000)) MB, total $(took "$T0")"
 echo "sha256:${ID#sha256:}"

@@ -1,0 +1,43 @@
+# Two commands matter: `make demo` (set everything up, run the example pipeline) and
+# `make test` (the whole suite, as CI runs it). Both install what they need first.
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+DEMO_DIR ?= demo
+
+.PHONY: install system-deps python-deps proto engine-image test test-fast demo bench lint clean
+
+install: system-deps python-deps proto
+
+# Debian packages: bubblewrap for the sandbox runtime; Podman for the container runtime.
+system-deps:
+	@command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap; }
+	bash engines/spark/podman-setup.sh
+
+python-deps:
+	$(PIP) install -q -e '.[dev]'
+
+# gRPC stubs for the coordinator and the engine, generated from proto/engine.proto.
+proto:
+	bash proto/generate.sh
+
+engine-image: install
+	bash engines/spark/build-image.sh
+
+test: install engine-image
+	$(PYTHON) -m pytest -q
+
+# Everything but the tests that start Spark or containers.
+test-fast: python-deps proto
+	$(PYTHON) -m pytest -q -m "not slow"
+
+demo: install
+	bash examples/demo.sh $(DEMO_DIR)
+
+bench: install
+	$(PYTHON) bench/run_all.py
+
+lint:
+	$(PYTHON) -m ruff check coordinator engines tests bench
+
+clean:
+	rm -rf $(DEMO_DIR) .pytest_cache .hypothesis build *.egg-info

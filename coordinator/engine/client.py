@@ -1,0 +1,336 @@
+"""The coordinator's side of proto/engine.proto: typed requests in, typed results out.
+
+Every failure the engine reports (bad SQL, bad request, a crash inside Spark) and every
+transport failure is raised as ``EngineError`` with the engine's own message.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Optional
+
+import grpc
+import pyarrow as pa
+
+from ..metadata.objects import DatasetVocabulary, TransformSql
+from . import stubs
+
+pb, pb_grpc = stubs.load()
+
+UTC = timezone.utc
+
+
+# ----- what the coordinator passes and gets back ---------------------------------------------
+
+
+@dataclass
+class InputSchema:
+    """An input dataset as Validate needs it."""
+
+    dataset_id: str  # also the SQL view name: SELECT ... FROM `com.example.orders`
+    vocab: DatasetVocabulary
+    schema: pa.Schema  # schema of its data files
+
+
+@dataclass
+class ExecuteInput:
+    """An input dataset's new, unprocessed part for one Execute call."""
+
+    dataset_id: str
+    vocab: DatasetVocabulary
+    schema: pa.Schema
+    data_paths: list[Path]  # Parquet slices in chain order, oldest first
+    explicit_watermarks: list[tuple[datetime, datetime]] = field(default_factory=list)  # (system, event)
+    system_time_interval: str = "()"  # the spec's text syntax, e.g. "(a, b]"
+
+
+@dataclass
+class ExecuteRequest:
+    transaction_id: str
+    dataset_id: str  # the output dataset
+    inputs: list[ExecuteInput]  # in the order of the dataset's inputs
+    transform: TransformSql
+    vocab: DatasetVocabulary  # the output dataset's vocabulary
+    new_checkpoint: Path  # absent or empty; the engine fills it
+    output_path: Path  # where the output slice goes (not created when there are no records)
+    system_time: datetime  # stamped into the output's system_time column
+    prev_checkpoint: Optional[Path] = None  # read only
+
+
+@dataclass
+class ExecuteResult:
+    num_records: int
+    output_watermark: Optional[datetime]  # None when unknown
+    schema: pa.Schema
+    ddl: str
+    output_path: Optional[Path]  # None when num_records == 0
+
+
+@dataclass
+class ValidateResult:
+    schema: pa.Schema  # of the output slices: system_time, event_time, data columns
+    ddl: str
+
+
+@dataclass
+class MigrateResult:
+    state_carried: bool  # False: the new query starts with empty streaming state
+    message: str
+
+
+@dataclass
+class EngineInfo:
+    engine_name: str
+    engine_version: str
+    spark_version: str
+    spark_master: str
+    python_version: str
+
+
+@dataclass
+class Progress:
+    """A progress report or log line from a running Execute."""
+
+    stage: str  # "log", "batch", "writing"
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class SourcePosition:
+    step: int  # query step index (0-based)
+    alias: str  # the step's alias ("" for the output step)
+    line: int  # 1-based; 0 = unknown
+    column: int  # 0-based, Spark's "pos"; -1 = unknown
+    fragment: str
+
+
+class EngineError(Exception):
+    """A failure reported by the engine or on the way to it.
+
+    ``kind`` is INVALID_QUERY, INVALID_REQUEST, UNSUPPORTED, EXECUTION, INTERNAL, or
+    UNAVAILABLE (the engine could not be reached)."""
+
+    def __init__(self, kind: str, message: str, position: Optional[SourcePosition] = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.position = position
+
+    def __str__(self) -> str:
+        where = ""
+        if self.position is not None and self.position.line:
+            step = f"step {self.position.step}" + (f" ({self.position.alias})" if self.position.alias else "")
+            where = f" [{step}, line {self.position.line}, column {self.position.column}]"
+        return f"{self.kind}{where}: {self.message}"
+
+
+# ----- the client ------------------------------------------------------------------------------
+
+
+class EngineClient:
+    """A gRPC connection to one engine, over its unix socket (or a ``host:port`` target)."""
+
+    def __init__(self, socket_path: Path | str | None = None, *, target: str | None = None):
+        if (socket_path is None) == (target is None):
+            raise ValueError("give exactly one of socket_path or target")
+        self.socket_path = Path(socket_path) if socket_path is not None else None
+        self._channel = grpc.insecure_channel(target or f"unix:{self.socket_path}")
+        self._stub = pb_grpc.EngineStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> EngineClient:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def wait_ready(self, timeout: float) -> None:
+        """Waits until the engine accepts connections (it listens only once Spark is up)."""
+        deadline = time.monotonic() + timeout
+        # Until the socket exists, connecting fails and gRPC backs off exponentially; poll
+        # the file first so readiness is noticed at once.
+        while self.socket_path is not None and not self.socket_path.exists():
+            if time.monotonic() > deadline:
+                raise EngineError("UNAVAILABLE", f"no engine socket at {self.socket_path} after {timeout:.0f} s")
+            time.sleep(0.1)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=max(0.1, deadline - time.monotonic()))
+        except grpc.FutureTimeoutError:
+            raise EngineError("UNAVAILABLE", f"engine not ready after {timeout:.0f} s") from None
+
+    def identify(self) -> EngineInfo:
+        reply = self._call(self._stub.Identify, pb.IdentifyRequest())
+        return EngineInfo(
+            engine_name=reply.engine_name,
+            engine_version=reply.engine_version,
+            spark_version=reply.spark_version,
+            spark_master=reply.spark_master,
+            python_version=reply.python_version,
+        )
+
+    def validate(
+        self,
+        dataset_id: str,
+        inputs: list[InputSchema],
+        transform: TransformSql,
+        vocab: DatasetVocabulary,
+        previous_transform: Optional[TransformSql] = None,
+        transaction_id: str = "",
+    ) -> ValidateResult:
+        request = pb.ValidateRequest(
+            transaction_id=transaction_id,
+            dataset_id=dataset_id,
+            inputs=[
+                pb.InputSchema(dataset_id=i.dataset_id, vocab=_vocab(i.vocab), arrow_schema=_schema_bytes(i.schema))
+                for i in inputs
+            ],
+            transform=_transform(transform),
+            vocab=_vocab(vocab),
+        )
+        if previous_transform is not None:
+            request.previous_transform.CopyFrom(_transform(previous_transform))
+        reply = self._call(self._stub.ValidateQuery, request)
+        if reply.HasField("error"):
+            raise _engine_error(reply.error)
+        return ValidateResult(_read_schema(reply.schema.arrow_schema), reply.schema.ddl)
+
+    def execute(
+        self, request: ExecuteRequest, on_progress: Optional[Callable[[Progress], None]] = None
+    ) -> ExecuteResult:
+        """Runs one transaction; ``on_progress`` receives progress and log lines as they come."""
+        message = pb.ExecuteRequest(
+            transaction_id=request.transaction_id,
+            dataset_id=request.dataset_id,
+            inputs=[_execute_input(i) for i in request.inputs],
+            transform=_transform(request.transform),
+            vocab=_vocab(request.vocab),
+            prev_checkpoint_dir=str(request.prev_checkpoint) if request.prev_checkpoint else "",
+            new_checkpoint_dir=str(request.new_checkpoint),
+            output_data_path=str(request.output_path),
+        )
+        message.system_time.FromDatetime(request.system_time.astimezone(UTC))
+        try:
+            for reply in self._stub.ExecuteQuery(message):
+                kind = reply.WhichOneof("message")
+                if kind == "error":
+                    raise _engine_error(reply.error)
+                if kind == "result":
+                    return _execute_result(reply.result, request.output_path)
+                if on_progress is not None:
+                    on_progress(_progress(reply))
+        except grpc.RpcError as exc:
+            raise _transport_error(exc) from None
+        raise EngineError("INTERNAL", "the engine ended Execute without a result")
+
+    def migrate(
+        self,
+        transaction_id: str,
+        dataset_id: str,
+        prev_transform: TransformSql,
+        next_transform: TransformSql,
+        prev_checkpoint: Optional[Path],
+        new_checkpoint: Path,
+    ) -> MigrateResult:
+        reply = self._call(
+            self._stub.MigrateQuery,
+            pb.MigrateRequest(
+                transaction_id=transaction_id,
+                dataset_id=dataset_id,
+                prev_transform=_transform(prev_transform),
+                next_transform=_transform(next_transform),
+                prev_checkpoint_dir=str(prev_checkpoint) if prev_checkpoint else "",
+                new_checkpoint_dir=str(new_checkpoint),
+            ),
+        )
+        if reply.HasField("error"):
+            raise _engine_error(reply.error)
+        return MigrateResult(reply.migrated.state_carried, reply.migrated.message)
+
+    def _call(self, method, request):
+        try:
+            return method(request)
+        except grpc.RpcError as exc:
+            raise _transport_error(exc) from None
+
+
+# ----- conversions -----------------------------------------------------------------------------
+
+
+def _vocab(vocab: Optional[DatasetVocabulary]):
+    vocab = vocab or DatasetVocabulary()
+    return pb.Vocabulary(system_time_column=vocab.system_time, event_time_column=vocab.event_time)
+
+
+def _transform(transform: TransformSql):
+    return pb.Transform(
+        engine=transform.engine,
+        version=transform.version or "",
+        queries=[pb.QueryStep(alias=s.alias or "", query=s.query) for s in transform.steps()],
+        temporal_tables=[
+            pb.TemporalTable(id=t.id, primary_key=t.primary_key) for t in transform.temporal_tables or []
+        ],
+    )
+
+
+def _execute_input(i: ExecuteInput):
+    message = pb.ExecuteInput(
+        dataset_id=i.dataset_id,
+        vocab=_vocab(i.vocab),
+        arrow_schema=_schema_bytes(i.schema),
+        system_time_interval=i.system_time_interval,
+        data_paths=[str(p) for p in i.data_paths],
+    )
+    for system_time, event_time in i.explicit_watermarks:
+        watermark = message.explicit_watermarks.add()
+        watermark.system_time.FromDatetime(system_time.astimezone(UTC))
+        watermark.event_time.FromDatetime(event_time.astimezone(UTC))
+    return message
+
+
+def _execute_result(result, output_path: Path) -> ExecuteResult:
+    return ExecuteResult(
+        num_records=result.num_records,
+        output_watermark=(
+            result.output_watermark.ToDatetime(tzinfo=UTC) if result.HasField("output_watermark") else None
+        ),
+        schema=_read_schema(result.schema.arrow_schema),
+        ddl=result.schema.ddl,
+        output_path=output_path if result.num_records else None,
+    )
+
+
+def _progress(reply) -> Progress:
+    if reply.WhichOneof("message") == "log":
+        return Progress("log", reply.log.message)
+    p = reply.progress
+    if p.stage == "batch":
+        watermark = f", watermark {p.watermark}" if p.watermark else ""
+        return Progress("batch", f"batch {p.batch_id}: {p.input_rows} input rows{watermark}")
+    return Progress(p.stage, p.stage)
+
+
+def _engine_error(error) -> EngineError:
+    position = None
+    if error.HasField("position"):
+        p = error.position
+        position = SourcePosition(p.step, p.alias, p.line, p.column, p.fragment)
+    return EngineError(pb.Error.Kind.Name(error.kind), error.message, position)
+
+
+def _transport_error(exc: grpc.RpcError) -> EngineError:
+    return EngineError("UNAVAILABLE", f"engine call failed ({exc.code().name}): {exc.details()}")
+
+
+def _schema_bytes(schema: pa.Schema) -> bytes:
+    return schema.serialize().to_pybytes()
+
+
+def _read_schema(data: bytes) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(data))

@@ -1,0 +1,65 @@
+"""Starting an engine in the configured runtime.
+
+Both runtimes run the same engine code (engines/spark) and expose it the same way: a gRPC unix
+socket inside the engine's run folder, the only folder the engine may write to.
+"""
+from __future__ import annotations
+
+import importlib
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Protocol
+
+from ..metadata.objects import EngineIdentity
+from .settings import EngineSettings
+
+
+class EngineStartError(RuntimeError):
+    """The engine could not be started (its log's last lines are in the message)."""
+
+
+class EngineProcess(Protocol):
+    socket_path: Path  # the engine's gRPC unix socket (EngineClient(socket_path))
+    identity: EngineIdentity  # goes into every block this engine produces
+
+    def stop(self) -> None:
+        """Stops the engine; idempotent."""
+
+
+def start_engine(settings: EngineSettings, run_dir: Path, read_only_paths: list[Path]) -> EngineProcess:
+    """Starts an engine that can write only to ``run_dir`` and read ``read_only_paths``
+    (inputs, previous checkpoints) besides its own code. Returns once it answers requests."""
+    runtime = settings.runtime
+    container = _container_runtime()
+    if runtime == "auto":
+        runtime = "container" if container is not None and container.container_api_available() else "sandbox"
+    if runtime == "container":
+        if container is None:
+            raise EngineStartError("the container runtime is not available in this build")
+        return container.start_container(settings, run_dir, read_only_paths)
+    from .sandbox import start_sandbox
+
+    return start_sandbox(settings, run_dir, read_only_paths)
+
+
+@contextmanager
+def running_engine(
+    settings: EngineSettings, run_dir: Path, read_only_paths: list[Path]
+) -> Iterator[EngineProcess]:
+    """``with running_engine(...) as engine:`` stops the engine however the block ends."""
+    engine = start_engine(settings, run_dir, read_only_paths)
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+def _container_runtime():
+    """The container runtime module, or None when it is not part of this build."""
+    name = f"{__package__}.container"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:  # the module exists but something it needs is missing
+            raise
+        return None

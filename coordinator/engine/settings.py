@@ -1,0 +1,33 @@
+"""How the coordinator runs engines (the workspace's engine settings)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+RUNTIMES = ("sandbox", "container", "auto")
+
+
+@dataclass
+class EngineSettings:
+    # "sandbox": a local process under bubblewrap; "container": an OCI container through the
+    # Docker Engine API; "auto": a container when a container API answers, else the sandbox.
+    runtime: str = "auto"
+    spark_master: str = "local[2]"
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    # Engines run without network. A non-local Spark master needs it, which the user must
+    # allow explicitly; blocks then record network_isolated=False.
+    allow_network: bool = False
+    image: str = "odf-spark-engine:latest"  # container runtime
+    startup_timeout: float = 180.0  # seconds; Spark takes 10-20 s on a busy small machine
+
+    def __post_init__(self) -> None:
+        if self.runtime not in RUNTIMES:
+            raise ValueError(f"engine runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}")
+        if not self.spark_master.startswith("local") and not self.allow_network:
+            raise ValueError(
+                f"Spark master {self.spark_master!r} needs network access; "
+                "set allow_network to use a non-local master"
+            )
+
+    @property
+    def network_isolated(self) -> bool:
+        return not self.allow_network

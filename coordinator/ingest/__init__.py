@@ -1,0 +1,11 @@
+"""Root-dataset ingest, in-process with Arrow (DESIGN.md §8).
+
+One module per step: ``fetch`` → ``prepare`` → ``read`` (with ``schema_ddl`` and ``convert``)
+→ preprocess (a callable from the engine) → ``merge`` → ``slices``; ``history`` is what the
+dataset already holds and ``service.pull_root`` runs a pull end to end.
+"""
+from .errors import IngestError
+from .progress import NoProgress, Progress
+from .service import PullResult, pull_root
+
+__all__ = ["IngestError", "NoProgress", "Progress", "PullResult", "pull_root"]

@@ -1,0 +1,114 @@
+"""What a root dataset already holds: its definition, watermark, ingest state and data.
+
+Read once per pull from the metadata chain (under the writer lock) and updated in memory as
+the pull commits blocks, so a pull that makes several blocks sees its own earlier ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary
+from ..metadata.timefmt import now_utc
+from ..workspace import Dataset
+from .errors import IngestError
+from .merge import SnapshotColumns, projection
+
+
+@dataclass
+class DatasetHistory:
+    ds: Dataset
+    source: DatasetSourceRoot
+    vocab: DatasetVocabulary
+    watermark: datetime | None
+    last_system_time: datetime | None
+    state: dict | None  # the fetch step's progress (see fetch.py)
+    data_blocks: list[bytes] = field(default_factory=list)  # blocks with a slice, oldest first
+
+    @staticmethod
+    def load(ds: Dataset) -> DatasetHistory:
+        source = vocab = watermark = last_system_time = None
+        data_blocks = []
+        for h, block in ds.blocks():
+            last_system_time = last_system_time or block.system_time
+            source = source or block.source
+            vocab = vocab or block.vocab
+            watermark = watermark or block.output_watermark
+            if block.output_slice is not None:
+                data_blocks.append(h)
+        if not isinstance(source, DatasetSourceRoot):
+            raise IngestError(f"{ds.id} is not a root dataset: it has no fetch/read/merge source")
+        return DatasetHistory(ds=ds, source=source, vocab=vocab or DatasetVocabulary(),
+                              watermark=watermark, last_system_time=last_system_time,
+                              state=ds.source_state(), data_blocks=data_blocks[::-1])
+
+    def next_system_time(self) -> datetime:
+        """Now, but strictly after the previous block (clocks step back; intervals must not)."""
+        t = now_utc()
+        if self.last_system_time is not None and t <= self.last_system_time:
+            t = self.last_system_time + timedelta(microseconds=1)
+        return t
+
+    def committed(self, block_hash: bytes, system_time: datetime, watermark: datetime | None,
+                  has_data: bool, state: dict | None) -> None:
+        self.last_system_time, self.watermark = system_time, watermark
+        if has_data:
+            self.data_blocks.append(block_hash)
+        if state is not None:
+            self.state = state
+
+    # --- data ---------------------------------------------------------------------------------
+
+    def schema(self) -> pa.Schema | None:
+        """The schema of the newest slice: new slices must keep its columns and types."""
+        return pq.read_schema(self.ds.data_file(self.data_blocks[-1])) if self.data_blocks else None
+
+    def read(self, blocks: list[bytes] | None = None, columns: list[str] | None = None):
+        """The slices of ``blocks`` (default: all) concatenated in commit order, or None."""
+        files = [self.ds.data_file(h) for h in (self.data_blocks if blocks is None else blocks)]
+        if not files:
+            return None
+        tables = [pq.read_table(f, columns=columns) for f in files]
+        return pa.concat_tables(tables, promote_options="permissive")
+
+    # --- snapshot state, cached ---------------------------------------------------------------
+    # The projection of a long history is costly to rebuild every pull, so the latest one is
+    # kept in the cache folder, named by the newest block it includes. It is scratch: when it
+    # is missing or stale it is rebuilt from the slices it does not cover.
+
+    def _projection_dir(self) -> Path:
+        return self.ds.ws.cache_dir(self.ds.id) / "snapshot-state"
+
+    def snapshot_state(self, roles: SnapshotColumns) -> pa.Table | None:
+        if not self.data_blocks:
+            return None
+        folder = self._projection_dir()
+        for i in range(len(self.data_blocks) - 1, -1, -1):
+            cached = folder / f"{self.data_blocks[i].hex()}.parquet"
+            if cached.exists():
+                newer = self.read(self.data_blocks[i + 1:])
+                state = pq.read_table(cached)
+                if newer is None:
+                    return state
+                state = projection(pa.concat_tables([state, newer], promote_options="permissive"),
+                                   roles)
+                break
+        else:
+            state = projection(self.read(), roles)
+        self.remember_snapshot_state(state)
+        return state
+
+    def remember_snapshot_state(self, state: pa.Table) -> None:
+        folder = self._projection_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{self.data_blocks[-1].hex()}.parquet"
+        tmp = target.with_suffix(".tmp")
+        pq.write_table(state, tmp)
+        tmp.replace(target)
+        for old in folder.iterdir():
+            if old != target:
+                old.unlink(missing_ok=True)

@@ -1,0 +1,186 @@
+"""``pull_root``: bring a root dataset up to date (what ``coord pull`` calls for root datasets).
+
+One pull, under the dataset's writer lock:
+
+    fetch → for each group of new files: prepare → read → preprocess → event time
+          → merge → conform → slice (Parquet, hashes) → commit block + source state
+
+For append and ledger merges all new files of a pull form one slice. For a snapshot merge each
+file is its own block, because each snapshot is diffed against the state just before it.
+A block is committed when there are new records or the watermark moves; otherwise nothing is
+written. Any error leaves the dataset as it was (the commit is the last step).
+"""
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..data.hashing import logical_hash, physical_hash
+from ..metadata.objects import (
+    DataSlice,
+    MergeStrategyLedger,
+    MergeStrategySnapshot,
+    MetadataBlock,
+    TransformSql,
+)
+from ..metadata.timefmt import TimeInterval, format_timestamp, parse_timestamp
+from ..workspace import DatasetWriter, Workspace
+from . import merge, slices
+from .errors import IngestError
+from .fetch import FetchedFile, fetch
+from .history import DatasetHistory
+from .prepare import prepare
+from .progress import NoProgress, Progress
+from .read import read
+
+Preprocess = Callable[[pa.Table, TransformSql], pa.Table]
+
+
+@dataclass
+class PullResult:
+    dataset_id: str
+    block_hash: bytes | None  # the newest block this pull committed, None if none
+    num_records: int
+    watermark: datetime | None
+    message: str  # "3 new records", "up to date", ...
+    blocks: list[bytes] = field(default_factory=list)  # every block committed, in order
+
+
+def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = None,
+              set_watermark: datetime | str | None = None,
+              preprocess: Preprocess | None = None) -> PullResult:
+    ds = ws.dataset(dataset_id)
+    with ds.writer() as writer:
+        history = DatasetHistory.load(ds)
+        if set_watermark is not None:
+            return _set_watermark(writer, history, parse_timestamp(set_watermark))
+        if history.source.preprocess is not None and preprocess is None:
+            raise IngestError(f"{dataset_id}: the source has a preprocess step, which needs the "
+                              "SQL engine; none was given to this pull")
+        with tempfile.TemporaryDirectory(prefix=f"ingest-{dataset_id}-", dir=ws.run_dir) as tmp:
+            pull = _Pull(ws, writer, history, Path(tmp), progress or NoProgress(), preprocess)
+            return pull.run()
+
+
+def _set_watermark(writer: DatasetWriter, history: DatasetHistory, t: datetime) -> PullResult:
+    current = history.watermark
+    if current is not None and t < current:
+        raise IngestError(f"{history.ds.id}: watermark {format_timestamp(t)} is before the "
+                          f"current watermark {format_timestamp(current)}")
+    if t == current:
+        return PullResult(history.ds.id, None, 0, current, "watermark unchanged")
+    h = writer.commit(MetadataBlock(system_time=history.next_system_time(), output_watermark=t))
+    return PullResult(history.ds.id, h, 0, t, f"watermark set to {format_timestamp(t)}", [h])
+
+
+class _Pull:
+    def __init__(self, ws: Workspace, writer: DatasetWriter, history: DatasetHistory,
+                 scratch: Path, progress: Progress, preprocess: Preprocess | None):
+        self.ws, self.writer, self.history = ws, writer, history
+        self.scratch, self.progress, self.preprocess = scratch, progress, preprocess
+        self.source, self.vocab = history.source, history.vocab
+        # snapshot merges: the state before the next file, loaded once, advanced per block
+        self.snapshot_state: pa.Table | None = None
+        self.snapshot_state_loaded = False
+
+    def run(self) -> PullResult:
+        files = fetch(self.source.fetch, root=self.ws.root, scratch=self.scratch,
+                      state=self.history.state, progress=self.progress)
+        is_snapshot = isinstance(self.source.merge, MergeStrategySnapshot)
+        groups = [[f] for f in files] if is_snapshot else [files] if files else []
+        blocks, records = [], 0
+        for group in groups:
+            h, n = self._ingest(group)
+            if h is not None:
+                blocks.append(h)
+                records += n
+        return PullResult(self.history.ds.id, blocks[-1] if blocks else None, records,
+                          self.history.watermark, self._message(blocks, records), blocks)
+
+    def _message(self, blocks: list[bytes], records: int) -> str:
+        if not blocks:
+            return "up to date"
+        text = f"{records} new record{'s' if records != 1 else ''}"
+        if records == 0:
+            text = f"watermark advanced to {format_timestamp(self.history.watermark)}"
+        return text + (f" in {len(blocks)} blocks" if len(blocks) > 1 else "")
+
+    def _ingest(self, group: list[FetchedFile]) -> tuple[bytes | None, int]:
+        system_time = self.history.next_system_time()
+        table = self._read_group(group, system_time)
+        name = group[0].name if len(group) == 1 else f"{group[0].name}..{group[-1].name}"
+        table = self._merge(table, group[-1].event_time or system_time, name)
+        table = slices.conform(table, self.history.schema(), self.vocab)
+
+        previous = self.history.watermark
+        latest = slices.max_event_time(table, self.vocab) if len(table) else None
+        known = [t for t in (previous, latest) if t is not None]
+        watermark = max(known) if known else None
+        if len(table) == 0 and watermark == previous:
+            return None, 0  # nothing new: no block (the fetch progress is not recorded either)
+
+        block = MetadataBlock(system_time=system_time, output_watermark=watermark)
+        data_file = None
+        if len(table):
+            table = slices.finish(table, system_time, self.vocab)
+            data_file = self.scratch / "slice.parquet"
+            slices.write(table, data_file)
+            block.output_slice = DataSlice(
+                hash=logical_hash(table, self.vocab.event_time, self.vocab.system_time),
+                interval=TimeInterval.singleton(system_time), num_records=len(table),
+                physical_hash=physical_hash(data_file))
+        state = group[-1].state
+        h = self.writer.commit(block, data_file=data_file, source_state=state)
+        self.history.committed(h, system_time, watermark, data_file is not None, state)
+        if self.snapshot_state_loaded and data_file is not None:
+            self._advance_snapshot_state(table)
+        return h, len(table)
+
+    def _read_group(self, group: list[FetchedFile], system_time: datetime) -> pa.Table:
+        tables = []
+        self.progress.start(sum(f.path.stat().st_size for f in group),
+                            f"{self.history.ds.id}: {len(group)} file{'s' * (len(group) > 1)}")
+        try:
+            for f in group:
+                path = prepare(f.path, self.source.prepare, self.scratch, f.name)
+                table = read(path, self.source.read, f.name)
+                if self.source.preprocess is not None:
+                    table = self.preprocess(table, self.source.preprocess)
+                tables.append(slices.with_event_time(table, self.vocab,
+                                                     f.event_time or system_time, f.name))
+                self.progress.advance(f.path.stat().st_size)
+        finally:
+            self.progress.finish()
+        return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
+            else tables[0]
+
+    # --- merge --------------------------------------------------------------------------------
+
+    def _merge(self, table: pa.Table, snapshot_time: datetime, name: str) -> pa.Table:
+        strategy = self.source.merge
+        if isinstance(strategy, MergeStrategyLedger):
+            merge.check_key(table, strategy.primary_key, name)
+            seen = self.history.read(columns=list(strategy.primary_key))
+            return merge.ledger(table, strategy.primary_key, seen)
+        if isinstance(strategy, MergeStrategySnapshot):
+            roles = merge.SnapshotColumns.of(strategy)
+            merge.check_key(table, roles.key, name)
+            if not self.snapshot_state_loaded:
+                self.snapshot_state = self.history.snapshot_state(roles)
+                self.snapshot_state_loaded = True
+            return merge.snapshot(self.snapshot_state, table, roles, self.vocab.event_time,
+                                  snapshot_time, name)
+        return table
+
+    def _advance_snapshot_state(self, changes: pa.Table) -> None:
+        """The state after this block = projection of (state before + its changes)."""
+        roles = merge.SnapshotColumns.of(self.source.merge)
+        parts = [changes] if self.snapshot_state is None else [self.snapshot_state, changes]
+        self.snapshot_state = merge.projection(
+            pa.concat_tables(parts, promote_options="permissive"), roles)
+        self.history.remember_snapshot_state(self.snapshot_state)

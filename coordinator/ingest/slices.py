@@ -1,0 +1,111 @@
+"""The output slice: event time column, schema continuity, system time, row order, Parquet.
+
+Layout (DESIGN.md §6): ``system_time`` TIMESTAMP(6) UTC first, then the event time column
+(timestamp[us, UTC] or date, never null), then the data columns; rows ordered by event time.
+"""
+from __future__ import annotations
+
+from datetime import date, datetime, time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..metadata.objects import DatasetVocabulary
+from ..metadata.timefmt import UTC
+from .convert import ConversionError, TextOptions, convert_column
+from .errors import IngestError
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def with_event_time(table: pa.Table, vocab: DatasetVocabulary, default: datetime,
+                    name: str) -> pa.Table:
+    """Give the table its event time column: the data's own, or ``default`` for every row.
+
+    ``default`` is the event time the fetch step found (file or path), else the system time.
+    """
+    if vocab.system_time in table.column_names:
+        raise IngestError(f"{name}: the data has a column {vocab.system_time!r}, which is the "
+                          "system time column every slice gets; rename it (preprocess)")
+    column = vocab.event_time
+    if column not in table.column_names:
+        return table.add_column(0, column, pa.repeat(pa.scalar(default, TIMESTAMP), len(table)))
+    values = _as_event_time(table.column(column), column, name)
+    if values.null_count:
+        row = pc.index(pc.is_null(values), True).as_py()
+        raise IngestError(f"{name}: row {row + 1}: event time column {column!r} is null "
+                          "(every record needs an event time)")
+    return table.set_column(table.column_names.index(column), column, values)
+
+
+def _as_event_time(col: pa.ChunkedArray, column: str, name: str) -> pa.ChunkedArray:
+    t = col.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        try:
+            return convert_column(column, col, TIMESTAMP, TextOptions())
+        except ConversionError as e:
+            raise IngestError(f"{name}: {e}; the event time column must hold timestamps") from None
+    if pa.types.is_timestamp(t):
+        return col.cast(pa.timestamp(t.unit, tz=t.tz or "UTC")).cast(TIMESTAMP)
+    if pa.types.is_date(t):
+        return col.cast(pa.date32())
+    raise IngestError(f"{name}: event time column {column!r} has type {t}; "
+                      "expected a timestamp or a date")
+
+
+def conform(table: pa.Table, previous: pa.Schema | None, vocab: DatasetVocabulary) -> pa.Table:
+    """Keep the earlier slices' columns and types; new columns may only be added at the end."""
+    if previous is None:
+        return table
+    columns, fields = [], []
+    for f in previous:
+        if f.name == vocab.system_time:
+            continue
+        if f.name not in table.column_names:
+            raise IngestError(f"column {f.name!r} of the earlier data is missing from the new data "
+                              "(a schema may only gain columns)")
+        col = table.column(f.name)
+        if col.type != f.type:
+            try:
+                col = col.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise IngestError(f"column {f.name!r} was {f.type} in the earlier data; the new "
+                                  f"data has {col.type} that does not convert") from None
+        columns.append(col)
+        fields.append(f)
+    for f in table.schema:
+        if f.name not in previous.names:
+            columns.append(table.column(f.name))
+            fields.append(f)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def finish(table: pa.Table, system_time: datetime, vocab: DatasetVocabulary) -> pa.Table:
+    """Order rows by event time (stable); columns: system time, event time, the rest."""
+    event_time = table.column(vocab.event_time)
+    if len(table) > 1 and not _ascending(event_time):
+        table = table.take(pc.sort_indices(table, [(vocab.event_time, "ascending")]))
+    table = table.select([vocab.event_time,
+                          *(c for c in table.column_names if c != vocab.event_time)])
+    return table.add_column(0, vocab.system_time,
+                            pa.repeat(pa.scalar(system_time, TIMESTAMP), len(table)))
+
+
+def _ascending(values: pa.ChunkedArray) -> bool:
+    values = values.combine_chunks()
+    return pc.all(pc.greater_equal(values.slice(1), values.slice(0, len(values) - 1))).as_py()
+
+
+def max_event_time(table: pa.Table, vocab: DatasetVocabulary) -> datetime | None:
+    value = pc.max(table.column(vocab.event_time)).as_py()
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    if isinstance(value, date):
+        return datetime.combine(value, time(), UTC)
+    return None
+
+
+def write(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path)

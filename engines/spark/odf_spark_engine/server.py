@@ -1,0 +1,176 @@
+"""The engine's gRPC server.
+
+    python -m odf_spark_engine.server --socket RUN_DIR/engine.sock [--port 5544]
+        [--master local[2]] [--conf spark.driver.memory=1g ...]
+
+One SparkSession is created at start-up and shared by every request (each request works in its
+own ``newSession()``, so temp views never leak between requests). The server starts listening
+only once Spark is up, so a connectable socket means a ready engine. Requests that use Spark
+run one at a time: the machine is small and Spark parallelises inside a request anyway.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import signal
+import threading
+import time
+import traceback
+from concurrent import futures
+
+import grpc
+
+from . import __version__, streaming
+from .errors import EngineFailure, Kind
+from .generated import engine_pb2 as pb
+from .generated import engine_pb2_grpc as pb_grpc
+
+log = logging.getLogger("odf_spark_engine")
+
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.memory": "1g",
+    "spark.sql.adaptive.enabled": "false",  # unsupported in streaming; Spark warns otherwise
+}
+
+
+class EngineService(pb_grpc.EngineServicer):
+    def __init__(self, spark, master: str):
+        self.spark = spark
+        self.master = master
+        self._spark_lock = threading.Lock()
+
+    def Identify(self, request, context):
+        return pb.IdentifyResponse(
+            engine_name="spark",
+            engine_version=__version__,
+            spark_version=self.spark.version,
+            spark_master=self.master,
+            python_version=platform.python_version(),
+        )
+
+    def ValidateQuery(self, request, context):
+        with self._spark_lock, _logged("validate", request):
+            try:
+                return pb.ValidateResponse(schema=streaming.validate(self.spark, request))
+            except EngineFailure as failure:
+                return pb.ValidateResponse(error=failure.to_proto())
+            except Exception as exc:
+                return pb.ValidateResponse(error=_internal(exc))
+
+    def ExecuteQuery(self, request, context):
+        with self._spark_lock, _logged("execute", request):
+            try:
+                yield from streaming.execute(self.spark, request)
+            except EngineFailure as failure:
+                log.info("execute %s failed: %s", request.transaction_id, failure.message)
+                yield pb.ExecuteResponse(error=failure.to_proto())
+            except Exception as exc:
+                yield pb.ExecuteResponse(error=_internal(exc))
+
+    def MigrateQuery(self, request, context):
+        with self._spark_lock, _logged("migrate", request):
+            try:
+                return pb.MigrateResponse(migrated=streaming.migrate(request))
+            except EngineFailure as failure:
+                return pb.MigrateResponse(error=failure.to_proto())
+            except Exception as exc:
+                return pb.MigrateResponse(error=_internal(exc))
+
+    def DeriveProvenance(self, request, context):
+        return pb.ProvenanceResponse(
+            error=pb.Error(kind=Kind.UNSUPPORTED, message="DeriveProvenance is not implemented")
+        )
+
+
+class _logged:
+    """Logs a request's start, end and duration to the engine log."""
+
+    def __init__(self, operation: str, request):
+        self.label = f"{operation} tx={request.transaction_id or '-'} dataset={request.dataset_id or '-'}"
+
+    def __enter__(self):
+        self.start = time.monotonic()
+        log.info("%s: start", self.label)
+
+    def __exit__(self, *exc_info):
+        log.info("%s: done in %.2f s", self.label, time.monotonic() - self.start)
+
+
+def _internal(exc: Exception) -> pb.Error:
+    # The traceback is for the engine log; the coordinator gets one readable line.
+    log.error("internal error\n%s", traceback.format_exc())
+    return pb.Error(kind=Kind.INTERNAL, message=f"{type(exc).__name__}: {exc}")
+
+
+def create_spark(master: str, conf: dict[str, str]):
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName("odf-spark-engine")
+    for key, value in {**DEFAULT_CONF, **conf}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(prog="odf_spark_engine.server", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--socket", required=True, help="unix socket path to listen on")
+    parser.add_argument("--port", type=int, help="also listen on 0.0.0.0:PORT (5544 by the spec)")
+    parser.add_argument(
+        "--master",
+        default=os.environ.get("ODF_SPARK_MASTER", "local[2]"),
+        help="Spark master URL (env ODF_SPARK_MASTER; default local[2])",
+    )
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        args.conf = dict(item.split("=", 1) for item in args.conf)
+    except ValueError:
+        parser.error("--conf takes KEY=VALUE")
+    return args
+
+
+def main(argv=None) -> None:
+    args = _parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # PySpark logs every SQL error with a Java stack trace; the engine reports them itself.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+
+    started = time.monotonic()
+    spark = create_spark(args.master, args.conf)
+    log.info("Spark %s up on %s in %.1f s", spark.version, args.master, time.monotonic() - started)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    pb_grpc.add_EngineServicer_to_server(EngineService(spark, args.master), server)
+    if os.path.exists(args.socket):
+        os.unlink(args.socket)  # a stale socket from a previous engine in the same run folder
+    server.add_insecure_port(f"unix:{args.socket}")
+    if args.port:
+        server.add_insecure_port(f"0.0.0.0:{args.port}")
+    server.start()
+    log.info("odf-spark-engine %s listening on unix:%s%s", __version__, args.socket,
+             f" and port {args.port}" if args.port else "")
+
+    stopping.wait()
+    log.info("shutting down")
+    server.stop(grace=5).wait()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,396 @@
+"""Validate, Execute and Migrate on Spark Structured Streaming.
+
+An ODF derivative transform is a stream processor fed in bites: each Execute call brings the
+input slices committed since the last call, and the result must not depend on how the input
+was cut into slices or calls. Spark Structured Streaming gives exactly that when every call
+resumes the same streaming query from its checkpoint:
+
+- each input is a Parquet *file source* over a scratch folder holding links to this call's new
+  slices only, so the source reads every slice once;
+- ``withWatermark(event_time, 0 s)`` on every input, so windows close and join state is
+  dropped only when the event-time watermark passes them;
+- the user's SQL steps run over temp views named by dataset id (and step alias);
+- ``trigger(availableNow=True)`` processes everything new, then runs the no-data batch that
+  emits what the advanced watermark closed, and stops;
+- ``foreachBatch`` collects the emitted rows, written as one Parquet file sorted by event time.
+
+Watermark markers. Spark derives watermarks only from rows it sees, and keeps just the global
+watermark across restarts, not each input's. So every call adds to each input one *marker
+row*: event time = that input's watermark (max of explicit watermarks and event times seen,
+kept in engine.json), a hidden marker column set. It passes ``withWatermark`` and is then
+filtered out before the user's query sees the view. This feeds explicit watermarks (closing
+windows with no new data), restores each input's watermark after a restart, and holds the
+global watermark back (marker at the epoch) while an input has no watermark at all.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from . import checkpoint
+from .errors import EngineFailure, Kind, query_failure, run_failure
+from .generated import engine_pb2 as pb
+
+UTC = timezone.utc
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# ODF watermarks are explicit, so Spark's watermark follows them with no extra delay.
+WATERMARK_DELAY = "0 seconds"
+MARKER_COLUMN = "__odf_watermark_marker"
+SYSTEM_TIME_TYPE = pa.timestamp("us", tz="UTC")
+# Spark's file source ignores files older than this relative to the newest one it has seen
+# (default one week); slices of any age must be read.
+MAX_FILE_AGE = "3650000d"
+
+
+@dataclass
+class StreamInput:
+    """An input dataset prepared for a streaming query."""
+
+    dataset_id: str
+    event_time: str  # event time column name
+    schema: pa.Schema  # schema of its data files
+    folder: Path  # the folder its file source watches
+
+    @property
+    def has_watermark(self) -> bool:
+        return pa.types.is_timestamp(self.schema.field(self.event_time).type)
+
+
+# ----- Validate ------------------------------------------------------------------------------
+
+
+def validate(spark: SparkSession, request: pb.ValidateRequest) -> pb.OutputSchema:
+    """Plans the query over empty inputs and starts it once, so streaming-only errors
+    (an aggregation without a watermark, an unsupported join) surface too."""
+    _check_transform(request.transform)
+    with tempfile.TemporaryDirectory(prefix="odf-validate-") as scratch:
+        inputs = [_stream_input(i, Path(scratch) / "inputs") for i in request.inputs]
+        session = spark.newSession()
+        output = build_query(session, inputs, request.transform, request.vocab)
+        query = _start(output, Path(scratch) / "spark", lambda df, batch_id: None)
+        try:
+            query.awaitTermination()
+        except Exception as exc:
+            raise run_failure(exc) from exc
+        return _output_schema(output)
+
+
+# ----- Execute -------------------------------------------------------------------------------
+
+
+def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.ExecuteResponse]:
+    """Runs one transaction; yields progress and logs, then the result.
+
+    Raises EngineFailure; on failure the new checkpoint folder is left for the coordinator to
+    discard."""
+    _check_transform(request.transform)
+    if not request.HasField("system_time"):
+        raise EngineFailure(Kind.INVALID_REQUEST, "system_time is required")
+    if not request.output_data_path:
+        raise EngineFailure(Kind.INVALID_REQUEST, "output_data_path is required")
+    state = checkpoint.load_state(request.prev_checkpoint_dir, request.transform)
+    new_dir = checkpoint.start_new(request.new_checkpoint_dir, request.prev_checkpoint_dir)
+    state.transaction_id = request.transaction_id
+    state.runs += 1
+
+    inputs = []
+    for message in request.inputs:
+        stream_input = _stream_input(message, new_dir / checkpoint.INPUTS_DIR)
+        watermark = _feed_input(stream_input, message, state)
+        inputs.append(stream_input)
+        yield _log(
+            f"input {message.dataset_id}: {len(message.data_paths)} new slice(s), "
+            f"{len(message.explicit_watermarks)} explicit watermark(s), "
+            f"watermark {_text(watermark)}, interval {message.system_time_interval or '()'}"
+        )
+
+    session = spark.newSession()
+    output = build_query(session, inputs, request.transform, request.vocab)
+    batches: list[pa.Table] = []
+    query = _start(output, new_dir / checkpoint.SPARK_DIR, lambda df, _: batches.append(df.toArrow()))
+    try:
+        yield from _follow(query)
+    except Exception as exc:
+        raise run_failure(exc) from exc
+    finally:
+        if query.isActive:  # the client went away mid-stream
+            query.stop()
+
+    schema = _output_schema(output)
+    yield pb.ExecuteResponse(progress=pb.Progress(stage="writing"))
+    system_time = request.system_time.ToDatetime(tzinfo=UTC)
+    num_records = _write_output(batches, schema, request.vocab, system_time, request.output_data_path)
+
+    watermark = _output_watermark(query, inputs, state)
+    state.output_watermark = _text(watermark) if watermark else None
+    shutil.rmtree(new_dir / checkpoint.INPUTS_DIR)
+    checkpoint.save_state(new_dir, state)
+
+    result = pb.ExecuteResult(num_records=num_records, schema=schema)
+    if watermark is not None:
+        result.output_watermark.FromDatetime(watermark)
+    yield pb.ExecuteResponse(result=result)
+
+
+def _feed_input(stream_input: StreamInput, message: pb.ExecuteInput, state) -> datetime | None:
+    """Links the new slices into the input's folder, adds its marker row and updates its
+    watermark in ``state``; returns the new input watermark."""
+    stream_input.folder.mkdir(parents=True)
+    candidates = [state.input_watermark(message.dataset_id)]
+    candidates += [w.event_time.ToDatetime(tzinfo=UTC) for w in message.explicit_watermarks]
+    for k, path in enumerate(message.data_paths):
+        # Unique names across the whole chain: Spark's file source skips paths it has seen.
+        _link(Path(path), stream_input.folder / f"{state.runs:08d}-{k:06d}.parquet")
+        candidates.append(_max_event_time(path, stream_input.event_time))
+    known = [c for c in candidates if c is not None]
+    watermark = max(known) if known else None
+    if watermark is not None:
+        state.input_watermarks[message.dataset_id] = _text(watermark)
+    if stream_input.has_watermark:
+        _write_marker(stream_input, watermark or EPOCH, f"{state.runs:08d}-marker.parquet")
+    return watermark
+
+
+def _link(source: Path, link: Path) -> None:
+    """Inputs are read-only and often on another mount: hard link when possible, else symlink."""
+    try:
+        os.link(source, link)
+    except OSError:
+        os.symlink(source.resolve(), link)
+
+
+def _max_event_time(path: str, column: str) -> datetime | None:
+    value = pc.max(pq.read_table(path, columns=[column]).column(column)).as_py()
+    if value is None or not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _write_marker(stream_input: StreamInput, event_time: datetime, name: str) -> None:
+    schema = pa.schema([f.with_nullable(True) for f in stream_input.schema])
+    columns = {f.name: pa.nulls(1, f.type) for f in schema}
+    et_type = schema.field(stream_input.event_time).type
+    value = event_time if et_type.tz else event_time.replace(tzinfo=None)
+    columns[stream_input.event_time] = pa.array([value], et_type)
+    columns[MARKER_COLUMN] = pa.array([True])
+    pq.write_table(pa.table(columns), stream_input.folder / name)
+
+
+def _follow(query) -> Iterator[pb.ExecuteResponse]:
+    """Waits for the query to finish, reporting each micro-batch as it completes."""
+    last_batch = -1
+    while True:
+        finished = query.awaitTermination(0.5)
+        for progress in query.recentProgress:
+            if progress.batchId > last_batch:
+                last_batch = progress.batchId
+                yield pb.ExecuteResponse(
+                    progress=pb.Progress(
+                        stage="batch",
+                        batch_id=last_batch,
+                        input_rows=progress.numInputRows,
+                        watermark=progress.eventTime.get("watermark", ""),
+                    )
+                )
+        if finished:
+            return
+
+
+def _write_output(batches, schema: pb.OutputSchema, vocab, system_time, path: str) -> int:
+    """Writes the collected rows as one Parquet file: system_time, event_time, data columns,
+    ordered by event time (then by the other columns, so re-runs give the same bytes)."""
+    arrow_schema = pa.ipc.read_schema(pa.py_buffer(schema.arrow_schema))
+    data_schema = pa.schema(list(arrow_schema)[1:])
+    rows = [b.select(data_schema.names).cast(data_schema) for b in batches if b.num_rows]
+    if not rows:
+        return 0
+    table = pa.concat_tables(rows)
+    stamp = pa.repeat(pa.scalar(system_time, SYSTEM_TIME_TYPE), table.num_rows)
+    table = table.add_column(0, arrow_schema.field(0), stamp)
+    table = table.sort_by([(name, "ascending") for name in _sort_keys(table.schema)])
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    pq.write_table(table, partial)
+    os.replace(partial, target)
+    return table.num_rows
+
+
+def _sort_keys(schema: pa.Schema) -> list[str]:
+    sortable = (
+        pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal, pa.types.is_temporal,
+        pa.types.is_string, pa.types.is_large_string, pa.types.is_boolean, pa.types.is_binary,
+    )
+    return [f.name for f in list(schema)[1:] if any(test(f.type) for test in sortable)]
+
+
+def _output_watermark(query, inputs: list[StreamInput], state) -> datetime | None:
+    """Spark's watermark after the run, capped by the inputs' watermarks; never moves back."""
+    progress = query.lastProgress
+    text = progress.eventTime.get("watermark") if progress else None
+    spark_watermark = datetime.fromisoformat(text) if text else None
+    input_watermarks = [state.input_watermark(i.dataset_id) for i in inputs]
+    watermark = None
+    if spark_watermark not in (None, EPOCH) and None not in input_watermarks:
+        watermark = min([spark_watermark, *input_watermarks])
+    previous = state.output_watermark_time
+    if previous is not None and (watermark is None or watermark < previous):
+        return previous
+    return watermark
+
+
+# ----- Migrate -------------------------------------------------------------------------------
+
+
+def migrate(request: pb.MigrateRequest) -> pb.MigrateResult:
+    """Carries the state over when the query is unchanged; otherwise the next query starts with
+    empty streaming state but keeps the input and output watermarks, so it neither re-reads
+    old input nor emits behind the output watermark."""
+    _check_transform(request.next_transform)
+    state = checkpoint.load_state(request.prev_checkpoint_dir, request.prev_transform)
+    unchanged = checkpoint.query_fingerprint(request.prev_transform) == checkpoint.query_fingerprint(
+        request.next_transform
+    )
+    new_dir = checkpoint.start_new(
+        request.new_checkpoint_dir, request.prev_checkpoint_dir, copy_spark_state=unchanged
+    )
+    state.transaction_id = request.transaction_id
+    state.query_fingerprint = checkpoint.query_fingerprint(request.next_transform)
+    checkpoint.save_state(new_dir, state)
+    if not request.prev_checkpoint_dir:
+        return pb.MigrateResult(state_carried=False, message="no previous checkpoint")
+    if unchanged:
+        return pb.MigrateResult(state_carried=True, message="query unchanged; state carried over")
+    return pb.MigrateResult(
+        state_carried=False,
+        message=(
+            "the new query starts with empty streaming state: windows and join buffers still "
+            "open under the previous query are dropped; input and output watermarks are kept"
+        ),
+    )
+
+
+# ----- the streaming query -------------------------------------------------------------------
+
+
+def build_query(
+    session: SparkSession, inputs: list[StreamInput], transform: pb.Transform, vocab: pb.Vocabulary
+) -> DataFrame:
+    """Registers the inputs and the aliased steps as views; returns the output step's result
+    with the event time column first and no system_time column."""
+    for stream_input in inputs:
+        _input_frame(session, stream_input).createOrReplaceTempView(_quote(stream_input.dataset_id))
+
+    output_step = _output_step(transform)
+    output = None
+    for index, step in enumerate(transform.queries):
+        try:
+            frame = session.sql(step.query)
+        except Exception as exc:
+            raise query_failure(exc, index, step.alias, step.query) from exc
+        if index == output_step:
+            output = frame
+        else:
+            frame.createOrReplaceTempView(_quote(step.alias))
+
+    event_time = vocab.event_time_column or "event_time"
+    system_time = vocab.system_time_column or "system_time"
+    if event_time not in output.columns:
+        raise EngineFailure(
+            Kind.INVALID_QUERY,
+            f"the query result has no column `{event_time}` (the output event time column); "
+            f"it has: {', '.join(output.columns)}",
+        )
+    data = [c for c in output.columns if c not in (event_time, system_time)]
+    return output.select(event_time, *data)
+
+
+def _input_frame(session: SparkSession, stream_input: StreamInput) -> DataFrame:
+    schema = stream_input.schema.append(pa.field(MARKER_COLUMN, pa.bool_()))
+    stream_input.folder.mkdir(parents=True, exist_ok=True)
+    frame = (
+        session.readStream.schema(from_arrow_schema(schema))
+        .option("maxFileAge", MAX_FILE_AGE)
+        .parquet(str(stream_input.folder))
+    )
+    if not stream_input.has_watermark:  # a DATE event time: Spark watermarks need timestamps
+        return frame.drop(MARKER_COLUMN)
+    event_time = F.col(stream_input.event_time)
+    frame = frame.withWatermark(stream_input.event_time, WATERMARK_DELAY)
+    # Keep data rows only. The condition mentions the event time column on purpose: Spark
+    # pushes filters that do not below the watermark node, and the marker rows would then
+    # never reach it.
+    is_marker = F.coalesce(F.col(MARKER_COLUMN), event_time.isNull())
+    return frame.filter(~is_marker).drop(MARKER_COLUMN)
+
+
+def _start(output: DataFrame, spark_checkpoint: Path, on_batch):
+    try:
+        return (
+            output.writeStream.foreachBatch(on_batch)
+            .trigger(availableNow=True)
+            .option("checkpointLocation", str(spark_checkpoint))
+            .start()
+        )
+    except Exception as exc:
+        raise run_failure(exc) from exc
+
+
+def _output_schema(output: DataFrame) -> pb.OutputSchema:
+    data = to_arrow_schema(output.schema, timezone="UTC")
+    schema = data.insert(0, pa.field("system_time", SYSTEM_TIME_TYPE))
+    # Spark's own DDL rendering (JVM side; PySpark has no public equivalent).
+    ddl = "system_time TIMESTAMP," + output._jdf.schema().toDDL()
+    return pb.OutputSchema(arrow_schema=schema.serialize().to_pybytes(), ddl=ddl)
+
+
+# ----- small helpers -------------------------------------------------------------------------
+
+
+def _stream_input(message, inputs_dir: Path) -> StreamInput:
+    schema = pa.ipc.read_schema(pa.py_buffer(message.arrow_schema))
+    event_time = message.vocab.event_time_column or "event_time"
+    if event_time not in schema.names:
+        raise EngineFailure(
+            Kind.INVALID_REQUEST, f"input {message.dataset_id} has no event time column {event_time}"
+        )
+    folder = inputs_dir / "".join(c if c.isalnum() or c in "._-" else "_" for c in message.dataset_id)
+    return StreamInput(message.dataset_id, event_time, schema, folder)
+
+
+def _check_transform(transform: pb.Transform) -> None:
+    if not transform.queries:
+        raise EngineFailure(Kind.INVALID_REQUEST, "the transform has no query")
+    if transform.temporal_tables:
+        raise EngineFailure(Kind.UNSUPPORTED, "temporal tables are not supported by the Spark engine")
+    if sum(1 for step in transform.queries if not step.alias) > 1:
+        raise EngineFailure(Kind.INVALID_QUERY, "only one query step may have no alias (the output)")
+
+
+def _output_step(transform: pb.Transform) -> int:
+    unaliased = [i for i, step in enumerate(transform.queries) if not step.alias]
+    return unaliased[0] if unaliased else len(transform.queries) - 1
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _text(moment: datetime | None) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else "none"
+
+
+def _log(message: str, level: str = "INFO") -> pb.ExecuteResponse:
+    return pb.ExecuteResponse(log=pb.LogLine(level=level, message=message))

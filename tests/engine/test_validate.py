@@ -1,0 +1,88 @@
+"""ValidateQuery: the output schema of a good query, Spark's own words and position for a bad one."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from engine_testkit import VOCAB, input_schema
+
+from coordinator.engine.client import EngineError, InputSchema
+from coordinator.metadata.objects import SqlQueryStep, TemporalTable, TransformSql
+
+pytestmark = pytest.mark.slow
+
+ORDERS = InputSchema("com.example.orders", VOCAB, input_schema(order_id=pa.int64(), amount=pa.float64()))
+
+
+def sql(query: str) -> TransformSql:
+    return TransformSql(engine="spark", query=query)
+
+
+def test_output_schema(engine_client):
+    result = engine_client.validate(
+        "com.example.big_orders",
+        [ORDERS],
+        sql("SELECT *, amount * 2 AS doubled FROM `com.example.orders` WHERE amount > 10"),
+        VOCAB,
+    )
+    ts = pa.timestamp("us", tz="UTC")
+    assert result.schema == pa.schema(
+        [("system_time", ts), ("event_time", ts), ("order_id", pa.int64()),
+         ("amount", pa.float64()), ("doubled", pa.float64())]
+    )
+    assert result.ddl.startswith("system_time TIMESTAMP,event_time TIMESTAMP")
+
+
+def test_query_steps_with_aliases(engine_client):
+    transform = TransformSql(
+        engine="spark",
+        queries=[
+            SqlQueryStep(alias="big", query="SELECT * FROM `com.example.orders` WHERE amount > 10"),
+            SqlQueryStep(query="SELECT event_time, order_id FROM big"),
+        ],
+    )
+    result = engine_client.validate("x", [ORDERS], transform, VOCAB)
+    assert result.schema.names == ["system_time", "event_time", "order_id"]
+
+
+def test_unknown_column_reports_spark_message_and_position(engine_client):
+    with pytest.raises(EngineError) as failure:
+        engine_client.validate("x", [ORDERS], sql("SELECT event_time,\n  amount, nope\nFROM `com.example.orders`"), VOCAB)
+    error = failure.value
+    assert error.kind == "INVALID_QUERY"
+    assert "UNRESOLVED_COLUMN" in error.message and "`nope`" in error.message
+    assert "Project" not in error.message  # no logical plan dump
+    assert (error.position.line, error.position.column, error.position.fragment) == (2, 10, "nope")
+    assert "line 2, column 10" in str(error)
+
+
+def test_syntax_error_position(engine_client):
+    with pytest.raises(EngineError) as failure:
+        engine_client.validate("x", [ORDERS], sql("SELECT event_time\nFROM `com.example.orders` WHERE"), VOCAB)
+    assert failure.value.kind == "INVALID_QUERY"
+    assert "PARSE_SYNTAX_ERROR" in failure.value.message
+    assert failure.value.position.line == 2
+
+
+def test_missing_event_time_column(engine_client):
+    with pytest.raises(EngineError, match="no column `event_time`"):
+        engine_client.validate("x", [ORDERS], sql("SELECT order_id FROM `com.example.orders`"), VOCAB)
+
+
+def test_streaming_only_errors_are_found(engine_client):
+    # Valid SQL, but an aggregation over all time never closes in a stream.
+    query = "SELECT max(event_time) AS event_time, count(*) AS n FROM `com.example.orders`"
+    with pytest.raises(EngineError) as failure:
+        engine_client.validate("x", [ORDERS], sql(query), VOCAB)
+    assert failure.value.kind == "INVALID_QUERY"
+    assert "aggregat" in failure.value.message.lower()
+
+
+def test_temporal_tables_are_unsupported(engine_client):
+    transform = TransformSql(
+        engine="spark",
+        query="SELECT * FROM `com.example.orders`",
+        temporal_tables=[TemporalTable(id="com.example.orders", primary_key=["order_id"])],
+    )
+    with pytest.raises(EngineError) as failure:
+        engine_client.validate("x", [ORDERS], transform, VOCAB)
+    assert failure.value.kind == "UNSUPPORTED"

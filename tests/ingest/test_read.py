@@ -1,0 +1,205 @@
+"""Read step: every CSV option, JSON Lines, GeoJSON; errors name file, line, column."""
+from datetime import date, datetime, timezone
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from coordinator.ingest import IngestError
+from coordinator.ingest.read import read
+from coordinator.metadata.objects import (
+    ReadStepCsv,
+    ReadStepEsriShapefile,
+    ReadStepGeoJson,
+    ReadStepJsonLines,
+)
+
+from .conftest import write
+
+UTC = timezone.utc
+
+
+def read_csv(tmp_path, text: str, **options) -> pa.Table:
+    return read(write(tmp_path / "in.csv", text), ReadStepCsv(**options), "in.csv")
+
+
+def test_csv_schema_gives_names_and_types_with_header_skipped(tmp_path):
+    t = read_csv(tmp_path, "x,y,z\n1,a,1.50\n", header=True,
+                 schema=["id BIGINT", "name STRING", "price DECIMAL(10,2)"])
+    assert t.schema == pa.schema([("id", pa.int64()), ("name", pa.string()),
+                                  ("price", pa.decimal128(10, 2))])
+    assert t.to_pylist() == [{"id": 1, "name": "a", "price": Decimal("1.50")}]
+
+
+def test_csv_without_header_or_schema_gets_spark_names_and_inferred_types(tmp_path):
+    t = read_csv(tmp_path, "1,a\n2,b\n")
+    assert t.column_names == ["_c0", "_c1"]
+    assert t.schema.field("_c0").type == pa.int64()
+
+
+def test_csv_header_names_columns_and_types_are_inferred(tmp_path):
+    t = read_csv(tmp_path, "id,when\n1,2020-01-01\n", header=True)
+    assert t.schema == pa.schema([("id", pa.int64()), ("when", pa.date32())])
+
+
+def test_csv_infer_schema_false_reads_text(tmp_path):
+    t = read_csv(tmp_path, "id\n007\n", header=True, infer_schema=False)
+    assert t.to_pylist() == [{"id": "007"}]
+
+
+def test_csv_enforce_schema_false_matches_header_by_name(tmp_path):
+    t = read_csv(tmp_path, "b,a\nx,1\n", header=True, enforce_schema=False,
+                 schema=["a INT", "b STRING"])
+    assert t.to_pylist() == [{"a": 1, "b": "x"}]
+
+
+def test_csv_enforce_schema_false_names_a_missing_column(tmp_path):
+    with pytest.raises(IngestError, match="in.csv: the header has no column 'c'"):
+        read_csv(tmp_path, "a,b\n1,2\n", header=True, enforce_schema=False,
+                 schema=["a INT", "c INT"])
+
+
+def test_csv_separator_quote_and_escape(tmp_path):
+    t = read_csv(tmp_path, "'a;b';'it\\'s'\n", separator=";", quote="'", escape="\\",
+                 schema=["x STRING", "y STRING"])
+    assert t.to_pylist() == [{"x": "a;b", "y": "it's"}]
+
+
+def test_csv_comment_lines_are_skipped_and_lines_still_counted(tmp_path):
+    t = read_csv(tmp_path, "# a comment\nid\n1\n", header=True, comment="#", schema=["id INT"])
+    assert t.to_pylist() == [{"id": 1}]
+    with pytest.raises(IngestError, match=r"^in.csv:4: column 'id'"):
+        read_csv(tmp_path, "id\n1\n# note\nx\n", header=True, comment="#", schema=["id INT"])
+
+
+def test_csv_null_value_and_empty_value(tmp_path):
+    t = read_csv(tmp_path, 'a,b\nNA,""\n,x\n', header=True, null_value="NA", empty_value="-",
+                 schema=["a STRING", "b STRING"])
+    assert t.to_pylist() == [{"a": None, "b": "-"}, {"a": "", "b": "x"}]
+
+
+def test_csv_empty_field_is_null_by_default(tmp_path):
+    t = read_csv(tmp_path, "a,b\n,1\n", header=True, schema=["a STRING", "b INT"])
+    assert t.to_pylist() == [{"a": None, "b": 1}]
+
+
+def test_csv_nan_and_infinity_tokens(tmp_path):
+    t = read_csv(tmp_path, "v\nnope\nbig\nsmall\n1.5\n", header=True, nan_value="nope",
+                 positive_inf="big", negative_inf="small", schema=["v DOUBLE"])
+    values = t.column("v").to_pylist()
+    assert values[0] != values[0] and values[1:] == [float("inf"), float("-inf"), 1.5]
+
+
+def test_csv_date_and_timestamp_formats_in_java_or_strftime_syntax(tmp_path):
+    t = read_csv(tmp_path, "d,t\n31/12/2020,2020.12.31 23:59\n", header=True,
+                 date_format="dd/MM/yyyy", timestamp_format="%Y.%m.%d %H:%M",
+                 schema=["d DATE", "t TIMESTAMP"])
+    assert t.to_pylist() == [{"d": date(2020, 12, 31), "t": datetime(2020, 12, 31, 23, 59, tzinfo=UTC)}]
+
+
+def test_csv_timestamp_accepts_dates_zones_and_zoneless_values(tmp_path):
+    t = read_csv(tmp_path, "t\n2020-01-01\n2020-01-01T10:00:00+02:00\n2020-01-01 10:00:00\n",
+                 header=True, schema=["t TIMESTAMP"])
+    assert t.column("t").to_pylist() == [
+        datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 1, 1, 8, tzinfo=UTC),
+        datetime(2020, 1, 1, 10, tzinfo=UTC)]
+
+
+def test_csv_whitespace_trimming(tmp_path):
+    t = read_csv(tmp_path, "a,b\n  x  , 1 \n", header=True, ignore_leading_white_space=True,
+                 ignore_trailing_white_space=True, schema=["a STRING", "b INT"])
+    assert t.to_pylist() == [{"a": "x", "b": 1}]
+
+
+def test_csv_multi_line_values(tmp_path):
+    t = read_csv(tmp_path, 'a,b\n"line one\nline two",1\n', header=True, multi_line=True,
+                 schema=["a STRING", "b INT"])
+    assert t.to_pylist() == [{"a": "line one\nline two", "b": 1}]
+
+
+def test_csv_encoding(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_bytes("name\nZürich\n".encode("latin-1"))
+    t = read(path, ReadStepCsv(header=True, encoding="latin-1"), "in.csv")
+    assert t.to_pylist() == [{"name": "Zürich"}]
+
+
+def test_csv_row_with_too_few_columns_names_file_and_line(tmp_path):
+    with pytest.raises(IngestError, match=r"^in.csv:4: Expected 2 columns, got 1"):
+        read_csv(tmp_path, "a,b\n1,2\n\n3\n", header=True, schema=["a INT", "b INT"])
+
+
+def test_csv_unconvertible_value_names_file_line_and_column(tmp_path):
+    with pytest.raises(IngestError, match=r"^in.csv:3: column 'b': .*'x'"):
+        read_csv(tmp_path, "a,b\n1,2\n3,x\n", header=True, schema=["a INT", "b INT"])
+
+
+def test_csv_bad_timestamp_names_row_and_column(tmp_path):
+    with pytest.raises(IngestError, match=r"in.csv: row 2, column 't': cannot read 'soon'"):
+        read_csv(tmp_path, "t\n2020-01-01\nsoon\n", header=True, schema=["t TIMESTAMP"])
+
+
+def test_csv_multi_character_separator_is_refused(tmp_path):
+    with pytest.raises(IngestError, match="separator must be one character"):
+        read_csv(tmp_path, "a\n", separator="||")
+
+
+# --- JSON Lines --------------------------------------------------------------------------------
+
+
+def test_json_lines_with_schema(tmp_path):
+    path = write(tmp_path / "in.jsonl", '{"id": 1, "t": "2020-01-01T00:00:00Z", "extra": 0}\n'
+                                        '{"id": 2, "t": "2020-01-02"}\n')
+    t = read(path, ReadStepJsonLines(schema=["id BIGINT", "t TIMESTAMP"]), "in.jsonl")
+    assert t.to_pylist() == [{"id": 1, "t": datetime(2020, 1, 1, tzinfo=UTC)},
+                             {"id": 2, "t": datetime(2020, 1, 2, tzinfo=UTC)}]
+
+
+def test_json_lines_timestamp_format(tmp_path):
+    path = write(tmp_path / "in.jsonl", '{"t": "01.02.2020 10:30"}\n')
+    t = read(path, ReadStepJsonLines(schema=["t TIMESTAMP"], timestamp_format="dd.MM.yyyy HH:mm"),
+             "in.jsonl")
+    assert t.column("t").to_pylist() == [datetime(2020, 2, 1, 10, 30, tzinfo=UTC)]
+
+
+def test_json_lines_primitives_as_string(tmp_path):
+    path = write(tmp_path / "in.jsonl", '{"a": 1, "b": true}\n')
+    t = read(path, ReadStepJsonLines(primitives_as_string=True), "in.jsonl")
+    assert t.to_pylist() == [{"a": "1", "b": "true"}]
+
+
+def test_json_lines_multi_line_objects(tmp_path):
+    path = write(tmp_path / "in.json", '{\n  "a": 1\n}\n{\n  "a": 2\n}\n')
+    t = read(path, ReadStepJsonLines(multi_line=True), "in.json")
+    assert t.column("a").to_pylist() == [1, 2]
+
+
+def test_json_lines_bad_line_names_file_and_line(tmp_path):
+    path = write(tmp_path / "in.jsonl", '{"a": 1}\n{"a": 2}\n{"a": oops}\n')
+    with pytest.raises(IngestError, match=r"^in.jsonl:3: "):
+        read(path, ReadStepJsonLines(), "in.jsonl")
+
+
+# --- GeoJSON, shapefiles -----------------------------------------------------------------------
+
+
+def test_geojson_properties_become_columns_and_geometry_is_text(tmp_path):
+    path = write(tmp_path / "in.geojson", """
+        {"type": "FeatureCollection", "features": [
+          {"type": "Feature", "properties": {"id": 1, "name": "a"},
+           "geometry": {"type": "Point", "coordinates": [1.5, 2]}}]}
+    """)
+    t = read(path, ReadStepGeoJson(schema=["id INT", "name STRING", "geometry STRING"]), "g")
+    assert t.to_pylist() == [
+        {"id": 1, "name": "a", "geometry": '{"type":"Point","coordinates":[1.5,2]}'}]
+
+
+def test_geojson_must_be_a_feature_collection(tmp_path):
+    path = write(tmp_path / "in.geojson", '{"type": "Point", "coordinates": [0, 0]}')
+    with pytest.raises(IngestError, match="FeatureCollection"):
+        read(path, ReadStepGeoJson(), "in.geojson")
+
+
+def test_esri_shapefile_is_refused_clearly(tmp_path):
+    with pytest.raises(IngestError, match="shapefiles is not supported"):
+        read(write(tmp_path / "x.zip", "x"), ReadStepEsriShapefile(), "x.zip")

@@ -1,0 +1,71 @@
+"""The chain check reports a bad block by hash and reason."""
+from __future__ import annotations
+
+import pytest
+
+from coordinator.metadata import objects as o
+from coordinator.metadata.chain import ChainError
+from coordinator.metadata.signing import SignatureStatus, SigningKey
+from coordinator.metadata.timefmt import now_utc
+
+from .test_workspace import first_block
+
+
+@pytest.fixture
+def ds(ws):
+    ds = ws.dataset("org.example.a")
+    with ds.writer() as w:
+        w.commit(first_block())
+        w.commit(o.MetadataBlock(system_time=now_utc(), output_watermark=now_utc()))
+    return ds
+
+
+def oldest(ds) -> bytes:
+    return list(ds.blocks())[-1][0]
+
+
+def test_a_flipped_byte_in_a_block_is_reported_by_hash(ds):
+    h = oldest(ds)
+    data = bytearray(ds.block_path(h).read_bytes())
+    data[20] ^= 0xFF
+    ds.block_path(h).write_bytes(bytes(data))
+    with pytest.raises(ChainError) as e:
+        list(ds.blocks())
+    assert e.value.block_hash == h
+    assert "does not match" in e.value.reason
+
+
+def test_a_missing_block_is_reported(ds):
+    h = oldest(ds)
+    ds.block_path(h).unlink()
+    with pytest.raises(ChainError, match=f"block {h.hex()}: block is missing"):
+        list(ds.blocks())
+
+
+def test_a_block_stored_under_another_name_is_reported(ds):
+    newest, h = [h for h, _ in ds.blocks()]
+    ds.block_path(h).write_bytes(ds.block_path(newest).read_bytes())
+    with pytest.raises(ChainError, match="wrong name"):
+        list(ds.blocks())
+
+
+def test_a_tampered_signature_is_an_error(ds):
+    h = oldest(ds)
+    sig = ds.signature_path(h).read_text().replace("signature: ", "signature: 00")
+    ds.signature_path(h).write_text(sig[:-3] + "\n")
+    with pytest.raises(ChainError, match="signature does not match"):
+        list(ds.blocks())
+
+
+def test_a_block_signed_by_another_key_is_reported_as_unknown(ds, tmp_path):
+    h = oldest(ds)
+    other = SigningKey.generate(tmp_path / "other.pem")
+    ds.signature_path(h).write_bytes(other.sign(h).to_bytes())
+    statuses = [c.signature for c in ds.chain()]
+    assert statuses == [SignatureStatus.TRUSTED, SignatureStatus.UNKNOWN_KEY]
+
+
+def test_an_unsigned_block_is_reported_as_unsigned(ds):
+    h = oldest(ds)
+    ds.signature_path(h).unlink()
+    assert [c.signature for c in ds.chain()][-1] is SignatureStatus.UNSIGNED

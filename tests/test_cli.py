@@ -1,0 +1,142 @@
+"""The coord command, end to end, as a user runs it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from coordinator.metadata.yaml_codec import dump_yaml, manifest_to_dict
+from coordinator.workspace import Workspace
+from coordinator.workspace.commit import CRASH_POINTS
+from coordinator.workspace.lock import DatasetLock
+
+from .conftest import MANIFESTS, coord
+from .test_block_codec import CONFORMANCE_HASH, conformance_block
+
+ORDERS = "com.example.orders"
+
+
+@pytest.fixture
+def home(tmp_path):
+    coord("init", cwd=tmp_path)
+    return tmp_path
+
+
+def write_orders(path, event_time_column="placed_at"):
+    doc = yaml.safe_load((MANIFESTS / f"{ORDERS}.yaml").read_text())
+    doc["content"]["vocab"]["eventTimeColumn"] = event_time_column
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_init_then_add_then_list(home):
+    out = coord("add", str(MANIFESTS), cwd=home).stdout
+    assert "added" in out and ORDERS in out
+    listing = coord("list", cwd=home).stdout
+    assert "com.example.orders.daily" in listing and "derivative" in listing
+
+
+def test_add_refuses_an_existing_dataset_without_replace(home):
+    coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
+    proc = coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home, check=False)
+    assert proc.returncode != 0
+    assert "already exists" in proc.stderr and "--replace" in proc.stderr
+
+
+def test_a_bad_manifest_names_file_and_path_and_writes_nothing(home):
+    bad = home / "bad.yaml"
+    doc = yaml.safe_load((MANIFESTS / f"{ORDERS}.yaml").read_text())
+    doc["content"]["source"]["merge"]["primaryKey"] = "order_id"
+    bad.write_text(yaml.safe_dump(doc))
+    good = MANIFESTS / "ca.bccdc.covid19.case-details.yaml"
+    proc = coord("add", str(good), str(bad), cwd=home, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1, "one line, no traceback"
+    assert "bad.yaml" in proc.stderr and "content.source.merge.primaryKey" in proc.stderr
+    assert not Workspace.open(home).datasets()
+
+
+def test_debug_shows_the_traceback(home):
+    proc = coord("--debug", "log", "org.example.missing", cwd=home, check=False)
+    assert proc.returncode == 1 and "Traceback" in proc.stderr
+
+
+def test_add_replace_appends_a_block_only_when_something_changed(home):
+    manifest = write_orders(home / "orders.yaml")
+    coord("add", str(manifest), cwd=home)
+    assert "unchanged" in coord("add", "--replace", str(manifest), cwd=home).stdout
+    write_orders(manifest, event_time_column="order_time")
+    assert "updated" in coord("add", "--replace", str(manifest), cwd=home).stdout
+    blocks = json.loads(coord("log", ORDERS, "-o", "json", cwd=home).stdout)
+    vocabs = [b.get("vocab") for b in blocks]
+    assert vocabs == [{"eventTimeColumn": "order_time"}, {"eventTimeColumn": "placed_at"}]
+
+
+def test_log_renders_yaml_with_the_signature_status(home):
+    coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
+    out = coord("log", ORDERS, cwd=home).stdout
+    assert "# signed by a trusted key" in out and "kind: MetadataBlock" in out
+
+
+def test_a_second_writer_exits_with_busy(home):
+    coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
+    with DatasetLock(home / ".coord" / "locks" / f"{ORDERS}.lock", ORDERS):
+        proc = coord("add", "--replace", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home, check=False)
+    assert proc.returncode != 0
+    assert f"dataset {ORDERS} is busy" in proc.stderr
+
+
+def test_delete_refuses_a_dataset_others_depend_on(home):
+    coord("add", str(MANIFESTS), cwd=home)
+    proc = coord("delete", "--yes", ORDERS, cwd=home, check=False)
+    assert proc.returncode != 0 and "com.example.orders.daily" in proc.stderr
+    coord("delete", "--yes", "com.example.orders.daily", cwd=home)
+    coord("delete", "--yes", ORDERS, cwd=home)
+    assert ORDERS not in coord("list", cwd=home).stdout
+
+
+def test_reset_moves_the_head_to_an_earlier_block(home):
+    manifest = write_orders(home / "orders.yaml")
+    coord("add", str(manifest), cwd=home)
+    first = json.loads(coord("log", ORDERS, "-o", "json", cwd=home).stdout)[0]["blockHash"]
+    write_orders(manifest, event_time_column="order_time")
+    coord("add", "--replace", str(manifest), cwd=home)
+    coord("reset", ORDERS, first[:10], cwd=home)
+    blocks = json.loads(coord("log", ORDERS, "-o", "json", cwd=home).stdout)
+    assert [b["blockHash"] for b in blocks] == [first]
+
+
+def test_block_hash_prints_the_conformance_vector(tmp_path):
+    manifest = tmp_path / "block.yaml"
+    manifest.write_text(dump_yaml(manifest_to_dict(conformance_block())))
+    assert coord("block", "hash", str(manifest), cwd=tmp_path).stdout.strip() == CONFORMANCE_HASH
+
+
+def test_block_hash_ignores_the_block_hash_field_in_the_file(tmp_path):
+    doc = manifest_to_dict(conformance_block())
+    doc["content"]["blockHash"] = "ab" * 32
+    manifest = tmp_path / "block.yaml"
+    manifest.write_text(dump_yaml(doc))
+    assert coord("block", "hash", str(manifest), cwd=tmp_path).stdout.strip() == CONFORMANCE_HASH
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_a_commit_killed_at_any_step_keeps_the_old_head_and_the_rerun_finishes_once(home, point):
+    manifest = write_orders(home / "orders.yaml")
+    coord("add", str(manifest), cwd=home)
+    ds = Workspace.open(home).dataset(ORDERS)
+    before = ds.head()
+    write_orders(manifest, event_time_column="order_time")
+
+    killed = coord("add", "--replace", str(manifest), cwd=home, env={"COORD_CRASH_AT": point}, check=False)
+    assert killed.returncode == -9
+    chain = list(ds.blocks())  # whatever the step, the chain is valid
+    assert chain[-1][0] == chain[-1][0] and (ds.head() == before) == (point != "head-updated")
+
+    rerun = coord("add", "--replace", str(manifest), cwd=home).stdout
+    assert ("unchanged" in rerun) == (point == "head-updated")
+    blocks = list(ds.blocks())
+    assert len(blocks) == 2 and blocks[-1][0] == before
+    leftovers = {p.name for p in (ds.root / "meta" / "blocks").iterdir()}
+    assert leftovers == {h.hex() for h, _ in blocks}
