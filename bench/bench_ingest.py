@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -32,9 +32,8 @@ from common import median_time, print_table
 
 from coordinator.catalog import add_datasets, delete_dataset
 from coordinator.data.hashing import logical_hash
-from coordinator.ingest import pull_root
 from coordinator.ingest import merge as merge_step
-from coordinator.ingest import slices
+from coordinator.ingest import pull_root, slices
 from coordinator.ingest.read import read
 from coordinator.metadata.manifest import load_manifest
 from coordinator.metadata.objects import DatasetVocabulary, FetchStepUrl, MergeStrategySnapshot
@@ -77,7 +76,7 @@ def bench_flights(tmp: Path, repeat: int) -> list[dict]:
     base, full = float(np.median(t_base)), float(np.median(t_ingest))
 
     # stages of one pull, to show where the time goes
-    vocab, now = DatasetVocabulary(), datetime.now(timezone.utc)
+    vocab, now = DatasetVocabulary(), datetime.now(UTC)
     t0 = time.perf_counter()
     table = read(csv_path, snapshot.source.read, csv_path.name)
     t1 = time.perf_counter()
@@ -141,7 +140,7 @@ WHERE p.id IS NULL OR c.id IS NULL
 
 def bench_snapshot(repeat: int) -> list[dict]:
     previous, current = make_snapshots(SNAPSHOT_ROWS)
-    vocab, t = DatasetVocabulary(), datetime(2024, 1, 1, tzinfo=timezone.utc)
+    vocab, t = DatasetVocabulary(), datetime(2024, 1, 1, tzinfo=UTC)
     previous = slices.with_event_time(previous, vocab, t, "prev")
     current = slices.with_event_time(current, vocab, t, "cur")
     roles = merge_step.SnapshotColumns.of(MergeStrategySnapshot(primary_key=["id"]))

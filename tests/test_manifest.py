@@ -204,7 +204,10 @@ def test_codec_error_is_wrapped_with_its_path(tmp_path):
     # the schema accepts the shape of this timestamp; only the codec knows February has no 30th
     text = f"apiVersion: 1\nkind: MetadataBlock\ncontent:\n  blockHash: {'ab' * 32}\n"
     path = write(tmp_path, text + "  systemTime: 2020-02-30T00:00:00Z\n", "block.yaml")
-    assert load_error(path) == f"{path}: content.systemTime: day is out of range for month"
+    assert load_error(path) == (
+        f"{path}: content.systemTime: not a valid timestamp: "
+        "'2020-02-30T00:00:00Z' (day is out of range for month)"
+    )
 
 
 def test_empty_file(tmp_path):

@@ -107,7 +107,8 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str) -> pa.Table:
     header = bool(step.header)
     by_name = schema is not None and header and step.enforce_schema is False
     read_opts = dict(encoding=_codec(step.encoding), block_size=1 << 24)
-    convert_opts = dict(null_values=[step.null_value if step.null_value is not None else ""],
+    # an empty unquoted field is null; a quoted "" is an empty string (or emptyValue)
+    convert_opts = dict(null_values=sorted({step.null_value or "", ""}),
                         strings_can_be_null=True, quoted_strings_can_be_null=False)
     if schema is not None:
         if by_name:  # enforceSchema false: the header names the columns, matched by name
@@ -126,11 +127,22 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str) -> pa.Table:
         escape_char=step.escape or False,
         newlines_in_values=bool(step.multi_line),
     )
-    source = _without_comments(path, step.comment) if step.comment else str(path)
+    data = _without_comments(path, step.comment) if step.comment else None
+
+    def source():  # the file, or its bytes without comment lines
+        return str(path) if data is None else pa.BufferReader(data)
+
+    if by_name:
+        header_names = pacsv.open_csv(source(),
+                                      read_options=pacsv.ReadOptions(encoding=read_opts["encoding"]),
+                                      parse_options=parse_opts).schema.names
+        missing = [n for n in schema.names if n not in header_names]
+        if missing:
+            raise IngestError(f"{name}: the header has no column {missing[0]!r} of the schema")
 
     def attempt(threads: bool, **extra_convert) -> pa.Table:
         return pacsv.read_csv(
-            source if isinstance(source, str) else pa.BufferReader(source),
+            source(),
             read_options=pacsv.ReadOptions(use_threads=threads, **read_opts),
             parse_options=parse_opts,
             convert_options=pacsv.ConvertOptions(**{**convert_opts, **extra_convert}),
@@ -147,10 +159,6 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str) -> pa.Table:
         except pa.ArrowInvalid as e:
             raise IngestError(_csv_error(name, str(e), path, step, read_opts)) from None
         raise
-    if schema is not None and by_name:
-        missing = [n for n in schema.names if n not in table.column_names]
-        if missing:
-            raise IngestError(f"{name}: the header has no column {missing[0]!r} of the schema")
     if schema is None:
         if not header:  # Spark's names for headerless files
             table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
@@ -171,9 +179,9 @@ def _codec(encoding: str | None) -> str:
 
 
 def _without_comments(path: Path, comment: str) -> bytes:
-    """The file with comment lines emptied (not removed, so line numbers stay right)."""
+    """The file without its comment lines (``_line_of_row`` skips them too when counting)."""
     data = path.read_bytes()
-    return re.sub(rb"(?m)^" + re.escape(comment.encode()) + rb"[^\r\n]*", b"", data)
+    return re.sub(rb"(?m)^" + re.escape(comment.encode()) + rb"[^\n]*(?:\n|$)", b"", data)
 
 
 def _csv_error(name: str, message: str, path: Path, step: ReadStepCsv, read_opts: dict) -> str:

@@ -16,7 +16,8 @@ from coordinator.metadata.objects import DatasetVocabulary, TransformSql
 
 VOCAB = DatasetVocabulary()
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
-SYSTEM_TIME = datetime(2024, 6, 1, tzinfo=UTC)
+SYSTEM_TIME = datetime(2024, 6, 1, tzinfo=UTC)  # of the input slices
+OUTPUT_SYSTEM_TIME = datetime(2024, 7, 1, tzinfo=UTC)  # asked of the engine
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -61,14 +62,13 @@ class Chain:
     results: list[ExecuteResult] = field(default_factory=list)
     calls: int = 0
 
-    def execute(
+    def prepare(
         self,
         slices: dict[str, list[list[dict]]] | None = None,
         watermarks: dict[str, datetime] | None = None,
-        transaction_id: str | None = None,
-        from_checkpoint: Path | None | str = "latest",
-    ) -> ExecuteResult:
-        """One Execute call; ``slices`` maps an input to its new slices (each a list of rows)."""
+    ) -> ExecuteRequest:
+        """The next Execute request; ``slices`` maps an input to its new slices (lists of rows),
+        ``watermarks`` an input to an explicit watermark."""
         self.calls += 1
         call = f"call{self.calls:02d}-{uuid.uuid4().hex[:6]}"
         inputs = []
@@ -77,20 +77,23 @@ class Chain:
                 write_slice(self.data_dir / call / dataset_id / f"slice{k}.parquet", rows, schema)
                 for k, rows in enumerate((slices or {}).get(dataset_id, []))
             ]
-            marks = [(SYSTEM_TIME, watermarks[dataset_id])] if watermarks and dataset_id in watermarks else []
+            marks = [(SYSTEM_TIME, watermarks[dataset_id])] if dataset_id in (watermarks or {}) else []
             inputs.append(ExecuteInput(dataset_id, VOCAB, schema, paths, marks))
-        prev = self.checkpoint if from_checkpoint == "latest" else from_checkpoint
-        request = ExecuteRequest(
-            transaction_id=transaction_id or call,
+        return ExecuteRequest(
+            transaction_id=call,
             dataset_id="com.example.derived",
             inputs=inputs,
             transform=self.transform,
             vocab=VOCAB,
             new_checkpoint=self.run_dir / call / "checkpoint",
             output_path=self.run_dir / call / "output.parquet",
-            system_time=SYSTEM_TIME,
-            prev_checkpoint=prev,
+            system_time=OUTPUT_SYSTEM_TIME,
+            prev_checkpoint=self.checkpoint,
         )
+
+    def execute(self, slices=None, watermarks=None) -> ExecuteResult:
+        """Runs the next call and moves the chain to its checkpoint."""
+        request = self.prepare(slices, watermarks)
         result = self.client.execute(request)
         self.checkpoint = request.new_checkpoint
         self.results.append(result)

@@ -45,8 +45,9 @@ def test_query_steps_with_aliases(engine_client):
 
 
 def test_unknown_column_reports_spark_message_and_position(engine_client):
+    query = "SELECT event_time,\n  amount, nope\nFROM `com.example.orders`"
     with pytest.raises(EngineError) as failure:
-        engine_client.validate("x", [ORDERS], sql("SELECT event_time,\n  amount, nope\nFROM `com.example.orders`"), VOCAB)
+        engine_client.validate("x", [ORDERS], sql(query), VOCAB)
     error = failure.value
     assert error.kind == "INVALID_QUERY"
     assert "UNRESOLVED_COLUMN" in error.message and "`nope`" in error.message
@@ -56,8 +57,9 @@ def test_unknown_column_reports_spark_message_and_position(engine_client):
 
 
 def test_syntax_error_position(engine_client):
+    query = "SELECT event_time\nFROM `com.example.orders` WHERE"
     with pytest.raises(EngineError) as failure:
-        engine_client.validate("x", [ORDERS], sql("SELECT event_time\nFROM `com.example.orders` WHERE"), VOCAB)
+        engine_client.validate("x", [ORDERS], sql(query), VOCAB)
     assert failure.value.kind == "INVALID_QUERY"
     assert "PARSE_SYNTAX_ERROR" in failure.value.message
     assert failure.value.position.line == 2

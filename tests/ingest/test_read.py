@@ -1,5 +1,5 @@
 """Read step: every CSV option, JSON Lines, GeoJSON; errors name file, line, column."""
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pyarrow as pa
@@ -15,8 +15,6 @@ from coordinator.metadata.objects import (
 )
 
 from .conftest import write
-
-UTC = timezone.utc
 
 
 def read_csv(tmp_path, text: str, **options) -> pa.Table:
@@ -75,7 +73,7 @@ def test_csv_comment_lines_are_skipped_and_lines_still_counted(tmp_path):
 def test_csv_null_value_and_empty_value(tmp_path):
     t = read_csv(tmp_path, 'a,b\nNA,""\n,x\n', header=True, null_value="NA", empty_value="-",
                  schema=["a STRING", "b STRING"])
-    assert t.to_pylist() == [{"a": None, "b": "-"}, {"a": "", "b": "x"}]
+    assert t.to_pylist() == [{"a": None, "b": "-"}, {"a": None, "b": "x"}]
 
 
 def test_csv_empty_field_is_null_by_default(tmp_path):

@@ -1,0 +1,280 @@
+"""FileIO: the few operations sync needs from a repository's storage, over pyarrow filesystems.
+
+Paths are relative to the repository root and ``/``-separated. Data moves through pyarrow
+streams (the local filesystem or ``S3FileSystem``); the one operation pyarrow cannot do, the
+compare-and-swap of a ref, is a lock file plus atomic rename locally and an S3 conditional
+write (``If-None-Match: *`` to create, ``If-Match: <etag>`` to replace) on S3.
+
+URLs: ``file:///path``, ``s3://bucket/prefix`` (AWS) and ``s3+http://host:port/bucket/prefix``
+or ``s3+https://...`` (an S3-compatible store at that endpoint). Credentials come from the
+usual AWS environment variables and profiles.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+
+from ..workspace.fsutil import atomic_write, install, tmp_name
+
+CHUNK = 4 << 20  # stream copies move this many bytes at a time
+
+OnBytes = Callable[[int], None]
+
+
+class RepositoryURLError(ValueError):
+    pass
+
+
+class RefConflict(Exception):
+    """The ref was not what the writer last read: someone else moved it."""
+
+
+class FileIO(ABC):
+    """A repository's storage. Writes become visible whole (never a half-written file)."""
+
+    def __init__(self, fs: pafs.FileSystem, root: str):
+        self.fs = fs
+        self.root = root.rstrip("/")
+
+    def full_path(self, path: str) -> str:
+        return f"{self.root}/{path}" if self.root else path
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def read_bytes(self, path: str) -> bytes | None:
+        try:
+            with self.fs.open_input_stream(self.full_path(path)) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def list_files(self, prefix: str) -> dict[str, int]:
+        """Every file under the folder ``prefix`` (recursively): relative path → size."""
+        selector = pafs.FileSelector(self.full_path(prefix), recursive=True, allow_not_found=True)
+        start = len(self.root) + 1 if self.root else 0
+        return {
+            info.path[start:]: info.size
+            for info in self.fs.get_file_info(selector)
+            if info.type == pafs.FileType.File
+        }
+
+    def get_file(self, path: str, local: Path, on_bytes: OnBytes, *, digest: bool = False) -> bytes | None:
+        """Download ``path`` to ``local``; with ``digest`` return the SHA3-256 of the bytes read.
+
+        Hashing while streaming saves a second pass over the file when the puller checks it.
+        """
+        local.parent.mkdir(parents=True, exist_ok=True)
+        h = hashlib.sha3_256() if digest else None
+        with self.fs.open_input_stream(self.full_path(path)) as src, open(local, "wb") as dst:
+            while chunk := src.read(CHUNK):
+                dst.write(chunk)
+                if h is not None:
+                    h.update(chunk)
+                on_bytes(len(chunk))
+        return h.digest() if h is not None else None
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def put_file(self, local: Path, path: str, on_bytes: OnBytes) -> None:
+        with open(local, "rb") as src, self._open_output(path) as (dst, _):
+            while chunk := src.read(CHUNK):
+                dst.write(chunk)
+                on_bytes(len(chunk))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        with self._open_output(path) as (dst, _):
+            dst.write(data)
+
+    @abstractmethod
+    def _open_output(self, path: str):
+        """A context manager giving ``(stream, target)``; the file appears whole on exit."""
+
+    # --- refs -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def read_ref(self, path: str) -> tuple[bytes | None, object]:
+        """The ref's content (None when absent) and a token to pass to ``swap_ref``."""
+
+    @abstractmethod
+    def swap_ref(self, path: str, data: bytes, expected: object) -> None:
+        """Write the ref only if it still matches ``expected`` (from ``read_ref``), else RefConflict."""
+
+
+class LocalFileIO(FileIO):
+    """A repository in a local (or mounted) folder."""
+
+    def __init__(self, root: Path):
+        super().__init__(pafs.LocalFileSystem(), str(root))
+
+    def _open_output(self, path: str):
+        return _LocalOutput(Path(self.full_path(path)))
+
+    def read_ref(self, path: str) -> tuple[bytes | None, object]:
+        data = self.read_bytes(path)
+        return data, data
+
+    def swap_ref(self, path: str, data: bytes, expected: object) -> None:
+        target = Path(self.full_path(path))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # The lock serialises pushers on this machine or on a filesystem with working flock
+        # (NFSv4, SMB); the rename makes the new ref appear whole to readers.
+        fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            current = target.read_bytes() if target.exists() else None
+            if current != expected:
+                raise RefConflict(path)
+            atomic_write(target, data)
+        finally:
+            os.close(fd)
+
+
+class _LocalOutput:
+    """Write under a temporary name, then fsync and rename into place (fsutil.install)."""
+
+    def __init__(self, target: Path):
+        self.target = target
+
+    def __enter__(self):
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = tmp_name(self.target.parent)
+        self.stream = open(self.tmp, "wb")
+        return self.stream, self.target
+
+    def __exit__(self, exc_type, *_):
+        self.stream.close()
+        if exc_type is None:
+            install(self.tmp, self.target)
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
+class S3FileIO(FileIO):
+    """A bucket prefix on AWS S3 or an S3-compatible store (``endpoint`` given)."""
+
+    def __init__(self, bucket: str, prefix: str, *, endpoint: str | None = None, scheme: str = "https"):
+        import boto3
+
+        self.bucket, self.prefix = bucket, prefix.strip("/")
+        self.endpoint, self.scheme = endpoint, scheme
+        self._session = boto3.session.Session()
+        region = self._session.region_name or ("us-east-1" if endpoint else None)
+        if region is None:
+            region = pafs.resolve_s3_region(bucket)
+        creds = self._session.get_credentials()
+        keys = {}
+        if creds is not None:  # the same credentials for both clients, whatever boto3 resolved
+            frozen = creds.get_frozen_credentials()
+            keys = {"access_key": frozen.access_key, "secret_key": frozen.secret_key,
+                    "session_token": frozen.token}
+        fs = pafs.S3FileSystem(region=region, endpoint_override=endpoint, scheme=scheme, **keys)
+        super().__init__(fs, f"{bucket}/{self.prefix}" if self.prefix else bucket)
+        self.region = region
+        self._client = None
+
+    def _open_output(self, path: str):
+        # An S3 object becomes visible only when its upload completes.
+        return _Passthrough(self.fs.open_output_stream(self.full_path(path)), path)
+
+    def _key(self, path: str) -> str:
+        return f"{self.prefix}/{path}" if self.prefix else path
+
+    @property
+    def client(self):
+        """boto3, only for conditional writes (pyarrow has none); created on first use."""
+        if self._client is None:
+            from botocore.config import Config
+
+            config = Config(s3={"addressing_style": "path"} if self.endpoint else {})
+            if self.endpoint:  # S3-compatible stores often mishandle trailing checksums
+                config = config.merge(Config(request_checksum_calculation="when_required",
+                                             response_checksum_validation="when_required"))
+            url = f"{self.scheme}://{self.endpoint}" if self.endpoint else None
+            self._client = self._session.client("s3", region_name=self.region, endpoint_url=url,
+                                                config=config)
+        return self._client
+
+    def read_ref(self, path: str) -> tuple[bytes | None, object]:
+        try:
+            obj = self.client.get_object(Bucket=self.bucket, Key=self._key(path))
+        except self.client.exceptions.NoSuchKey:
+            return None, None
+        return obj["Body"].read(), obj["ETag"]
+
+    def swap_ref(self, path: str, data: bytes, expected: object) -> None:
+        from botocore.exceptions import ClientError
+
+        condition = {"IfMatch": expected} if expected is not None else {"IfNoneMatch": "*"}
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data, **condition)
+        except ClientError as e:
+            # 412: the condition failed; 409: a concurrent conditional write won the race.
+            if e.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+                raise RefConflict(path) from None
+            raise
+
+
+class _Passthrough:
+    """pyarrow has no abort: a stream closed after an error still completes its upload, so
+    pushers compare sizes before skipping a file and pullers check every hash."""
+
+    def __init__(self, stream, target):
+        self.stream, self.target = stream, target
+
+    def __enter__(self):
+        return self.stream, self.target
+
+    def __exit__(self, *exc):
+        self.stream.close()
+
+
+@dataclass(frozen=True)
+class RepositoryURL:
+    """A parsed repository URL: a local folder, or a bucket prefix at an optional endpoint."""
+
+    url: str
+    path: Path | None = None  # file://
+    bucket: str | None = None  # s3 forms
+    prefix: str = ""
+    endpoint: str | None = None
+    scheme: str = "https"
+
+    def open(self) -> FileIO:
+        if self.path is not None:
+            return LocalFileIO(self.path)
+        return S3FileIO(self.bucket, self.prefix, endpoint=self.endpoint, scheme=self.scheme)
+
+
+def parse_url(url: str) -> RepositoryURL:
+    """Validate a repository URL (see the module docstring for the forms); no connection."""
+    parsed = urlparse(url)
+    if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost") or not parsed.path.startswith("/"):
+            raise RepositoryURLError(f"{url}: file URLs take an absolute path (file:///path)")
+        return RepositoryURL(url, path=Path(parsed.path))
+    if parsed.scheme == "s3":
+        if not parsed.netloc:
+            raise RepositoryURLError(f"{url}: expected s3://bucket/prefix")
+        return RepositoryURL(url, bucket=parsed.netloc, prefix=parsed.path.strip("/"))
+    if parsed.scheme in ("s3+http", "s3+https"):
+        bucket, _, prefix = parsed.path.lstrip("/").partition("/")
+        if not parsed.netloc or not bucket:
+            raise RepositoryURLError(f"{url}: expected {parsed.scheme}://host:port/bucket/prefix")
+        return RepositoryURL(url, bucket=bucket, prefix=prefix.strip("/"), endpoint=parsed.netloc,
+                             scheme=parsed.scheme[3:])
+    raise RepositoryURLError(
+        f"{url}: unsupported repository URL (use file:///path, s3://bucket/prefix or "
+        "s3+http(s)://host:port/bucket/prefix)"
+    )
+
+
+def open_url(url: str) -> FileIO:
+    return parse_url(url).open()
