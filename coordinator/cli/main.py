@@ -13,7 +13,6 @@ from pathlib import Path
 import click
 import pyarrow as pa
 import pyarrow.parquet as pq
-from rich.console import Console
 from rich.table import Table
 
 from .. import catalog
@@ -23,19 +22,9 @@ from ..metadata.objects import MetadataBlock
 from ..metadata.timefmt import format_timestamp
 from ..metadata.yaml_codec import render, to_dict
 from ..workspace import Workspace
-
-# Piped output keeps whole lines: tables are not cut to 80 columns.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 250)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _ws(ctx: click.Context) -> Workspace:
-    root = ctx.obj.get("workspace")
-    return Workspace.open(Path(root)) if root else Workspace.find()
-
-
-def _short(h: bytes | None) -> str:
-    return h.hex()[:12] if h else "-"
+from .console import err, out, short
+from .console import workspace as _ws
+from .pull import pull
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,7 +53,7 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     """Add datasets from manifest files or folders of them."""
     ws = _ws(ctx)
     for result in catalog.add_datasets(ws, load_manifests(paths), replace=replace):
-        out.print(f"{result.action:9} {result.dataset_id} {_short(result.block_hash)}")
+        out.print(f"{result.action:9} {result.dataset_id} {short(result.block_hash)}")
 
 
 @cli.command("list")
@@ -75,7 +64,7 @@ def list_(ctx: click.Context) -> None:
     for ds in _ws(ctx).datasets():
         s = ds.summary()
         wm = format_timestamp(s.watermark) if s.watermark else "-"
-        table.add_row(s.id, s.kind, _short(s.head), str(s.blocks), f"{s.num_records:,}", wm)
+        table.add_row(s.id, s.kind, short(s.head), str(s.blocks), f"{s.num_records:,}", wm)
     out.print(table)
 
 
@@ -157,6 +146,9 @@ def block_hash(file: str) -> None:
     if not isinstance(obj, MetadataBlock):
         raise click.UsageError(f"{file} holds a {type(obj).__name__}, not a MetadataBlock")
     out.print(compute_hash(obj).hex())
+
+
+cli.add_command(pull)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -117,10 +117,11 @@ class _Pull:
         table = self._merge(table, group[-1].event_time or system_time, name)
         table = slices.conform(table, self.history.schema(), self.vocab)
 
+        # the watermark also moves with the source's own times (a snapshot with no changes)
         previous = self.history.watermark
-        latest = slices.max_event_time(table, self.vocab) if len(table) else None
-        known = [t for t in (previous, latest) if t is not None]
-        watermark = max(known) if known else None
+        known = [previous, slices.max_event_time(table, self.vocab) if len(table) else None,
+                 *(f.event_time for f in group)]
+        watermark = max((t for t in known if t is not None), default=None)
         if len(table) == 0 and watermark == previous:
             return None, 0  # nothing new: no block (the fetch progress is not recorded either)
 

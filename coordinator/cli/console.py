@@ -1,0 +1,23 @@
+"""What every command shares: the consoles and the workspace of the invocation."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..workspace import Workspace
+
+# Piped output keeps whole lines: tables are not cut to 80 columns.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 250)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def workspace(ctx: click.Context) -> Workspace:
+    root = ctx.find_root().obj.get("workspace")
+    return Workspace.open(Path(root)) if root else Workspace.find()
+
+
+def short(h: bytes | None) -> str:
+    return h.hex()[:12] if h else "-"

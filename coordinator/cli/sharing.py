@@ -1,0 +1,133 @@
+"""CLI for sharing and checking datasets: ``coord repo``, ``coord push`` and ``coord verify``.
+
+``register(cli)`` adds the commands to the main group; ``coord pull REPO/DS`` lives with the
+other pull command and calls ``repository.pull_from_repository``.
+"""
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.progress import Progress as RichBar
+
+from .. import repository, verify
+from ..metadata.signing import SignatureStatus
+from ..metadata.timefmt import format_timestamp
+from . import main as _main  # the group's shared helpers (workspace lookup, consoles)
+
+
+class VerifyFailed(Exception):
+    pass
+
+
+class RichProgress:
+    """The services' Progress protocol as a rich bar of bytes on stderr (silent when piped)."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self._bar: RichBar | None = None
+
+    def start(self, total_bytes: int | None, description: str) -> None:
+        self._bar = RichBar(
+            TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+            TimeRemainingColumn(), console=self.console, transient=True,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(description, total=total_bytes)
+
+    def advance(self, n: int) -> None:
+        self._bar.advance(self._task, n)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+@click.group("repo")
+def repo() -> None:
+    """Repositories to push datasets to and pull them from."""
+
+
+@repo.command("add")
+@click.argument("name")
+@click.argument("url")
+@click.pass_context
+def repo_add(ctx: click.Context, name: str, url: str) -> None:
+    """Add repository NAME at URL (file:///path, s3://bucket/prefix, s3+http://host:port/bucket/prefix)."""
+    r = repository.add_repository(_main._ws(ctx), name, url)
+    _main.out.print(f"added repository {r.name} ({r.url})", markup=False)
+
+
+@repo.command("list")
+@click.pass_context
+def repo_list(ctx: click.Context) -> None:
+    """List repositories."""
+    for r in repository.list_repositories(_main._ws(ctx)):
+        _main.out.print(f"{r.name}\t{r.url}", markup=False)
+
+
+@repo.command("delete")
+@click.argument("name")
+@click.pass_context
+def repo_delete(ctx: click.Context, name: str) -> None:
+    """Forget repository NAME (nothing in it is deleted)."""
+    repository.delete_repository(_main._ws(ctx), name)
+    _main.out.print(f"deleted repository {name}")
+
+
+@click.command()
+@click.argument("dataset")
+@click.option("--to", "to", metavar="REPO[/NAME]", help="Where to push (default: where it went last).")
+@click.pass_context
+def push(ctx: click.Context, dataset: str, to: str | None) -> None:
+    """Upload DATASET's new blocks and files to a repository."""
+    result = repository.push_dataset(_main._ws(ctx), dataset, to, progress=RichProgress(_main.err))
+    mb = f" ({result.files} files, {result.bytes / 1e6:,.1f} MB)" if result.files else ""
+    _main.out.print(result.message + mb, markup=False)
+
+
+_SIGNATURE_WORDS = {
+    SignatureStatus.TRUSTED: "signed-by-trusted-key",
+    SignatureStatus.UNKNOWN_KEY: "signed-by-unknown-key",
+    SignatureStatus.UNSIGNED: "unsigned",
+}
+
+
+@click.command("verify")
+@click.argument("dataset")
+@click.option("-r", "--recursive", is_flag=True, help="Verify the upstream datasets too.")
+@click.option("--integrity", is_flag=True, help="Check hashes and signatures only (no replay).")
+@click.pass_context
+def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool) -> None:
+    """Check DATASET's chain, signatures, data files and checkpoints."""
+    reports = verify.verify(_main._ws(ctx), dataset, recursive=recursive, integrity_only=integrity,
+                            progress=RichProgress(_main.err))
+    out = _main.out
+    for report in reports:
+        bad = {p.block_hash for p in report.problems}
+        out.print(f"{report.dataset_id}: {len(report.blocks)} blocks", markup=False)
+        for cb in report.blocks:
+            mark = "BAD" if cb.hash in bad else "ok "
+            out.print(f"  {mark} {cb.hash.hex()[:12]} {format_timestamp(cb.block.system_time)} "
+                      f"{_SIGNATURE_WORDS[cb.signature]}", markup=False)
+        for p in report.problems:
+            out.print(f"  problem: {p}", markup=False)
+        out.print(f"  integrity: {'ok' if report.ok else 'FAILED'}", markup=False)
+        out.print(f"  reproducibility: {report.reproducibility}", markup=False)
+    failed = [r for r in reports if not r.ok]
+    if failed:
+        first = failed[0]
+        raise VerifyFailed(f"{first.dataset_id}: first bad block {first.first_problem}")
+
+
+def register(cli_group: click.Group) -> None:
+    """Add ``repo``, ``push`` and ``verify`` to the ``coord`` command group."""
+    for command in (repo, push, verify_):
+        cli_group.add_command(command)

@@ -1,0 +1,101 @@
+"""``coord pull``: bring datasets up to date, upstream first, with one engine for the command.
+
+Each dataset is pulled by the service that fits it: a remote reference (``repo/dataset``)
+by the repository sync, a root dataset by ingest, a derivative by the transform service. The
+engine is started at most once, on first need, and stopped when the command ends.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime
+from graphlib import TopologicalSorter
+
+from .catalog import inputs_of
+from .workspace import DatasetNotFound, Workspace
+
+
+@dataclass
+class PullOutcome:
+    dataset_id: str
+    message: str
+    block_hash: bytes | None = None
+
+
+def pull_order(ws: Workspace, ids: list[str], *, recursive: bool) -> list[str]:
+    """The datasets to pull, inputs before the datasets that read them."""
+    graph: dict[str, list[str]] = {}
+    pending = list(ids)
+    while pending:
+        dataset_id = pending.pop()
+        if dataset_id in graph:
+            continue
+        ds = ws.dataset(dataset_id)
+        if not ds.exists():
+            raise DatasetNotFound(dataset_id)
+        deps = inputs_of(ds.summary().source)
+        graph[dataset_id] = deps if recursive else [d for d in deps if d in ids]
+        if recursive:
+            pending.extend(deps)
+    return list(TopologicalSorter(graph).static_order())
+
+
+class EngineOnDemand:
+    """Starts the engine the first time a dataset needs it; one per command."""
+
+    def __init__(self, ws: Workspace, stack: ExitStack):
+        self._ws, self._stack, self._engine = ws, stack, None
+        self.starts = 0
+
+    def get(self):
+        if self._engine is None:
+            from .transform.engine_session import open_engine
+
+            self._engine = self._stack.enter_context(open_engine(self._ws))
+            self.starts += 1
+        return self._engine
+
+
+def pull_datasets(
+    ws: Workspace,
+    ids: list[str],
+    *,
+    recursive: bool = False,
+    set_watermark: datetime | None = None,
+    progress_factory: Callable[[str], object] | None = None,
+    report: Callable[[PullOutcome], None] = lambda outcome: None,
+) -> list[PullOutcome]:
+    from .ingest.service import pull_root
+    from .transform.service import pull_derivative
+
+    order = pull_order(ws, ids, recursive=recursive)
+    outcomes = []
+    with ExitStack() as stack:
+        engine = EngineOnDemand(ws, stack)
+        for dataset_id in order:
+            summary = ws.dataset(dataset_id).summary()
+            progress = progress_factory(dataset_id) if progress_factory else None
+            if summary.kind == "root":
+                result = pull_root(
+                    ws, dataset_id, progress=progress, set_watermark=set_watermark,
+                    preprocess=_preprocess_with(engine) if summary.source.preprocess else None,
+                )
+                outcome = PullOutcome(dataset_id, result.message, result.block_hash)
+            else:
+                if set_watermark is not None:
+                    raise ValueError(f"{dataset_id} is a derivative: its watermark follows its inputs")
+                result = pull_derivative(ws, dataset_id, engine.get, progress=progress)
+                outcome = PullOutcome(dataset_id, result.message, result.block_hash)
+            report(outcome)
+            outcomes.append(outcome)
+    return outcomes
+
+
+def _preprocess_with(engine: EngineOnDemand):
+    def preprocess(table, transform):
+        from .transform.preprocess import run_preprocess
+
+        return run_preprocess(engine.get(), table, transform)
+
+    return preprocess

@@ -1,0 +1,1 @@
+"""Derivative datasets: the coordinator's side of running transforms in an engine."""

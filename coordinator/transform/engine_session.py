@@ -1,0 +1,54 @@
+"""One running engine for a whole command: the process, its client and its run folder."""
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.client import EngineClient
+from ..engine.runtime import running_engine
+from ..engine.settings import EngineSettings
+from ..metadata.objects import EngineIdentity
+from ..workspace import Workspace
+from ..workspace.fsutil import remove
+
+
+@dataclass
+class EngineSession:
+    client: EngineClient
+    identity: EngineIdentity
+    run_dir: Path  # the only folder the engine can write: outputs and new checkpoints go here
+
+    def scratch(self, name: str) -> Path:
+        """A fresh folder for one transaction's output and checkpoint."""
+        path = self.run_dir / name
+        remove(path)
+        path.mkdir(parents=True)
+        return path
+
+
+def engine_settings(ws: Workspace) -> EngineSettings:
+    cfg = ws.config().get("engine") or {}
+    return EngineSettings(
+        runtime=os.environ.get("COORD_ENGINE_RUNTIME") or cfg.get("runtime", "auto"),
+        spark_master=cfg.get("sparkMaster", "local[2]"),
+        spark_conf={str(k): str(v) for k, v in (cfg.get("sparkConf") or {}).items()},
+        allow_network=bool(cfg.get("allowNetwork", False)),
+        **({"image": cfg["image"]} if cfg.get("image") else {}),
+    )
+
+
+@contextmanager
+def open_engine(ws: Workspace) -> Iterator[EngineSession]:
+    """Start the configured engine; it may read the datasets and write only its run folder."""
+    run_dir = ws.run_dir / f"engine-{uuid.uuid4().hex[:8]}"
+    run_dir.mkdir(parents=True)
+    try:
+        with running_engine(engine_settings(ws), run_dir, [ws.meta / "datasets"]) as engine:
+            with EngineClient(engine.socket_path) as client:
+                yield EngineSession(client, engine.identity, run_dir)
+    finally:
+        remove(run_dir)

@@ -1,0 +1,104 @@
+"""Pulling a derivative: batch step → migrate if needed → execute → hash → commit.
+
+Exactly once: the engine writes its output and new checkpoint into a scratch folder and never
+touches the committed previous checkpoint, so a coordinator that dies after the engine answered
+but before the commit simply re-runs the same transaction on the next pull.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow.parquet as pq
+
+from ..data.hashing import logical_hash, physical_hash
+from ..engine.client import ExecuteInput, ExecuteRequest, Progress
+from ..metadata.objects import DataSlice, MetadataBlock
+from ..metadata.timefmt import TimeInterval, now_utc
+from ..workspace import Workspace
+from ..workspace.crash import crash_point
+from .engine_session import EngineSession
+from .plan import TransformPlan, plan_transform
+
+
+@dataclass
+class TransformResult:
+    dataset_id: str
+    message: str
+    block_hash: bytes | None = None
+    num_records: int = 0
+    watermark: datetime | None = None
+
+
+def pull_derivative(
+    ws: Workspace,
+    dataset_id: str,
+    engine: Callable[[], EngineSession],
+    *,
+    progress: Callable[[Progress], None] | None = None,
+) -> TransformResult:
+    ds = ws.dataset(dataset_id)
+    with ds.writer() as w:
+        plan = plan_transform(ws, ds)
+        if plan.waiting_for:
+            return TransformResult(dataset_id, f"waiting for data from {', '.join(plan.waiting_for)}")
+        if plan.up_to_date:
+            return TransformResult(dataset_id, "up to date")
+        session = engine()
+        block, data_file, checkpoint = run_step(session, plan, system_time=max(now_utc(), plan.head_time),
+                                                progress=progress)
+        crash_point("engine-answered")
+        h = w.commit(block, data_file=data_file, checkpoint_dir=checkpoint)
+    n = block.output_slice.num_records if block.output_slice else 0
+    return TransformResult(dataset_id, f"{n:,} new records", h, n, block.output_watermark)
+
+
+def run_step(session: EngineSession, plan: TransformPlan, *, system_time: datetime, progress=None):
+    """Run one transaction in the engine; return the block to commit, its data and checkpoint.
+
+    Also used by verify to replay a recorded step (with its recorded system time)."""
+    txn = plan.transaction_id()
+    scratch = session.scratch(txn)
+    prev_checkpoint = plan.prev_checkpoint
+    if plan.needs_migration:
+        migrated = scratch / "migrated-checkpoint"
+        session.client.migrate(txn, plan.dataset.id, plan.prev_transform, plan.transform,
+                               prev_checkpoint, migrated)
+        prev_checkpoint = migrated
+    request = ExecuteRequest(
+        transaction_id=txn,
+        dataset_id=plan.dataset.id,
+        inputs=[
+            ExecuteInput(
+                dataset_id=i.dataset.id, vocab=i.vocab, schema=i.schema, data_paths=i.data_paths,
+                explicit_watermarks=i.explicit_watermarks,
+                system_time_interval=str(i.consumed_slice().interval),
+            )
+            for i in plan.inputs
+        ],
+        transform=plan.transform,
+        vocab=plan.vocab,
+        new_checkpoint=scratch / "checkpoint",
+        output_path=scratch / "output.parquet",
+        system_time=system_time,
+        prev_checkpoint=prev_checkpoint,
+    )
+    result = session.client.execute(request, on_progress=progress)
+    output_slice = None
+    if result.num_records:
+        table = pq.read_table(result.output_path)
+        output_slice = DataSlice(
+            hash=logical_hash(table, plan.vocab.event_time, plan.vocab.system_time),
+            interval=TimeInterval.singleton(system_time),
+            num_records=table.num_rows,
+            physical_hash=physical_hash(result.output_path),
+        )
+    block = MetadataBlock(
+        system_time=system_time,
+        output_slice=output_slice,
+        output_watermark=result.output_watermark,
+        input_slices=[i.consumed_slice() for i in plan.inputs],
+        engine=session.identity,
+    )
+    return block, result.output_path if output_slice else None, request.new_checkpoint
