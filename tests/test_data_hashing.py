@@ -127,7 +127,8 @@ def float32_repr(x: float) -> str:
         m = int((Decimal(x).scaleb(-q)).to_integral_value(ROUND_HALF_EVEN))
         fits = [c for c in (m - 1, m, m + 1) if c > 0 and reads_back(Fraction(c) * Fraction(10) ** q)]
         if fits:
-            best = min(fits, key=lambda c: abs(Fraction(c) * Fraction(10) ** q - exact))
+            # Closest to the value; an exact tie goes to the even digit, as in Python's repr.
+            best = min(fits, key=lambda c: (abs(Fraction(c) * Fraction(10) ** q - exact), c % 2))
             return sign + repr_notation(best, q)
     raise AssertionError(f"no shortest form for {x}")
 
@@ -169,7 +170,7 @@ def every_type_table() -> pa.Table:
     """One column per supported type, each with a null; three rows sharing one event time."""
     return pa.table({
         "system_time": ts("us", "UTC", 0, 0, 0, 0),
-        "event_time": ts("ms", "UTC", 1_600_000_000_000, 1_600_000_000_000, 1_500_000_000_000, 1_600_000_000_000),
+        "event_time": ts("ms", "UTC", *[1_600_000_000_000] * 2, 1_500_000_000_000, 1_600_000_000_000),
         "i32": pa.array([1, None, -2147483648, 7], pa.int32()),
         "i64": pa.array([None, 9223372036854775807, -1, 0], pa.int64()),
         "dec": pa.array([Decimal("1.50"), Decimal("-0.05"), None, Decimal("123.00")], pa.decimal128(5, 2)),
@@ -235,12 +236,26 @@ def test_cities_example_text():
     )
 
 
+def test_floats_example():
+    values = [0.1, 1.0, -0.0, 1e16, 1.5e-05, float("nan"), float("inf"), float("-inf"), None, 123456789012.0]
+    table = pa.table({"x": pa.array(values), "y": pa.array(values, pa.float32())})
+    assert canonical_text(table) == (  # no event time: rows in byte order
+        b"-0.0\t-0.0\n-Infinity\t-Infinity\n0.1\t0.1\n1.0\t1.0\n1.5e-05\t1.5e-05\n"
+        b"123456789012.0\t123456790000.0\n1e+16\t1e+16\nInfinity\tInfinity\nNaN\tNaN\n\\N\t\\N\n"
+    )
+    assert logical_hash(table).hex() == (
+        "db242dcc25b8bbf0fd63267e6d08efb1bd7054d9b967b17ba59efe231b489893"
+    )
+
+
 @pytest.mark.parametrize(
     "value",
     [0.0, -0.0, 1.0, -1.0, 0.1, 1e-4, 9.999999999999999e-05, 1e-05, 1.5e-06, 1e-06, 1e-07,
      9.99e-10, 1e-10, 5e-324, 2.2250738585072014e-308, 1e10, 9999999999.0, 9999999999.5, 1e15,
      123456789012345.6, 1e16, 9999999999999998.0, 2.0**53, 1.7976931348623157e308, 1e22, 1e-300,
-     0.30000000000000004, 1234567.0, 100.0],
+     0.30000000000000004, 1234567.0, 100.0,
+     # Two shortest candidates equally close: the even last digit wins (…624.2, 3800204.8).
+     2.0**50 + 0.25, 2.0**50 + 0.75, 3800204.75, 3800204.25],
 )
 def test_float_edges(value):
     for v in (value, -value):
@@ -252,7 +267,9 @@ def test_decimal_notation():
     table = pa.table({
         "small": pa.array([Decimal("1E-7"), Decimal("-1E-7"), Decimal("0")], pa.decimal128(20, 7)),
         "negative_scale": pa.array([Decimal("1.23E+4"), Decimal("0"), None], pa.decimal128(5, -2)),
-        "wide": pa.array([Decimal("-12345678901234567890.12345"), None, Decimal("0.5")], pa.decimal256(40, 5)),
+        "wide": pa.array(
+            [Decimal("-12345678901234567890.12345"), None, Decimal("0.5")], pa.decimal256(40, 5)
+        ),
         "narrow": pa.array([Decimal("9.9"), Decimal("-0.1"), None], pa.decimal32(2, 1)),
     })
     assert canonical_text(table) == (  # no event time: rows in byte order

@@ -96,7 +96,7 @@ def _sorted_rows(table: pa.Table, event_time_column: str, system_time_column: st
 def _render_batch(batch: pa.RecordBatch) -> pa.Array:
     """One string per row: the columns' canonical text joined by tabs, ended by a newline."""
     pieces = []
-    for name, column in zip(batch.schema.names, batch.columns):
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
         try:
             pieces.append(pc.fill_null(_render(column), _NULL))
         except (pa.ArrowInvalid, UnsupportedValueError) as e:  # e.g. nanoseconds not whole µs
@@ -208,7 +208,8 @@ def _render_float(arr: pa.Array) -> pa.Array:
     fixed notation for decimal exponents -6..9 and ``1e-7`` style exponents, where Python's
     repr is fixed for exponents -4..15, always has a fraction (``1.0``) and writes ``1e-07``.
     The two agree on non-integral values with exponents -4..9, the common case; only the
-    other values are rewritten.
+    other values are rewritten. (Both break an exact tie between two shortest candidates
+    towards the even digit.)
     """
     text = pc.cast(arr, pa.string())
     agree = pc.and_(_magnitude_in(arr, 1e-4, 1e10), pc.not_equal(pc.floor(arr), arr))
@@ -235,11 +236,11 @@ def _python_float_text(text: pa.Array, arr: pa.Array) -> pa.Array:
     for exp in (-6, -5, 10, 11, 12, 13, 14, 15):
         in_decade = _magnitude_in(arr, float(f"1e{exp}"), float(f"1e{exp + 1}"))
         text = rewrite(text, in_decade, lambda t, x, exp=exp: _repr_notation(t, x, exp))
-    # Exponents -7..-9: Python pads the exponent to two digits.
-    def pad(text: pa.Array, _) -> pa.Array:
+    def pad_exponent(text: pa.Array, _) -> pa.Array:
         return pc.replace_substring_regex(text, r"e-(\d)$", r"e-0\1")
 
-    text = rewrite(text, _magnitude_in(arr, 1e-10, 1e-6), pad)
+    # Exponents -7..-9: Python pads the exponent to two digits.
+    text = rewrite(text, _magnitude_in(arr, 1e-10, 1e-6), pad_exponent)
     text = pc.if_else(pc.is_nan(arr), "NaN", text)
     return pc.if_else(pc.is_inf(arr), pc.if_else(pc.less(arr, 0), "-Infinity", "Infinity"), text)
 

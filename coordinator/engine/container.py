@@ -87,6 +87,19 @@ def container_api_available(socket: str | os.PathLike | None = None) -> bool:
         return False
 
 
+def image_available(image: str | None = None, socket: str | os.PathLike | None = None) -> bool:
+    """True if the API answers and has the engine image (for runtime "auto"). Never raises."""
+    try:
+        client = _client(socket, timeout=3)
+        try:
+            client.images.get(image or default_image())
+            return True
+        finally:
+            client.close()
+    except Exception:  # noqa: BLE001 - no API or no image: not available
+        return False
+
+
 def default_image() -> str:
     """``localhost/odf-spark-engine:<engine version>``, the tag build-image.sh gives."""
     init = Path(__file__).resolve().parents[2] / "engines/spark/odf_spark_engine/__init__.py"

@@ -67,8 +67,8 @@ if [ ! -f "$WHEELS/.complete" ]; then
     if [ -n "$PYSPARK_REQ" ]; then
         pip wheel --quiet --no-deps "$PYSPARK_REQ" -w "$WHEELS" >&2
     fi
-    # Target: CPython 3.11 on bookworm (glibc 2.36); list manylinux tags explicitly because
-    # pip does not widen a --platform to older manylinux levels for us.
+    # Target: CPython 3.11 on bookworm (glibc 2.36): every manylinux level up to 2.36 fits,
+    # so name them all (projects publish under different levels).
     PLATFORMS=()
     for p in manylinux2014_x86_64 manylinux_2_17_x86_64 manylinux_2_24_x86_64 \
              manylinux_2_27_x86_64 manylinux_2_28_x86_64 manylinux_2_31_x86_64 \

@@ -23,8 +23,9 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq --no-install-recommends "${PKGS[@]}" >&2
+    # Wait for, rather than fail on, another apt run holding the lock.
+    apt-get -o DPkg::Lock::Timeout=300 update -qq >&2
+    apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${PKGS[@]}" >&2
 fi
 
 # 2. runc, not crun: crun fails here with "cgroups in hybrid mode not supported".
