@@ -1,12 +1,13 @@
 """Dataset management: add definitions from manifests, delete, reset (``coord add`` etc.)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 
 from .metadata.objects import DatasetSnapshot, DatasetSourceDerivative, MetadataBlock
 from .metadata.timefmt import now_utc
-from .workspace import Dataset, DatasetNotFound, Workspace
+from .workspace import Dataset, DatasetNotFound, DatasetSummary, Workspace
 from .workspace.fsutil import remove
 
 
@@ -26,10 +27,17 @@ def inputs_of(snapshot_or_source) -> list[str]:
     return list(source.inputs) if isinstance(source, DatasetSourceDerivative) else []
 
 
+ChangeCheck = Callable[[Dataset, DatasetSnapshot, DatasetSummary], None]
+
+
 def add_datasets(
-    ws: Workspace, snapshots: list[DatasetSnapshot], *, replace: bool = False
+    ws: Workspace, snapshots: list[DatasetSnapshot], *, replace: bool = False,
+    check_change: ChangeCheck | None = None,
 ) -> list[AddResult]:
-    """Add (or with ``replace`` redefine) datasets; checks everything before writing anything."""
+    """Add (or with ``replace`` redefine) datasets; checks everything before writing anything.
+
+    ``check_change`` vets a new definition of an existing dataset (the engine validates a
+    changed query) and raises to refuse it."""
     by_id: dict[str, DatasetSnapshot] = {}
     for s in snapshots:
         if s.id in by_id:
@@ -49,10 +57,10 @@ def add_datasets(
         order = list(TopologicalSorter(graph).static_order())
     except CycleError as e:
         raise CatalogError(f"datasets depend on each other in a cycle: {' -> '.join(e.args[1])}") from None
-    return [_add_one(ws.dataset(i), by_id[i]) for i in order]
+    return [_add_one(ws.dataset(i), by_id[i], check_change) for i in order]
 
 
-def _add_one(ds: Dataset, snapshot: DatasetSnapshot) -> AddResult:
+def _add_one(ds: Dataset, snapshot: DatasetSnapshot, check_change: ChangeCheck | None) -> AddResult:
     with ds.writer() as w:
         if w.head is None:
             block = MetadataBlock(system_time=now_utc(), source=snapshot.source, vocab=snapshot.vocab)
@@ -64,6 +72,8 @@ def _add_one(ds: Dataset, snapshot: DatasetSnapshot) -> AddResult:
             return AddResult(ds.id, "unchanged", None)
         if source is not None and type(source) is not type(current.source):
             raise CatalogError(f"dataset {ds.id}: cannot turn a {current.kind} dataset into another kind")
+        if check_change is not None:
+            check_change(ds, snapshot, current)
         block = MetadataBlock(system_time=now_utc(), source=source, vocab=vocab)
         return AddResult(ds.id, "updated", w.commit(block))
 

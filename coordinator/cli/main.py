@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import traceback
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
@@ -21,6 +22,7 @@ from ..metadata.manifest import load_manifest, load_manifests
 from ..metadata.objects import MetadataBlock
 from ..metadata.timefmt import format_timestamp
 from ..metadata.yaml_codec import render, to_dict
+from ..pull import EngineOnDemand
 from ..workspace import Workspace
 from .console import err, out, short
 from .console import workspace as _ws
@@ -52,8 +54,18 @@ def init(path: str) -> None:
 def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     """Add datasets from manifest files or folders of them."""
     ws = _ws(ctx)
-    for result in catalog.add_datasets(ws, load_manifests(paths), replace=replace):
-        out.print(f"{result.action:9} {result.dataset_id} {short(result.block_hash)}")
+    snapshots = load_manifests(paths)
+    with ExitStack() as stack:
+        engine = EngineOnDemand(ws, stack)
+
+        def check_change(ds, snapshot, current):
+            from ..transform.evolution import check_query_change, transform_changed  # needs gRPC
+
+            if transform_changed(snapshot, current):
+                check_query_change(engine.get(), ws, ds, snapshot, current)
+
+        for result in catalog.add_datasets(ws, snapshots, replace=replace, check_change=check_change):
+            out.print(f"{result.action:9} {result.dataset_id} {short(result.block_hash)}")
 
 
 @cli.command("list")

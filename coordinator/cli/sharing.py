@@ -104,11 +104,14 @@ _SIGNATURE_WORDS = {
 @click.argument("dataset")
 @click.option("-r", "--recursive", is_flag=True, help="Verify the upstream datasets too.")
 @click.option("--integrity", is_flag=True, help="Check hashes and signatures only (no replay).")
+@click.option("--deep", is_flag=True,
+              help="Recompute every logical hash too (slower; a matching physical hash already "
+                   "proves the file is unchanged).")
 @click.pass_context
-def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool) -> None:
+def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool) -> None:
     """Check DATASET's chain, signatures, data files and checkpoints."""
     reports = verify.verify(_main._ws(ctx), dataset, recursive=recursive, integrity_only=integrity,
-                            progress=RichProgress(_main.err))
+                            deep=deep, progress=RichProgress(_main.err))
     out = _main.out
     for report in reports:
         bad = {p.block_hash for p in report.problems}
@@ -124,7 +127,7 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool) 
     failed = [r for r in reports if not r.ok]
     if failed:
         first = failed[0]
-        raise VerifyFailed(f"{first.dataset_id}: first bad block {first.first_problem}")
+        raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
 
 
 def register(cli_group: click.Group) -> None:

@@ -6,10 +6,10 @@ transport failure is raised as ``EngineError`` with the engine's own message.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Optional
 
 import grpc
 import pyarrow as pa
@@ -18,9 +18,6 @@ from ..metadata.objects import DatasetVocabulary, TransformSql
 from . import stubs
 
 pb, pb_grpc = stubs.load()
-
-UTC = timezone.utc
-
 
 # ----- what the coordinator passes and gets back ---------------------------------------------
 
@@ -56,16 +53,16 @@ class ExecuteRequest:
     new_checkpoint: Path  # absent or empty; the engine fills it
     output_path: Path  # where the output slice goes (not created when there are no records)
     system_time: datetime  # stamped into the output's system_time column
-    prev_checkpoint: Optional[Path] = None  # read only
+    prev_checkpoint: Path | None = None  # read only
 
 
 @dataclass
 class ExecuteResult:
     num_records: int
-    output_watermark: Optional[datetime]  # None when unknown
+    output_watermark: datetime | None  # None when unknown
     schema: pa.Schema
     ddl: str
-    output_path: Optional[Path]  # None when num_records == 0
+    output_path: Path | None  # None when num_records == 0
 
 
 @dataclass
@@ -115,7 +112,7 @@ class EngineError(Exception):
     ``kind`` is INVALID_QUERY, INVALID_REQUEST, UNSUPPORTED, EXECUTION, INTERNAL, or
     UNAVAILABLE (the engine could not be reached)."""
 
-    def __init__(self, kind: str, message: str, position: Optional[SourcePosition] = None):
+    def __init__(self, kind: str, message: str, position: SourcePosition | None = None):
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -158,7 +155,9 @@ class EngineClient:
         # the file first so readiness is noticed at once.
         while self.socket_path is not None and not self.socket_path.exists():
             if time.monotonic() > deadline:
-                raise EngineError("UNAVAILABLE", f"no engine socket at {self.socket_path} after {timeout:.0f} s")
+                raise EngineError(
+                    "UNAVAILABLE", f"no engine socket at {self.socket_path} after {timeout:.0f} s"
+                )
             time.sleep(0.1)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=max(0.1, deadline - time.monotonic()))
@@ -181,14 +180,16 @@ class EngineClient:
         inputs: list[InputSchema],
         transform: TransformSql,
         vocab: DatasetVocabulary,
-        previous_transform: Optional[TransformSql] = None,
+        previous_transform: TransformSql | None = None,
         transaction_id: str = "",
     ) -> ValidateResult:
         request = pb.ValidateRequest(
             transaction_id=transaction_id,
             dataset_id=dataset_id,
             inputs=[
-                pb.InputSchema(dataset_id=i.dataset_id, vocab=_vocab(i.vocab), arrow_schema=_schema_bytes(i.schema))
+                pb.InputSchema(
+                    dataset_id=i.dataset_id, vocab=_vocab(i.vocab), arrow_schema=_schema_bytes(i.schema)
+                )
                 for i in inputs
             ],
             transform=_transform(transform),
@@ -202,7 +203,7 @@ class EngineClient:
         return ValidateResult(_read_schema(reply.schema.arrow_schema), reply.schema.ddl)
 
     def execute(
-        self, request: ExecuteRequest, on_progress: Optional[Callable[[Progress], None]] = None
+        self, request: ExecuteRequest, on_progress: Callable[[Progress], None] | None = None
     ) -> ExecuteResult:
         """Runs one transaction; ``on_progress`` receives progress and log lines as they come."""
         message = pb.ExecuteRequest(
@@ -235,7 +236,7 @@ class EngineClient:
         dataset_id: str,
         prev_transform: TransformSql,
         next_transform: TransformSql,
-        prev_checkpoint: Optional[Path],
+        prev_checkpoint: Path | None,
         new_checkpoint: Path,
     ) -> MigrateResult:
         reply = self._call(
@@ -263,7 +264,7 @@ class EngineClient:
 # ----- conversions -----------------------------------------------------------------------------
 
 
-def _vocab(vocab: Optional[DatasetVocabulary]):
+def _vocab(vocab: DatasetVocabulary | None):
     vocab = vocab or DatasetVocabulary()
     return pb.Vocabulary(system_time_column=vocab.system_time, event_time_column=vocab.event_time)
 

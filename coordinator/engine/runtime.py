@@ -6,9 +6,10 @@ socket inside the engine's run folder, the only folder the engine may write to.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 
 from ..metadata.objects import EngineIdentity
 from .settings import EngineSettings

@@ -52,7 +52,7 @@ def make_chain(engine_client, engine_root, request):
     def make(transform: TransformSql | str, schemas: dict[str, pa.Schema]) -> Chain:
         if isinstance(transform, str):
             transform = TransformSql(engine="spark", query=transform)
-        # Spark reads its input folders as glob patterns: keep brackets out of the paths.
+        # Plain folder names (parametrized test names carry brackets).
         name = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name) + f"-{next(counter)}"
         run_dir, data_dir = engine_root / "run" / name, engine_root / "data" / name
         return Chain(engine_client, run_dir, data_dir, transform, schemas)

@@ -155,11 +155,12 @@ def test_interval_join_one_slice_equals_many_calls(make_chain):
         for s in SHIPMENT_ROWS
         if s["event_time"] - orders[s["order_id"]]["event_time"] <= timedelta(days=2)
     )
-    assert len(expected) == 14
+    assert len(expected) == 15
     assert by_time(whole.all_records()) == expected
     assert by_time(pieces.all_records()) == expected
     # The output watermark is the slower input's.
-    assert pieces.results[-1].output_watermark == min(ORDER_ROWS[-1]["event_time"], SHIPMENT_ROWS[-1]["event_time"])
+    slower = min(ORDER_ROWS[-1]["event_time"], SHIPMENT_ROWS[-1]["event_time"])
+    assert pieces.results[-1].output_watermark == slower
 
 
 def test_rerunning_a_transaction_gives_the_same_result(make_chain, engine_client):
@@ -179,8 +180,8 @@ def test_rerunning_a_transaction_gives_the_same_result(make_chain, engine_client
     assert first.num_records == second.num_records > 0
     assert first.output_watermark == second.output_watermark
     assert request.output_path.read_bytes() == retry.output_path.read_bytes()
-    state = [json.loads((p / "engine.json").read_text()) for p in (request.new_checkpoint, retry.new_checkpoint)]
-    assert state[0] == state[1]
+    states = [json.loads((r.new_checkpoint / "engine.json").read_text()) for r in (request, retry)]
+    assert states[0] == states[1]
     assert sorted(p.name for p in start.iterdir()) == ["engine.json", "spark"]  # untouched input
 
     # Both checkpoints carry the same streaming state: the next call agrees too.
@@ -215,7 +216,8 @@ def test_migrate_same_query_carries_open_windows(make_chain, engine_client):
 def test_migrate_to_a_new_query_keeps_watermarks(make_chain, engine_client):
     chain = make_chain(HOURLY, READINGS)
     chain.execute({READINGS_ID: [READING_ROWS[:22]]})
-    new_query = TransformSql(engine="spark", query=HOURLY.replace("sum(v) AS total", "sum(v) AS total, max(v) AS top"))
+    with_top = HOURLY.replace("sum(v) AS total", "sum(v) AS total, max(v) AS top")
+    new_query = TransformSql(engine="spark", query=with_top)
     migrated = chain.run_dir / "migrated"
     result = engine_client.migrate("tx-m", "x", chain.transform, new_query, chain.checkpoint, migrated)
     assert not result.state_carried and "dropped" in result.message

@@ -57,7 +57,7 @@ def test_unknown_column_reports_spark_message_and_position(engine_client):
 
 
 def test_syntax_error_position(engine_client):
-    query = "SELECT event_time\nFROM `com.example.orders` WHERE"
+    query = "SELECT event_time\nFROM `com.example.orders` WHERE amount >"
     with pytest.raises(EngineError) as failure:
         engine_client.validate("x", [ORDERS], sql(query), VOCAB)
     assert failure.value.kind == "INVALID_QUERY"

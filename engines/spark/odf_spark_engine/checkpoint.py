@@ -4,8 +4,6 @@ Layout (opaque to the coordinator)::
 
     engine.json   EngineState: query fingerprint, per-input watermarks, output watermark
     spark/        Spark Structured Streaming checkpoint (offsets, commits, operator state)
-    inputs/       scratch, only while Execute runs: one folder per input holding links to the
-                  new slices and a watermark marker file; removed before Execute returns
 
 Exactly-once: a new checkpoint is always built in a new folder from a *copy* of the previous
 one, which is never written. Re-running a transaction from the same previous checkpoint
@@ -25,7 +23,6 @@ from .generated import engine_pb2 as pb
 
 STATE_FILE = "engine.json"
 SPARK_DIR = "spark"
-INPUTS_DIR = "inputs"
 FORMAT = 1
 
 

@@ -41,9 +41,8 @@ def query_failure(exc: Exception, step: int, alias: str, sql: str) -> EngineFail
             position.line, position.column = int(match.group(1)), int(match.group(2))
         return EngineFailure(Kind.INVALID_QUERY, message, position)
     if isinstance(exc, AnalysisException):
-        return EngineFailure(
-            Kind.INVALID_QUERY, _PLAN_SUFFIX.sub("", str(exc)).strip(), _context_position(exc, step, alias, sql)
-        )
+        message = _PLAN_SUFFIX.sub("", str(exc)).strip()
+        return EngineFailure(Kind.INVALID_QUERY, message, _context_position(exc, step, alias, sql))
     return EngineFailure(Kind.INTERNAL, f"{type(exc).__name__}: {exc}")
 
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,7 +43,6 @@ from . import checkpoint
 from .errors import EngineFailure, Kind, query_failure, run_failure
 from .generated import engine_pb2 as pb
 
-UTC = timezone.utc
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # ODF watermarks are explicit, so Spark's watermark follows them with no extra delay.
 WATERMARK_DELAY = "0 seconds"
@@ -52,6 +51,12 @@ SYSTEM_TIME_TYPE = pa.timestamp("us", tz="UTC")
 # Spark's file source ignores files older than this relative to the newest one it has seen
 # (default one week); slices of any age must be read.
 MAX_FILE_AGE = "3650000d"
+# Where each input's file source looks: one folder per input, emptied before every call. The
+# path must be the same in every call and every engine process, because on restart Spark
+# re-plans the last batch of the checkpoint and refuses files outside the source's folder;
+# those files are gone by then, which spark.sql.files.ignoreMissingFiles lets it accept.
+# Engines run with a private /tmp (sandbox, container), so the fixed path is theirs alone.
+INPUTS_ROOT = Path(tempfile.gettempdir()) / "odf-engine-inputs"
 
 
 @dataclass
@@ -105,9 +110,10 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
     state.transaction_id = request.transaction_id
     state.runs += 1
 
+    shutil.rmtree(INPUTS_ROOT, ignore_errors=True)
     inputs = []
     for message in request.inputs:
-        stream_input = _stream_input(message, new_dir / checkpoint.INPUTS_DIR)
+        stream_input = _stream_input(message, INPUTS_ROOT)
         watermark = _feed_input(stream_input, message, state)
         inputs.append(stream_input)
         yield _log(
@@ -117,6 +123,7 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
         )
 
     session = spark.newSession()
+    session.conf.set("spark.sql.files.ignoreMissingFiles", "true")  # see INPUTS_ROOT
     output = build_query(session, inputs, request.transform, request.vocab)
     batches: list[pa.Table] = []
     query = _start(output, new_dir / checkpoint.SPARK_DIR, lambda df, _: batches.append(df.toArrow()))
@@ -133,9 +140,9 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
     system_time = request.system_time.ToDatetime(tzinfo=UTC)
     num_records = _write_output(batches, schema, request.vocab, system_time, request.output_data_path)
 
-    watermark = _output_watermark(query, inputs, state)
+    watermark = _output_watermark(inputs, state)
     state.output_watermark = _text(watermark) if watermark else None
-    shutil.rmtree(new_dir / checkpoint.INPUTS_DIR)
+    shutil.rmtree(INPUTS_ROOT)
     checkpoint.save_state(new_dir, state)
 
     result = pb.ExecuteResult(num_records=num_records, schema=schema)
@@ -151,6 +158,8 @@ def _feed_input(stream_input: StreamInput, message: pb.ExecuteInput, state) -> d
     candidates = [state.input_watermark(message.dataset_id)]
     candidates += [w.event_time.ToDatetime(tzinfo=UTC) for w in message.explicit_watermarks]
     for k, path in enumerate(message.data_paths):
+        if not os.path.isfile(path):
+            raise EngineFailure(Kind.INVALID_REQUEST, f"input {message.dataset_id}: no data file {path}")
         # Unique names across the whole chain: Spark's file source skips paths it has seen.
         _link(Path(path), stream_input.folder / f"{state.runs:08d}-{k:06d}.parquet")
         candidates.append(_max_event_time(path, stream_input.event_time))
@@ -236,15 +245,13 @@ def _sort_keys(schema: pa.Schema) -> list[str]:
     return [f.name for f in list(schema)[1:] if any(test(f.type) for test in sortable)]
 
 
-def _output_watermark(query, inputs: list[StreamInput], state) -> datetime | None:
-    """Spark's watermark after the run, capped by the inputs' watermarks; never moves back."""
-    progress = query.lastProgress
-    text = progress.eventTime.get("watermark") if progress else None
-    spark_watermark = datetime.fromisoformat(text) if text else None
+def _output_watermark(inputs: list[StreamInput], state) -> datetime | None:
+    """The event-time watermark Spark holds after the run: with every input's watermark fed in
+    as a marker and no delay, that is the minimum of the input watermarks. (Spark reports it
+    only in the progress of a later batch, so it is computed here.) Unknown while an input has
+    no watermark; never moves back."""
     input_watermarks = [state.input_watermark(i.dataset_id) for i in inputs]
-    watermark = None
-    if spark_watermark not in (None, EPOCH) and None not in input_watermarks:
-        watermark = min([spark_watermark, *input_watermarks])
+    watermark = None if None in input_watermarks or not inputs else min(input_watermarks)
     previous = state.output_watermark_time
     if previous is not None and (watermark is None or watermark < previous):
         return previous
