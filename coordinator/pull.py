@@ -1,8 +1,8 @@
 """``coord pull``: bring datasets up to date, upstream first, with one engine for the command.
 
-Each dataset is pulled by the service that fits it: a remote reference (``repo/dataset``)
-by the repository sync, a root dataset by ingest, a derivative by the transform service. The
-engine is started at most once, on first need, and stopped when the command ends.
+Each dataset is pulled by the service that fits it: one that came from a repository by the
+repository sync, a root dataset by ingest, a derivative by the transform service. The engine
+is started at most once, on first need, and stopped when the command ends.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from datetime import datetime
 from graphlib import TopologicalSorter
 
 from .catalog import inputs_of
+from .repository import pull_from_repository, pull_source
 from .workspace import DatasetNotFound, Workspace
 
 
@@ -34,7 +35,8 @@ def pull_order(ws: Workspace, ids: list[str], *, recursive: bool) -> list[str]:
         ds = ws.dataset(dataset_id)
         if not ds.exists():
             raise DatasetNotFound(dataset_id)
-        deps = inputs_of(ds.summary().source)
+        # a dataset that came from a repository is updated from there, not from its inputs
+        deps = [] if pull_source(ws, dataset_id) else inputs_of(ds.summary().source)
         graph[dataset_id] = deps if recursive else [d for d in deps if d in ids]
         if recursive:
             pending.extend(deps)
@@ -76,10 +78,15 @@ def pull_datasets(
         for dataset_id in order:
             summary = ws.dataset(dataset_id).summary()
             progress = progress_factory(dataset_id) if progress_factory else None
-            if summary.kind == "root":
+            origin = pull_source(ws, dataset_id)
+            if origin is not None:
+                result = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress)
+                outcome = PullOutcome(dataset_id, result.message)
+            elif summary.kind == "root":
                 result = pull_root(
-                    ws, dataset_id, progress=progress, set_watermark=set_watermark,
-                    preprocess=_preprocess_with(engine) if summary.source.preprocess else None,
+                    ws, dataset_id, progress=progress,
+                    set_watermark=set_watermark if dataset_id in ids else None,
+                    preprocess=_preprocess_with(engine, dataset_id) if summary.source.preprocess else None,
                 )
                 outcome = PullOutcome(dataset_id, result.message, result.block_hash)
             else:
@@ -92,10 +99,10 @@ def pull_datasets(
     return outcomes
 
 
-def _preprocess_with(engine: EngineOnDemand):
+def _preprocess_with(engine: EngineOnDemand, dataset_id: str):
     def preprocess(table, transform):
         from .transform.preprocess import run_preprocess
 
-        return run_preprocess(engine.get(), table, transform)
+        return run_preprocess(engine.get(), dataset_id, table, transform)
 
     return preprocess

@@ -27,6 +27,7 @@ from ..workspace import Workspace
 from .console import err, out, short
 from .console import workspace as _ws
 from .pull import pull
+from .sharing import register as register_sharing
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -161,6 +162,7 @@ def block_hash(file: str) -> None:
 
 
 cli.add_command(pull)
+register_sharing(cli)
 
 
 def main(argv: list[str] | None = None) -> None:

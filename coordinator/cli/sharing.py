@@ -5,6 +5,8 @@ other pull command and calls ``repository.pull_from_repository``.
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import click
 from rich.console import Console
 from rich.progress import (
@@ -19,7 +21,7 @@ from rich.progress import Progress as RichBar
 from .. import repository, verify
 from ..metadata.signing import SignatureStatus
 from ..metadata.timefmt import format_timestamp
-from . import main as _main  # the group's shared helpers (workspace lookup, consoles)
+from .console import err, out, workspace
 
 
 class VerifyFailed(Exception):
@@ -61,16 +63,16 @@ def repo() -> None:
 @click.pass_context
 def repo_add(ctx: click.Context, name: str, url: str) -> None:
     """Add repository NAME at URL (file:///path, s3://bucket/prefix, s3+http://host:port/bucket/prefix)."""
-    r = repository.add_repository(_main._ws(ctx), name, url)
-    _main.out.print(f"added repository {r.name} ({r.url})", markup=False)
+    r = repository.add_repository(workspace(ctx), name, url)
+    out.print(f"added repository {r.name} ({r.url})", markup=False)
 
 
 @repo.command("list")
 @click.pass_context
 def repo_list(ctx: click.Context) -> None:
     """List repositories."""
-    for r in repository.list_repositories(_main._ws(ctx)):
-        _main.out.print(f"{r.name}\t{r.url}", markup=False)
+    for r in repository.list_repositories(workspace(ctx)):
+        out.print(f"{r.name}\t{r.url}", markup=False)
 
 
 @repo.command("delete")
@@ -78,8 +80,8 @@ def repo_list(ctx: click.Context) -> None:
 @click.pass_context
 def repo_delete(ctx: click.Context, name: str) -> None:
     """Forget repository NAME (nothing in it is deleted)."""
-    repository.delete_repository(_main._ws(ctx), name)
-    _main.out.print(f"deleted repository {name}")
+    repository.delete_repository(workspace(ctx), name)
+    out.print(f"deleted repository {name}")
 
 
 @click.command()
@@ -88,9 +90,9 @@ def repo_delete(ctx: click.Context, name: str) -> None:
 @click.pass_context
 def push(ctx: click.Context, dataset: str, to: str | None) -> None:
     """Upload DATASET's new blocks and files to a repository."""
-    result = repository.push_dataset(_main._ws(ctx), dataset, to, progress=RichProgress(_main.err))
+    result = repository.push_dataset(workspace(ctx), dataset, to, progress=RichProgress(err))
     mb = f" ({result.files} files, {result.bytes / 1e6:,.1f} MB)" if result.files else ""
-    _main.out.print(result.message + mb, markup=False)
+    out.print(result.message + mb, markup=False)
 
 
 _SIGNATURE_WORDS = {
@@ -110,9 +112,16 @@ _SIGNATURE_WORDS = {
 @click.pass_context
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool) -> None:
     """Check DATASET's chain, signatures, data files and checkpoints."""
-    reports = verify.verify(_main._ws(ctx), dataset, recursive=recursive, integrity_only=integrity,
-                            deep=deep, progress=RichProgress(_main.err))
-    out = _main.out
+    ws = workspace(ctx)
+    with ExitStack() as stack:
+        replay = None
+        if not integrity:  # replaying needs the engine, started on first need
+            from ..pull import EngineOnDemand
+            from ..transform.replay import make_replay
+
+            replay = make_replay(EngineOnDemand(ws, stack).get)
+        reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
+                                deep=deep, replay=replay, progress=RichProgress(err))
     for report in reports:
         bad = {p.block_hash for p in report.problems}
         out.print(f"{report.dataset_id}: {len(report.blocks)} blocks", markup=False)

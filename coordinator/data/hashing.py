@@ -14,9 +14,12 @@ into hashlib without copying.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import os
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
@@ -26,18 +29,27 @@ import pyarrow.compute as pc
 
 __all__ = ["UnsupportedValueError", "canonical_text", "logical_hash", "physical_hash"]
 
-# Rows are rendered per record batch of at most this many rows, batches in parallel (Arrow
-# compute releases the GIL); small batches also keep strings far below the 2 GiB offset limit.
-_BATCH_ROWS = 1 << 18
-# Sorted rows are taken and hashed in runs of this many rows, bounding the extra memory.
-_RUN_ROWS = 1 << 20
+# Rows are rendered and sorted in segments of about this many rows (cut where the event time
+# changes), rendered in worker threads while the caller hashes the segments before them
+# (Arrow compute and hashlib release the GIL); this also keeps strings far below the 2 GiB
+# offset limit.
+_BATCH_ROWS = 1 << 17
+# Segments rendered ahead of the one being hashed (bounds the extra memory).
+_LOOKAHEAD = 3
 _NULL = "\\N"
-# Escapes applied to strings in this order (the backslash first so escapes stay unambiguous).
-_STRING_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
+# Strings escape these bytes as a backslash and this letter (the backslash itself doubles).
+_ESCAPED = np.zeros(256, dtype=np.uint8)
+_ESCAPED[[0x5C, 0x09, 0x0A, 0x0D]] = [ord(c) for c in "\\tnr"]
 # 0001-01-01 and 9999-12-31 in days since the epoch: RFC 3339 needs four-digit years.
 _MIN_DAY, _MAX_DAY = -719162, 2932896
 _DAY_US = 86_400_000_000
+_DIGITS3 = np.frombuffer(b"".join(b"%03d" % i for i in range(1000)), dtype=np.uint8).reshape(
+    1000, 3
+)
 _HEX = np.frombuffer(b"".join(b"%02x" % i for i in range(256)), dtype=np.uint8).reshape(256, 2)
+# Columns with few distinct values are rendered once per value and expanded with a take
+# (integers and dates: every value of a small range; floats and timestamps: a dictionary).
+_FEW_ROWS = 1024
 
 
 class UnsupportedValueError(ValueError):
@@ -61,8 +73,13 @@ def canonical_text(
     return b"".join(bytes(c) for c in _sorted_rows(table, event_time_column, system_time_column))
 
 
-def physical_hash(source: str | os.PathLike | BinaryIO | pa.NativeFile) -> bytes:
-    """SHA3-256 digest of a file's bytes, read in 1 MiB chunks (a path or an open binary file)."""
+def physical_hash(
+    source: str | os.PathLike | BinaryIO | pa.NativeFile | pa.Buffer | bytes | memoryview,
+) -> bytes:
+    """SHA3-256 digest of a file's bytes, read in 1 MiB chunks (a path or an open binary file),
+    or of the file's bytes already in memory (a buffer)."""
+    if isinstance(source, (pa.Buffer, bytes, bytearray, memoryview)):
+        return hashlib.sha3_256(source).digest()
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as f:
             return physical_hash(f)
@@ -73,58 +90,180 @@ def physical_hash(source: str | os.PathLike | BinaryIO | pa.NativeFile) -> bytes
 
 
 def _sorted_rows(table: pa.Table, event_time_column: str, system_time_column: str) -> Iterator:
-    """Yield memoryviews over the canonical rows, in hash order."""
+    """Yield memoryviews over the canonical rows, in hash order.
+
+    The rows are first put in event-time order (a numeric sort, skipped when the table is
+    already in order, as written slices are); only rows sharing an event time need their
+    rendered bytes compared, and only among themselves. So the table is cut into segments at
+    event-time changes and each segment is rendered, tie-sorted and handed to the caller in
+    turn, with the next segments rendered in worker threads meanwhile.
+    """
     if system_time_column in table.column_names:
         table = table.drop_columns([system_time_column])
     if table.num_rows == 0:
         return
     if table.num_columns == 0:
         raise UnsupportedValueError("a table with rows but no data columns has no canonical text")
-    batches = table.to_batches(max_chunksize=_BATCH_ROWS)
-    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
-        rows = pa.chunked_array(pool.map(_render_batch, batches), pa.large_string())
-    keys = {"row": rows}
+    order, ties = None, None  # ties None: one run, every row compared by its bytes
     if event_time_column in table.column_names:
-        keys = {"event_time": table[event_time_column], "row": rows}
-    # Event-time nulls (not allowed in ODF data anyway) sort last; ties fall back to the bytes.
-    order = pc.sort_indices(pa.table(keys), [(k, "ascending", "at_end") for k in keys])
-    for start in range(0, len(order), _RUN_ROWS):
-        for chunk in rows.take(order[start : start + _RUN_ROWS]).chunks:
-            yield _values_buffer(chunk)
+        order, ties = _event_time_order(table[event_time_column])
+    bounds = _segment_bounds(table.num_rows, ties)
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+
+        def submit(start: int, stop: int) -> Callable[[], pa.Array | pa.ChunkedArray]:
+            part_ties = None if ties is None else ties[start : stop - 1]
+            if stop - start <= _BATCH_ROWS:
+                return pool.submit(_segment_rows, table, order, start, stop, part_ties).result
+            # One long run of equal event times: render its batches in parallel, then sort.
+            part = _segment(table, order, start, stop)
+            tasks = [pool.submit(_render_batch, b) for b in part.to_batches(_BATCH_ROWS)]
+            return lambda: _sort_ties(
+                pa.chunked_array([t.result().cast(pa.large_string()) for t in tasks],
+                                 pa.large_string()),
+                part_ties,
+            )
+
+        segments = iter(zip(bounds[:-1], bounds[1:], strict=True))
+        pending = deque(submit(a, b) for a, b in itertools.islice(segments, _LOOKAHEAD))
+        while pending:
+            rows = pending.popleft()()
+            for a, b in itertools.islice(segments, 1):
+                pending.append(submit(a, b))
+            for chunk in rows.chunks if isinstance(rows, pa.ChunkedArray) else [rows]:
+                yield _values_buffer(chunk)
+
+
+def _event_time_order(column: pa.ChunkedArray) -> tuple[np.ndarray | None, np.ndarray]:
+    """Row order by event time (None: already in order) and, in that order, which neighbours tie.
+
+    ``ties[i]`` is true when rows i and i + 1 (in event-time order) have equal event times
+    (both null counts as equal; nulls sort last).
+    """
+    t = column.type
+    if pa.types.is_timestamp(t):
+        key = column.cast(pa.timestamp(t.unit))  # the instant, whatever the zone
+        values = [_values(c.view(pa.int64())) for c in key.chunks]
+    elif pa.types.is_date(t):  # the day
+        key = column.cast(pa.date32(), safe=False)  # date64 not whole days: refused later
+        values = [_values(c.view(pa.int32())) for c in key.chunks]
+    else:  # any other sortable type: equal values get equal dense ranks
+        key = pa.chunked_array([pc.rank(column, tiebreaker="dense", null_placement="at_end")])
+        values = [_values(c) for c in key.chunks]
+    values = np.concatenate(values) if values else np.empty(0, np.int64)
+    order = None
+    if key.null_count:
+        valid = np.concatenate([pc.is_valid(c).to_numpy(zero_copy_only=False) for c in key.chunks])
+        values = np.where(valid, values, 0)
+        order = np.lexsort((values, ~valid))  # stable; nulls last
+        values, valid = values[order], valid[order]
+        return order, (values[1:] == values[:-1]) & (valid[1:] == valid[:-1])
+    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
+        order = np.argsort(values, kind="stable")  # timsort: fast on nearly ordered input
+        values = values[order]
+    return order, values[1:] == values[:-1]
+
+
+def _segment_bounds(n: int, ties: np.ndarray | None) -> list[int]:
+    """Segment starts (and n) about `_BATCH_ROWS` apart, never inside a run of equal times."""
+    if ties is None or n <= _BATCH_ROWS:
+        return [0, n]
+    run_starts = np.flatnonzero(~ties) + 1
+    wanted = np.arange(_BATCH_ROWS, n, _BATCH_ROWS)
+    i = np.searchsorted(run_starts, wanted)
+    cuts = np.unique(run_starts[i[i < len(run_starts)]])
+    return [0, *cuts.tolist(), n]
+
+
+def _segment_rows(
+    table: pa.Table, order: np.ndarray | None, start: int, stop: int, ties: np.ndarray | None
+) -> pa.Array | pa.ChunkedArray:
+    """A segment's canonical rows in hash order (a worker's task)."""
+    batches = _segment(table, order, start, stop).to_batches()
+    if len(batches) == 1:
+        rows = _render_batch(batches[0])
+    else:
+        rows = pa.chunked_array([_render_batch(b) for b in batches], pa.string())
+    return _sort_ties(rows, ties)
+
+
+def _segment(table: pa.Table, order: np.ndarray | None, start: int, stop: int) -> pa.Table:
+    if order is None:
+        return table.slice(start, stop - start)
+    return table.take(order[start:stop])
+
+
+def _sort_ties(rows: pa.Array | pa.ChunkedArray, ties: np.ndarray | None):
+    """Order rows of equal event time (neighbours where `ties` is true) by their bytes."""
+    if len(rows) < 2:
+        return rows
+    if ties is None or ties.all():
+        return rows.take(pc.sort_indices(rows))
+    if not ties.any():
+        return rows
+    n = len(rows)
+    starts = np.flatnonzero(np.concatenate([[True], ~ties]))  # first row of every run
+    lengths = np.diff(np.append(starts, n))
+    order = np.arange(n)
+    # Runs of two (the usual tie) need one comparison: swap where the first row is greater.
+    pairs = starts[lengths == 2]
+    if len(pairs):
+        swap = pc.greater(rows.take(pairs), rows.take(pairs + 1))
+        swapped = pairs[swap.to_numpy(zero_copy_only=False)]
+        order[swapped], order[swapped + 1] = swapped + 1, swapped
+    longer = lengths > 2
+    if longer.any():
+        run = np.repeat(np.arange(len(starts)), lengths)  # run number of every row
+        tied = np.flatnonzero(np.repeat(longer, lengths))
+        keys = pa.table({"run": run[tied], "row": rows.take(tied)})
+        within = pc.sort_indices(keys, [("run", "ascending"), ("row", "ascending")]).to_numpy()
+        order[tied] = tied[within]
+    return rows.take(order)
 
 
 def _render_batch(batch: pa.RecordBatch) -> pa.Array:
     """One string per row: the columns' canonical text joined by tabs, ended by a newline."""
     pieces = []
-    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+    last = batch.num_columns - 1
+    for i, (name, column) in enumerate(zip(batch.schema.names, batch.columns, strict=True)):
         try:
-            pieces.append(pc.fill_null(_render(column), _NULL))
+            pieces.append(_render(column, "\n" if i == last else ""))
         except (pa.ArrowInvalid, UnsupportedValueError) as e:  # e.g. nanoseconds not whole µs
             raise UnsupportedValueError(f"column {name!r}: {e}") from e
-    pieces[-1] = _append(pieces[-1], "\n")
+    if len(pieces) == 1:
+        return pieces[0]
     # Joining costs per argument, so separators are the join's own, never extra scalar pieces.
-    rows = pc.binary_join_element_wise(*pieces, "\t") if len(pieces) > 1 else pieces[0]
-    return rows.cast(pa.large_string())  # 64-bit offsets: taking rows can never overflow
+    return pc.binary_join_element_wise(*pieces, "\t")
 
 
-def _render(arr: pa.Array) -> pa.Array:
-    """A column's canonical text as a string array, null where the value is null."""
+def _render(arr: pa.Array, suffix: str = "") -> pa.Array:
+    """A column's canonical text, ``\\N`` for nulls, each value followed by `suffix`."""
     t = arr.type
     if isinstance(t, pa.BaseExtensionType):  # e.g. arrow.uuid: rendered as its storage
-        return _render(arr.storage)
+        return _render(arr.storage, suffix)
     if pa.types.is_dictionary(t):
-        return _render(arr.dictionary_decode())
-    if pa.types.is_null(t) or pa.types.is_integer(t) or pa.types.is_boolean(t):
-        return pc.cast(arr, pa.string())  # plain digits; true/false
+        return _render(arr.dictionary_decode(), suffix)
+    if pa.types.is_integer(t):  # plain digits
+        return _small_range(arr, arr, _cast_text, suffix) or _complete(_cast_text(arr), suffix)
     if pa.types.is_floating(t) and not pa.types.is_float16(t):
-        return _render_float(arr)
+        return _render_float(arr, suffix)
+    if pa.types.is_timestamp(t):
+        return _render_timestamp(arr, suffix)
+    if pa.types.is_date(t):
+        days = pc.cast(arr, pa.date32())
+        _check_range(days.view(pa.int32()), _MIN_DAY, _MAX_DAY)
+        return _small_range(days, days.view(pa.int32()), _cast_text, suffix) or _complete(
+            _cast_text(days), suffix
+        )
+    return _complete(_render_other(arr), suffix)
+
+
+def _render_other(arr: pa.Array) -> pa.Array:
+    """Text of the remaining types, null where the value is null."""
+    t = arr.type
+    if pa.types.is_null(t) or pa.types.is_boolean(t):
+        return pc.cast(arr, pa.string())  # true/false
     if pa.types.is_decimal(t):
         return _render_decimal(arr)
-    if pa.types.is_timestamp(t):
-        return _render_timestamp(arr)
-    if pa.types.is_date(t):
-        _check_range(pc.cast(arr, pa.date32()).view(pa.int32()), _MIN_DAY, _MAX_DAY)
-        return pc.cast(arr, pa.string())  # YYYY-MM-DD
     if pa.types.is_time(t):
         return pc.cast(pc.cast(arr, pa.time64("us")), pa.string())  # HH:MM:SS.ffffff
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
@@ -136,15 +275,146 @@ def _render(arr: pa.Array) -> pa.Array:
     raise UnsupportedValueError(f"type {t} has no canonical text in the hashing profile")
 
 
-def _render_timestamp(arr: pa.Array) -> pa.Array:
+def _complete(text: pa.Array, suffix: str) -> pa.Array:
+    """Nulls as ``\\N``, then the suffix after every value."""
+    if text.null_count:
+        text = pc.fill_null(text, _NULL)
+    return _append(text, suffix) if suffix else text
+
+
+def _render_timestamp(arr: pa.Array, suffix: str) -> pa.Array:
     """RFC 3339 in UTC with six fraction digits: ``2020-01-01T00:00:00.000000Z``."""
     # Reading the stored instants as a naive timestamp gives UTC wall time whatever the zone
     # (and casting a zoned one to text is slow); the safe cast to microseconds refuses
     # nanoseconds that would be truncated.
     utc = pc.cast(arr.view(pa.timestamp(arr.type.unit)), pa.timestamp("us"))
     _check_range(utc.view(pa.int64()), _MIN_DAY * _DAY_US, (_MAX_DAY + 1) * _DAY_US - 1)
-    text = pc.cast(utc, pa.string())  # 2020-01-01 00:00:00.000000
-    return _append(pc.binary_replace_slice(text, 10, 11, "T"), "Z")
+    return _few_values(utc, _timestamp_text, suffix) or _complete(_timestamp_text(utc), suffix)
+
+
+def _timestamp_text(utc: pa.Array) -> pa.Array:
+    """Text of microsecond timestamps already checked to lie within years 0001-9999.
+
+    Every value is 27 bytes: the date comes from a table of the column's days, the time of
+    day from tables of ``HH:MM:SS`` per second of the day and of three-digit groups.
+    """
+    us, valid = _values(utc), _valid(utc)
+    if valid is not None:
+        us = np.where(valid, us, us[valid][0] if valid.any() else 0)
+    n = len(us)
+    days = us // _DAY_US
+    low, high = (int(days.min()), int(days.max())) if n else (0, 0)
+    if high - low > max(n, 1024) or 27 * n >= 1 << 31:
+        text = pc.cast(utc, pa.string())  # 2020-01-01 00:00:00.000000
+        return _append(pc.binary_replace_slice(text, 10, 11, "T"), "Z")
+    every_day = pc.cast(pa.array(np.arange(low, high + 1, dtype=np.int32)).view(pa.date32()),
+                        pa.string())
+    date_text = _offsets_and_data(every_day)[1].reshape(-1, 10)
+    date_words = np.zeros((len(date_text), 2, 8), dtype=np.uint8)  # 8 bytes, then 2 and T
+    date_words[:, 0] = date_text[:, :8]
+    date_words[:, 1, :2] = date_text[:, 8:]
+    date_words[:, 1, 2] = ord("T")
+    date_words = np.ascontiguousarray(date_words.view(np.uint64)[..., 0].T)
+    clock_a, clock_b, millis, micros_a, micros_b = _time_words()
+    time_of_day = us - days * _DAY_US
+    seconds = time_of_day // 1_000_000
+    micros = time_of_day - seconds * 1_000_000
+    # Each row is built as four little-endian 8-byte words (32 bytes), then cut to 27.
+    words = np.empty((n, 4), dtype=np.uint64)
+    day_index = days - low
+    words[:, 0] = date_words[0][day_index]
+    words[:, 1] = date_words[1][day_index] | clock_a[seconds]
+    low_digits = micros % 1000
+    words[:, 2] = clock_b[seconds] | millis[micros // 1000] | micros_a[low_digits]
+    words[:, 3] = micros_b[low_digits]
+    out = np.ascontiguousarray(words.view(np.uint8).reshape(n, 32)[:, :27])
+    return _string_array(np.arange(0, 27 * n + 1, 27, dtype=np.int32), out, valid)
+
+
+@functools.cache
+def _time_words() -> tuple[np.ndarray, ...]:
+    """Bytes 8-31 of a timestamp's text as 8-byte words, for every second and digit group.
+
+    Bytes 11-18 are ``HH:MM:SS``, 19 the point, 20-25 the microseconds, 26 ``Z``.
+    """
+    s = np.arange(86_400)
+    fields = np.stack([s // 3600, s // 60 % 60, s % 60], axis=1)
+    hms = np.full((86_400, 8), ord(":"), dtype=np.uint8)
+    hms[:, [0, 3, 6]] = fields // 10 + ord("0")
+    hms[:, [1, 4, 7]] = fields % 10 + ord("0")
+    clock = np.zeros((86_400, 2, 8), dtype=np.uint8)
+    clock[:, 0, 3:] = hms[:, :5]  # bytes 11-15
+    clock[:, 1, :3] = hms[:, 5:]  # bytes 16-18
+    clock[:, 1, 3] = ord(".")
+    millis = np.zeros((1000, 8), dtype=np.uint8)
+    millis[:, 4:7] = _DIGITS3  # bytes 20-22
+    micros3 = np.zeros((1000, 2, 8), dtype=np.uint8)
+    micros3[:, 0, 7] = _DIGITS3[:, 0]  # byte 23
+    micros3[:, 1, :2] = _DIGITS3[:, 1:]  # bytes 24-25
+    micros3[:, 1, 2] = ord("Z")
+    clock, micros3 = clock.view(np.uint64)[..., 0], micros3.view(np.uint64)[..., 0]
+    return (clock[:, 0].copy(), clock[:, 1].copy(), millis.view(np.uint64)[:, 0],
+            micros3[:, 0].copy(), micros3[:, 1].copy())
+
+
+def _string_array(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None) -> pa.Array:
+    """A string array over numpy offsets and bytes (valid: which values are not null)."""
+    validity = None
+    if valid is not None:
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(
+        pa.string(), len(offsets) - 1, [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def _cast_text(arr: pa.Array) -> pa.Array:
+    return pc.cast(arr, pa.string())
+
+
+def _small_range(arr: pa.Array, ints: pa.Array, render, suffix: str) -> pa.Array | None:
+    """Render every value of a small integer range once and take each row's text (or None).
+
+    `ints` is `arr` as integers (the same values for integer columns, the day for dates).
+    """
+    n = len(arr)
+    if n < _FEW_ROWS:
+        return None
+    low, high = (v.as_py() for v in pc.min_max(ints).values())
+    if low is None or high - low >= n // 2 or high >= 1 << 62 or low < -(1 << 62):
+        return None
+    every = pa.array(np.arange(low, high + 1, dtype=np.int64)).cast(ints.type)
+    if ints.type != arr.type:
+        every = every.view(arr.type)
+    return _lookup(render(every), pc.subtract(ints.cast(pa.int64()), low), suffix)
+
+
+def _few_values(arr: pa.Array, render, suffix: str) -> pa.Array | None:
+    """Render a fixed-width column via a dictionary of its distinct values, if they are few.
+
+    Values are told apart by their bits (so -0.0 and 0.0 stay apart). None when at least
+    half the values are distinct (cheap to tell when the values are in order, as event times
+    are), and then rendering them directly is cheaper.
+    """
+    n = len(arr)
+    if n < _FEW_ROWS:
+        return None
+    bits = arr.view(pa.int64() if arr.type.bit_width == 64 else pa.int32())
+    if not arr.null_count:
+        x = _values(bits)
+        if (x[1:] >= x[:-1]).all() and np.count_nonzero(x[1:] != x[:-1]) >= n // 2:
+            return None
+    encoded = pc.dictionary_encode(bits)
+    if len(encoded.dictionary) >= n // 2:
+        return None
+    return _lookup(render(encoded.dictionary.view(arr.type)), encoded.indices, suffix)
+
+
+def _lookup(texts: pa.Array, indices: pa.Array, suffix: str) -> pa.Array:
+    """Each index's text plus suffix; a null index gives ``\\N`` plus suffix."""
+    table = _complete(pa.concat_arrays([texts, pa.array([None], pa.string())]), suffix)
+    if indices.null_count:
+        indices = pc.fill_null(indices, len(texts))
+    return table.take(indices)
 
 
 def _check_range(values: pa.Array, lo: int, hi: int) -> None:
@@ -160,20 +430,23 @@ def _append(text: pa.Array, suffix: str) -> pa.Array:
 
 
 def _escape(text: pa.Array) -> pa.Array:
-    """Escape backslash, tab, newline and carriage return, only in the rows that have them."""
+    """Escape backslash, tab, newline and carriage return: a backslash goes before each."""
     offsets, data = _offsets_and_data(text)
     data = data[offsets[0] : offsets[-1]]
+    offsets = offsets - offsets[0]
     # These bytes never occur inside a multi-byte UTF-8 sequence, so a byte scan is exact.
     special = (data == 0x5C) | (data == 0x09) | (data == 0x0A) | (data == 0x0D)
     if not special.any():
         return text
-    positions = np.flatnonzero(special) + offsets[0]
-    rows = np.zeros(len(text), dtype=bool)
-    rows[np.searchsorted(offsets, positions, side="right") - 1] = True
-    escaped = text.filter(rows)
-    for raw, replacement in _STRING_ESCAPES:
-        escaped = pc.replace_substring(escaped, raw, replacement)
-    return pc.replace_with_mask(text, pa.array(rows), escaped)
+    positions = np.flatnonzero(special)
+    escaped = data.copy()
+    escaped[positions] = _ESCAPED[data[positions]]  # \ t n r
+    escaped = np.insert(escaped, positions, ord("\\"))
+    # Each value moves right by the number of special bytes before it.
+    new_offsets = offsets + np.searchsorted(positions, offsets)
+    if new_offsets[-1] >= 1 << 31:
+        return _escape(text.cast(pa.large_string())).cast(pa.string())
+    return _string_array(new_offsets.astype(np.int32), escaped, _valid(text))
 
 
 def _render_decimal(arr: pa.Array) -> pa.Array:
@@ -201,8 +474,43 @@ def _render_decimal(arr: pa.Array) -> pa.Array:
     )
 
 
-def _render_float(arr: pa.Array) -> pa.Array:
+def _render_float(arr: pa.Array, suffix: str) -> pa.Array:
     """Python ``repr`` notation of the shortest round-trip digits (float32: of the float32).
+
+    Integral values below 2**53 (float32: 2**24) are exactly their integer digits plus ``.0``
+    (any other decimal with fewer digits is more than half a unit in the last place away), so
+    a column of them is rendered as integers. Otherwise columns of few distinct values are
+    rendered once per value.
+    """
+    x, valid = _values(arr), _valid(arr)
+    limit = 2.0**53 if pa.types.is_float64(arr.type) else 2.0**24
+    with np.errstate(invalid="ignore"):
+        integral = (np.floor(x) == x) & (np.abs(x) < limit)
+    if valid is not None:
+        integral |= ~valid
+    if integral.all():
+        whole = x.astype(np.int64) if valid is None else np.where(valid, x, 0).astype(np.int64)
+        whole = pa.array(whole, mask=None if valid is None else ~valid)
+        negative_zero = np.signbit(x) & (x == 0)
+        if valid is not None:
+            negative_zero &= valid
+        if not negative_zero.any():
+            looked_up = _small_range(whole, whole, _integral_float_text, suffix)
+            if looked_up is not None:
+                return looked_up
+        text = _integral_float_text(whole)
+        if negative_zero.any():
+            text = pc.if_else(pa.array(negative_zero), "-0.0", text)
+        return _complete(text, suffix)
+    return _few_values(arr, _float_text, suffix) or _complete(_float_text(arr), suffix)
+
+
+def _integral_float_text(whole: pa.Array) -> pa.Array:
+    return _append(pc.cast(whole, pa.string()), ".0")
+
+
+def _float_text(arr: pa.Array) -> pa.Array:
+    """Python ``repr`` notation, starting from Arrow's cast.
 
     Arrow's cast already gives the shortest digits (of the value's own precision) but writes
     fixed notation for decimal exponents -6..9 and ``1e-7`` style exponents, where Python's
@@ -212,10 +520,17 @@ def _render_float(arr: pa.Array) -> pa.Array:
     towards the even digit.)
     """
     text = pc.cast(arr, pa.string())
-    agree = pc.and_(_magnitude_in(arr, 1e-4, 1e10), pc.not_equal(pc.floor(arr), arr))
-    rewrite = pc.invert(pc.fill_null(agree, True))  # NaN compares false: rewritten
-    if not pc.any(rewrite).as_py():
+    x, valid = _values(arr), _valid(arr)
+    magnitude = np.abs(x)
+    with np.errstate(invalid="ignore"):
+        # NaN compares false: rewritten. Bounds rounded to the column's own type (see below).
+        agree = (magnitude >= x.dtype.type(1e-4)) & (magnitude < x.dtype.type(1e10))
+        agree &= np.floor(x) != x
+    if valid is not None:
+        agree |= ~valid
+    if agree.all():
         return text
+    rewrite = pa.array(~agree)
     fixed = _python_float_text(text.filter(rewrite), arr.filter(rewrite))
     return pc.replace_with_mask(text, rewrite, fixed)
 
@@ -294,6 +609,24 @@ def _offsets_and_data(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.frombuffer(offsets, dtype=width)[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
     return offsets, data
+
+
+def _values(arr: pa.Array) -> np.ndarray:
+    """A fixed-width array's values as numpy, no copy (whatever is stored in null slots)."""
+    dtype = arr.type.to_pandas_dtype() if not pa.types.is_temporal(arr.type) else None
+    if dtype is None:
+        dtype = np.int64 if arr.type.bit_width == 64 else np.int32
+    data = arr.buffers()[1]
+    if data is None:
+        return np.empty(0, dtype)
+    return np.frombuffer(data, dtype=dtype)[arr.offset : arr.offset + len(arr)]
+
+
+def _valid(arr: pa.Array) -> np.ndarray | None:
+    """Which values are not null (None when none are)."""
+    if not arr.null_count:
+        return None
+    return pc.is_valid(arr).to_numpy(zero_copy_only=False)
 
 
 def _values_buffer(arr: pa.Array) -> memoryview:

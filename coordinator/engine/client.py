@@ -254,6 +254,23 @@ class EngineClient:
             raise _engine_error(reply.error)
         return MigrateResult(reply.migrated.state_carried, reply.migrated.message)
 
+    def preprocess(
+        self, dataset_id: str, input_path: Path, transform: TransformSql, output_path: Path,
+        transaction_id: str = "",
+    ) -> int:
+        """Runs a root's preprocess query over ``input_path`` (the view ``input``) into
+        ``output_path``; returns the number of records."""
+        reply = self._call(
+            self._stub.Preprocess,
+            pb.PreprocessRequest(
+                transaction_id=transaction_id, dataset_id=dataset_id, input_path=str(input_path),
+                transform=_transform(transform), output_path=str(output_path),
+            ),
+        )
+        if reply.HasField("error"):
+            raise _engine_error(reply.error)
+        return reply.result.num_records
+
     def _call(self, method, request):
         try:
             return method(request)

@@ -37,9 +37,9 @@ from ..metadata.objects import (
 )
 from ..metadata.timefmt import UTC, format_timestamp, parse_timestamp
 from ..metadata.yaml_codec import to_dict
+from ..progress import NoProgress, Progress
 from .convert import to_strftime
 from .errors import IngestError
-from .progress import NoProgress, Progress
 
 _CHUNK = 1 << 20
 _TIMEOUT_S = 60

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
 
-from ..data.hashing import logical_hash, physical_hash
+from ..data.hashing import logical_hash
 from ..metadata.objects import (
     DataSlice,
     MergeStrategyLedger,
@@ -29,13 +30,13 @@ from ..metadata.objects import (
     TransformSql,
 )
 from ..metadata.timefmt import TimeInterval, format_timestamp, parse_timestamp
+from ..progress import NoProgress, Progress
 from ..workspace import DatasetWriter, Workspace
 from . import merge, slices
 from .errors import IngestError
 from .fetch import FetchedFile, fetch
 from .history import DatasetHistory
 from .prepare import prepare
-from .progress import NoProgress, Progress
 from .read import read
 
 Preprocess = Callable[[pa.Table, TransformSql], pa.Table]
@@ -130,11 +131,14 @@ class _Pull:
         if len(table):
             table = slices.finish(table, system_time, self.vocab)
             data_file = self.scratch / "slice.parquet"
-            slices.write(table, data_file)
-            block.output_slice = DataSlice(
-                hash=logical_hash(table, self.vocab.event_time, self.vocab.system_time),
-                interval=TimeInterval.singleton(system_time), num_records=len(table),
-                physical_hash=physical_hash(data_file))
+            # the logical hash runs while the file is written (both release the GIL)
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                logical = pool.submit(logical_hash, table, self.vocab.event_time,
+                                      self.vocab.system_time)
+                physical = slices.write(table, data_file)
+                block.output_slice = DataSlice(
+                    hash=logical.result(), interval=TimeInterval.singleton(system_time),
+                    num_records=len(table), physical_hash=physical)
         state = group[-1].state
         h = self.writer.commit(block, data_file=data_file, source_state=state)
         self.history.committed(h, system_time, watermark, data_file is not None, state)

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..data.hashing import physical_hash
 from ..metadata.objects import DatasetVocabulary
 from ..metadata.timefmt import UTC
 from .convert import ConversionError, TextOptions, convert_column
@@ -107,5 +108,11 @@ def max_event_time(table: pa.Table, vocab: DatasetVocabulary) -> datetime | None
     return None
 
 
-def write(table: pa.Table, path: Path) -> None:
-    pq.write_table(table, path)
+def write(table: pa.Table, path: Path) -> bytes:
+    """Write the slice's Parquet file; returns its physical hash (without reading it back)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    data = sink.getvalue()
+    with open(path, "wb") as f:
+        f.write(data)
+    return physical_hash(data)

@@ -84,18 +84,18 @@ class FileIO(ABC):
     # --- writing ----------------------------------------------------------------------------
 
     def put_file(self, local: Path, path: str, on_bytes: OnBytes) -> None:
-        with open(local, "rb") as src, self._open_output(path) as (dst, _):
+        with open(local, "rb") as src, self._open_output(path) as dst:
             while chunk := src.read(CHUNK):
                 dst.write(chunk)
                 on_bytes(len(chunk))
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        with self._open_output(path) as (dst, _):
+        with self._open_output(path) as dst:
             dst.write(data)
 
     @abstractmethod
     def _open_output(self, path: str):
-        """A context manager giving ``(stream, target)``; the file appears whole on exit."""
+        """A writable stream (context manager); the file appears whole when it closes."""
 
     # --- refs -------------------------------------------------------------------------------
 
@@ -147,7 +147,7 @@ class _LocalOutput:
         self.target.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = tmp_name(self.target.parent)
         self.stream = open(self.tmp, "wb")
-        return self.stream, self.target
+        return self.stream
 
     def __exit__(self, exc_type, *_):
         self.stream.close()
@@ -181,8 +181,10 @@ class S3FileIO(FileIO):
         self._client = None
 
     def _open_output(self, path: str):
-        # An S3 object becomes visible only when its upload completes.
-        return _Passthrough(self.fs.open_output_stream(self.full_path(path)), path)
+        # An S3 object becomes visible only when its upload completes. pyarrow has no abort: a
+        # stream closed after an error still completes, so pushers compare sizes before
+        # skipping a file that is already there, and pullers check every hash.
+        return self.fs.open_output_stream(self.full_path(path))
 
     def _key(self, path: str) -> str:
         return f"{self.prefix}/{path}" if self.prefix else path
@@ -217,23 +219,10 @@ class S3FileIO(FileIO):
             self.client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data, **condition)
         except ClientError as e:
             # 412: the condition failed; 409: a concurrent conditional write won the race.
-            if e.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+            code = e.response.get("Error", {}).get("Code")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict"):
                 raise RefConflict(path) from None
             raise
-
-
-class _Passthrough:
-    """pyarrow has no abort: a stream closed after an error still completes its upload, so
-    pushers compare sizes before skipping a file and pullers check every hash."""
-
-    def __init__(self, stream, target):
-        self.stream, self.target = stream, target
-
-    def __enter__(self):
-        return self.stream, self.target
-
-    def __exit__(self, *exc):
-        self.stream.close()
 
 
 @dataclass(frozen=True)

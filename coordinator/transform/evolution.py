@@ -11,7 +11,7 @@ from ..engine.client import InputSchema
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
 from ..workspace import Dataset, DatasetSummary, Workspace
 from .engine_session import EngineSession
-from .plan import _plan_input
+from .plan import plan_input
 
 
 class QueryChangeRefused(Exception):
@@ -25,7 +25,7 @@ def transform_changed(snapshot: DatasetSnapshot, current: DatasetSummary) -> boo
 def check_query_change(session: EngineSession, ws: Workspace, ds: Dataset, snapshot: DatasetSnapshot,
                        current: DatasetSummary) -> None:
     source = snapshot.source
-    inputs = [_plan_input(ws.dataset(i), None) for i in source.inputs]
+    inputs = [plan_input(ws.dataset(i), None) for i in source.inputs]
     missing = [i.dataset.id for i in inputs if i.schema is None]
     if missing:
         return  # nothing to validate against yet; Execute reports errors when data arrives

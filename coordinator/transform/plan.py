@@ -115,7 +115,7 @@ def plan_transform(ws: Workspace, ds: Dataset) -> TransformPlan:
         in_force = _transform_in_force_at(chain, last_hash)
         prev_transform = in_force if in_force != source.transform else None
 
-    inputs = [_plan_input(ws.dataset(i), a) for i, a in zip(source.inputs, after, strict=True)]
+    inputs = [plan_input(ws.dataset(i), a) for i, a in zip(source.inputs, after, strict=True)]
     return TransformPlan(ds, head, head_block.system_time, source.transform, vocab, inputs,
                          prev_checkpoint, prev_transform)
 
@@ -130,9 +130,14 @@ def _transform_in_force_at(chain, block_hash: bytes) -> TransformSql:
     raise ValueError("no source before the executed block")
 
 
-def _plan_input(ds: Dataset, after: datetime | None) -> InputPlan:
+def plan_input(ds: Dataset, after: datetime | None, until: datetime | None = None) -> InputPlan:
+    """The input's blocks with a system time in ``(after, until]`` (``until`` None: its head).
+
+    The schema is that of its newest data file up to ``until``: what the engine plans with."""
     new, vocab, schema = [], None, None
     for h, b in ds.blocks():
+        if until is not None and b.system_time > until:
+            continue
         if after is None or b.system_time > after:
             new.append((h, b))
         vocab = vocab or b.vocab

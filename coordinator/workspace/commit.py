@@ -93,7 +93,7 @@ class DatasetWriter:
         if source_state is not None:
             atomic_write(self.ds.state_path(h), json.dumps(source_state, sort_keys=True).encode())
         crash_point("state-written")
-        self._swap_head(head, h)
+        self.move_head(head, h)
         crash_point("head-updated")
         return h
 
@@ -102,10 +102,10 @@ class DatasetWriter:
         head = self.head
         if not any(h == to for h, _ in self.ds.blocks()):
             raise CommitError(f"block {to.hex()} is not in the chain of {self.ds.id}")
-        self._swap_head(head, to)
+        self.move_head(head, to)
         self.recover()
 
-    def _swap_head(self, expected: bytes | None, new: bytes) -> None:
+    def move_head(self, expected: bytes | None, new: bytes) -> None:
         # We hold the lock, so this compare is a guard against a writer that ignored it.
         if self.head != expected:
             raise CommitError(f"head of {self.ds.id} moved during the commit")

@@ -7,7 +7,6 @@ only place it may write).
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,8 +29,6 @@ def engine_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def sandbox_engine(engine_root):
-    if shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed")
     settings = EngineSettings(runtime="sandbox", spark_conf={"spark.driver.memory": "768m"})
     engine = start_sandbox(settings, engine_root / "run", [engine_root / "data"])
     yield engine

@@ -1,7 +1,6 @@
 """Helpers for the engine tests: writing input slices, reading outputs, chaining Execute calls."""
 from __future__ import annotations
 
-import shutil
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -9,7 +8,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from coordinator.engine.client import EngineClient, ExecuteInput, ExecuteRequest, ExecuteResult
 from coordinator.metadata.objects import DatasetVocabulary, TransformSql
@@ -19,7 +17,6 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 SYSTEM_TIME = datetime(2024, 6, 1, tzinfo=UTC)  # of the input slices
 OUTPUT_SYSTEM_TIME = datetime(2024, 7, 1, tzinfo=UTC)  # asked of the engine
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
 def write_slice(path: Path, rows: list[dict], schema: pa.Schema) -> Path:

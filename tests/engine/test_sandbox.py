@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from engine_testkit import needs_bwrap
 
 from coordinator.engine.sandbox import bwrap_command, engine_files_hash
 from coordinator.engine.settings import EngineSettings
@@ -48,7 +47,6 @@ def host_server():
     server.close()
 
 
-@needs_bwrap
 def test_sandbox_cannot_reach_the_host_network(tmp_path, host_server):
     isolated = run_sandboxed(EngineSettings(), tmp_path, [], PROBE_CONNECT, str(host_server))
     assert isolated.startswith("refused")
@@ -58,7 +56,6 @@ def test_sandbox_cannot_reach_the_host_network(tmp_path, host_server):
     assert allowed.startswith("connected")
 
 
-@needs_bwrap
 def test_sandbox_writes_only_in_its_run_folder(tmp_path):
     run_dir, inputs = tmp_path / "run", tmp_path / "inputs"
     run_dir.mkdir()

@@ -22,7 +22,7 @@ from concurrent import futures
 
 import grpc
 
-from . import __version__, streaming
+from . import __version__, batch, streaming
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 from .generated import engine_pb2_grpc as pb_grpc
@@ -81,6 +81,15 @@ class EngineService(pb_grpc.EngineServicer):
                 return pb.MigrateResponse(error=failure.to_proto())
             except Exception as exc:
                 return pb.MigrateResponse(error=_internal(exc))
+
+    def Preprocess(self, request, context):
+        with self._spark_lock, _logged("preprocess", request):
+            try:
+                return pb.PreprocessResponse(result=batch.preprocess(self.spark, request))
+            except EngineFailure as failure:
+                return pb.PreprocessResponse(error=failure.to_proto())
+            except Exception as exc:
+                return pb.PreprocessResponse(error=_internal(exc))
 
     def DeriveProvenance(self, request, context):
         return pb.ProvenanceResponse(

@@ -79,7 +79,7 @@ class StreamInput:
 def validate(spark: SparkSession, request: pb.ValidateRequest) -> pb.OutputSchema:
     """Plans the query over empty inputs and starts it once, so streaming-only errors
     (an aggregation without a watermark, an unsupported join) surface too."""
-    _check_transform(request.transform)
+    check_transform(request.transform)
     with tempfile.TemporaryDirectory(prefix="odf-validate-") as scratch:
         inputs = [_stream_input(i, Path(scratch) / "inputs") for i in request.inputs]
         session = spark.newSession()
@@ -100,7 +100,7 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
 
     Raises EngineFailure; on failure the new checkpoint folder is left for the coordinator to
     discard."""
-    _check_transform(request.transform)
+    check_transform(request.transform)
     if not request.HasField("system_time"):
         raise EngineFailure(Kind.INVALID_REQUEST, "system_time is required")
     if not request.output_data_path:
@@ -265,7 +265,7 @@ def migrate(request: pb.MigrateRequest) -> pb.MigrateResult:
     """Carries the state over when the query is unchanged; otherwise the next query starts with
     empty streaming state but keeps the input and output watermarks, so it neither re-reads
     old input nor emits behind the output watermark."""
-    _check_transform(request.next_transform)
+    check_transform(request.next_transform)
     state = checkpoint.load_state(request.prev_checkpoint_dir, request.prev_transform)
     unchanged = checkpoint.query_fingerprint(request.prev_transform) == checkpoint.query_fingerprint(
         request.next_transform
@@ -298,20 +298,8 @@ def build_query(
     """Registers the inputs and the aliased steps as views; returns the output step's result
     with the event time column first and no system_time column."""
     for stream_input in inputs:
-        _input_frame(session, stream_input).createOrReplaceTempView(_quote(stream_input.dataset_id))
-
-    output_step = _output_step(transform)
-    output = None
-    for index, step in enumerate(transform.queries):
-        try:
-            frame = session.sql(step.query)
-        except Exception as exc:
-            raise query_failure(exc, index, step.alias, step.query) from exc
-        if index == output_step:
-            output = frame
-        else:
-            frame.createOrReplaceTempView(_quote(step.alias))
-
+        _input_frame(session, stream_input).createOrReplaceTempView(quote(stream_input.dataset_id))
+    output = run_steps(session, transform)
     event_time = vocab.event_time_column or "event_time"
     system_time = vocab.system_time_column or "system_time"
     if event_time not in output.columns:
@@ -322,6 +310,23 @@ def build_query(
         )
     data = [c for c in output.columns if c not in (event_time, system_time)]
     return output.select(event_time, *data)
+
+
+def run_steps(session: SparkSession, transform: pb.Transform) -> DataFrame:
+    """Plans the query steps over the views already registered; returns the output step's
+    frame (each aliased step becomes a view for the later ones)."""
+    output_step = _output_step(transform)
+    output = None
+    for index, step in enumerate(transform.queries):
+        try:
+            frame = session.sql(step.query)
+        except Exception as exc:
+            raise query_failure(exc, index, step.alias, step.query) from exc
+        if index == output_step:
+            output = frame
+        else:
+            frame.createOrReplaceTempView(quote(step.alias))
+    return output
 
 
 def _input_frame(session: SparkSession, stream_input: StreamInput) -> DataFrame:
@@ -377,7 +382,7 @@ def _stream_input(message, inputs_dir: Path) -> StreamInput:
     return StreamInput(message.dataset_id, event_time, schema, folder)
 
 
-def _check_transform(transform: pb.Transform) -> None:
+def check_transform(transform: pb.Transform) -> None:
     if not transform.queries:
         raise EngineFailure(Kind.INVALID_REQUEST, "the transform has no query")
     if transform.temporal_tables:
@@ -391,7 +396,7 @@ def _output_step(transform: pb.Transform) -> int:
     return unaliased[0] if unaliased else len(transform.queries) - 1
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 

@@ -1,4 +1,4 @@
-"""A tiny progress protocol the CLI implements (with rich); ingest only reports bytes."""
+"""A tiny progress protocol the services report bytes through; the CLI draws it with rich."""
 from __future__ import annotations
 
 from typing import Protocol

@@ -1,0 +1,174 @@
+"""Pull from a repository: check everything, then make it visible at once.
+
+1. Read the remote head and walk the remote chain back to the first block known locally,
+   checking every block hash, link and signature (``metadata.chain.walk``).
+2. Compare: up to date, behind (pull), ahead (nothing to do) or diverged (refuse).
+3. Download the new blocks' data and checkpoints into a staging folder and check every data
+   file against its block's DataSlice before anything is visible locally.
+4. Under the dataset lock, install in the commit order data → checkpoints → blocks →
+   signatures → head; the blocks are installed byte for byte as fetched (they are already
+   sealed and signed by their author), and the head moves only if it is still the one the
+   pull started from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..metadata.chain import ChainBlock, ChainError, walk
+from ..metadata.ids import DatasetRef
+from ..progress import Progress
+from ..verify import ExpectedFiles, check_data_file, expected_files
+from ..workspace import Dataset, DatasetWriter, Workspace
+from ..workspace.crash import crash_point
+from ..workspace.fsutil import atomic_write, install, remove
+from .registry import open_remote, remember, remembered
+from .remote import RemoteDataset, SyncError
+from .transfer import Job, run_parallel
+
+
+@dataclass(frozen=True)
+class PullResult:
+    dataset_id: str  # the local dataset
+    source: DatasetRef
+    status: str  # "pulled", "up to date" or "ahead"
+    blocks: int  # blocks pulled (or, when ahead, blocks the remote lacks)
+    message: str
+
+
+def pull_from_repository(
+    ws: Workspace, ref: DatasetRef, as_name: str | None = None, *, progress: Progress | None = None
+) -> PullResult:
+    """Bring the local copy of ``ref`` (``REPO/[USER/]ID``) up to date; ``as_name`` names it locally."""
+    remote = open_remote(ws, ref)
+    ds = ws.dataset(as_name or ref.dataset_id)
+    with ds.writer() as writer:
+        local = list(ds.chain()) if ds.exists() else []  # newest first
+        remote_head, _ = remote.read_head()
+        if remote_head is None:
+            raise SyncError(f"{ref}: the repository has no dataset {remote.path}")
+        ahead = next((i for i, cb in enumerate(local) if cb.hash == remote_head), None)
+        if ahead is not None:
+            remember(ws, ds.id, "pull", ref)
+            if ahead == 0:
+                return PullResult(ds.id, ref, "up to date", 0, "up to date")
+            return PullResult(ds.id, ref, "ahead", ahead,
+                              f"local has {_blocks(ahead)} the remote lacks (ahead)")
+        new, message = _compare(ws, remote, ref, remote_head, local)
+
+        vocab = next((cb.block.vocab for cb in local if cb.block.vocab), None)
+        source = next((cb.block.source for cb in local if cb.block.source), None)
+        expected = expected_files(new, vocab, source)
+        staging = ws.run_dir / "pull" / ds.id
+        remove(staging)  # what an interrupted pull of this dataset left
+        try:
+            _download(remote, expected, staging, progress)
+            _install(writer, remote, new, staging, expected_head=local[0].hash if local else None)
+        finally:
+            remove(staging)
+    remember(ws, ds.id, "pull", ref)
+    return PullResult(ds.id, ref, "pulled", len(new), message)
+
+
+def pull_source(ws: Workspace, dataset_id: str) -> DatasetRef | None:
+    """Where ``dataset_id`` was pulled from, so ``coord pull DS`` can pull from there again."""
+    return remembered(ws, dataset_id, "pull")
+
+
+def _compare(
+    ws: Workspace, remote: RemoteDataset, ref: DatasetRef, remote_head: bytes, local: list[ChainBlock]
+) -> tuple[list[ChainBlock], str]:
+    """The checked remote blocks the local copy lacks (oldest first) and the situation in words."""
+    known = {cb.hash: i for i, cb in enumerate(local)}  # block → how many local blocks are newer
+    fetched: list[ChainBlock] = []
+    junction = None
+    try:
+        for cb in walk(remote, remote_head, trusted=ws.trusted_keys()):
+            if cb.hash in known:
+                junction = cb.hash
+                break
+            fetched.append(cb)
+    except ChainError as e:
+        where = remote.file(RemoteDataset.block_file(e.block_hash))
+        raise SyncError(f"{ref}: {e} ({where}; nothing was pulled)") from None
+    n = len(fetched)
+    if not local:
+        return fetched[::-1], f"new dataset: pulling {_blocks(n)}"
+    if junction is None:
+        raise SyncError(f"diverged: local {local[0].hash.hex()[:12]} and {ref} share no block "
+                        "(delete the local copy, or pull it --as another name)")
+    if junction != local[0].hash:
+        mine = known[junction]
+        raise SyncError(f"diverged: since block {junction.hex()[:12]} local has {_blocks(mine)} and "
+                        f"{ref} has {n} (reset or delete the local copy)")
+    return fetched[::-1], f"local is {_blocks(n)} behind; pulling"
+
+
+def _blocks(n: int) -> str:
+    return f"{n} block{'s' * (n != 1)}"
+
+
+def _download(
+    remote: RemoteDataset, expected: list[ExpectedFiles], staging: Path, progress: Progress | None
+) -> None:
+    """Fetch and check data files and checkpoints; raise naming the oldest bad block and file."""
+    listed = remote.files("data") | remote.files("checkpoint")
+    jobs = []
+    for e in expected:
+        h = e.block_hash.hex()
+        if e.slice is not None:
+            rel = RemoteDataset.data_file(e.block_hash)
+            if rel not in listed:
+                raise SyncError(f"block {h}: {remote.file(rel)} is missing in the repository "
+                                "(nothing was pulled)")
+            jobs.append(Job(listed[rel], _fetch_data(remote, rel, staging / rel, e)))
+        folder = RemoteDataset.checkpoint_dir(e.block_hash) + "/"
+        files = [rel for rel in listed if rel.startswith(folder)]
+        if e.checkpoint and not files:
+            raise SyncError(f"block {h}: checkpoint folder {remote.file(folder)} is missing in the "
+                            "repository (nothing was pulled)")
+        jobs += [Job(listed[rel], _fetch(remote, rel, staging / rel)) for rel in files]
+    run_parallel(jobs, f"pulling {remote.path}", progress)
+
+
+def _fetch(remote: RemoteDataset, rel: str, local: Path):
+    return lambda on_bytes: remote.io.get_file(remote.file(rel), local, on_bytes)
+
+
+def _fetch_data(remote: RemoteDataset, rel: str, local: Path, e: ExpectedFiles):
+    def run(on_bytes) -> None:
+        digest = remote.io.get_file(remote.file(rel), local, on_bytes, digest=True)
+        reason = check_data_file(local, e.slice, e.vocab, digest=digest)
+        if reason:
+            raise SyncError(f"block {e.block_hash.hex()}: {remote.file(rel)}: {reason} (nothing was pulled)")
+
+    return run
+
+
+def _install(
+    writer: DatasetWriter, remote: RemoteDataset, new: list[ChainBlock], staging: Path,
+    expected_head: bytes | None,
+) -> None:
+    """Append already sealed and signed blocks, in the commit protocol's order.
+
+    A crash before the head moves leaves files no chain reaches; the next writer's
+    ``recover`` removes them.
+    """
+    ds: Dataset = writer.ds
+    hashes = [cb.hash for cb in new]
+    for h in hashes:
+        staged = staging / RemoteDataset.data_file(h)
+        if staged.exists():
+            install(staged, ds.data_file(h))
+    for h in hashes:
+        staged = staging / RemoteDataset.checkpoint_dir(h)
+        if staged.exists():
+            install(staged, ds.checkpoint_dir(h))
+    for h in hashes:  # the bytes the walk checked (the remote keeps what it read)
+        atomic_write(ds.block_path(h), remote.read_block(h))
+    for h in hashes:
+        signature = remote.read_signature(h)
+        if signature is not None:
+            atomic_write(ds.signature_path(h), signature)
+    crash_point("pull-files-installed")
+    writer.move_head(expected_head, new[-1].hash)

@@ -1,0 +1,106 @@
+"""Push: upload what the repository lacks, then move its head by compare-and-swap.
+
+Order (spec: Dataset Sharing): data files → checkpoints → signatures and blocks →
+``refs/head``. Readers only follow the head, so until the last step they see the old state
+whole; a push killed midway leaves files nobody references, and the next push skips the ones
+that arrived complete. The head moves only if it is still what this push read, so of two
+concurrent pushers exactly one wins and the other is told to pull first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..metadata.chain import ChainBlock
+from ..metadata.ids import DatasetRef
+from ..progress import Progress
+from ..workspace import Dataset, DatasetNotFound, Workspace
+from ..workspace.crash import crash_point
+from .fileio import RefConflict
+from .registry import RepositoryError, open_remote, parse_target, remember, remembered
+from .remote import RemoteDataset, SyncError
+from .transfer import Job, run_parallel
+
+
+@dataclass(frozen=True)
+class PushResult:
+    dataset_id: str
+    target: DatasetRef
+    blocks: int  # blocks the remote did not have
+    files: int  # files uploaded (those already there are skipped)
+    bytes: int
+    message: str
+
+
+def push_dataset(
+    ws: Workspace, dataset_id: str, to: str | None = None, *, progress: Progress | None = None
+) -> PushResult:
+    """Push ``dataset_id`` to ``to`` (``REPO`` or ``REPO/NAME``), or where it was pushed last."""
+    ds = ws.dataset(dataset_id)
+    if not ds.exists():
+        raise DatasetNotFound(dataset_id)
+    target = parse_target(to, dataset_id) if to else remembered(ws, dataset_id, "push")
+    if target is None:
+        raise RepositoryError(f"{dataset_id} has not been pushed before: say where with --to REPO[/NAME]")
+    remote = open_remote(ws, target)
+
+    remote_head, token = remote.read_head()
+    local = list(ds.chain())  # newest first, every block checked
+    hashes = [cb.hash for cb in local]
+    if remote_head is not None and remote_head not in hashes:
+        raise SyncError(
+            f"{target} has blocks you don't (its head {remote_head.hex()[:12]} is not in the "
+            f"local chain of {dataset_id}): pull first"
+        )
+    new = list(reversed(local[: hashes.index(remote_head)] if remote_head else local))
+    if not new:
+        remember(ws, dataset_id, "push", target)
+        return PushResult(dataset_id, target, 0, 0, 0, f"{target} is up to date")
+
+    have = remote.files("")
+    phases = _uploads(ds, new)
+    files = total = 0
+    for description, uploads in phases:
+        todo = [(local_path, rel) for local_path, rel in uploads
+                if have.get(rel) != local_path.stat().st_size]
+        run_parallel([_upload_job(remote, p, rel) for p, rel in todo], f"push {description}", progress)
+        files += len(todo)
+        total += sum(p.stat().st_size for p, _ in todo)
+        crash_point(f"push-{description}-uploaded")
+    try:
+        remote.swap_head(new[-1].hash, token)
+    except RefConflict:
+        raise SyncError(
+            f"remote changed, pull first ({target} moved while {dataset_id} was pushed)"
+        ) from None
+    remember(ws, dataset_id, "push", target)
+    return PushResult(dataset_id, target, len(new), files, total,
+                      f"pushed {len(new)} block{'s' * (len(new) != 1)} to {target}")
+
+
+def _uploads(ds: Dataset, new: list[ChainBlock]) -> list[tuple[str, list[tuple[Path, str]]]]:
+    """(phase, [(local file, path in the remote dataset)]) in upload order, oldest block first."""
+    data, checkpoints, meta = [], [], []
+    for h, block in ((cb.hash, cb.block) for cb in new):
+        if block.output_slice is not None:
+            if not ds.data_file(h).exists():
+                raise SyncError(f"block {h.hex()}: its data file {ds.data_file(h)} is missing "
+                                f"(coord verify {ds.id} checks the whole dataset)")
+            data.append((ds.data_file(h), RemoteDataset.data_file(h)))
+        folder = ds.checkpoint_dir(h)
+        for f in sorted(folder.rglob("*")) if folder.is_dir() else ():
+            if f.is_file():
+                rel = f.relative_to(folder).as_posix()
+                checkpoints.append((f, f"{RemoteDataset.checkpoint_dir(h)}/{rel}"))
+        if ds.signature_path(h).exists():
+            meta.append((ds.signature_path(h), RemoteDataset.signature_file(h)))
+        meta.append((ds.block_path(h), RemoteDataset.block_file(h)))
+    return [("data", data), ("checkpoints", checkpoints), ("metadata", meta)]
+
+
+def _upload_job(remote: RemoteDataset, local: Path, rel: str) -> Job[None]:
+    def run(on_bytes) -> None:
+        remote.io.put_file(local, remote.file(rel), on_bytes)
+        crash_point("push-file-uploaded")
+
+    return Job(local.stat().st_size, run)

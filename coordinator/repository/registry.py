@@ -1,0 +1,99 @@
+"""Named repositories (``coord repo add/list/delete``) and each dataset's remembered remotes.
+
+Repositories live in the workspace config (``repositories: {name: url}``). Where a dataset was
+last pushed to and pulled from is per-dataset state, kept beside its other state in
+``.coord/cache/<id>/remotes.json`` (so deleting the dataset forgets them too) rather than in
+the shared config, which concurrent pushes of different datasets would race on.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..metadata.ids import DatasetRef, InvalidDatasetRef, is_dataset_id
+from ..workspace import Workspace
+from ..workspace.fsutil import atomic_write
+from .fileio import FileIO, parse_url
+from .remote import RemoteDataset
+
+REMOTES_FILE = "remotes.json"
+
+
+class RepositoryError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Repository:
+    name: str
+    url: str
+
+    def open(self) -> FileIO:
+        return parse_url(self.url).open()
+
+
+def add_repository(ws: Workspace, name: str, url: str) -> Repository:
+    if not is_dataset_id(name):
+        raise RepositoryError(f"not a valid repository name: {name!r} (letters, digits, inner '-' and '.')")
+    parse_url(url)
+    config = ws.config()
+    if name in config["repositories"]:
+        raise RepositoryError(f"repository {name} already exists ({config['repositories'][name]})")
+    config["repositories"][name] = url
+    ws.save_config(config)
+    return Repository(name, url)
+
+
+def list_repositories(ws: Workspace) -> list[Repository]:
+    return [Repository(n, u) for n, u in sorted(ws.config()["repositories"].items())]
+
+
+def get_repository(ws: Workspace, name: str) -> Repository:
+    repos = ws.config()["repositories"]
+    if name not in repos:
+        known = ", ".join(sorted(repos)) or "none; add one with 'coord repo add NAME URL'"
+        raise RepositoryError(f"no repository named {name} (known: {known})")
+    return Repository(name, repos[name])
+
+
+def delete_repository(ws: Workspace, name: str) -> None:
+    config = ws.config()
+    if config["repositories"].pop(name, None) is None:
+        raise RepositoryError(f"no repository named {name}")
+    ws.save_config(config)
+
+
+# --- remembered remotes ------------------------------------------------------------------------
+
+
+def parse_target(text: str, default_name: str) -> DatasetRef:
+    """``REPO`` or ``REPO/NAME`` (push targets): the dataset keeps its id unless NAME is given."""
+    repo, _, name = text.partition("/")
+    try:
+        return DatasetRef.parse(f"{repo}/{name or default_name}")
+    except InvalidDatasetRef as e:
+        raise RepositoryError(f"not a push target: {text!r} ({e})") from None
+
+
+def remote_path(ref: DatasetRef) -> str:
+    """The dataset's folder inside its repository (``[user/]id``)."""
+    return f"{ref.username}/{ref.dataset_id}" if ref.username else ref.dataset_id
+
+
+def remembered(ws: Workspace, dataset_id: str, direction: str) -> DatasetRef | None:
+    """Where the dataset was last pushed (``direction="push"``) or pulled from (``"pull"``)."""
+    path = ws.meta / "cache" / dataset_id / REMOTES_FILE
+    text = json.loads(path.read_text()).get(direction) if path.exists() else None
+    return DatasetRef.parse(text) if text else None
+
+
+def remember(ws: Workspace, dataset_id: str, direction: str, ref: DatasetRef) -> None:
+    path = ws.cache_dir(dataset_id) / REMOTES_FILE
+    remotes = json.loads(path.read_text()) if path.exists() else {}
+    remotes[direction] = str(ref)
+    atomic_write(path, json.dumps(remotes, sort_keys=True).encode())
+
+
+def open_remote(ws: Workspace, ref: DatasetRef) -> RemoteDataset:
+    """The dataset ``ref`` names inside its repository (``ref.repository`` must be set)."""
+    return RemoteDataset(get_repository(ws, ref.repository).open(), remote_path(ref))

@@ -1,0 +1,266 @@
+"""Verify datasets: integrity (hashes, links, signatures, data files, checkpoints) and, when
+the transform layer provides a replay, reproducibility (spec: Dataset Validation).
+
+Integrity checks everything the chain commits to: every block hash and link, each block's
+signature (trusted key, unknown key or unsigned), every data file's physical hash (when
+recorded; the logical hash when not, or always with ``deep``) and record count, and that
+transform blocks of derivative datasets have their checkpoint. The report names the oldest
+bad block first: that is where the dataset stopped being what its chain says.
+
+Reproducibility re-runs every transform; that needs the engine, so ``replay`` is a callable
+the transform layer passes in. Without it the report says so instead of claiming success.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .catalog import inputs_of
+from .data.hashing import logical_hash, physical_hash
+from .metadata.chain import ChainBlock, ChainError, walk
+from .metadata.flatbuffers_codec import BlockFormatError, decode_block
+from .metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, DataSlice
+from .metadata.signing import Signature, SignatureStatus
+from .progress import NoProgress, Progress
+from .workspace import Dataset, DatasetNotFound, Workspace
+
+
+@dataclass(frozen=True)
+class Problem:
+    block_hash: bytes
+    reason: str
+
+    def __str__(self) -> str:
+        return f"block {self.block_hash.hex()}: {self.reason}"
+
+
+# Given a dataset and its checked chain (oldest first), re-run each transform and return the
+# blocks whose recomputed output differs (hash, record count or watermark) with the reason.
+Replay = Callable[[Dataset, list[ChainBlock]], list[Problem]]
+
+
+@dataclass
+class VerifyReport:
+    dataset_id: str
+    blocks: list[ChainBlock] = field(default_factory=list)  # oldest first, as far as readable
+    problems: list[Problem] = field(default_factory=list)  # oldest block first
+    reproducibility: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def first_problem(self) -> Problem | None:
+        return self.problems[0] if self.problems else None
+
+
+@dataclass(frozen=True)
+class ExpectedFiles:
+    """What one block commits to on disk besides itself."""
+
+    block_hash: bytes
+    slice: DataSlice | None  # the data file's expected content
+    vocab: DatasetVocabulary  # the columns the logical hash leaves out / sorts by
+    checkpoint: bool  # a transform step of a derivative dataset leaves engine state
+
+
+def expected_files(
+    blocks: Iterable[ChainBlock], vocab: DatasetVocabulary | None = None, source: DatasetSource | None = None
+) -> list[ExpectedFiles]:
+    """Per block (oldest first) the files it needs; ``vocab``/``source`` are in force before them."""
+    out = []
+    vocab = vocab or DatasetVocabulary()
+    for cb in blocks:
+        vocab = cb.block.vocab or vocab
+        source = cb.block.source or source
+        transform = isinstance(source, DatasetSourceDerivative) and cb.block.input_slices is not None
+        out.append(ExpectedFiles(cb.hash, cb.block.output_slice, vocab, transform))
+    return out
+
+
+def check_data_file(
+    path: Path, expected: DataSlice, vocab: DatasetVocabulary, digest: bytes | None = None,
+    *, deep: bool = False,
+) -> str | None:
+    """Why the file is not the slice the block records, or None.
+
+    A matching physical hash proves the bytes are the ones the block's author committed, so
+    then the record count comes from the Parquet footer and the logical hash (which costs
+    several times a SHA3 pass) is recomputed only with ``deep``; without a physical hash
+    (slices written by other tools) the logical hash is the check. ``digest``: the file's
+    SHA3-256 when the caller computed it while copying.
+    """
+    if not path.exists():
+        return "data file is missing"
+    if expected.physical_hash is not None and (digest or physical_hash(path)) != expected.physical_hash:
+        return "physical hash differs from the block's (the file's bytes were changed)"
+    table = None
+    try:
+        if expected.physical_hash is not None and not deep:
+            rows = pq.ParquetFile(path).metadata.num_rows
+        else:
+            table = pq.read_table(path)
+            rows = table.num_rows
+    except (pa.ArrowException, OSError) as e:
+        return f"not a readable Parquet file ({e})"
+    if rows != expected.num_records:
+        return f"has {rows} records, the block says {expected.num_records}"
+    if table is not None and logical_hash(table, vocab.event_time, vocab.system_time) != expected.hash:
+        return "logical hash differs from the block's (the records were changed)"
+    return None
+
+
+def verify_dataset(
+    ws: Workspace,
+    dataset_id: str,
+    *,
+    integrity_only: bool,
+    replay: Replay | None = None,
+    deep: bool = False,
+    progress: Progress | None = None,
+) -> VerifyReport:
+    """Check one dataset; ``deep`` recomputes logical hashes too (see ``check_data_file``)."""
+    ds = ws.dataset(dataset_id)
+    if not ds.exists():
+        raise DatasetNotFound(dataset_id)
+    report = VerifyReport(dataset_id)
+    newest_first, order, chain_problems = _walk_past_breaks(ds)
+    report.blocks = newest_first[::-1]
+    age = {h: i for i, h in enumerate(reversed(order))}
+
+    problems = [*chain_problems, *_signature_problems(ds, report.blocks)]
+    problems += _file_problems(ds, expected_files(report.blocks), deep, progress or NoProgress())
+    problems.sort(key=lambda p: age[p.block_hash])
+    report.problems = problems
+
+    source = next((cb.block.source for cb in newest_first if cb.block.source), None)
+    if integrity_only:
+        report.reproducibility = "not checked (--integrity)"
+    elif not isinstance(source, DatasetSourceDerivative):
+        report.reproducibility = "not applicable (root dataset: its data comes from outside)"
+    elif chain_problems:
+        report.reproducibility = "not checked (the chain is broken)"
+    elif replay is None:
+        report.reproducibility = "not checked (engine replay unavailable)"
+    else:
+        mismatches = replay(ds, report.blocks)
+        report.problems = sorted([*report.problems, *mismatches], key=lambda p: age[p.block_hash])
+        report.reproducibility = (
+            "reproduced" if not mismatches else f"{len(mismatches)} block(s) did not reproduce"
+        )
+    return report
+
+
+def verify(
+    ws: Workspace,
+    dataset_id: str,
+    *,
+    recursive: bool = False,
+    integrity_only: bool = False,
+    replay: Replay | None = None,
+    deep: bool = False,
+    progress: Progress | None = None,
+) -> list[VerifyReport]:
+    """Verify a dataset; with ``recursive`` its upstream datasets first (dependency order)."""
+    order = _upstream_first(ws, dataset_id) if recursive else [dataset_id]
+    return [verify_dataset(ws, i, integrity_only=integrity_only, replay=replay, deep=deep,
+                           progress=progress) for i in order]
+
+
+def _upstream_first(ws: Workspace, dataset_id: str) -> list[str]:
+    order: list[str] = []
+
+    def visit(i: str) -> None:
+        if i in order:
+            return
+        ds = ws.dataset(i)
+        if not ds.exists():
+            raise DatasetNotFound(i)
+        for dep in inputs_of(ds.summary().source):
+            visit(dep)
+        order.append(i)
+
+    visit(dataset_id)
+    return order
+
+
+def _walk_past_breaks(ds: Dataset) -> tuple[list[ChainBlock], list[bytes], list[Problem]]:
+    """The chain newest first like ``Dataset.chain``, but a bad block does not end the walk.
+
+    To name the *oldest* bad block, the walk goes on from a broken block's own (unverified)
+    link when its bytes still decode; every older block is then checked on its own merits.
+    Returns the good blocks, every block hash in chain order and the chain problems.
+    """
+    good: list[ChainBlock] = []
+    order: list[bytes] = []
+    problems: list[Problem] = []
+    head = ds.head()
+    while head is not None:
+        try:
+            for cb in walk(ds, head, trusted=ds.ws.trusted_keys()):
+                good.append(cb)
+                order.append(cb.hash)
+            return good, order, problems
+        except ChainError as e:
+            problems.append(Problem(e.block_hash, e.reason))
+            if e.block_hash not in order:
+                order.append(e.block_hash)
+            head = _unverified_link(ds, e.block_hash)
+    return good, order, problems
+
+
+def _unverified_link(ds: Dataset, block_hash: bytes) -> bytes | None:
+    data = ds.read_block(block_hash)
+    try:
+        return decode_block(data).prev_block_hash if data is not None else None
+    except BlockFormatError:
+        return None
+
+
+def _signature_problems(ds: Dataset, blocks: list[ChainBlock]) -> list[Problem]:
+    problems = []
+    for cb in blocks:
+        if cb.signature is SignatureStatus.UNKNOWN_KEY:
+            key = Signature.from_bytes(ds.read_signature(cb.hash)).public_key.hex()
+            problems.append(Problem(cb.hash, f"signed by an unknown key {key} (add it to trustedKeys "
+                                             "in .coord/config.yaml if you trust its owner)"))
+        elif cb.signature is SignatureStatus.UNSIGNED:
+            problems.append(Problem(cb.hash, f"unsigned (meta/signatures/{cb.hash.hex()} is missing)"))
+    return problems
+
+
+def _file_problems(
+    ds: Dataset, expected: list[ExpectedFiles], deep: bool, progress: Progress
+) -> list[Problem]:
+    problems = [
+        Problem(e.block_hash, f"checkpoint folder checkpoint/{e.block_hash.hex()} is missing")
+        for e in expected
+        if e.checkpoint and not ds.checkpoint_dir(e.block_hash).is_dir()
+    ]
+    slices = [e for e in expected if e.slice is not None]
+
+    def check(e: ExpectedFiles) -> Problem | None:
+        path = ds.data_file(e.block_hash)
+        reason = check_data_file(path, e.slice, e.vocab, deep=deep)
+        progress.advance(_size(path))
+        return Problem(e.block_hash, f"data/{e.block_hash.hex()}: {reason}") if reason else None
+
+    progress.start(sum(_size(ds.data_file(e.block_hash)) for e in slices), f"verifying {ds.id}")
+    try:
+        # hashlib and Arrow release the GIL, so threads use every core.
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            problems += [p for p in pool.map(check, slices) if p is not None]
+    finally:
+        progress.finish()
+    return problems
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
