@@ -19,6 +19,32 @@ def ws(tmp_path) -> Workspace:
     return Workspace.init(tmp_path / "ws")
 
 
+SPARK_DIR = ROOT / "engines" / "spark"
+
+
+def _run_script(name: str) -> str:
+    proc = subprocess.run(
+        ["bash", str(SPARK_DIR / name)], capture_output=True, text=True, timeout=3600,
+        stdin=subprocess.DEVNULL,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"{name} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def engine_image():
+    """(API socket, image digest): Podman's API service running and the engine image built.
+
+    The scripts install Podman and build the image themselves: a cold build takes a few
+    minutes, a cached one seconds."""
+    sock = _run_script("podman-setup.sh")
+    digest = _run_script("build-image.sh")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COORD_CONTAINER_HOST", f"unix://{sock}")
+        yield sock, digest
+
+
 def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
     """Run the real CLI in a child process (so it can be killed, locked out, etc.)."""
     full_env = {**os.environ, **(env or {})}

@@ -29,11 +29,16 @@ class EngineProcess(Protocol):
 
 def start_engine(settings: EngineSettings, run_dir: Path, read_only_paths: list[Path]) -> EngineProcess:
     """Starts an engine that can write only to ``run_dir`` and read ``read_only_paths``
-    (inputs, previous checkpoints) besides its own code. Returns once it answers requests."""
+    (inputs, previous checkpoints) besides its own code. Returns once it answers requests.
+
+    ``auto`` picks the container runtime when a container API answers and has the engine
+    image, else the sandbox."""
     runtime = settings.runtime
     container = _container_runtime()
     if runtime == "auto":
-        runtime = "container" if container is not None and container.container_api_available() else "sandbox"
+        usable = (container is not None and container.container_api_available()
+                  and container.image_available(settings.image))
+        runtime = "container" if usable else "sandbox"
     if runtime == "container":
         if container is None:
             raise EngineStartError("the container runtime is not available in this build")

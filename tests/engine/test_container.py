@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import threading
 from pathlib import Path
 
@@ -17,28 +16,6 @@ from coordinator.engine import container as ctr
 from coordinator.engine.client import EngineClient
 from coordinator.engine.container import ContainerEngineError, container_api_available, start_container
 from coordinator.engine.settings import EngineSettings
-
-SPARK_DIR = Path(__file__).resolve().parents[2] / "engines" / "spark"
-
-
-def _run_script(name: str) -> str:
-    proc = subprocess.run(
-        ["bash", str(SPARK_DIR / name)], capture_output=True, text=True, timeout=3600,
-        stdin=subprocess.DEVNULL,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"{name} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    return proc.stdout.strip().splitlines()[-1]
-
-
-@pytest.fixture(scope="session")
-def engine_image():
-    """(API socket, image digest): Podman's API service running and the image built."""
-    sock = _run_script("podman-setup.sh")
-    digest = _run_script("build-image.sh")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("COORD_CONTAINER_HOST", f"unix://{sock}")
-        yield sock, digest
 
 
 def _settings(**overrides) -> EngineSettings:

@@ -41,7 +41,9 @@ def derivative_source(query: str, inputs=(ORDERS,)) -> dict:
 def write_manifests(home: Path, hourly_sql: str = HOURLY_SQL, large_sql: str | None = None) -> Path:
     folder = home / "manifests"
     folder.mkdir(exist_ok=True)
-    large_sql = large_sql or f"SELECT event_time, order_id, customer, amount FROM `{ORDERS}` WHERE amount > 10"
+    large_sql = large_sql or (
+        f"SELECT event_time, order_id, customer, amount FROM `{ORDERS}` WHERE amount > 10"
+    )
     docs = {
         ORDERS: manifest(ORDERS, root_source()),
         LARGE: manifest(LARGE, derivative_source(large_sql)),

@@ -6,11 +6,22 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from coordinator.workspace import Workspace
 
 from ..conftest import coord
-from .pipeline import HOURLY, LARGE, ORDERS, expected_hourly, order_rows, write_manifests, write_orders_file
+from .pipeline import (
+    HOURLY,
+    LARGE,
+    ORDERS,
+    expected_hourly,
+    manifest,
+    order_rows,
+    root_source,
+    write_manifests,
+    write_orders_file,
+)
 
 pytestmark = pytest.mark.slow
 SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
@@ -87,7 +98,8 @@ def test_a_coordinator_killed_after_the_engine_answered_redoes_the_step_exactly_
     write_orders_file(home, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(home)), cwd=home)
     coord("pull", ORDERS, cwd=home)
-    killed = coord("pull", HOURLY, cwd=home, env={**SANDBOX, "COORD_CRASH_AT": "engine-answered"}, check=False)
+    crash = {**SANDBOX, "COORD_CRASH_AT": "engine-answered"}
+    killed = coord("pull", HOURLY, cwd=home, env=crash, check=False)
     assert killed.returncode == -9
     assert not any("inputSlices" in b for b in blocks(home, HOURLY))
     coord("pull", HOURLY, cwd=home, env=SANDBOX)
@@ -128,9 +140,7 @@ def test_changing_a_query_may_add_columns_but_not_drop_them(home):
 
 
 def test_root_preprocess_runs_in_the_engine(home):
-    import yaml
 
-    from .pipeline import manifest, root_source
 
     write_orders_file(home, "2024-01-01.csv", order_rows(1))
     doc = manifest(ORDERS, root_source(preprocess="SELECT event_time, order_id, upper(customer) AS customer, "
