@@ -1,6 +1,7 @@
 """The coord command, end to end, as a user runs it."""
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -140,3 +141,23 @@ def test_a_commit_killed_at_any_step_keeps_the_old_head_and_the_rerun_finishes_o
     assert len(blocks) == 2 and blocks[-1][0] == before
     leftovers = {p.name for p in (ds.root / "meta" / "blocks").iterdir()}
     assert leftovers == {h.hex() for h, _ in blocks}
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_an_ingest_killed_at_any_step_leaves_the_old_head_and_the_rerun_adds_the_data_once(home, point):
+    (home / "data").mkdir()
+    (home / "data" / "orders-2024-01-01.csv.gz").write_bytes(gzip.compress(
+        b"order_id,customer,amount,placed_at\n1,ann,9.50,2024-01-01T10:00:00Z\n2,bob,3.25,2024-01-01T11:00:00Z\n"
+    ))
+    coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
+    ds = Workspace.open(home).dataset(ORDERS)
+    before = ds.head()
+
+    killed = coord("pull", ORDERS, cwd=home, env={"COORD_CRASH_AT": point}, check=False)
+    assert killed.returncode == -9
+    assert (ds.head() == before) == (point != "head-updated")
+
+    coord("pull", ORDERS, cwd=home)
+    summary = ds.summary()
+    assert summary.num_records == 2 and summary.blocks == 2
+    assert {p.name for p in (ds.root / "data").iterdir()} == {summary.head.hex()}

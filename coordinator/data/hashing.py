@@ -33,7 +33,7 @@ __all__ = ["UnsupportedValueError", "canonical_text", "logical_hash", "physical_
 # changes), rendered in worker threads while the caller hashes the segments before them
 # (Arrow compute and hashlib release the GIL); this also keeps strings far below the 2 GiB
 # offset limit.
-_BATCH_ROWS = 1 << 17
+_BATCH_ROWS = 1 << 16
 # Segments rendered ahead of the one being hashed (bounds the extra memory).
 _LOOKAHEAD = 3
 _NULL = "\\N"
@@ -200,23 +200,15 @@ def _sort_ties(rows: pa.Array | pa.ChunkedArray, ties: np.ndarray | None):
         return rows.take(pc.sort_indices(rows))
     if not ties.any():
         return rows
-    n = len(rows)
-    starts = np.flatnonzero(np.concatenate([[True], ~ties]))  # first row of every run
-    lengths = np.diff(np.append(starts, n))
-    order = np.arange(n)
-    # Runs of two (the usual tie) need one comparison: swap where the first row is greater.
-    pairs = starts[lengths == 2]
-    if len(pairs):
-        swap = pc.greater(rows.take(pairs), rows.take(pairs + 1))
-        swapped = pairs[swap.to_numpy(zero_copy_only=False)]
-        order[swapped], order[swapped + 1] = swapped + 1, swapped
-    longer = lengths > 2
-    if longer.any():
-        run = np.repeat(np.arange(len(starts)), lengths)  # run number of every row
-        tied = np.flatnonzero(np.repeat(longer, lengths))
-        keys = pa.table({"run": run[tied], "row": rows.take(tied)})
-        within = pc.sort_indices(keys, [("run", "ascending"), ("row", "ascending")]).to_numpy()
-        order[tied] = tied[within]
+    member = np.zeros(len(rows), dtype=bool)  # rows in a run of two or more
+    member[:-1] = ties
+    member[1:] |= ties
+    tied = np.flatnonzero(member)
+    run = np.concatenate([[0], np.cumsum(~ties)])  # run number of every row
+    keys = pa.table({"run": run[tied], "row": rows.take(tied)})
+    within = pc.sort_indices(keys, [("run", "ascending"), ("row", "ascending")]).to_numpy()
+    order = np.arange(len(rows))
+    order[tied] = tied[within]
     return rows.take(order)
 
 
