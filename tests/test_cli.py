@@ -161,3 +161,18 @@ def test_an_ingest_killed_at_any_step_leaves_the_old_head_and_the_rerun_adds_the
     summary = ds.summary()
     assert summary.num_records == 2 and summary.blocks == 2
     assert {p.name for p in (ds.root / "data").iterdir()} == {summary.head.hex()}
+
+
+def test_config_set_changes_the_engine_runtime_and_refuses_unknown_ones(home):
+    coord("config", "set", "engine.runtime", "sandbox", cwd=home)
+    assert coord("config", "get", "engine.runtime", cwd=home).stdout.strip() == "sandbox"
+    proc = coord("config", "set", "engine.runtime", "vm", cwd=home, check=False)
+    assert proc.returncode == 1 and "must be one of" in proc.stderr
+    assert coord("config", "get", "engine.runtime", cwd=home).stdout.strip() == "sandbox"
+
+
+def test_a_remote_spark_master_needs_network_to_be_allowed_explicitly(home):
+    proc = coord("config", "set", "engine.sparkMaster", "spark://127.0.0.1:7077", cwd=home, check=False)
+    assert proc.returncode == 1 and "engine.allowNetwork" in proc.stderr
+    coord("config", "set", "engine.allowNetwork", "true", cwd=home)
+    coord("config", "set", "engine.sparkMaster", "spark://127.0.0.1:7077", cwd=home)

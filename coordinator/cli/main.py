@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 from rich.table import Table
 
 from .. import catalog
@@ -144,6 +145,48 @@ def reset(ctx: click.Context, dataset: str, block: str) -> None:
     """Move the head of DATASET back to BLOCK (a hash or its prefix); later blocks go."""
     h = catalog.reset_dataset(_ws(ctx), dataset, block)
     out.print(f"{dataset} head is now {h.hex()}")
+
+
+@cli.group()
+def config() -> None:
+    """Read or change the workspace settings (.coord/config.yaml), e.g. engine.runtime."""
+
+
+@config.command("get")
+@click.argument("key", required=False)
+@click.pass_context
+def config_get(ctx: click.Context, key: str | None) -> None:
+    """Print a setting (dotted KEY such as engine.runtime), or all of them."""
+    value = _ws(ctx).config()
+    for part in key.split(".") if key else ():
+        if not isinstance(value, dict) or part not in value:
+            raise click.UsageError(f"no setting {key}")
+        value = value[part]
+    text = yaml.safe_dump(value, sort_keys=False).strip() if isinstance(value, (dict, list)) else str(value)
+    out.print(text, markup=False)
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+@click.pass_context
+def config_set(ctx: click.Context, key: str, value: str) -> None:
+    """Change a setting: VALUE is read as YAML (true, 2, local[2], {a: b})."""
+    ws = _ws(ctx)
+    cfg = ws.config()
+    *parents, last = key.split(".")
+    node = cfg
+    for part in parents:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise click.UsageError(f"{key}: {part} is not a group of settings")
+    node[last] = yaml.safe_load(value)
+    if parents[:1] == ["engine"]:
+        from ..transform.engine_session import settings_from_config
+
+        settings_from_config(cfg)  # refuses unknown runtimes, a remote master without network
+    ws.save_config(cfg)
+    out.print(f"{key} = {node[last]}")
 
 
 @cli.group()

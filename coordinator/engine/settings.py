@@ -25,7 +25,7 @@ class EngineSettings:
         if not self.spark_master.startswith("local") and not self.allow_network:
             raise ValueError(
                 f"Spark master {self.spark_master!r} needs network access; "
-                "set allow_network to use a non-local master"
+                "allow it to use a non-local master (coord config set engine.allowNetwork true)"
             )
 
     @property

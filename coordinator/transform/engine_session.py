@@ -31,7 +31,12 @@ class EngineSession:
 
 
 def engine_settings(ws: Workspace) -> EngineSettings:
-    cfg = ws.config().get("engine") or {}
+    return settings_from_config(ws.config())
+
+
+def settings_from_config(config: dict) -> EngineSettings:
+    """The ``engine`` section of the workspace config; $COORD_ENGINE_RUNTIME wins."""
+    cfg = config.get("engine") or {}
     return EngineSettings(
         runtime=os.environ.get("COORD_ENGINE_RUNTIME") or cfg.get("runtime", "auto"),
         spark_master=cfg.get("sparkMaster", "local[2]"),
