@@ -46,15 +46,20 @@ def pull_order(ws: Workspace, ids: list[str], *, recursive: bool) -> list[str]:
 class EngineOnDemand:
     """Starts the engine the first time a dataset needs it; one per command."""
 
-    def __init__(self, ws: Workspace, stack: ExitStack):
-        self._ws, self._stack, self._engine = ws, stack, None
+    def __init__(self, ws: Workspace, stack: ExitStack, settings=None):
+        self._ws, self._stack, self._settings, self._engine = ws, stack, settings, None
         self.starts = 0
+
+    @property
+    def identity(self):
+        """The running engine's identity, or None when none was needed."""
+        return self._engine.identity if self._engine is not None else None
 
     def get(self):
         if self._engine is None:
             from .transform.engine_session import open_engine
 
-            self._engine = self._stack.enter_context(open_engine(self._ws))
+            self._engine = self._stack.enter_context(open_engine(self._ws, self._settings))
             self.starts += 1
         return self._engine
 

@@ -110,17 +110,22 @@ _SIGNATURE_WORDS = {
 @click.option("--deep", is_flag=True,
               help="Recompute every logical hash too (slower; a matching physical hash already "
                    "proves the file is unchanged).")
+@click.option("--engine", "engine_spec", metavar="RUNTIME[:IMAGE]",
+              help="Replay with this engine (sandbox, container or container:IMAGE) instead of "
+                   "the configured one; when everything reproduces, record its compatibility.")
 @click.pass_context
-def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool) -> None:
-    """Check DATASET's chain, signatures, data files and checkpoints."""
+def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
+            engine_spec: str | None) -> None:
+    """Check DATASET's chain, signatures, data files and checkpoints, and replay its transforms."""
+    from ..pull import EngineOnDemand
+    from ..transform import replay as replaying
+
+    if engine_spec and integrity:
+        raise click.UsageError("--engine replays transforms; it cannot go with --integrity")
     ws = workspace(ctx)
     with ExitStack() as stack:
-        replay = None
-        if not integrity:  # replaying needs the engine, started on first need
-            from ..pull import EngineOnDemand
-            from ..transform.replay import make_replay
-
-            replay = make_replay(EngineOnDemand(ws, stack).get)
+        engine = EngineOnDemand(ws, stack, _engine_settings(ws, engine_spec) if engine_spec else None)
+        replay = None if integrity else replaying.make_replay(engine.get)  # engine on first need
         reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
                                 deep=deep, replay=replay, progress=RichProgress(err))
     for report in reports:
@@ -134,10 +139,29 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
             out.print(f"  problem: {p}", markup=False)
         out.print(f"  integrity: {'ok' if report.ok else 'FAILED'}", markup=False)
         out.print(f"  reproducibility: {report.reproducibility}", markup=False)
+        if engine.identity is not None and report.reproducibility == "reproduced":
+            ds = ws.dataset(report.dataset_id)
+            out.print(f"  replayed with {replaying.engine_note(ds, engine.identity)}", markup=False)
+            if engine_spec:
+                h = replaying.record_compatibility(ds, engine.identity)
+                out.print(f"  recorded compatibility with this engine in block {h.hex()[:12]}")
     failed = [r for r in reports if not r.ok]
     if failed:
         first = failed[0]
         raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
+
+
+def _engine_settings(ws, spec: str):
+    """``sandbox``, ``container`` or ``container:IMAGE`` over the workspace's engine settings."""
+    import dataclasses
+
+    from ..transform.engine_session import engine_settings
+
+    runtime, _, image = spec.partition(":")
+    if runtime not in ("sandbox", "container") or (image and runtime != "container"):
+        raise click.UsageError(f"--engine {spec}: expected sandbox, container or container:IMAGE")
+    settings = dataclasses.replace(engine_settings(ws), runtime=runtime)
+    return dataclasses.replace(settings, image=image) if image else settings
 
 
 def register(cli_group: click.Group) -> None:

@@ -312,6 +312,7 @@ class MetadataBlock:
     source: DatasetSource | None = None
     vocab: DatasetVocabulary | None = None
     engine: EngineIdentity | None = None  # extension
+    compatible_engine: EngineIdentity | None = None  # extension: spec "Engine Deprecation"
 
 
 

@@ -47,12 +47,13 @@ def settings_from_config(config: dict) -> EngineSettings:
 
 
 @contextmanager
-def open_engine(ws: Workspace) -> Iterator[EngineSession]:
-    """Start the configured engine; it may read the datasets and write only its run folder."""
+def open_engine(ws: Workspace, settings: EngineSettings | None = None) -> Iterator[EngineSession]:
+    """Start the engine (the configured one unless ``settings`` says otherwise); it may read
+    the datasets and write only its run folder."""
     run_dir = ws.run_dir / f"engine-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir(parents=True)
     try:
-        with running_engine(engine_settings(ws), run_dir, [ws.meta / "datasets"]) as engine:
+        with running_engine(settings or engine_settings(ws), run_dir, [ws.meta / "datasets"]) as engine:
             with EngineClient(engine.socket_path) as client:
                 yield EngineSession(client, engine.identity, run_dir)
     finally:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..metadata.chain import ChainBlock
-from ..metadata.objects import DatasetVocabulary
-from ..metadata.timefmt import IntervalType
+from ..metadata.objects import DatasetVocabulary, EngineIdentity, MetadataBlock
+from ..metadata.timefmt import IntervalType, now_utc
 from ..verify import Problem
 from ..workspace import Dataset
 from .engine_session import EngineSession
@@ -65,3 +65,26 @@ def _difference(recorded, replayed) -> str | None:
     if recorded.output_watermark != replayed.output_watermark:
         return f"recorded watermark {recorded.output_watermark}, replay gave {replayed.output_watermark}"
     return None
+
+
+def same_engine(a: EngineIdentity | None, b: EngineIdentity | None) -> bool:
+    """The same engine build (where it ran, master and network aside)."""
+    key = lambda e: (e.runtime, e.version, e.spark_version, e.image_digest, e.files_hash)  # noqa: E731
+    return a is not None and b is not None and key(a) == key(b)
+
+
+def engine_note(ds: Dataset, replayed_with: EngineIdentity) -> str:
+    """Whether the chain's own records vouch for the engine a replay used."""
+    chain = [b for _, b in ds.blocks()]
+    recorded = [b.engine for b in chain if b.engine is not None]
+    if all(same_engine(e, replayed_with) for e in recorded):
+        return "the recorded engine"
+    if any(same_engine(b.compatible_engine, replayed_with) for b in chain):
+        return "an engine the chain records as compatible"
+    return "an engine that differs from the recorded one (no compatibility record)"
+
+
+def record_compatibility(ds: Dataset, engine: EngineIdentity) -> bytes:
+    """Engine deprecation: a signed block saying the whole chain reproduces with ``engine``."""
+    with ds.writer() as w:
+        return w.commit(MetadataBlock(system_time=now_utc(), compatible_engine=engine))

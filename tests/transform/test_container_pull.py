@@ -24,3 +24,20 @@ def test_a_derivative_pull_runs_in_the_container_and_records_the_image_digest(tm
     assert newest["engine"]["runtime"] == "container"
     assert newest["engine"]["imageDigest"] == digest
     assert newest["engine"]["networkIsolated"] is True
+
+
+def test_verify_with_another_engine_records_its_compatibility(tmp_path, engine_image):
+    coord("init", cwd=tmp_path)
+    rows = order_rows(3)
+    write_orders_file(tmp_path, "2024-01-01.csv", rows)
+    coord("add", str(write_manifests(tmp_path)), cwd=tmp_path)
+    coord("pull", "-r", HOURLY, cwd=tmp_path, env={"COORD_ENGINE_RUNTIME": "container"})
+
+    first = coord("verify", HOURLY, "--engine", "sandbox", cwd=tmp_path).stdout
+    assert "reproducibility: reproduced" in first
+    assert "differs from the recorded one" in first and "recorded compatibility" in first
+    newest = json.loads(coord("log", HOURLY, "-o", "json", cwd=tmp_path).stdout)[0]
+    assert newest["compatibleEngine"]["runtime"] == "sandbox"
+
+    later = coord("verify", HOURLY, cwd=tmp_path, env={"COORD_ENGINE_RUNTIME": "sandbox"}).stdout
+    assert "replayed with an engine the chain records as compatible" in later
