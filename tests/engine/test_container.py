@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import threading
 from pathlib import Path
 
@@ -43,8 +44,11 @@ def engine(engine_image, workspace):
 
 
 def _exec(proc, script: str) -> tuple[int, str]:
-    code, out = proc._container.exec_run(["sh", "-c", script])
-    return code, out.decode(errors="replace")
+    # The podman CLI rather than the API's exec: under load the API's exec attach can return
+    # before the output arrives, leaving it empty.
+    done = subprocess.run(["podman", "exec", proc._container.name, "sh", "-c", script],
+                          capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout + done.stderr
 
 
 @pytest.mark.slow
