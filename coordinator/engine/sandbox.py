@@ -41,9 +41,11 @@ def bwrap_command(
         raise EngineStartError("bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
     run_dir = run_dir.resolve()
     args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in read_only_paths:
+    # The engine's code and Python must stay visible even when they live under /tmp (a
+    # checkout or a virtualenv there would otherwise be hidden by the private /tmp).
+    for path in [stubs.ENGINE_DIR, Path(sys.prefix), Path(sys.base_prefix), *read_only_paths]:
         path = path.resolve()
-        if path.exists():  # paths under /tmp are hidden by the private /tmp otherwise
+        if path.exists():
             args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(run_dir), str(run_dir)]
     args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--die-with-parent"]
