@@ -49,6 +49,7 @@ def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True) ->
     """Run the real CLI in a child process (so it can be killed, locked out, etc.)."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("COORD_WORKSPACE", None)
+    full_env["PYTHONPATH"] = str(ROOT)  # this checkout, whatever an editable install points at
     proc = subprocess.run(
         [sys.executable, "-m", "coordinator.cli", *args],
         cwd=cwd, env=full_env, capture_output=True, text=True, timeout=600,

@@ -32,7 +32,7 @@ from typing import Any
 
 from coordinator.metadata.objects import EngineIdentity
 
-from .runtime import EngineStartError
+from .runtime import SHARED_INPUTS_ENV, EngineStartError, shared_inputs_dir
 
 log = logging.getLogger(__name__)
 
@@ -232,6 +232,7 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
         # (On the host network a fixed port would collide between concurrent pulls.)
         command += ["--port", str(ENGINE_PORT)]
 
+    shared = shared_inputs_dir(settings, run_dir)
     container = client.containers.run(
         image.id,  # by ID: what runs is exactly what the identity names, even if re-tagged
         command=command,
@@ -239,11 +240,12 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
         detach=True,
         init=True,
         network_mode="none" if isolated else "host",
-        volumes=_volumes(run_dir, read_only_paths),
+        volumes=_volumes(run_dir, read_only_paths, shared),
         user=f"{os.getuid()}:{os.getgid()}",
         read_only=True,
         tmpfs={"/tmp": "rw,nosuid,nodev,mode=1777"},
-        environment={"HOME": "/tmp"},  # root's home is read-only; Spark/ivy may want a home
+        # root's home is read-only; Spark/ivy may want a home
+        environment={"HOME": "/tmp", **({SHARED_INPUTS_ENV: str(shared)} if shared else {})},
         ulimits=[_ulimit(n, v) for n, v in ULIMITS.items()],
         labels={LABEL_RUN_DIR: str(run_dir)},
         # No auto_remove: an engine that dies while starting must keep its logs for the
@@ -268,10 +270,12 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
     return proc
 
 
-def _volumes(run_dir: Path, read_only_paths) -> dict:
+def _volumes(run_dir: Path, read_only_paths, shared: Path | None) -> dict:
     # Same path inside as outside. Podman mounts parents before children, so a run folder
     # inside a read-only workspace is still writable.
     volumes = {str(run_dir): {"bind": str(run_dir), "mode": "rw"}}
+    if shared is not None:
+        volumes[str(shared)] = {"bind": str(shared), "mode": "rw"}
     for p in read_only_paths:
         p = Path(p).resolve()
         if not p.exists():

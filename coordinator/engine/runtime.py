@@ -27,6 +27,20 @@ class EngineProcess(Protocol):
         """Stops the engine; idempotent."""
 
 
+SHARED_INPUTS_ENV = "ODF_ENGINE_INPUTS_ROOT"  # read by the engine (streaming.inputs_root)
+
+
+def shared_inputs_dir(settings: EngineSettings, run_dir: Path) -> Path | None:
+    """With a cluster master the executors run outside the engine's sandbox or container and
+    cannot see its private /tmp: the engine then stages its inputs in this folder, mounted
+    writable at the same path (per workspace; the engine adds the output dataset's id)."""
+    if settings.spark_master.startswith("local"):
+        return None
+    shared = run_dir.resolve().parent / "engine-inputs"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
 def start_engine(settings: EngineSettings, run_dir: Path, read_only_paths: list[Path]) -> EngineProcess:
     """Starts an engine that can write only to ``run_dir`` and read ``read_only_paths``
     (inputs, previous checkpoints) besides its own code. Returns once it answers requests.

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..metadata.objects import EngineIdentity
 from . import stubs
 from .client import EngineClient, EngineError
-from .runtime import EngineStartError
+from .runtime import SHARED_INPUTS_ENV, EngineStartError, shared_inputs_dir
 from .settings import EngineSettings
 
 SOCKET_NAME = "engine.sock"
@@ -48,6 +48,9 @@ def bwrap_command(
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(run_dir), str(run_dir)]
+    shared = shared_inputs_dir(settings, run_dir)
+    if shared is not None:
+        args += ["--bind", str(shared), str(shared), "--setenv", SHARED_INPUTS_ENV, str(shared)]
     args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--die-with-parent"]
     if not settings.allow_network:
         args.append("--unshare-net")

@@ -6,6 +6,10 @@ network, so the executors in the worker's JVM reach the driver at 127.0.0.1); a 
 uses the default local master. Both pull the same orders pipeline in two rounds (the second one
 resumes from the first one's checkpoints in a new engine process) and must commit slices with the
 same logical hashes; the blocks record where the engine ran.
+
+The executors read the engine's staged input files by path, outside the sandbox, so the
+engine must stage them in a folder visible at the same path on the host (not its private
+/tmp, where Spark's ignoreMissingFiles would silently turn every input into nothing).
 """
 from __future__ import annotations
 

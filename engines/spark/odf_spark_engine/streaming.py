@@ -57,6 +57,15 @@ MAX_FILE_AGE = "3650000d"
 # those files are gone by then, which spark.sql.files.ignoreMissingFiles lets it accept.
 # Engines run with a private /tmp (sandbox, container), so the fixed path is theirs alone.
 INPUTS_ROOT = Path(tempfile.gettempdir()) / "odf-engine-inputs"
+# With a cluster master the executors run outside the engine's sandbox and cannot see its
+# private /tmp: the runtime then names a shared folder, the same path inside and out.
+SHARED_INPUTS_ENV = "ODF_ENGINE_INPUTS_ROOT"
+
+
+def inputs_root(dataset_id: str) -> Path:
+    """Where one transaction stages its inputs (stable per output dataset, see INPUTS_ROOT)."""
+    shared = os.environ.get(SHARED_INPUTS_ENV)
+    return Path(shared) / dataset_id if shared else INPUTS_ROOT
 
 
 @dataclass
@@ -110,10 +119,11 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
     state.transaction_id = request.transaction_id
     state.runs += 1
 
-    shutil.rmtree(INPUTS_ROOT, ignore_errors=True)
+    staging = inputs_root(request.dataset_id)
+    shutil.rmtree(staging, ignore_errors=True)
     inputs = []
     for message in request.inputs:
-        stream_input = _stream_input(message, INPUTS_ROOT)
+        stream_input = _stream_input(message, staging)
         watermark = _feed_input(stream_input, message, state)
         inputs.append(stream_input)
         yield _log(
@@ -142,7 +152,7 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
 
     watermark = _output_watermark(inputs, state)
     state.output_watermark = _text(watermark) if watermark else None
-    shutil.rmtree(INPUTS_ROOT)
+    shutil.rmtree(staging)
     checkpoint.save_state(new_dir, state)
 
     result = pb.ExecuteResult(num_records=num_records, schema=schema)
