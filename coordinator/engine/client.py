@@ -5,6 +5,9 @@ transport failure is raised as ``EngineError`` with the engine's own message.
 """
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,6 +132,25 @@ class EngineError(Exception):
 # ----- the client ------------------------------------------------------------------------------
 
 
+# Unix socket paths are limited to 107 bytes; a socket deep in a workspace is reached through
+# a short symlink instead (connect follows symlinks).
+_SOCKET_PATH_LIMIT = 100
+_short_links: dict[Path, Path] = {}
+
+
+def socket_target(socket_path: Path) -> str:
+    """The gRPC target of a unix socket, however long its path."""
+    if len(str(socket_path)) <= _SOCKET_PATH_LIMIT:
+        return f"unix:{socket_path}"
+    link = _short_links.get(socket_path)
+    if link is None:
+        link = Path(tempfile.mkdtemp(prefix="coord-")) / "engine.sock"
+        link.symlink_to(socket_path)
+        atexit.register(shutil.rmtree, link.parent, True)
+        _short_links[socket_path] = link
+    return f"unix:{link}"
+
+
 class EngineClient:
     """A gRPC connection to one engine, over its unix socket (or a ``host:port`` target)."""
 
@@ -136,7 +158,7 @@ class EngineClient:
         if (socket_path is None) == (target is None):
             raise ValueError("give exactly one of socket_path or target")
         self.socket_path = Path(socket_path) if socket_path is not None else None
-        self._channel = grpc.insecure_channel(target or f"unix:{self.socket_path}")
+        self._channel = grpc.insecure_channel(target or socket_target(self.socket_path))
         self._stub = pb_grpc.EngineStub(self._channel)
 
     def close(self) -> None:

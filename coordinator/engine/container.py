@@ -32,6 +32,7 @@ from typing import Any
 
 from coordinator.metadata.objects import EngineIdentity
 
+from .client import socket_target
 from .runtime import SHARED_INPUTS_ENV, EngineStartError, shared_inputs_dir
 
 log = logging.getLogger(__name__)
@@ -308,7 +309,7 @@ def _wait_ready(container, sock: Path, timeout: float) -> None:
                 f"(no answer on {sock}); logs:\n{_logs(container)}"
             )
         if sock.exists():
-            channel = grpc.insecure_channel(f"unix:{sock}")
+            channel = grpc.insecure_channel(socket_target(sock))
             try:
                 grpc.channel_ready_future(channel).result(timeout=min(1.0, left))
                 return

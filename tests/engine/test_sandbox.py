@@ -91,3 +91,18 @@ def test_engine_identity(sandbox_engine, engine_client):
     assert identity.network_isolated is True
     info = engine_client.identify()
     assert (info.engine_name, info.spark_version, info.spark_master) == ("spark", "4.3.0", "local[2]")
+
+
+@pytest.mark.slow
+def test_an_engine_deep_in_a_long_path_is_reachable(tmp_path):
+    from coordinator.engine.client import EngineClient
+    from coordinator.engine.sandbox import start_sandbox
+
+    run_dir = tmp_path / ("a-rather-long-folder-name-" * 4) / "run"
+    assert len(str(run_dir / "engine.sock")) > 107  # beyond what a unix socket path may be
+    engine = start_sandbox(EngineSettings(runtime="sandbox"), run_dir, [])
+    try:
+        with EngineClient(engine.socket_path) as client:
+            assert client.identify().engine_name == "spark"
+    finally:
+        engine.stop()

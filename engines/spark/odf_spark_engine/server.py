@@ -168,7 +168,10 @@ def main(argv=None) -> None:
     pb_grpc.add_EngineServicer_to_server(EngineService(spark, args.master), server)
     if os.path.exists(args.socket):
         os.unlink(args.socket)  # a stale socket from a previous engine in the same run folder
-    server.add_insecure_port(f"unix:{args.socket}")
+    # Bound by a path relative to its folder: unix socket paths are limited to 107 bytes and
+    # a run folder deep in a workspace can be longer.
+    os.chdir(os.path.dirname(os.path.abspath(args.socket)))
+    server.add_insecure_port(f"unix:{os.path.basename(args.socket)}")
     if args.port:
         server.add_insecure_port(f"0.0.0.0:{args.port}")
     server.start()
