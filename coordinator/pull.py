@@ -48,7 +48,6 @@ class EngineOnDemand:
 
     def __init__(self, ws: Workspace, stack: ExitStack, settings=None):
         self._ws, self._stack, self._settings, self._engine = ws, stack, settings, None
-        self.starts = 0
 
     @property
     def identity(self):
@@ -60,7 +59,6 @@ class EngineOnDemand:
             from .transform.engine_session import open_engine
 
             self._engine = self._stack.enter_context(open_engine(self._ws, self._settings))
-            self.starts += 1
         return self._engine
 
 

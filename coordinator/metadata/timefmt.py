@@ -91,32 +91,6 @@ class TimeInterval:
     def __str__(self) -> str:
         return format_interval(self)
 
-    def contains(self, t: datetime) -> bool:
-        k, a, b = self.type, self.left, self.right
-        if k is IntervalType.EMPTY:
-            return False
-        if k is IntervalType.UNBOUNDED:
-            return True
-        if k is IntervalType.SINGLETON:
-            return t == a
-        left_ok = {
-            IntervalType.CLOSED: lambda: t >= a,
-            IntervalType.RIGHT_HALF_OPEN: lambda: t >= a,
-            IntervalType.UNBOUNDED_CLOSED_LEFT: lambda: t >= a,
-            IntervalType.OPEN: lambda: t > a,
-            IntervalType.LEFT_HALF_OPEN: lambda: t > a,
-            IntervalType.UNBOUNDED_OPEN_LEFT: lambda: t > a,
-        }.get(k, lambda: True)()
-        right_ok = {
-            IntervalType.CLOSED: lambda: t <= b,
-            IntervalType.LEFT_HALF_OPEN: lambda: t <= b,
-            IntervalType.UNBOUNDED_CLOSED_RIGHT: lambda: t <= b,
-            IntervalType.OPEN: lambda: t < b,
-            IntervalType.RIGHT_HALF_OPEN: lambda: t < b,
-            IntervalType.UNBOUNDED_OPEN_RIGHT: lambda: t < b,
-        }.get(k, lambda: True)()
-        return left_ok and right_ok
-
 
 # (left bracket, right bracket, left unbounded, right unbounded) -> type
 _BRACKETS = {
