@@ -19,7 +19,7 @@ from ..metadata.chain import ChainBlock, ChainError, walk
 from ..metadata.ids import DatasetRef
 from ..progress import Progress
 from ..verify import ExpectedFiles, check_data_file, expected_files
-from ..workspace import Dataset, DatasetWriter, Workspace
+from ..workspace import Dataset, DatasetWriter, Workspace, layout
 from ..workspace.crash import crash_point
 from ..workspace.fsutil import atomic_write, install, remove
 from .registry import open_remote, remember, remembered
@@ -89,7 +89,7 @@ def _compare(
                 break
             fetched.append(cb)
     except ChainError as e:
-        where = remote.file(RemoteDataset.block_file(e.block_hash))
+        where = remote.file(layout.block_file(e.block_hash))
         raise SyncError(f"{ref}: {e} ({where}; nothing was pulled)") from None
     n = len(fetched)
     if not local:
@@ -117,12 +117,12 @@ def _download(
     for e in expected:
         h = e.block_hash.hex()
         if e.slice is not None:
-            rel = RemoteDataset.data_file(e.block_hash)
+            rel = layout.data_file(e.block_hash)
             if rel not in listed:
                 raise SyncError(f"block {h}: {remote.file(rel)} is missing in the repository "
                                 "(nothing was pulled)")
             jobs.append(Job(listed[rel], _fetch_data(remote, rel, staging / rel, e)))
-        folder = RemoteDataset.checkpoint_dir(e.block_hash) + "/"
+        folder = layout.checkpoint_dir(e.block_hash) + "/"
         files = [rel for rel in listed if rel.startswith(folder)]
         if e.checkpoint and not files:
             raise SyncError(f"block {h}: checkpoint folder {remote.file(folder)} is missing in the "
@@ -157,11 +157,11 @@ def _install(
     ds: Dataset = writer.ds
     hashes = [cb.hash for cb in new]
     for h in hashes:
-        staged = staging / RemoteDataset.data_file(h)
+        staged = staging / layout.data_file(h)
         if staged.exists():
             install(staged, ds.data_file(h))
     for h in hashes:
-        staged = staging / RemoteDataset.checkpoint_dir(h)
+        staged = staging / layout.checkpoint_dir(h)
         if staged.exists():
             install(staged, ds.checkpoint_dir(h))
     for h in hashes:  # the bytes the walk checked (the remote keeps what it read)

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..metadata.chain import ChainBlock
 from ..metadata.ids import DatasetRef
 from ..progress import Progress
-from ..workspace import Dataset, DatasetNotFound, Workspace
+from ..workspace import Dataset, DatasetNotFound, Workspace, layout
 from ..workspace.crash import crash_point
 from .fileio import RefConflict
 from .registry import RepositoryError, open_remote, parse_target, remember, remembered
@@ -86,15 +86,15 @@ def _uploads(ds: Dataset, new: list[ChainBlock]) -> list[tuple[str, list[tuple[P
             if not ds.data_file(h).exists():
                 raise SyncError(f"block {h.hex()}: its data file {ds.data_file(h)} is missing "
                                 f"(coord verify {ds.id} checks the whole dataset)")
-            data.append((ds.data_file(h), RemoteDataset.data_file(h)))
+            data.append((ds.data_file(h), layout.data_file(h)))
         folder = ds.checkpoint_dir(h)
         for f in sorted(folder.rglob("*")) if folder.is_dir() else ():
             if f.is_file():
                 rel = f.relative_to(folder).as_posix()
-                checkpoints.append((f, f"{RemoteDataset.checkpoint_dir(h)}/{rel}"))
+                checkpoints.append((f, f"{layout.checkpoint_dir(h)}/{rel}"))
         if ds.signature_path(h).exists():
-            meta.append((ds.signature_path(h), RemoteDataset.signature_file(h)))
-        meta.append((ds.block_path(h), RemoteDataset.block_file(h)))
+            meta.append((ds.signature_path(h), layout.signature_file(h)))
+        meta.append((ds.block_path(h), layout.block_file(h)))
     return [("data", data), ("checkpoints", checkpoints), ("metadata", meta)]
 
 

@@ -5,9 +5,8 @@ one. Nothing read from a repository is trusted until that walk (and the data has
 """
 from __future__ import annotations
 
+from ..workspace import layout
 from .fileio import FileIO
-
-HEAD = "meta/refs/head"
 
 
 class SyncError(Exception):
@@ -25,38 +24,22 @@ class RemoteDataset:
     def file(self, relative: str) -> str:
         return f"{self.path}/{relative}"
 
-    @staticmethod
-    def block_file(block_hash: bytes) -> str:
-        return f"meta/blocks/{block_hash.hex()}"
-
-    @staticmethod
-    def signature_file(block_hash: bytes) -> str:
-        return f"meta/signatures/{block_hash.hex()}"
-
-    @staticmethod
-    def data_file(block_hash: bytes) -> str:
-        return f"data/{block_hash.hex()}"
-
-    @staticmethod
-    def checkpoint_dir(block_hash: bytes) -> str:
-        return f"checkpoint/{block_hash.hex()}"
-
     def read_head(self) -> tuple[bytes | None, object]:
         """The head block hash (None if the dataset is not there) and the ref's CAS token."""
-        data, token = self.io.read_ref(self.file(HEAD))
+        data, token = self.io.read_ref(self.file(layout.HEAD))
         if data is None:
             return None, token
         try:
             return bytes.fromhex(data.decode().strip()), token
         except ValueError:
-            raise ValueError(f"{self.path}/{HEAD} in the repository is not a block hash") from None
+            raise ValueError(f"{self.path}/{layout.HEAD} in the repository is not a block hash") from None
 
     def swap_head(self, new: bytes, expected: object) -> None:
-        self.io.swap_ref(self.file(HEAD), new.hex().encode() + b"\n", expected)
+        self.io.swap_ref(self.file(layout.HEAD), new.hex().encode() + b"\n", expected)
 
     def read_block(self, block_hash: bytes) -> bytes | None:
         if block_hash not in self.blocks:
-            data = self.io.read_bytes(self.file(self.block_file(block_hash)))
+            data = self.io.read_bytes(self.file(layout.block_file(block_hash)))
             if data is None:
                 return None
             self.blocks[block_hash] = data
@@ -64,7 +47,7 @@ class RemoteDataset:
 
     def read_signature(self, block_hash: bytes) -> bytes | None:
         if block_hash not in self.signatures:
-            self.signatures[block_hash] = self.io.read_bytes(self.file(self.signature_file(block_hash)))
+            self.signatures[block_hash] = self.io.read_bytes(self.file(layout.signature_file(block_hash)))
         return self.signatures[block_hash]
 
     def files(self, folder: str) -> dict[str, int]:

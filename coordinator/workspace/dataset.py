@@ -1,12 +1,6 @@
 """One dataset of the workspace: the read side (head, checked blocks, data files, state).
 
-On disk (the spec's sharing layout, copied unchanged by push and pull)::
-
-    meta/refs/head               hex hash of the newest block
-    meta/blocks/<hash>           the exact hashed FlatBuffers bytes
-    meta/signatures/<hash>       Ed25519 signature of the hash
-    data/<block hash>            the Parquet slice the block added
-    checkpoint/<block hash>/     engine state after that block
+On disk it is the spec's sharing layout (``layout.py``), copied unchanged by push and pull.
 """
 from __future__ import annotations
 
@@ -24,6 +18,7 @@ from ..metadata.objects import (
     DatasetVocabulary,
     MetadataBlock,
 )
+from . import layout
 
 if TYPE_CHECKING:
     from .commit import DatasetWriter
@@ -64,19 +59,19 @@ class Dataset:
 
     @property
     def head_path(self) -> Path:
-        return self.root / "meta" / "refs" / "head"
+        return self.root / layout.HEAD
 
     def block_path(self, block_hash: bytes) -> Path:
-        return self.root / "meta" / "blocks" / block_hash.hex()
+        return self.root / layout.block_file(block_hash)
 
     def signature_path(self, block_hash: bytes) -> Path:
-        return self.root / "meta" / "signatures" / block_hash.hex()
+        return self.root / layout.signature_file(block_hash)
 
     def data_file(self, block_hash: bytes) -> Path:
-        return self.root / "data" / block_hash.hex()
+        return self.root / layout.data_file(block_hash)
 
     def checkpoint_dir(self, block_hash: bytes) -> Path:
-        return self.root / "checkpoint" / block_hash.hex()
+        return self.root / layout.checkpoint_dir(block_hash)
 
     def state_path(self, block_hash: bytes) -> Path:
         return self.ws.meta / "cache" / self.id / "state" / f"{block_hash.hex()}.json"
