@@ -347,6 +347,17 @@ def test_without_event_time_rows_sort_by_bytes():
     assert canonical_text(table) == b"1\n10\n2\n"
 
 
+def test_quotes_are_plain_bytes():
+    """Rows are joined by a CSV writer unless a string holds a quote; both give the profile's text."""
+    table = pa.table({"event_time": ts("s", None, 1, 1, 1), "v": ['say "hi"', "plain", None],
+                      "n": [1, 2, 3]})
+    t = "1970-01-01T00:00:01.000000Z\t"
+    assert canonical_text(table) == f'{t}\\N\t3\n{t}plain\t2\n{t}say "hi"\t1\n'.encode()
+    assert canonical_text(table) == oracle_text(table)
+    without_quotes = table.filter(pa.array([False, True, True]))
+    assert canonical_text(without_quotes) == oracle_text(without_quotes)
+
+
 def test_empty_table():
     assert logical_hash(pa.table({"event_time": ts("us", "UTC")})).hex() == EMPTY_SHA3
     assert canonical_text(cities_table().slice(0, 0)) == b""

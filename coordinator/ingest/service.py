@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..data.hashing import logical_hash
+from ..data.hashing import canonical_rows, sha3_of
 from ..metadata.objects import (
     DataSlice,
     MergeStrategyLedger,
@@ -131,15 +131,17 @@ class _Pull:
         if len(table):
             table = slices.finish(table, system_time, self.vocab)
             data_file = self.scratch / "slice.parquet"
-            # the logical hash runs while the file is written (both release the GIL)
+            # The logical hash runs while the file is written (both release the GIL). Rows of
+            # one event time (one file's) are rendered first, on every core: the write then
+            # overlaps the hash's sort and SHA3, which use one core.
+            rows = canonical_rows(table, self.vocab.event_time, self.vocab.system_time)
             with ThreadPoolExecutor(max_workers=1) as pool:
-                logical = pool.submit(logical_hash, table, self.vocab.event_time,
-                                      self.vocab.system_time)
+                logical = pool.submit(sha3_of, rows)
                 physical = slices.write(table, data_file)
                 block.output_slice = DataSlice(
                     hash=logical.result(), interval=TimeInterval.singleton(system_time),
                     num_records=len(table), physical_hash=physical)
-        state = group[-1].state
+        state = group[-1].source_state()
         h = self.writer.commit(block, data_file=data_file, source_state=state)
         self.history.committed(h, system_time, watermark, data_file is not None, state)
         if self.snapshot_state_loaded and data_file is not None:

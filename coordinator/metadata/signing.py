@@ -37,7 +37,7 @@ class Signature:
 
     @staticmethod
     def from_bytes(data: bytes) -> Signature:
-        doc = yaml.safe_load(data)
+        doc = yaml.load(data, Loader=yaml.CSafeLoader)  # read for every block of a chain walk
         if not isinstance(doc, dict) or doc.get("algorithm") != ALGORITHM:
             raise ValueError("not an ed25519 signature document")
         return Signature(bytes.fromhex(doc["publicKey"]), bytes.fromhex(doc["signature"]))
