@@ -99,6 +99,13 @@ def test_extension_fields_absent_leave_the_018_hash_unchanged():
     assert seal(block)[0].block_hash.hex() != CONFORMANCE_HASH
 
 
+def test_parquet_read_step_is_union_tag_5_as_in_later_odf():
+    assert o.UNIONS["ReadStep"].index(o.ReadStepParquet) + 1 == 5
+    block = conformance_block()
+    block.source.read = o.ReadStepParquet(schema=["a INT"])
+    assert decode_block(seal(block)[1]).source.read == o.ReadStepParquet(schema=["a INT"])
+
+
 @settings(max_examples=300, deadline=None)
 @given(blocks)
 def test_flatbuffers_round_trip_is_byte_stable(block):

@@ -4,6 +4,8 @@ from __future__ import annotations
 import gzip
 import json
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -161,6 +163,40 @@ def test_an_ingest_killed_at_any_step_leaves_the_old_head_and_the_rerun_adds_the
     summary = ds.summary()
     assert summary.num_records == 2 and summary.blocks == 2
     assert {p.name for p in (ds.root / "data").iterdir()} == {summary.head.hex()}
+
+
+def add_cities(home) -> str:
+    """A root dataset reading a Parquet file, added but not pulled."""
+    pq.write_table(pa.table({"city": ["Oslo", "Lima"], "population": [709037, 9751738]}),
+                   home / "cities.parquet")
+    (home / "cities.yaml").write_text("""
+apiVersion: 1
+kind: DatasetSnapshot
+content:
+  id: org.example.cities
+  source:
+    kind: root
+    fetch: {kind: url, url: cities.parquet}
+    read: {kind: parquet, schema: ["city STRING", "population BIGINT"]}
+    merge: {kind: ledger, primaryKey: [city]}
+""")
+    coord("add", str(home / "cities.yaml"), cwd=home)
+    return "org.example.cities"
+
+
+def test_pull_reads_a_parquet_source(home):
+    cities = add_cities(home)
+    assert "2 new records" in coord("pull", cities, cwd=home).stdout
+    rows = json.loads(coord("tail", cities, "-o", "json", cwd=home).stdout)
+    assert sorted((r["city"], r["population"]) for r in rows) == [("Lima", 9751738), ("Oslo", 709037)]
+    assert rows[0]["system_time"].endswith("Z")
+
+
+def test_tail_prints_csv(home):
+    cities = add_cities(home)
+    coord("pull", cities, cwd=home)
+    lines = coord("tail", cities, "-n", "1", "-o", "csv", cwd=home).stdout.splitlines()
+    assert lines[0] == '"system_time","event_time","city","population"' and len(lines) == 2
 
 
 def test_config_set_changes_the_engine_runtime_and_refuses_unknown_ones(home):

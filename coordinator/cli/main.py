@@ -9,10 +9,12 @@ import os
 import sys
 import traceback
 from contextlib import ExitStack
+from datetime import date, datetime, time
 from pathlib import Path
 
 import click
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import yaml
 from rich.table import Table
@@ -101,14 +103,33 @@ def log(ctx: click.Context, dataset: str, output: str) -> None:
 @cli.command()
 @click.argument("dataset")
 @click.option("-n", "num", default=10, show_default=True, help="Number of records.")
+@click.option("--output", "-o", type=click.Choice(["table", "json", "csv"]), default="table")
 @click.pass_context
-def tail(ctx: click.Context, dataset: str, num: int) -> None:
+def tail(ctx: click.Context, dataset: str, num: int, output: str) -> None:
     """Show the last records of DATASET."""
     data = _last_records(_ws(ctx).dataset(dataset).data_files(), num)
+    if output == "json":
+        click.echo(json.dumps(data.to_pylist(), indent=2, default=_json_value))
+        return
+    if output == "csv":
+        sys.stdout.flush()
+        pacsv.write_csv(data, sys.stdout.buffer)
+        return
     table = Table(*data.column_names, box=None)
     for row in data.to_pylist():
         table.add_row(*("" if v is None else str(v) for v in row.values()))
     out.print(table)
+
+
+def _json_value(value):
+    """Record values JSON has no type for: times in RFC 3339, decimals as text, bytes as hex."""
+    if isinstance(value, datetime):
+        return format_timestamp(value) if value.tzinfo else value.isoformat()
+    if isinstance(value, (date, time)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)  # Decimal
 
 
 def _last_records(files: list[Path], num: int) -> pa.Table:

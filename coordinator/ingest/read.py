@@ -1,6 +1,7 @@
 """Read step: a prepared file → an Arrow table, with the step's schema applied.
 
-CSV and JSON Lines use Arrow's multi-threaded readers. Columns Arrow cannot convert the way a
+CSV and JSON Lines use Arrow's multi-threaded readers; Parquet (an extension read step, see
+``schemas/EXTENSIONS.md``) is read as stored. Columns Arrow cannot convert the way a
 read step asks (see ``convert.TextOptions.needs_text``) are read as text and converted by
 ``convert``. Errors name the file and the line (CSV, JSON Lines) or the row.
 
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
+import pyarrow.parquet as pq
 
 from ..metadata.objects import (
     ReadStep,
@@ -27,6 +29,7 @@ from ..metadata.objects import (
     ReadStepEsriShapefile,
     ReadStepGeoJson,
     ReadStepJsonLines,
+    ReadStepParquet,
 )
 from .convert import ConversionError, TextOptions, convert_column, to_strftime
 from .errors import IngestError
@@ -46,6 +49,8 @@ def read(path: Path, step: ReadStep, name: str) -> pa.Table:
             return _read_json_lines(path, step, name)
         if isinstance(step, ReadStepGeoJson):
             return _read_geojson(path, step, name)
+        if isinstance(step, ReadStepParquet):
+            return _read_parquet(path, step, name)
     except ConversionError as e:
         raise IngestError(f"{name}: {e}") from None
     assert isinstance(step, ReadStepEsriShapefile)
@@ -276,4 +281,19 @@ def _read_geojson(path: Path, step: ReadStepGeoJson, name: str) -> pa.Table:
                         pa.string())
     table = table.append_column("geometry", geometry)
     schema = _schema(step)
+    return table if schema is None else _apply_schema(table, schema, TextOptions())
+
+
+# --- Parquet -----------------------------------------------------------------------------------
+
+
+def _read_parquet(path: Path, step: ReadStepParquet, name: str) -> pa.Table:
+    """The file's columns as stored; a schema selects and converts them (text via ``convert``)."""
+    schema = _schema(step)
+    try:
+        present = pq.read_schema(path).names
+        columns = None if schema is None else [c for c in schema.names if c in present]
+        table = pq.read_table(path, columns=columns)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise IngestError(f"{name}: not a readable Parquet file: {e}") from None
     return table if schema is None else _apply_schema(table, schema, TextOptions())

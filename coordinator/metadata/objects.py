@@ -165,7 +165,18 @@ class ReadStepEsriShapefile:
     sub_path: str | None = None
 
 
-ReadStep = ReadStepCsv | ReadStepJsonLines | ReadStepGeoJson | ReadStepEsriShapefile
+@odf
+class ReadStepParquet:
+    """*Extension* (union tag 5, as in later ODF versions): read a Parquet file."""
+
+    UNION: ClassVar[str] = "ReadStep"
+    KIND: ClassVar[str] = "parquet"
+    schema: list[str] | None = None
+
+
+ReadStep = (
+    ReadStepCsv | ReadStepJsonLines | ReadStepGeoJson | ReadStepEsriShapefile | ReadStepParquet
+)
 
 # --- transform -----------------------------------------------------------------------------
 
@@ -321,7 +332,8 @@ UNIONS = {
     "SourceCaching": (SourceCachingForever,),
     "FetchStep": (FetchStepUrl, FetchStepFilesGlob),
     "PrepStep": (PrepStepDecompress, PrepStepPipe),
-    "ReadStep": (ReadStepCsv, ReadStepJsonLines, ReadStepGeoJson, ReadStepEsriShapefile),
+    "ReadStep": (ReadStepCsv, ReadStepJsonLines, ReadStepGeoJson, ReadStepEsriShapefile,
+                 ReadStepParquet),
     "Transform": (TransformSql,),
     "MergeStrategy": (MergeStrategyAppend, MergeStrategyLedger, MergeStrategySnapshot),
     "DatasetSource": (DatasetSourceRoot, DatasetSourceDerivative),

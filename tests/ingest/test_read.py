@@ -1,8 +1,9 @@
-"""Read step: every CSV option, JSON Lines, GeoJSON; errors name file, line, column."""
+"""Read step: every CSV option, JSON Lines, GeoJSON, Parquet; errors name file, line, column."""
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from coordinator.ingest import IngestError
@@ -12,6 +13,7 @@ from coordinator.metadata.objects import (
     ReadStepEsriShapefile,
     ReadStepGeoJson,
     ReadStepJsonLines,
+    ReadStepParquet,
 )
 
 from .conftest import write
@@ -201,3 +203,31 @@ def test_geojson_must_be_a_feature_collection(tmp_path):
 def test_esri_shapefile_is_refused_clearly(tmp_path):
     with pytest.raises(IngestError, match="shapefiles is not supported"):
         read(write(tmp_path / "x.zip", "x"), ReadStepEsriShapefile(), "x.zip")
+
+
+# --- Parquet ------------------------------------------------------------------------------------
+
+
+def parquet_file(tmp_path):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32()), "day": ["2020-01-01", None],
+                             "extra": [1.5, 2.5]}), path)
+    return path
+
+
+def test_parquet_without_schema_keeps_the_stored_columns_and_types(tmp_path):
+    t = read(parquet_file(tmp_path), ReadStepParquet(), "in.parquet")
+    assert t.schema == pa.schema([("id", pa.int32()), ("day", pa.string()), ("extra", pa.float64())])
+
+
+def test_parquet_schema_selects_orders_and_converts_columns(tmp_path):
+    t = read(parquet_file(tmp_path), ReadStepParquet(schema=["day DATE", "id BIGINT", "note STRING"]),
+             "in.parquet")
+    assert t.schema == pa.schema([("day", pa.date32()), ("id", pa.int64()), ("note", pa.string())])
+    assert t.to_pylist() == [{"day": date(2020, 1, 1), "id": 1, "note": None},
+                             {"day": None, "id": 2, "note": None}]
+
+
+def test_parquet_file_that_is_not_parquet_is_named(tmp_path):
+    with pytest.raises(IngestError, match="^in.parquet: not a readable Parquet file"):
+        read(write(tmp_path / "in.parquet", "id,day\n1,2\n"), ReadStepParquet(), "in.parquet")
