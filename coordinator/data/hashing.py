@@ -138,7 +138,8 @@ class _Segments:
 
     def __init__(self, table: pa.Table, order: np.ndarray | None, ties: np.ndarray | None):
         self.table, self.order, self.ties = table, order, ties
-        self.pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1))
+        self.workers = max(2, os.cpu_count() or 1)
+        self.pool = ThreadPoolExecutor(max_workers=self.workers)
         bounds = _segment_bounds(table.num_rows, ties)
         self.bounds = iter(zip(bounds[:-1], bounds[1:], strict=True))
         self.pending = deque(self._submit(a, b) for a, b in itertools.islice(self.bounds, _LOOKAHEAD))
@@ -151,11 +152,14 @@ class _Segments:
             return [task], task.result
         # A long run of equal event times: its batches are rendered and sorted in parallel;
         # sorting the whole run is then mostly a merge of sorted chunks (half the work).
-        tasks, offset = [], 0
-        for batch in _segment(self.table, self.order, start, stop).to_batches(_BATCH_ROWS):
-            batch_ties = None if ties is None else ties[offset : offset + batch.num_rows - 1]
-            tasks.append(self.pool.submit(_sorted_rows, batch, batch_ties))
-            offset += batch.num_rows
+        # Equal batches, as many as keeps every worker busy to the end (a multiple of their number).
+        count = self.workers * -(-(stop - start) // (self.workers * _BATCH_ROWS))
+        size = -(-(stop - start) // count)
+        part = _segment(self.table, self.order, start, stop)
+        tasks = []
+        for offset in range(0, stop - start, size):
+            batch_ties = None if ties is None else ties[offset : offset + size - 1]
+            tasks.append(self.pool.submit(_sorted_rows, part.slice(offset, size), batch_ties))
         return tasks, lambda: _sort_ties(
             pa.chunked_array([t.result().cast(pa.large_string()) for t in tasks], pa.large_string()),
             ties,
@@ -227,8 +231,9 @@ def _segment_rows(
     return _sort_ties(rows, ties)
 
 
-def _sorted_rows(batch: pa.RecordBatch, ties: np.ndarray | None) -> pa.Array:
-    """A batch's canonical rows, tied neighbours in byte order (a worker's task)."""
+def _sorted_rows(part: pa.Table, ties: np.ndarray | None) -> pa.Array:
+    """Rows of a part of a long run, tied neighbours in byte order (a worker's task)."""
+    (batch,) = part.combine_chunks().to_batches()  # copies only columns cut by a chunk boundary
     return _sort_ties(_render_batch(batch), ties)
 
 
