@@ -69,3 +69,24 @@ def test_an_unsigned_block_is_reported_as_unsigned(ds):
     h = oldest(ds)
     ds.signature_path(h).unlink()
     assert [c.signature for c in ds.chain()][-1] is SignatureStatus.UNSIGNED
+
+
+def test_a_second_walk_in_the_same_process_reads_no_block_again(ds, monkeypatch):
+    list(ds.blocks())
+    reads = []
+    read_block = type(ds).read_block
+    monkeypatch.setattr(type(ds), "read_block", lambda self, h: reads.append(h) or read_block(self, h))
+    assert len(list(ds.ws.dataset(ds.id).blocks())) == 2
+    assert reads == []
+
+
+def test_a_block_replaced_since_it_was_checked_is_checked_again(ds):
+    h = oldest(ds)
+    path = ds.block_path(h)
+    data = bytearray(path.read_bytes())
+    data[20] ^= 0xFF
+    replacement = path.with_name("replacement")
+    replacement.write_bytes(bytes(data))
+    replacement.replace(path)  # a new inode, as an atomic rewrite makes
+    with pytest.raises(ChainError, match="does not match"):
+        list(ds.blocks())

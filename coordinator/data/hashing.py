@@ -274,8 +274,13 @@ def _render_batch(batch: pa.RecordBatch) -> pa.Array:
     if len(pieces) == 1:
         return _append(pieces[0], "\n")
     if any(_has_quote(p) for p, f in zip(pieces, batch.schema, strict=True) if _is_text(f.type)):
-        return pc.binary_join_element_wise(*pieces[:-1], _append(pieces[-1], "\n"), "\t")
+        return _join(pieces)
     return _csv_join(pieces)
+
+
+def _join(pieces: list[pa.Array]) -> pa.Array:
+    """The rows by ``binary_join_element_wise`` (for what the CSV writer cannot join)."""
+    return pc.binary_join_element_wise(*pieces[:-1], _append(pieces[-1], "\n"), "\t")
 
 
 def _csv_join(pieces: list[pa.Array]) -> pa.Array:
@@ -291,7 +296,7 @@ def _csv_join(pieces: list[pa.Array]) -> pa.Array:
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] >= 1 << 31:
-        return pc.binary_join_element_wise(*pieces[:-1], _append(pieces[-1], "\n"), "\t")
+        return _join(pieces)
     buffer = pa.allocate_buffer(int(offsets[-1]))
     batch = pa.RecordBatch.from_arrays(pieces, [str(i) for i in range(len(pieces))])
     pacsv.write_csv(batch, pa.FixedSizeBufferWriter(buffer), _CSV_ROWS)

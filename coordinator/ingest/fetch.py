@@ -6,9 +6,10 @@ source state to store once it has been ingested. The state lives beside the comm
 commit leaves the old state and the next pull fetches the same files again.
 
 State keys: ``fetch`` (a fingerprint of the fetch step: when the step changes, old progress
-no longer applies), ``etag`` / ``last_modified`` / ``sha256`` (url; SHA-256 of the bytes, only to tell an
-unchanged file from a changed one: hardware-accelerated, it costs a third of SHA3), ``mtime_ns`` /
-``size`` (file:// urls), ``last_file`` and ``last_event_time`` (filesGlob).
+no longer applies), ``etag`` / ``last_modified`` / ``sha256`` (url), ``mtime_ns`` / ``size``
+(file:// urls), ``last_file`` and ``last_event_time`` (filesGlob). ``sha256`` only tells an
+unchanged source from a changed one; SHA-256 is hardware-accelerated here, a third of the
+cost of SHA3.
 
 ``filesGlob`` paths are relative to the workspace root (the folder holding ``.coord``), not to
 the current directory nor the manifest, so a pull means the same wherever it is started.

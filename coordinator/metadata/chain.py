@@ -21,6 +21,14 @@ class BlockSource(Protocol):
     def read_signature(self, block_hash: bytes) -> bytes | None: ...
 
 
+class CheckedBlocks(Protocol):
+    """Blocks already read and checked from one source, by hash (see ``walk``)."""
+
+    def get(self, block_hash: bytes) -> ChainBlock | None: ...
+
+    def __setitem__(self, block_hash: bytes, checked: ChainBlock) -> None: ...
+
+
 class ChainError(Exception):
     """A block that fails the check, named by hash with the reason."""
 
@@ -57,26 +65,40 @@ def walk(
     *,
     trusted: frozenset[bytes] = frozenset(),
     stop_at: bytes | None = None,
+    checked: CheckedBlocks | None = None,
 ) -> Iterator[ChainBlock]:
     """Yield checked blocks from ``head`` back to the first block (or until ``stop_at``).
 
     Raises ChainError at the first block that fails: missing, hash mismatch, undecodable,
     an invalid signature, a system time later than its successor's, or a first block
     without a source.
+
+    ``checked`` holds blocks already read and checked from the same source; they are taken
+    from there instead of being read and checked again (a command walks a chain several
+    times; verify never passes one).
     """
     expected = head
     later: ChainBlock | None = None
     while expected is not None and expected != stop_at:
-        block = load_block(source, expected)
-        status = check_signature(expected, source.read_signature(expected), set(trusted))
-        if status is SignatureStatus.INVALID:
-            raise ChainError(expected, "signature does not match the block")
+        current = checked.get(expected) if checked is not None else None
+        if current is None:
+            current = _check(source, expected, trusted)
+            if checked is not None:
+                checked[expected] = current
+        block = current.block
         if later is not None and block.system_time > later.block.system_time:
             raise ChainError(later.hash, "system time goes backwards from its predecessor")
-        current = ChainBlock(expected, block, status)
         yield current
         if block.prev_block_hash is None and block.source is None:
             raise ChainError(expected, "the first block of a dataset must define its source")
         later, expected = current, block.prev_block_hash
     if stop_at is not None and expected != stop_at:
         raise ChainError(later.hash if later else stop_at, f"chain does not reach {stop_at.hex()}")
+
+
+def _check(source: BlockSource, block_hash: bytes, trusted: frozenset[bytes]) -> ChainBlock:
+    block = load_block(source, block_hash)
+    status = check_signature(block_hash, source.read_signature(block_hash), set(trusted))
+    if status is SignatureStatus.INVALID:
+        raise ChainError(block_hash, "signature does not match the block")
+    return ChainBlock(block_hash, block, status)

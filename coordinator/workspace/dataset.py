@@ -49,11 +49,43 @@ class DatasetSummary:
         return "derivative" if isinstance(self.source, DatasetSourceDerivative) else "root"
 
 
+class CheckedBlocks:
+    """Blocks of one local dataset already checked in this process (``chain.CheckedBlocks``).
+
+    An entry holds while its block and signature files are unchanged (same inode, size and
+    modification time), so a file replaced or edited since is read and checked again (an
+    edit within the file system's timestamp granularity of the check could go unseen in
+    this process; the next command, and verify always, read everything again).
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._entries: dict[bytes, tuple[tuple, chain.ChainBlock]] = {}
+
+    def get(self, block_hash: bytes) -> chain.ChainBlock | None:
+        entry = self._entries.get(block_hash)
+        return entry[1] if entry is not None and entry[0] == self._stamp(block_hash) else None
+
+    def __setitem__(self, block_hash: bytes, checked: chain.ChainBlock) -> None:
+        self._entries[block_hash] = (self._stamp(block_hash), checked)
+
+    def _stamp(self, block_hash: bytes) -> tuple:
+        stamps = []
+        for name in (layout.block_file(block_hash), layout.signature_file(block_hash)):
+            try:
+                st = (self.root / name).stat()
+                stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except FileNotFoundError:
+                stamps.append(None)
+        return tuple(stamps)
+
+
 class Dataset:
     def __init__(self, ws: Workspace, dataset_id: str):
         self.ws = ws
         self.id = dataset_id
         self.root = ws.meta / "datasets" / dataset_id
+        self._checked = ws.checked_blocks(self.root)
 
     # --- paths --------------------------------------------------------------------------------
 
@@ -104,7 +136,8 @@ class Dataset:
         head = self.head()
         if head is None:
             raise DatasetNotFound(self.id)
-        return chain.walk(self, head, trusted=self.ws.trusted_keys(), stop_at=stop_at)
+        return chain.walk(self, head, trusted=self.ws.trusted_keys(), stop_at=stop_at,
+                          checked=self._checked)
 
     def blocks(self, stop_at: bytes | None = None) -> Iterator[tuple[bytes, MetadataBlock]]:
         for cb in self.chain(stop_at):

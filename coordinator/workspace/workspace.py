@@ -18,7 +18,7 @@ import yaml
 
 from ..metadata.ids import validate_dataset_id
 from ..metadata.signing import SigningKey
-from .dataset import Dataset
+from .dataset import CheckedBlocks, Dataset
 from .fsutil import atomic_write
 
 DIR = ".coord"
@@ -45,6 +45,7 @@ class Workspace:
         self.root = root.resolve()
         self.meta = self.root / DIR
         self._key: SigningKey | None = None
+        self._checked: dict[Path, CheckedBlocks] = {}  # shared by a dataset's Dataset objects
 
     # --- finding and creating ---------------------------------------------------------------
 
@@ -112,6 +113,10 @@ class Workspace:
         return frozenset({self.signing_key.public_key, *extra})
 
     # --- datasets ---------------------------------------------------------------------------
+
+    def checked_blocks(self, dataset_root: Path) -> CheckedBlocks:
+        """The blocks of the dataset in that folder already checked (see ``chain.walk``)."""
+        return self._checked.setdefault(dataset_root, CheckedBlocks(dataset_root))
 
     def dataset(self, dataset_id: str) -> Dataset:
         validate_dataset_id(dataset_id)
