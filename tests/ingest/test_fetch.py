@@ -69,16 +69,34 @@ def test_file_url_is_fetched_again_only_when_changed(tmp_path):
     path = write(tmp_path / "a.csv", "a\n")
     step = FetchStepUrl(url=path.as_uri())
     [f] = fetch_all(step, tmp_path)
-    assert fetch_all(step, tmp_path, f.state) == []
+    assert fetch_all(step, tmp_path, f.source_state()) == []
     path.write_text("a\n2\n")
-    assert len(fetch_all(step, tmp_path, f.state)) == 1
+    assert len(fetch_all(step, tmp_path, f.source_state())) == 1
+
+
+def test_file_url_touched_with_the_same_bytes_is_nothing_new(tmp_path):
+    path = write(tmp_path / "a.csv", "a\n1\n")
+    step = FetchStepUrl(url=path.as_uri())
+    [f] = fetch_all(step, tmp_path)
+    os.utime(path, (JAN.timestamp(), JAN.timestamp()))
+    assert fetch_all(step, tmp_path, f.source_state()) == []
+
+
+def test_file_url_with_other_bytes_of_the_same_size_is_fetched(tmp_path):
+    path = write(tmp_path / "a.csv", "a\n1\n")
+    step = FetchStepUrl(url=path.as_uri())
+    [f] = fetch_all(step, tmp_path)
+    path.write_text("a\n2\n")
+    os.utime(path, (JAN.timestamp(), JAN.timestamp()))
+    [again] = fetch_all(step, tmp_path, f.source_state())
+    assert again.source_state()["sha256"] != f.source_state()["sha256"]
 
 
 def test_changed_fetch_step_forgets_old_progress(tmp_path):
     path = write(tmp_path / "a.csv", "a\n")
     [f] = fetch_all(FetchStepUrl(url=path.as_uri()), tmp_path)
     other = FetchStepUrl(url=path.as_uri(), event_time=EventTimeSourceFromMetadata())
-    assert len(fetch_all(other, tmp_path, f.state)) == 1
+    assert len(fetch_all(other, tmp_path, f.source_state())) == 1
 
 
 def test_glob_returns_files_in_name_order_relative_to_root(tmp_path):
