@@ -17,6 +17,7 @@ run list
 run tail nyc.airlines -n 5
 run tail nyc.weather.daily -n 5
 run tail nyc.flights.long-delays -n 5
+run lineage nyc.flights.long-delays
 run log nyc.weather.daily | sed -n 1,40p  # sed reads it all: no broken pipe
 run verify -r nyc.weather.daily
 coord repo list | grep -q '^demo-repo' || run repo add demo-repo "file://$dir/repository"

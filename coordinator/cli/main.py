@@ -29,6 +29,7 @@ from ..pull import EngineOnDemand
 from ..workspace import Workspace
 from .console import err, out, short
 from .console import workspace as _ws
+from .lineage import lineage_
 from .pull import pull
 from .sharing import register as register_sharing
 
@@ -226,6 +227,7 @@ def block_hash(file: str) -> None:
 
 
 cli.add_command(pull)
+cli.add_command(lineage_)
 register_sharing(cli)
 
 

@@ -58,8 +58,22 @@ class FetchedFile:
     state: dict = field(default_factory=dict)
 
     def source_state(self) -> dict:
-        """The state to store with the block (waits for a content hash still being computed)."""
-        return {k: v.result() if isinstance(v, Future) else v for k, v in self.state.items()}
+        """The state to store with the block, once the file has been read.
+
+        Waits for a content hash still being computed. A local file that changed since it
+        was fetched loses its hash, so the next fetch takes it again instead of comparing
+        with a hash of other bytes than those ingested.
+        """
+        state = {k: v.result() if isinstance(v, Future) else v for k, v in self.state.items()}
+        if "mtime_ns" in state:
+            try:
+                st = self.path.stat()
+                unchanged = (st.st_mtime_ns, st.st_size) == (state["mtime_ns"], state["size"])
+            except OSError:
+                unchanged = False
+            if not unchanged:
+                state.pop("sha256", None)
+        return state
 
 
 def fingerprint(step: FetchStep) -> str:

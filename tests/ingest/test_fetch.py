@@ -65,38 +65,55 @@ def test_http_error_is_reported(tmp_path, site):
         fetch_all(FetchStepUrl(url=site.url + "/missing.csv"), tmp_path)
 
 
+def fetched_state(step, tmp_path) -> dict:
+    """What a pull of the file stores: the state once the file has been read."""
+    [f] = fetch_all(step, tmp_path)
+    return f.source_state()
+
+
 def test_file_url_is_fetched_again_only_when_changed(tmp_path):
     path = write(tmp_path / "a.csv", "a\n")
     step = FetchStepUrl(url=path.as_uri())
-    [f] = fetch_all(step, tmp_path)
-    assert fetch_all(step, tmp_path, f.source_state()) == []
+    state = fetched_state(step, tmp_path)
+    assert fetch_all(step, tmp_path, state) == []
     path.write_text("a\n2\n")
-    assert len(fetch_all(step, tmp_path, f.source_state())) == 1
+    assert len(fetch_all(step, tmp_path, state)) == 1
 
 
 def test_file_url_touched_with_the_same_bytes_is_nothing_new(tmp_path):
     path = write(tmp_path / "a.csv", "a\n1\n")
     step = FetchStepUrl(url=path.as_uri())
-    [f] = fetch_all(step, tmp_path)
+    state = fetched_state(step, tmp_path)
     os.utime(path, (JAN.timestamp(), JAN.timestamp()))
-    assert fetch_all(step, tmp_path, f.source_state()) == []
+    assert fetch_all(step, tmp_path, state) == []
 
 
 def test_file_url_with_other_bytes_of_the_same_size_is_fetched(tmp_path):
     path = write(tmp_path / "a.csv", "a\n1\n")
     step = FetchStepUrl(url=path.as_uri())
-    [f] = fetch_all(step, tmp_path)
+    state = fetched_state(step, tmp_path)
     path.write_text("a\n2\n")
     os.utime(path, (JAN.timestamp(), JAN.timestamp()))
-    [again] = fetch_all(step, tmp_path, f.source_state())
-    assert again.source_state()["sha256"] != f.source_state()["sha256"]
+    [again] = fetch_all(step, tmp_path, state)
+    assert again.source_state()["sha256"] != state["sha256"]
+
+
+def test_a_file_changed_while_it_was_ingested_is_fetched_again(tmp_path):
+    path = write(tmp_path / "a.csv", "a\n1\n")
+    step = FetchStepUrl(url=path.as_uri())
+    [f] = fetch_all(step, tmp_path)
+    path.write_text("a\n2\n")  # after the fetch, before the block is committed
+    os.utime(path, (JAN.timestamp(), JAN.timestamp()))
+    state = f.source_state()
+    assert "sha256" not in state
+    assert len(fetch_all(step, tmp_path, state)) == 1
 
 
 def test_changed_fetch_step_forgets_old_progress(tmp_path):
     path = write(tmp_path / "a.csv", "a\n")
-    [f] = fetch_all(FetchStepUrl(url=path.as_uri()), tmp_path)
+    state = fetched_state(FetchStepUrl(url=path.as_uri()), tmp_path)
     other = FetchStepUrl(url=path.as_uri(), event_time=EventTimeSourceFromMetadata())
-    assert len(fetch_all(other, tmp_path, f.source_state())) == 1
+    assert len(fetch_all(other, tmp_path, state)) == 1
 
 
 def test_glob_returns_files_in_name_order_relative_to_root(tmp_path):
