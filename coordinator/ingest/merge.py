@@ -7,9 +7,10 @@
   whose compared values differ → changed (``U``), that disappear → removed (``D``, carrying
   their previous values).
 
-Keys of any types and arity are mapped to dense integer codes with Arrow's hash-based
-``dictionary_encode`` (equal key tuples get equal codes across tables); all matching is then
-numpy indexing over those codes, and rows are moved with ``take``. No loop runs per row.
+Keys of any types and arity are mapped to small integer codes (equal key tuples get equal
+codes across tables): an integer key of a narrow range is its own code, other keys go through
+Arrow's hash-based ``dictionary_encode``. All matching is then numpy indexing over those
+codes, and rows are moved with ``take``. No loop runs per row.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def key_codes(tables: list[pa.Table], key: list[str]) -> list[np.ndarray]:
     for column in key:
         first_type = tables[0].schema.field(column).type
         chunks = [c for t in tables for c in t.column(column).cast(first_type).chunks]
-        codes = _dense_codes(pa.chunked_array(chunks, first_type))
+        codes = _column_codes(pa.chunked_array(chunks, first_type))
         if combined is None:
             combined = codes
         else:  # pair the codes so far with this column's, then make them dense again
@@ -51,6 +52,19 @@ def key_codes(tables: list[pa.Table], key: list[str]) -> list[np.ndarray]:
             combined = _dense_codes(pa.chunked_array([pa.array(pairs)]))
     bounds = np.cumsum([0, *sizes])
     return [combined[bounds[i]:bounds[i + 1]] for i in range(len(tables))]
+
+
+def _column_codes(values: pa.ChunkedArray) -> np.ndarray:
+    """Codes of one key column: an integer key in a range not much wider than the number of
+    rows (ids usually are) is its own code, offset to start at 0; anything else is hashed."""
+    if pa.types.is_integer(values.type) and not values.null_count and len(values):
+        low, high = (v.as_py() for v in pc.min_max(values).values())
+        if high - low < 4 * len(values):
+            dtype = values.type.to_pandas_dtype()
+            ints = np.concatenate([c.to_numpy() for c in values.chunks]) if values.num_chunks \
+                else np.empty(0, dtype)
+            return (ints - dtype(low)).astype(np.int64)
+    return _dense_codes(values)
 
 
 def _dense_codes(values: pa.ChunkedArray) -> np.ndarray:

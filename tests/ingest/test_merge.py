@@ -83,6 +83,18 @@ def test_projection_keeps_each_keys_latest_row_and_drops_removed_keys():
     assert projection(history, roles()).to_pylist() == [{"observed": "U", "id": 1, "name": "A"}]
 
 
+@pytest.mark.parametrize("ids", [
+    [3, 1, 2],  # a narrow range: the ids are their own codes
+    [-(2**63), 2**63 - 1, 0],  # the widest range: hashed
+    [2**40, 2**40 + 7, 2**40 + 3],  # narrow but far from zero
+])
+def test_integer_keys_match_across_snapshots_whatever_their_range(ids):
+    before = snap(T0, id=pa.array(ids, pa.int64()), name=["a", "b", "c"])
+    after = snap(T1, id=pa.array([ids[2], ids[0]], pa.int64()), name=["c", "a2"])
+    changes = snapshot(before, after, roles(), "event_time", T1, "s.csv")
+    assert observed(changes) == {ids[0]: ("U", "a2"), ids[1]: ("D", "b")}
+
+
 def test_missing_key_column_is_named():
     with pytest.raises(IngestError, match=r"f: primary key column 'id' is not in the data"):
         check_key(pa.table({"x": [1]}), ["id"], "f")
