@@ -17,7 +17,8 @@ from .console import workspace as _ws
 @click.argument("dataset")
 @click.option("--direction", type=click.Choice(["up", "down", "both"]), default="up",
               show_default=True, help="What DATASET is computed from (up), what reads it (down).")
-@click.option("--output", "-o", type=click.Choice(["tree", "dot", "json"]), default="tree")
+@click.option("--output", "-o", type=click.Choice(["tree", "dot", "json"]), default="tree",
+              show_default=True, help="dot: a Graphviz graph (dot -Tsvg); json: nodes and edges.")
 @click.pass_context
 def lineage_(ctx: click.Context, dataset: str, direction: str, output: str) -> None:
     """Show the datasets DATASET is computed from, or the ones computed from it."""

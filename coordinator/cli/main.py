@@ -104,7 +104,8 @@ def log(ctx: click.Context, dataset: str, output: str) -> None:
 @cli.command()
 @click.argument("dataset")
 @click.option("-n", "num", default=10, show_default=True, help="Number of records.")
-@click.option("--output", "-o", type=click.Choice(["table", "json", "csv"]), default="table")
+@click.option("--output", "-o", type=click.Choice(["table", "json", "csv"]), default="table",
+              show_default=True, help="json: a list of records; csv: with a header line.")
 @click.pass_context
 def tail(ctx: click.Context, dataset: str, num: int, output: str) -> None:
     """Show the last records of DATASET."""
