@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 
 from .metadata.objects import DatasetSnapshot, DatasetSourceDerivative, MetadataBlock
-from .metadata.timefmt import now_utc
+from .metadata.timefmt import TimeParseError, now_utc, parse_timestamp
 from .workspace import Dataset, DatasetNotFound, DatasetSummary, Workspace
 from .workspace.fsutil import remove
 
@@ -97,11 +97,27 @@ def delete_dataset(ws: Workspace, dataset_id: str) -> None:
 
 def reset_dataset(ws: Workspace, dataset_id: str, block_prefix: str) -> bytes:
     ds = ws.dataset(dataset_id)
+    block = find_block(ds, block_prefix)
+    with ds.writer() as w:
+        w.reset(block)
+    return block
+
+
+def find_block(ds: Dataset, block_prefix: str) -> bytes:
+    """The block of the dataset's chain whose hash starts with ``block_prefix``."""
     matches = [h for h, _ in ds.blocks() if h.hex().startswith(block_prefix.lower())]
     if not matches:
-        raise CatalogError(f"no block of {dataset_id} starts with {block_prefix}")
+        raise CatalogError(f"no block of {ds.id} starts with {block_prefix}")
     if len(matches) > 1:
-        raise CatalogError(f"{block_prefix} matches {len(matches)} blocks of {dataset_id}; give more digits")
-    with ds.writer() as w:
-        w.reset(matches[0])
+        raise CatalogError(f"{block_prefix} matches {len(matches)} blocks of {ds.id}; give more digits")
     return matches[0]
+
+
+def block_as_at(ds: Dataset, when: str) -> bytes | None:
+    """The newest block the dataset had at system time ``when`` (RFC 3339), or the block
+    ``when`` names (a hash or its prefix); None when the dataset did not exist yet."""
+    try:
+        t = parse_timestamp(when)
+    except TimeParseError:
+        return find_block(ds, when)
+    return next((h for h, block in ds.blocks() if block.system_time <= t), None)

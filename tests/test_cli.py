@@ -199,6 +199,24 @@ def test_tail_prints_csv(home):
     assert lines[0] == '"system_time","event_time","city","population"' and len(lines) == 2
 
 
+def test_tail_as_at_a_block_or_a_time_shows_the_records_held_then(home):
+    cities = add_cities(home)
+    coord("pull", cities, cwd=home)
+    first = json.loads(coord("log", cities, "-o", "json", cwd=home).stdout)[0]
+    pq.write_table(pa.table({"city": ["Oslo", "Lima", "Pune"], "population": [1, 2, 3]}),
+                   home / "cities.parquet")
+    assert "1 new record" in coord("pull", cities, cwd=home).stdout
+
+    def cities_as_at(*args):
+        rows = json.loads(coord("tail", cities, "-o", "json", *args, cwd=home).stdout)
+        return sorted(r["city"] for r in rows)
+
+    assert cities_as_at() == ["Lima", "Oslo", "Pune"]
+    assert cities_as_at("--as-at", first["blockHash"][:8]) == ["Lima", "Oslo"]
+    assert cities_as_at("--as-at", first["systemTime"]) == ["Lima", "Oslo"]
+    assert cities_as_at("--as-at", "2000-01-01T00:00:00Z") == []
+
+
 def test_config_set_changes_the_engine_runtime_and_refuses_unknown_ones(home):
     coord("config", "set", "engine.runtime", "sandbox", cwd=home)
     assert coord("config", "get", "engine.runtime", cwd=home).stdout.strip() == "sandbox"

@@ -106,10 +106,18 @@ def log(ctx: click.Context, dataset: str, output: str) -> None:
 @click.option("-n", "num", default=10, show_default=True, help="Number of records.")
 @click.option("--output", "-o", type=click.Choice(["table", "json", "csv"]), default="table",
               show_default=True, help="json: a list of records; csv: with a header line.")
+@click.option("--as-at", "as_at", metavar="TIME|BLOCK",
+              help="The records as the dataset held them at that system time (RFC 3339) or block.")
 @click.pass_context
-def tail(ctx: click.Context, dataset: str, num: int, output: str) -> None:
+def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | None) -> None:
     """Show the last records of DATASET."""
-    data = _last_records(_ws(ctx).dataset(dataset).data_files(), num)
+    ds = _ws(ctx).dataset(dataset)
+    if as_at is None:
+        files = ds.data_files()
+    else:
+        block = catalog.block_as_at(ds, as_at)
+        files = [] if block is None else ds.data_files(up_to=block)
+    data = _last_records(files, num)
     if output == "json":
         click.echo(json.dumps(data.to_pylist(), indent=2, default=_json_value))
         return

@@ -161,9 +161,13 @@ class Dataset:
             blocks=count, num_records=records, watermark=watermark, last_updated=last_updated,
         )
 
-    def data_files(self) -> list[Path]:
-        """The dataset's Parquet slices, oldest first."""
-        return [self.data_file(h) for h, b in reversed(list(self.blocks())) if b.output_slice]
+    def data_files(self, up_to: bytes | None = None) -> list[Path]:
+        """The dataset's Parquet slices, oldest first; with ``up_to``, only those of that
+        block of the chain and of the blocks before it."""
+        blocks = list(self.blocks())
+        if up_to is not None:
+            blocks = blocks[[h for h, _ in blocks].index(up_to):]
+        return [self.data_file(h) for h, b in reversed(blocks) if b.output_slice]
 
     def source_state(self) -> dict | None:
         """The ingest state stored with the newest block that has one."""
