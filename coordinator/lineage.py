@@ -14,8 +14,7 @@ from datetime import datetime
 
 from .catalog import inputs_of
 from .metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStepUrl
-from .workspace import Workspace
-from .workspace.dataset import DatasetNotFound
+from .workspace import DatasetNotFound, Workspace
 
 
 @dataclass(frozen=True)
