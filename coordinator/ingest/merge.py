@@ -60,10 +60,8 @@ def _column_codes(values: pa.ChunkedArray) -> np.ndarray:
     if pa.types.is_integer(values.type) and not values.null_count and len(values):
         low, high = (v.as_py() for v in pc.min_max(values).values())
         if high - low < 4 * len(values):
-            dtype = values.type.to_pandas_dtype()
-            ints = np.concatenate([c.to_numpy() for c in values.chunks]) if values.num_chunks \
-                else np.empty(0, dtype)
-            return (ints - dtype(low)).astype(np.int64)
+            ints = np.concatenate([c.to_numpy() for c in values.chunks])
+            return (ints - ints.dtype.type(low)).astype(np.int64)
     return _dense_codes(values)
 
 
