@@ -31,20 +31,13 @@ class DatasetHistory:
 
     @staticmethod
     def load(ds: Dataset) -> DatasetHistory:
-        source = vocab = watermark = last_system_time = None
-        data_blocks = []
-        for h, block in ds.blocks():
-            last_system_time = last_system_time or block.system_time
-            source = source or block.source
-            vocab = vocab or block.vocab
-            watermark = watermark or block.output_watermark
-            if block.output_slice is not None:
-                data_blocks.append(h)
-        if not isinstance(source, DatasetSourceRoot):
+        s = ds.summary()
+        if not isinstance(s.source, DatasetSourceRoot):
             raise IngestError(f"{ds.id} is not a root dataset: it has no fetch/read/merge source")
-        return DatasetHistory(ds=ds, source=source, vocab=vocab or DatasetVocabulary(),
-                              watermark=watermark, last_system_time=last_system_time,
-                              state=ds.source_state(), data_blocks=data_blocks[::-1])
+        data_blocks = [h for h, block in ds.blocks() if block.output_slice is not None]
+        return DatasetHistory(ds=ds, source=s.source, vocab=s.vocab, watermark=s.watermark,
+                              last_system_time=s.last_updated, state=ds.source_state(),
+                              data_blocks=data_blocks[::-1])
 
     def next_system_time(self) -> datetime:
         """Now, but strictly after the previous block (clocks step back; intervals must not)."""
