@@ -1,12 +1,13 @@
 """Dataset management: add definitions from manifests, delete, reset (``coord add`` etc.)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 
 from .metadata.objects import DatasetSnapshot, DatasetSourceDerivative, MetadataBlock
-from .metadata.timefmt import TimeParseError, now_utc, parse_timestamp
+from .metadata.timefmt import now_utc, parse_timestamp
 from .workspace import Dataset, DatasetNotFound, DatasetSummary, Workspace
 from .workspace.fsutil import remove
 
@@ -114,10 +115,9 @@ def find_block(ds: Dataset, block_prefix: str) -> bytes:
 
 
 def block_as_at(ds: Dataset, when: str) -> bytes | None:
-    """The newest block the dataset had at system time ``when`` (RFC 3339), or the block
-    ``when`` names (a hash or its prefix); None when the dataset did not exist yet."""
-    try:
-        t = parse_timestamp(when)
-    except TimeParseError:
+    """The block ``when`` names (hex digits: a hash or its prefix), or the newest block the
+    dataset had at system time ``when`` (RFC 3339); None when the dataset did not exist yet."""
+    if re.fullmatch(r"[0-9a-fA-F]+", when):
         return find_block(ds, when)
+    t = parse_timestamp(when)  # a malformed time is reported as one, not as an unknown block
     return next((h for h, block in ds.blocks() if block.system_time <= t), None)

@@ -215,6 +215,8 @@ def test_tail_as_at_a_block_or_a_time_shows_the_records_held_then(home):
     assert cities_as_at("--as-at", first["blockHash"][:8]) == ["Lima", "Oslo"]
     assert cities_as_at("--as-at", first["systemTime"]) == ["Lima", "Oslo"]
     assert cities_as_at("--as-at", "2000-01-01T00:00:00Z") == []
+    proc = coord("tail", cities, "--as-at", "2020-13-01T00:00:00Z", cwd=home, check=False)
+    assert proc.returncode == 1 and "not a valid timestamp" in proc.stderr
 
 
 def test_config_set_changes_the_engine_runtime_and_refuses_unknown_ones(home):
