@@ -5,6 +5,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .errors import CoordError
 from .graph import DatasetGraph, inputs_of
 from .metadata.objects import DatasetSnapshot, MetadataBlock
 from .metadata.timefmt import now_utc, parse_timestamp
@@ -12,7 +13,7 @@ from .workspace import Dataset, DatasetNotFound, DatasetSummary, Workspace
 from .workspace.fsutil import remove
 
 
-class CatalogError(Exception):
+class CatalogError(CoordError):
     pass
 
 

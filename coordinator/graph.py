@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from graphlib import CycleError, TopologicalSorter
 
+from .errors import CoordError
 from .metadata.objects import DatasetSourceDerivative
 from .workspace import DatasetNotFound, DatasetSummary, Workspace
 
 
-class DependencyCycle(Exception):
+class DependencyCycle(CoordError):
     def __init__(self, loop: list[str]):
         self.loop = loop
         super().__init__(f"datasets depend on each other in a cycle: {' -> '.join(loop)}; "

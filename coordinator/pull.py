@@ -11,6 +11,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 
+from .errors import CoordError
 from .graph import DatasetGraph
 from .repository import pull_from_repository, pull_source
 from .workspace import DatasetNotFound, Workspace
@@ -84,7 +85,7 @@ def pull_datasets(
                 outcome = PullOutcome(dataset_id, result.message, result.block_hash)
             else:
                 if set_watermark is not None:
-                    raise ValueError(f"{dataset_id} is a derivative: its watermark follows its inputs")
+                    raise CoordError(f"{dataset_id} is a derivative: its watermark follows its inputs")
                 result = pull_derivative(ws, dataset_id, engine.get, progress=progress)
                 outcome = PullOutcome(dataset_id, result.message, result.block_hash)
             report(outcome)

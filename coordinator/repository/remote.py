@@ -5,11 +5,12 @@ one. Nothing read from a repository is trusted until that walk (and the data has
 """
 from __future__ import annotations
 
+from ..errors import CoordError
 from ..workspace import layout
 from .fileio import FileIO
 
 
-class SyncError(Exception):
+class SyncError(CoordError):
     """Push or pull cannot proceed; the message says why and what to do."""
 
 
@@ -32,7 +33,7 @@ class RemoteDataset:
         try:
             return bytes.fromhex(data.decode().strip()), token
         except ValueError:
-            raise ValueError(f"{self.path}/{layout.HEAD} in the repository is not a block hash") from None
+            raise SyncError(f"{self.path}/{layout.HEAD} in the repository is not a block hash") from None
 
     def swap_head(self, new: bytes, expected: object) -> None:
         self.io.swap_ref(self.file(layout.HEAD), new.hex().encode() + b"\n", expected)

@@ -13,6 +13,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from ..errors import CoordError
 from ..metadata.block_hash import seal
 from ..metadata.objects import MetadataBlock
 from .crash import crash_point
@@ -30,7 +31,7 @@ CRASH_POINTS = (
 )
 
 
-class CommitError(Exception):
+class CommitError(CoordError):
     pass
 
 

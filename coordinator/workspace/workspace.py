@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from ..errors import CoordError
 from ..metadata.ids import validate_dataset_id
 from ..metadata.signing import SigningKey
 from .dataset import CheckedBlocks, Dataset
@@ -36,7 +37,7 @@ DEFAULT_CONFIG = {
 }
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(CoordError):
     pass
 
 
