@@ -1,4 +1,4 @@
-"""The commit protocol (DESIGN.md §7): one writer per dataset, all or nothing.
+"""The commit protocol (docs/architecture.md, Workspace): one writer per dataset, all or nothing.
 
 Order of a commit, each step durable before the next:
   data file → checkpoint → block → signature → source state → ``refs/head``.

@@ -1,6 +1,6 @@
 """The workspace: a ``.coord`` folder holding datasets, the signing key and the config.
 
-Layout (DESIGN.md §7)::
+Layout (docs/architecture.md, Workspace)::
 
     .coord/config.yaml                 repositories, engine runtime, spark settings
     .coord/keys/ed25519.pem            the signing key (0600)
