@@ -1,6 +1,7 @@
 """Block serialization and hashing: the spec's procedure, byte for byte."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import pytest
@@ -74,35 +75,34 @@ def test_hash_must_be_the_last_32_bytes():
         check_stored(data + bytes(8))
 
 
+def with_source(block: o.MetadataBlock, **changes) -> o.MetadataBlock:
+    return dataclasses.replace(block, source=dataclasses.replace(block.source, **changes))
+
+
 def test_empty_prepare_list_differs_from_no_prepare():
-    with_empty = conformance_block()
-    with_empty.source.prepare = []
-    without = conformance_block()
-    without.source.prepare = None
+    with_empty = with_source(conformance_block(), prepare=[])
+    without = with_source(conformance_block(), prepare=None)
     assert encode_block(with_empty) != encode_block(without)
 
 
 def test_gzip_format_is_omitted_as_the_schema_default():
     gz = o.PrepStepDecompress(format=o.CompressionFormat.GZIP)
     zp = o.PrepStepDecompress(format=o.CompressionFormat.ZIP)
-    b1, b2 = conformance_block(), conformance_block()
-    b1.source.prepare, b2.source.prepare = [gz], [zp]
+    b1, b2 = with_source(conformance_block(), prepare=[gz]), with_source(conformance_block(), prepare=[zp])
     assert len(encode_block(b2)) > len(encode_block(b1))
     assert decode_block(encode_block(b1)).source.prepare == [gz]
 
 
 def test_extension_fields_absent_leave_the_018_hash_unchanged():
-    block = conformance_block()
-    block.engine = None
+    block = dataclasses.replace(conformance_block(), engine=None)
     assert seal(block)[0].block_hash.hex() == CONFORMANCE_HASH
-    block.engine = o.EngineIdentity(runtime="sandbox", version="0.1.0")
+    block = dataclasses.replace(block, engine=o.EngineIdentity(runtime="sandbox", version="0.1.0"))
     assert seal(block)[0].block_hash.hex() != CONFORMANCE_HASH
 
 
 def test_parquet_read_step_is_union_tag_5_as_in_later_odf():
     assert o.UNIONS["ReadStep"].index(o.ReadStepParquet) + 1 == 5
-    block = conformance_block()
-    block.source.read = o.ReadStepParquet(schema=["a INT"])
+    block = with_source(conformance_block(), read=o.ReadStepParquet(schema=["a INT"]))
     assert decode_block(seal(block)[1]).source.read == o.ReadStepParquet(schema=["a INT"])
 
 

@@ -1,5 +1,5 @@
-"""The `container` engine runtime (docs/architecture.md, Engines): the Spark engine's OCI image, run through the
-Docker Engine API (the `docker` SDK; here Podman's API service answers it).
+"""The `container` engine runtime (docs/architecture.md, Engines): the Spark engine's OCI image,
+run through the Docker Engine API (the `docker` SDK; here Podman's API service answers it).
 
 What the container gets:
 - no network (`network_mode="none"`: only its own loopback), unless ``settings.allow_network``;

@@ -12,6 +12,7 @@ written. Any error leaves the dataset as it was (the commit is the last step).
 """
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -138,9 +139,9 @@ class _Pull:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 logical = pool.submit(sha3_of, rows)
                 physical = slices.write(table, data_file)
-                block.output_slice = DataSlice(
+                block = dataclasses.replace(block, output_slice=DataSlice(
                     hash=logical.result(), interval=TimeInterval.singleton(system_time),
-                    num_records=len(table), physical_hash=physical)
+                    num_records=len(table), physical_hash=physical))
         state = group[-1].source_state()
         h = self.writer.commit(block, data_file=data_file, source_state=state)
         self.history.committed(h, system_time, watermark, data_file is not None, state)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar
+from typing import ClassVar, dataclass_transform
 
 from .timefmt import TimeInterval
 
@@ -31,8 +31,12 @@ class CompressionFormat(enum.Enum):
     ZIP = ("zip", 1)
 
 
-# keyword-only, so fields can be declared in schema order whatever their defaults
-odf = dataclass(kw_only=True)
+@dataclass_transform(kw_only_default=True, frozen_default=True)
+def odf(cls):
+    """An ODF object: keyword-only, so fields can be declared in schema order whatever their
+    defaults; frozen, since a sealed block is content-addressed (change one with
+    ``dataclasses.replace``)."""
+    return dataclass(kw_only=True, frozen=True)(cls)
 
 
 def default_scalar(value) -> dict:
