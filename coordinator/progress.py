@@ -8,6 +8,7 @@ class Progress(Protocol):
     def start(self, total_bytes: int | None, description: str) -> None: ...
     def advance(self, n: int) -> None: ...
     def finish(self) -> None: ...
+    def __call__(self, engine_progress: object) -> None: ...  # an engine's progress line
 
 
 class NoProgress:
@@ -18,4 +19,7 @@ class NoProgress:
         pass
 
     def finish(self) -> None:
+        pass
+
+    def __call__(self, engine_progress: object) -> None:
         pass

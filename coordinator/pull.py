@@ -13,6 +13,8 @@ from datetime import datetime
 
 from .errors import CoordError
 from .graph import DatasetGraph
+from .metadata.objects import DatasetSourceRoot
+from .progress import Progress
 from .repository import pull_from_repository, pull_source
 from .workspace import DatasetNotFound, Workspace
 
@@ -59,7 +61,7 @@ def pull_datasets(
     *,
     recursive: bool = False,
     set_watermark: datetime | None = None,
-    progress_factory: Callable[[str], object] | None = None,
+    progress_factory: Callable[[str], Progress] | None = None,
     report: Callable[[PullOutcome], None] = lambda outcome: None,
 ) -> list[PullOutcome]:
     from .ingest.service import pull_root
@@ -74,20 +76,20 @@ def pull_datasets(
             progress = progress_factory(dataset_id) if progress_factory else None
             origin = pull_source(ws, dataset_id)
             if origin is not None:
-                result = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress)
-                outcome = PullOutcome(dataset_id, result.message)
-            elif summary.kind == "root":
-                result = pull_root(
+                synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress)
+                outcome = PullOutcome(dataset_id, synced.message)
+            elif isinstance(summary.source, DatasetSourceRoot):
+                ingested = pull_root(
                     ws, dataset_id, progress=progress,
                     set_watermark=set_watermark if dataset_id in ids else None,
                     preprocess=_preprocess_with(engine, dataset_id) if summary.source.preprocess else None,
                 )
-                outcome = PullOutcome(dataset_id, result.message, result.block_hash)
+                outcome = PullOutcome(dataset_id, ingested.message, ingested.block_hash)
             else:
                 if set_watermark is not None:
                     raise CoordError(f"{dataset_id} is a derivative: its watermark follows its inputs")
-                result = pull_derivative(ws, dataset_id, engine.get, progress=progress)
-                outcome = PullOutcome(dataset_id, result.message, result.block_hash)
+                derived = pull_derivative(ws, dataset_id, engine.get, progress=progress)
+                outcome = PullOutcome(dataset_id, derived.message, derived.block_hash)
             report(outcome)
             outcomes.append(outcome)
     return outcomes
