@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import sys
 import tempfile
@@ -57,8 +58,8 @@ def bench_flights(tmp: Path, repeat: int) -> list[dict]:
     ws = Workspace.init(tmp / "ws")
     # the example manifest, fetching the whole CSV at once instead of the monthly files
     snapshot = load_manifest(EXAMPLES / "flights.yaml")
-    snapshot.source.fetch = FetchStepUrl(url=csv_path.as_uri())
-    snapshot.source.prepare = None
+    source = dataclasses.replace(snapshot.source, fetch=FetchStepUrl(url=csv_path.as_uri()), prepare=None)
+    snapshot = dataclasses.replace(snapshot, source=source)
 
     def ingest():
         result = pull_root(ws, snapshot.id)
