@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from graphlib import TopologicalSorter
 
@@ -22,6 +22,7 @@ class PullOutcome:
     dataset_id: str
     message: str
     block_hash: bytes | None = None
+    signers: list = field(default_factory=list)  # of blocks pulled from a repository (trust.Signer)
 
 
 def pull_order(ws: Workspace, ids: list[str], *, recursive: bool) -> list[str]:
@@ -84,7 +85,7 @@ def pull_datasets(
             origin = pull_source(ws, dataset_id)
             if origin is not None:
                 result = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress)
-                outcome = PullOutcome(dataset_id, result.message)
+                outcome = PullOutcome(dataset_id, result.message, signers=result.signers)
             elif summary.kind == "root":
                 result = pull_root(
                     ws, dataset_id, progress=progress,

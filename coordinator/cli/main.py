@@ -32,6 +32,7 @@ from .console import workspace as _ws
 from .lineage import lineage_
 from .pull import pull
 from .sharing import register as register_sharing
+from .trust import trust_
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -216,6 +217,10 @@ def config_set(ctx: click.Context, key: str, value: str) -> None:
         from ..transform.engine_session import settings_from_config
 
         settings_from_config(cfg)  # refuses unknown runtimes, a remote master without network
+    if key == "trust.require":
+        from ..trust import check_policy_value
+
+        check_policy_value(node[last])
     ws.save_config(cfg)
     out.print(f"{key} = {node[last]}")
 
@@ -237,6 +242,7 @@ def block_hash(file: str) -> None:
 
 cli.add_command(pull)
 cli.add_command(lineage_)
+cli.add_command(trust_)
 register_sharing(cli)
 
 

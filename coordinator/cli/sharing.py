@@ -19,9 +19,10 @@ from rich.progress import (
 from rich.progress import Progress as RichBar
 
 from .. import repository, verify
-from ..metadata.signing import SignatureStatus
 from ..metadata.timefmt import format_timestamp
+from ..trust import Authorship
 from .console import err, out, workspace
+from .trust import signer_line
 
 
 class VerifyFailed(Exception):
@@ -96,13 +97,6 @@ def push(ctx: click.Context, dataset: str, to: str | None) -> None:
     out.print(result.message + mb, markup=False)
 
 
-_SIGNATURE_WORDS = {
-    SignatureStatus.TRUSTED: "signed-by-trusted-key",
-    SignatureStatus.UNKNOWN_KEY: "signed-by-unknown-key",
-    SignatureStatus.UNSIGNED: "unsigned",
-}
-
-
 @click.command("verify")
 @click.argument("dataset")
 @click.option("-r", "--recursive", is_flag=True, help="Verify the upstream datasets too.")
@@ -116,7 +110,7 @@ _SIGNATURE_WORDS = {
 @click.pass_context
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
             engine_spec: str | None) -> None:
-    """Check DATASET's chain, signatures, data files and checkpoints, and replay its transforms."""
+    """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
     from ..pull import EngineOnDemand
     from ..transform import replay as replaying
 
@@ -131,13 +125,15 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     for report in reports:
         bad = {p.block_hash for p in report.problems}
         out.print(f"{report.dataset_id}: {len(report.blocks)} blocks", markup=False)
-        for cb in report.blocks:
+        for cb, author in zip(report.blocks, report.authors, strict=True):
             mark = "BAD" if cb.hash in bad else "ok "
+            signer = f" {author.signer.hex()[:12]}" if author.signer else ""
             out.print(f"  {mark} {cb.hash.hex()[:12]} {format_timestamp(cb.block.system_time)} "
-                      f"{_SIGNATURE_WORDS[cb.signature]}", markup=False)
+                      f"{author.status.value}{signer}", markup=False)
         for p in report.problems:
             out.print(f"  problem: {p}", markup=False)
-        out.print(f"  integrity: {'ok' if report.ok else 'FAILED'}", markup=False)
+        out.print(f"  integrity: {'FAILED' if report.problems else 'ok'}", markup=False)
+        _print_authorship(report)
         out.print(f"  reproducibility: {report.reproducibility}", markup=False)
         if engine.identity is not None and report.reproducibility == "reproduced":
             ds = ws.dataset(report.dataset_id)
@@ -149,6 +145,17 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     if failed:
         first = failed[0]
         raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
+
+
+def _print_authorship(report: verify.VerifyReport) -> None:
+    """One line for the verdict under ``trust.require``, then one per signer unless all trusted."""
+    trusted = all(s.status is Authorship.TRUSTED for s in report.signers)
+    verdict = "FAILED" if report.authorship_problems else "ok" if trusted else "ok, with warnings"
+    out.print(f"  authorship: {verdict} (trust.require: {report.policy.value})", markup=False)
+    for s in report.signers:
+        out.print(f"    {signer_line(s)}", markup=False)
+    for p in report.authorship_problems:
+        out.print(f"  problem: {p}", markup=False)
 
 
 def _engine_settings(ws, spec: str):
