@@ -6,7 +6,6 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from ..metadata.ids import DatasetRef
 from ..metadata.timefmt import parse_timestamp
-from ..pull import PullOutcome, pull_datasets
 from .console import out, workspace
 from .trust import signer_line
 
@@ -44,6 +43,8 @@ class _Bytes:
 @click.pass_context
 def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET."""
+    from ..pull import PullOutcome, pull_datasets
+
     ws = workspace(ctx)
     refs = [DatasetRef.parse(d) for d in datasets]
     remote = [r for r in refs if r.repository]

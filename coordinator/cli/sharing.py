@@ -1,11 +1,13 @@
 """CLI for sharing and checking datasets: ``coord repo``, ``coord push`` and ``coord verify``.
 
 ``register(cli)`` adds the commands to the main group; ``coord pull REPO/DS`` lives with the
-other pull command and calls ``repository.pull_from_repository``.
+other pull command and calls ``repository.pull_from_repository``. The services (which need
+Arrow) are imported by the commands, so loading the command group stays fast.
 """
 from __future__ import annotations
 
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -18,11 +20,13 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichBar
 
-from .. import repository, verify
 from ..metadata.timefmt import format_timestamp
 from ..trust import Authorship
 from .console import err, out, workspace
 from .trust import signer_line
+
+if TYPE_CHECKING:
+    from ..verify import VerifyReport
 
 
 class VerifyFailed(Exception):
@@ -65,6 +69,8 @@ def repo() -> None:
 @click.pass_context
 def repo_add(ctx: click.Context, name: str, url: str) -> None:
     """Add repository NAME at URL (file:///path, s3://bucket/prefix, s3+http://host:port/bucket/prefix)."""
+    from .. import repository
+
     r = repository.add_repository(workspace(ctx), name, url)
     out.print(f"added repository {r.name} ({r.url})", markup=False)
 
@@ -73,6 +79,8 @@ def repo_add(ctx: click.Context, name: str, url: str) -> None:
 @click.pass_context
 def repo_list(ctx: click.Context) -> None:
     """List repositories."""
+    from .. import repository
+
     for r in repository.list_repositories(workspace(ctx)):
         out.print(f"{r.name}\t{r.url}", markup=False)
 
@@ -82,6 +90,8 @@ def repo_list(ctx: click.Context) -> None:
 @click.pass_context
 def repo_delete(ctx: click.Context, name: str) -> None:
     """Forget repository NAME (nothing in it is deleted)."""
+    from .. import repository
+
     repository.delete_repository(workspace(ctx), name)
     out.print(f"deleted repository {name}")
 
@@ -92,6 +102,8 @@ def repo_delete(ctx: click.Context, name: str) -> None:
 @click.pass_context
 def push(ctx: click.Context, dataset: str, to: str | None) -> None:
     """Upload DATASET's new blocks and files to a repository."""
+    from .. import repository
+
     result = repository.push_dataset(workspace(ctx), dataset, to, progress=RichProgress(err))
     mb = f" ({result.files} files, {result.bytes / 1e6:,.1f} MB)" if result.files else ""
     out.print(result.message + mb, markup=False)
@@ -111,6 +123,7 @@ def push(ctx: click.Context, dataset: str, to: str | None) -> None:
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
             engine_spec: str | None) -> None:
     """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
+    from .. import verify
     from ..pull import EngineOnDemand
     from ..transform import replay as replaying
 
@@ -147,7 +160,7 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
 
 
-def _print_authorship(report: verify.VerifyReport) -> None:
+def _print_authorship(report: VerifyReport) -> None:
     """One line for the verdict under ``trust.require``, then one per signer unless all trusted."""
     trusted = all(s.status is Authorship.TRUSTED for s in report.signers)
     verdict = "FAILED" if report.authorship_problems else "ok" if trusted else "ok, with warnings"
