@@ -28,6 +28,7 @@ class Reason(enum.Enum):
     NEW_INPUT = "new input blocks"
     QUERY_CHANGED = "query changed since the last run"
     SOURCE_CHANGED = "source changed"
+    NEVER_PULLED = "never pulled"
     WAITING = "waiting for input data"
     NOT_CHECKED = "not checked"
 
@@ -38,7 +39,7 @@ class DatasetStatus:
     kind: str  # root | derivative
     reasons: list[Reason] = field(default_factory=list)
     new_input: dict[str, int] = field(default_factory=dict)  # input → blocks not consumed yet
-    new_files: list[str] = field(default_factory=list)  # root: what a pull would ingest
+    new_files: list[str] = field(default_factory=list)  # root: the files a pull would ingest
     waiting_for: list[str] = field(default_factory=list)  # inputs without any data yet
     unchecked: str = ""  # NOT_CHECKED: the remote URL, repository or error that stopped the check
 
@@ -93,8 +94,9 @@ def _derivative(ws: Workspace, chain, source: DatasetSourceDerivative, st: Datas
 
 
 def _root(ws: Workspace, ds: Dataset, source: DatasetSourceRoot, st: DatasetStatus) -> None:
+    state = ds.source_state()
     try:
-        files = probe(source.fetch, root=ws.root, state=ds.source_state())
+        files = probe(source.fetch, root=ws.root, state=state)
     except IngestError as e:
         st.reasons.append(Reason.NOT_CHECKED)
         st.unchecked = str(e)
@@ -103,5 +105,5 @@ def _root(ws: Workspace, ds: Dataset, source: DatasetSourceRoot, st: DatasetStat
         st.reasons.append(Reason.NOT_CHECKED)
         st.unchecked = f"remote source {getattr(source.fetch, 'url', '')}".strip()
     elif files:
-        st.reasons.append(Reason.SOURCE_CHANGED)
+        st.reasons.append(Reason.SOURCE_CHANGED if state is not None else Reason.NEVER_PULLED)
         st.new_files = files

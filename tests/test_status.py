@@ -123,7 +123,7 @@ LOCAL_FILE = """
 def test_a_local_source_file_is_checked_by_stat_then_content(ws):
     path = write(ws.root / "in" / "data.csv", "id,name\n1,a\n")
     add_dataset(ws, LOCAL_FILE, ROOT_DS)
-    assert reasons(ws, ROOT_DS) == [Reason.SOURCE_CHANGED]  # never pulled
+    assert reasons(ws, ROOT_DS) == [Reason.NEVER_PULLED]
     pull_root(ws, ROOT_DS)
     assert reasons(ws, ROOT_DS) == []
 

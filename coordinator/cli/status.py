@@ -22,6 +22,7 @@ _SHORT = {
     Reason.NEW_INPUT: "behind",
     Reason.QUERY_CHANGED: "query changed",
     Reason.SOURCE_CHANGED: "source changed",
+    Reason.NEVER_PULLED: "never pulled",
     Reason.WAITING: "waiting",
     Reason.NOT_CHECKED: "not checked",
 }
@@ -42,9 +43,9 @@ def _reason_words(st: DatasetStatus, reason: Reason) -> str:
         n = sum(st.new_input.values())
         per_input = ", ".join(f"{i}: {k}" for i, k in st.new_input.items())
         return f"{_count(n, 'new input block')} behind ({per_input})"
-    if reason is Reason.SOURCE_CHANGED:
+    if reason in (Reason.SOURCE_CHANGED, Reason.NEVER_PULLED):
         names = ", ".join(st.new_files[:3]) + (", ..." if len(st.new_files) > 3 else "")
-        return f"source changed: {_count(len(st.new_files), 'new file')} ({names})"
+        return f"{reason.value}: {_count(len(st.new_files), 'file')} to ingest ({names})"
     if reason is Reason.WAITING:
         return f"waiting for data from {', '.join(st.waiting_for)}"
     if reason is Reason.NOT_CHECKED:

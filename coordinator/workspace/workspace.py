@@ -5,7 +5,8 @@ Layout (DESIGN.md §7)::
     .coord/config.yaml                 repositories, engine runtime, spark settings
     .coord/keys/ed25519.pem            the signing key (0600)
     .coord/datasets/<id>/              the spec's sharing layout (meta/, data/, checkpoint/)
-    .coord/cache/<id>/                 ingest downloads and per-block source state
+    .coord/cache/<id>/                 ingest downloads, per-block source state, remotes.json
+                                       (remembered repositories), signers.json (pinned keys)
     .coord/locks/<id>.lock             one writer per dataset
     .coord/run/                        engine scratch and logs
 """
