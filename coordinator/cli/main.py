@@ -2,6 +2,8 @@
 
 Errors end as one line on stderr: ``coord: error: ...`` (exit 1) for a ``CoordError`` or the
 machine's, ``coord: internal error: ...`` (exit 70) for a bug; ``--debug`` adds the traceback.
+Modules that need Arrow, JSON Schema or the engine are imported by the commands that use
+them, so the commands that read only metadata (``status``, ``list``, ``log``) start fast.
 """
 from __future__ import annotations
 
@@ -12,28 +14,30 @@ import traceback
 from contextlib import ExitStack
 from datetime import date, datetime, time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 import yaml
 from rich.table import Table
 
 from .. import catalog
+from .. import status as status_service
 from ..errors import CoordError
 from ..metadata.block_hash import compute_hash
-from ..metadata.manifest import load_manifest, load_manifests
 from ..metadata.objects import MetadataBlock
 from ..metadata.timefmt import format_timestamp
 from ..metadata.yaml_codec import render, to_dict
-from ..pull import EngineOnDemand
 from ..workspace import Workspace
 from .console import err, out, short
 from .console import workspace as _ws
 from .lineage import lineage_
 from .pull import pull
 from .sharing import register as register_sharing
+from .status import print_builds, short_status, status_
+from .trust import trust_
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -60,6 +64,9 @@ def init(path: str) -> None:
 @click.pass_context
 def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     """Add datasets from manifest files or folders of them."""
+    from ..metadata.manifest import load_manifests
+    from ..pull import EngineOnDemand
+
     ws = _ws(ctx)
     snapshots = load_manifests(paths)
     with ExitStack() as stack:
@@ -78,21 +85,31 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
 @cli.command("list")
 @click.pass_context
 def list_(ctx: click.Context) -> None:
-    """List the datasets of the workspace."""
-    table = Table("dataset", "kind", "head", "blocks", "records", "watermark", box=None)
-    for ds in _ws(ctx).datasets():
+    """List the datasets of the workspace (status: see coord status)."""
+    ws = _ws(ctx)
+    table = Table("dataset", "kind", "head", "blocks", "records", "watermark", "status", box=None)
+    for ds in ws.datasets():
         s = ds.summary()
         wm = format_timestamp(s.watermark) if s.watermark else "-"
-        table.add_row(s.id, s.kind, short(s.head), str(s.blocks), f"{s.num_records:,}", wm)
+        table.add_row(s.id, s.kind, short(s.head), str(s.blocks), f"{s.num_records:,}", wm,
+                      short_status(status_service.dataset_status(ws, ds)))
     out.print(table)
 
 
 @cli.command()
 @click.argument("dataset")
 @click.option("--output", "-o", type=click.Choice(["yaml", "json"]), default="yaml")
+@click.option("--builds", is_flag=True,
+              help="Per block a derivative computed: the input blocks and the query that made it.")
 @click.pass_context
-def log(ctx: click.Context, dataset: str, output: str) -> None:
+def log(ctx: click.Context, dataset: str, output: str, builds: bool) -> None:
     """Show the metadata chain of DATASET, newest block first."""
+    if builds:
+        from ..transform.builds import builds as build_catalog
+
+        ws = _ws(ctx)
+        print_builds(build_catalog(ws, ws.dataset(dataset)), output)
+        return
     chain = list(_ws(ctx).dataset(dataset).chain())
     if output == "json":
         docs = [dict(to_dict(c.block), signature=c.signature.value) for c in chain]
@@ -113,6 +130,8 @@ def log(ctx: click.Context, dataset: str, output: str) -> None:
 @click.pass_context
 def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | None) -> None:
     """Show the last records of DATASET."""
+    import pyarrow.csv as pacsv
+
     ds = _ws(ctx).dataset(dataset)
     if as_at is None:
         files = ds.data_files()
@@ -145,6 +164,9 @@ def _json_value(value):
 
 
 def _last_records(files: list[Path], num: int) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     parts, have = [], 0
     for f in reversed(files):
         if have >= num:
@@ -218,6 +240,10 @@ def config_set(ctx: click.Context, key: str, value: str) -> None:
         from ..transform.engine_session import settings_from_config
 
         settings_from_config(cfg)  # refuses unknown runtimes, a remote master without network
+    if key == "trust.require":
+        from ..trust import check_policy_value
+
+        check_policy_value(node[last])
     ws.save_config(cfg)
     out.print(f"{key} = {node[last]}")
 
@@ -231,6 +257,8 @@ def block() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 def block_hash(file: str) -> None:
     """Print the blockHash of a MetadataBlock given as a YAML manifest."""
+    from ..metadata.manifest import load_manifest
+
     obj = load_manifest(file, unsealed=True)
     if not isinstance(obj, MetadataBlock):
         raise click.UsageError(f"{file} holds a {type(obj).__name__}, not a MetadataBlock")
@@ -239,6 +267,8 @@ def block_hash(file: str) -> None:
 
 cli.add_command(pull)
 cli.add_command(lineage_)
+cli.add_command(trust_)
+cli.add_command(status_)
 register_sharing(cli)
 
 

@@ -6,8 +6,8 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from ..metadata.ids import DatasetRef
 from ..metadata.timefmt import parse_timestamp
-from ..pull import PullOutcome, pull_datasets
 from .console import out, workspace
+from .trust import signer_line
 
 
 class _Bytes:
@@ -43,6 +43,8 @@ class _Bytes:
 @click.pass_context
 def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET."""
+    from ..pull import PullOutcome, pull_datasets
+
     ws = workspace(ctx)
     refs = [DatasetRef.parse(d) for d in datasets]
     remote = [r for r in refs if r.repository]
@@ -58,12 +60,12 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
         from ..repository import pull_from_repository
 
         result = pull_from_repository(ws, ref, as_name=as_name)
-        out.print(f"{result.dataset_id}: {result.message}")
+        _print_outcome(result.dataset_id, result.message, result.signers)
     if not local:
         return
 
     def report(outcome: PullOutcome) -> None:
-        out.print(f"{outcome.dataset_id}: {outcome.message}")
+        _print_outcome(outcome.dataset_id, outcome.message, outcome.signers)
 
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
     with Progress(*columns, console=out, transient=True, disable=not out.is_terminal) as bars:
@@ -73,3 +75,9 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
             progress_factory=lambda dataset_id: _Bytes(bars, dataset_id),
             report=report,
         )
+
+
+def _print_outcome(dataset_id: str, message: str, signers) -> None:
+    out.print(f"{dataset_id}: {message}", markup=False)
+    for s in signers:
+        out.print(f"  {signer_line(s)}", markup=False)

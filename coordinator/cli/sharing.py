@@ -1,11 +1,13 @@
 """CLI for sharing and checking datasets: ``coord repo``, ``coord push`` and ``coord verify``.
 
 ``register(cli)`` adds the commands to the main group; ``coord pull REPO/DS`` lives with the
-other pull command and calls ``repository.pull_from_repository``.
+other pull command and calls ``repository.pull_from_repository``. The services (which need
+Arrow) are imported by the commands, so loading the command group stays fast.
 """
 from __future__ import annotations
 
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -18,11 +20,14 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichBar
 
-from .. import repository, verify
 from ..errors import CoordError
-from ..metadata.signing import SignatureStatus
 from ..metadata.timefmt import format_timestamp
+from ..trust import Authorship
 from .console import err, out, workspace
+from .trust import signer_line
+
+if TYPE_CHECKING:
+    from ..verify import VerifyReport
 
 
 class VerifyFailed(CoordError):
@@ -65,6 +70,8 @@ def repo() -> None:
 @click.pass_context
 def repo_add(ctx: click.Context, name: str, url: str) -> None:
     """Add repository NAME at URL (file:///path, s3://bucket/prefix, s3+http://host:port/bucket/prefix)."""
+    from .. import repository
+
     r = repository.add_repository(workspace(ctx), name, url)
     out.print(f"added repository {r.name} ({r.url})", markup=False)
 
@@ -73,6 +80,8 @@ def repo_add(ctx: click.Context, name: str, url: str) -> None:
 @click.pass_context
 def repo_list(ctx: click.Context) -> None:
     """List repositories."""
+    from .. import repository
+
     for r in repository.list_repositories(workspace(ctx)):
         out.print(f"{r.name}\t{r.url}", markup=False)
 
@@ -82,6 +91,8 @@ def repo_list(ctx: click.Context) -> None:
 @click.pass_context
 def repo_delete(ctx: click.Context, name: str) -> None:
     """Forget repository NAME (nothing in it is deleted)."""
+    from .. import repository
+
     repository.delete_repository(workspace(ctx), name)
     out.print(f"deleted repository {name}")
 
@@ -92,16 +103,11 @@ def repo_delete(ctx: click.Context, name: str) -> None:
 @click.pass_context
 def push(ctx: click.Context, dataset: str, to: str | None) -> None:
     """Upload DATASET's new blocks and files to a repository."""
+    from .. import repository
+
     result = repository.push_dataset(workspace(ctx), dataset, to, progress=RichProgress(err))
     mb = f" ({result.files} files, {result.bytes / 1e6:,.1f} MB)" if result.files else ""
     out.print(result.message + mb, markup=False)
-
-
-_SIGNATURE_WORDS = {
-    SignatureStatus.TRUSTED: "signed-by-trusted-key",
-    SignatureStatus.UNKNOWN_KEY: "signed-by-unknown-key",
-    SignatureStatus.UNSIGNED: "unsigned",
-}
 
 
 @click.command("verify")
@@ -117,7 +123,8 @@ _SIGNATURE_WORDS = {
 @click.pass_context
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
             engine_spec: str | None) -> None:
-    """Check DATASET's chain, signatures, data files and checkpoints, and replay its transforms."""
+    """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
+    from .. import verify
     from ..pull import EngineOnDemand
     from ..transform import replay as replaying
 
@@ -132,13 +139,15 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     for report in reports:
         bad = {p.block_hash for p in report.problems}
         out.print(f"{report.dataset_id}: {len(report.blocks)} blocks", markup=False)
-        for cb in report.blocks:
+        for cb, author in zip(report.blocks, report.authors, strict=True):
             mark = "BAD" if cb.hash in bad else "ok "
+            signer = f" {author.signer.hex()[:12]}" if author.signer else ""
             out.print(f"  {mark} {cb.hash.hex()[:12]} {format_timestamp(cb.block.system_time)} "
-                      f"{_SIGNATURE_WORDS[cb.signature]}", markup=False)
+                      f"{author.status.value}{signer}", markup=False)
         for p in report.problems:
             out.print(f"  problem: {p}", markup=False)
-        out.print(f"  integrity: {'ok' if report.ok else 'FAILED'}", markup=False)
+        out.print(f"  integrity: {'FAILED' if report.problems else 'ok'}", markup=False)
+        _print_authorship(report)
         out.print(f"  reproducibility: {report.reproducibility}", markup=False)
         if engine.identity is not None and report.reproducibility == "reproduced":
             ds = ws.dataset(report.dataset_id)
@@ -150,6 +159,17 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     if failed:
         first = failed[0]
         raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
+
+
+def _print_authorship(report: VerifyReport) -> None:
+    """One line for the verdict under ``trust.require``, then one per signer unless all trusted."""
+    trusted = all(s.status is Authorship.TRUSTED for s in report.signers)
+    verdict = "FAILED" if report.authorship_problems else "ok" if trusted else "ok, with warnings"
+    out.print(f"  authorship: {verdict} (trust.require: {report.policy.value})", markup=False)
+    for s in report.signers:
+        out.print(f"    {signer_line(s)}", markup=False)
+    for p in report.authorship_problems:
+        out.print(f"  problem: {p}", markup=False)
 
 
 def _engine_settings(ws, spec: str):

@@ -41,7 +41,6 @@ from ..metadata.objects import (
 from ..metadata.timefmt import UTC, format_timestamp, parse_timestamp
 from ..metadata.yaml_codec import to_dict
 from ..progress import NoProgress, Progress
-from .convert import to_strftime
 from .errors import IngestError
 
 _CHUNK = 1 << 20
@@ -95,6 +94,17 @@ def fetch(step: FetchStep, *, root: Path, scratch: Path, state: dict | None,
     for f in files:
         f.state["fetch"] = fp
     return files
+
+
+def probe(step: FetchStep, *, root: Path, state: dict | None) -> list[str] | None:
+    """The files a pull would ingest now, found without downloading anything (``coord
+    status``): local files by the stat and hash the state records; None for a remote URL,
+    which only a request could tell (unless its ``cache`` says it is fetched once)."""
+    if isinstance(step, FetchStepUrl) and urllib.parse.urlparse(step.url).scheme not in ("", "file"):
+        fetched_once = step.cache is not None and state and state.get("fetch") == fingerprint(step)
+        if not fetched_once:
+            return None
+    return [f.name for f in fetch(step, root=root, scratch=root, state=state)]
 
 
 # --- url ---------------------------------------------------------------------------------------
@@ -229,6 +239,8 @@ def event_time_from_path(source: EventTimeSourceFromPath, path: str) -> datetime
     if not m or not m.groups():
         raise IngestError(f"eventTime fromPath: pattern {source.pattern!r} (group 1 is the time) "
                           f"does not match {path!r}")
+    from .convert import to_strftime  # Arrow: not needed to probe other sources (coord status)
+
     fmt = to_strftime(source.timestamp_format or "%Y-%m-%d")
     try:
         t = datetime.strptime(m.group(1), fmt)

@@ -44,6 +44,7 @@ class ChainBlock:
     hash: bytes
     block: MetadataBlock
     signature: SignatureStatus
+    signer: bytes | None = None  # the public key of a valid signature
 
 
 def load_block(source: BlockSource, block_hash: bytes) -> MetadataBlock:
@@ -99,7 +100,7 @@ def walk(
 
 def _check(source: BlockSource, block_hash: bytes, trusted: frozenset[bytes]) -> ChainBlock:
     block = load_block(source, block_hash)
-    status = check_signature(block_hash, source.read_signature(block_hash), set(trusted))
+    status, signer = check_signature(block_hash, source.read_signature(block_hash), set(trusted))
     if status is SignatureStatus.INVALID:
         raise ChainError(block_hash, "signature does not match the block")
-    return ChainBlock(block_hash, block, status)
+    return ChainBlock(block_hash, block, status, signer)

@@ -79,12 +79,27 @@ class SigningKey:
         return Signature(self.public_key, self._private.sign(block_hash))
 
 
-def check_signature(block_hash: bytes, data: bytes | None, trusted: set[bytes]) -> SignatureStatus:
+def parse_public_key(text: str) -> bytes:
+    """A public key as written in signature files and config (64 hex digits), checked."""
+    try:
+        key = bytes.fromhex(text)
+        Ed25519PublicKey.from_public_bytes(key)
+    except ValueError:
+        raise CoordError(f"not an Ed25519 public key: {text!r} (expected 64 hex digits, as in "
+                         "'coord trust list' or a block's signature file)") from None
+    return key
+
+
+def check_signature(
+    block_hash: bytes, data: bytes | None, trusted: set[bytes]
+) -> tuple[SignatureStatus, bytes | None]:
+    """The signature's status and the signer's public key (None when unsigned or invalid)."""
     if data is None:
-        return SignatureStatus.UNSIGNED
+        return SignatureStatus.UNSIGNED, None
     try:
         sig = Signature.from_bytes(data)
         Ed25519PublicKey.from_public_bytes(sig.public_key).verify(sig.signature, block_hash)
     except (InvalidSignature, ValueError, KeyError, TypeError, yaml.YAMLError):
-        return SignatureStatus.INVALID
-    return SignatureStatus.TRUSTED if sig.public_key in trusted else SignatureStatus.UNKNOWN_KEY
+        return SignatureStatus.INVALID, None
+    status = SignatureStatus.TRUSTED if sig.public_key in trusted else SignatureStatus.UNKNOWN_KEY
+    return status, sig.public_key

@@ -2,7 +2,9 @@
 
 1. Read the remote head and walk the remote chain back to the first block known locally,
    checking every block hash, link and signature (``metadata.chain.walk``).
-2. Compare: up to date, behind (pull), ahead (nothing to do) or diverged (refuse).
+2. Compare: up to date, behind (pull), ahead (nothing to do) or diverged (refuse); refuse
+   new blocks whose signer the workspace does not accept (``trust.admit_pull``: a key other
+   than the one pinned for the dataset, or what ``trust.require`` refuses).
 3. Download the new blocks' data and checkpoints into a staging folder and check every data
    file against its block's DataSlice before anything is visible locally.
 4. Under the dataset lock, install in the commit order data → checkpoints → blocks →
@@ -12,12 +14,13 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..metadata.chain import ChainBlock, ChainError, walk
 from ..metadata.ids import DatasetRef
 from ..progress import Progress
+from ..trust import Signer, admit_pull, record_pull
 from ..verify import ExpectedFiles, check_data_file, expected_files
 from ..workspace import Dataset, DatasetWriter, Workspace, layout
 from ..workspace.crash import crash_point
@@ -34,6 +37,7 @@ class PullResult:
     status: str  # "pulled", "up to date" or "ahead"
     blocks: int  # blocks pulled (or, when ahead, blocks the remote lacks)
     message: str
+    signers: list[Signer] = field(default_factory=list)  # of the blocks pulled
 
 
 def pull_from_repository(
@@ -55,6 +59,7 @@ def pull_from_repository(
             return PullResult(ds.id, ref, "ahead", ahead,
                               f"local has {_blocks(ahead)} the remote lacks (ahead)")
         new, message = _compare(ws, remote, ref, remote_head, local)
+        signers = admit_pull(ws, ds.id, local, new)
 
         vocab = next((cb.block.vocab for cb in local if cb.block.vocab), None)
         source = next((cb.block.source for cb in local if cb.block.source), None)
@@ -64,10 +69,11 @@ def pull_from_repository(
         try:
             _download(remote, expected, staging, progress)
             _install(writer, remote, new, staging, expected_head=local[0].hash if local else None)
+            record_pull(ws, ds.id, local, new)
         finally:
             remove(staging)
     remember(ws, ds.id, "pull", ref)
-    return PullResult(ds.id, ref, "pulled", len(new), message)
+    return PullResult(ds.id, ref, "pulled", len(new), message, signers)
 
 
 def pull_source(ws: Workspace, dataset_id: str) -> DatasetRef | None:

@@ -2,8 +2,9 @@
 
 Repositories live in the workspace config (``repositories: {name: url}``). Where a dataset was
 last pushed to and pulled from is per-dataset state, kept beside its other state in
-``.coord/cache/<id>/remotes.json`` (so deleting the dataset forgets them too) rather than in
-the shared config, which concurrent pushes of different datasets would race on.
+``.coord/cache/<id>/remotes.json`` (``Dataset.remotes_path``; so deleting the dataset forgets
+them too) rather than in the shared config, which concurrent pushes of different datasets
+would race on.
 """
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from ..workspace import Workspace
 from ..workspace.fsutil import atomic_write
 from .fileio import FileIO, parse_url
 from .remote import RemoteDataset
-
-REMOTES_FILE = "remotes.json"
 
 
 class RepositoryError(CoordError):
@@ -83,13 +82,13 @@ def remote_path(ref: DatasetRef) -> str:
 
 def remembered(ws: Workspace, dataset_id: str, direction: str) -> DatasetRef | None:
     """Where the dataset was last pushed (``direction="push"``) or pulled from (``"pull"``)."""
-    path = ws.meta / "cache" / dataset_id / REMOTES_FILE
-    text = json.loads(path.read_text()).get(direction) if path.exists() else None
+    text = ws.dataset(dataset_id).remote(direction)
     return DatasetRef.parse(text) if text else None
 
 
 def remember(ws: Workspace, dataset_id: str, direction: str, ref: DatasetRef) -> None:
-    path = ws.cache_dir(dataset_id) / REMOTES_FILE
+    ws.cache_dir(dataset_id)
+    path = ws.dataset(dataset_id).remotes_path
     remotes = json.loads(path.read_text()) if path.exists() else {}
     remotes[direction] = str(ref)
     atomic_write(path, json.dumps(remotes, sort_keys=True).encode())

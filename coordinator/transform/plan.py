@@ -4,7 +4,7 @@ An executed block records, per input and in the order of ``inputs``, the slice o
 consumed (see ``schemas/DERIVATIVE-BLOCKS.md``): the system-time interval of the input blocks
 (``(a, b]``; ``(-inf, b]`` the first time; ``()`` when nothing new), the number of records and a
 hash of those blocks' slice hashes. The right end ``b`` of the newest non-empty interval is
-where the next step continues.
+where the next step continues (``builds.consumed_until``).
 """
 from __future__ import annotations
 
@@ -16,16 +16,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import CoordError
-from ..metadata.objects import (
-    DatasetSourceDerivative,
-    DatasetVocabulary,
-    DataSlice,
-    MetadataBlock,
-    TransformSql,
-)
+from ..metadata.objects import DatasetVocabulary, DataSlice, MetadataBlock, TransformSql
 from ..metadata.timefmt import IntervalType, TimeInterval
 from ..workspace import Dataset, Workspace
+from .builds import consumed_until, query_in_force_at, source_of
 
 
 @dataclass
@@ -97,38 +91,21 @@ class TransformPlan:
 def plan_transform(ws: Workspace, ds: Dataset) -> TransformPlan:
     chain = list(ds.blocks())
     head, head_block = chain[0]
-    source = next(b.source for _, b in chain if b.source is not None)
-    if not isinstance(source, DatasetSourceDerivative):
-        raise CoordError(f"{ds.id} is not a derivative dataset")
+    source = source_of(chain, ds.id)
     vocab = next((b.vocab for _, b in chain if b.vocab is not None), DatasetVocabulary())
 
-    executed = [(h, b) for h, b in chain if b.input_slices is not None]
-    after: list[datetime | None] = [None] * len(source.inputs)
-    for _, b in reversed(executed):  # oldest first, so newer bounds win
-        for i, s in enumerate(b.input_slices[: len(after)]):
-            if s.interval.type is not IntervalType.EMPTY:
-                after[i] = s.interval.right
+    after = consumed_until(chain, len(source.inputs))
     prev_checkpoint = prev_transform = None
-    if executed:
-        last_hash = executed[0][0]
+    last_hash = next((h for h, b in chain if b.input_slices is not None), None)
+    if last_hash is not None:
         checkpoint = ds.checkpoint_dir(last_hash)
         prev_checkpoint = checkpoint if checkpoint.exists() else None
-        in_force = _transform_in_force_at(chain, last_hash)
+        in_force = query_in_force_at(chain, last_hash)[1]
         prev_transform = in_force if in_force != source.transform else None
 
     inputs = [plan_input(ws.dataset(i), a) for i, a in zip(source.inputs, after, strict=True)]
     return TransformPlan(ds, head, head_block.system_time, source.transform, vocab, inputs,
                          prev_checkpoint, prev_transform)
-
-
-def _transform_in_force_at(chain, block_hash: bytes) -> TransformSql:
-    """The transform of the newest source block at or before ``block_hash``."""
-    seen = False
-    for h, b in chain:
-        seen = seen or h == block_hash
-        if seen and b.source is not None:
-            return b.source.transform
-    raise ValueError("no source before the executed block")
 
 
 def plan_input(ds: Dataset, after: datetime | None, until: datetime | None = None) -> InputPlan:

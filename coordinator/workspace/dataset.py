@@ -109,6 +109,11 @@ class Dataset:
     def state_path(self, block_hash: bytes) -> Path:
         return self.ws.meta / "cache" / self.id / "state" / f"{block_hash.hex()}.json"
 
+    @property
+    def remotes_path(self) -> Path:
+        """Where the dataset was last pushed to and pulled from (``repository.registry``)."""
+        return self.ws.meta / "cache" / self.id / "remotes.json"
+
     # --- reading ------------------------------------------------------------------------------
 
     def exists(self) -> bool:
@@ -169,6 +174,11 @@ class Dataset:
         if up_to is not None:
             blocks = blocks[[h for h, _ in blocks].index(up_to):]
         return [self.data_file(h) for h, b in reversed(blocks) if b.output_slice]
+
+    def remote(self, direction: str) -> str | None:
+        """``REPO/[USER/]ID`` it was last pushed to (``direction="push"``) or pulled from (``"pull"``)."""
+        path = self.remotes_path
+        return json.loads(path.read_text()).get(direction) if path.exists() else None
 
     def source_state(self) -> dict | None:
         """The ingest state stored with the newest block that has one."""

@@ -5,7 +5,8 @@ Layout (docs/architecture.md, Workspace)::
     .coord/config.yaml                 repositories, engine runtime, spark settings
     .coord/keys/ed25519.pem            the signing key (0600)
     .coord/datasets/<id>/              the spec's sharing layout (meta/, data/, checkpoint/)
-    .coord/cache/<id>/                 ingest downloads and per-block source state
+    .coord/cache/<id>/                 ingest downloads, per-block source state, remotes.json
+                                       (remembered repositories), signers.json (pinned keys)
     .coord/locks/<id>.lock             one writer per dataset
     .coord/run/                        engine scratch and logs
 """
@@ -33,7 +34,9 @@ DEFAULT_CONFIG = {
         "sparkConf": {},
     },
     "repositories": {},
-    "trustedKeys": [],  # hex Ed25519 public keys whose signatures verify reports as trusted
+    # Ed25519 public keys whose owners are trusted: "HEX [NAME]" (the key, then who it is)
+    "trustedKeys": [],
+    "trust": {"require": "known"},  # trusted | known | any: see coordinator/trust.py
 }
 
 
@@ -110,8 +113,19 @@ class Workspace:
         return self._key
 
     def trusted_keys(self) -> frozenset[bytes]:
-        extra = {bytes.fromhex(k) for k in self.config().get("trustedKeys") or []}
-        return frozenset({self.signing_key.public_key, *extra})
+        return frozenset(self.trusted_key_names())
+
+    def trusted_key_names(self) -> dict[bytes, str]:
+        """The trusted public keys and who they belong to: this workspace's own key first."""
+        names = {self.signing_key.public_key: "this workspace"}
+        for entry in self.config().get("trustedKeys") or []:
+            key, _, name = str(entry).partition(" ")
+            try:
+                names.setdefault(bytes.fromhex(key), name.strip())
+            except ValueError:
+                raise WorkspaceError(f"{self.config_path}: trustedKeys: {key!r} is not a hex "
+                                     "public key (fix it, or 'coord trust remove' it)") from None
+        return names
 
     # --- datasets ---------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True) ->
     """Run the real CLI (with the sharing commands) in a child process."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("COORD_WORKSPACE", None)
+    full_env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])  # this checkout's code
     proc = subprocess.run([sys.executable, "-c", _LAUNCH, *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:

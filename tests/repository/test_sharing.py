@@ -24,6 +24,7 @@ from coordinator.repository import (
 )
 from coordinator.repository import push as push_module
 from coordinator.repository.registry import remote_path
+from coordinator.trust import Authorship
 from coordinator.verify import verify_dataset
 
 from .conftest import _LAUNCH, append_slices, coord, make_derivative, make_root, snapshot, with_repo
@@ -82,19 +83,21 @@ def test_push_then_pull_copies_every_file_unchanged(ws, other_ws, repo_url):
     assert pull_source(other_ws, DS) == REF
 
 
-def test_pulled_blocks_keep_their_author_signature_until_trusted(ws, other_ws, tmp_path):
+def test_pulled_blocks_keep_their_author_signature_pinned_until_trusted(ws, other_ws, tmp_path):
     url = (tmp_path / "r").as_uri()
     make_root(with_repo(ws, url), DS, slices=1)
     push_dataset(ws, DS, "shared")
     pull_from_repository(with_repo(other_ws, url), REF)
     report = verify_dataset(other_ws, DS, integrity_only=True)
     assert {cb.signature for cb in report.blocks} == {SignatureStatus.UNKNOWN_KEY}
-    assert ws.signing_key.public_key.hex() in report.first_problem.reason
+    assert {a.signer for a in report.authors} == {ws.signing_key.public_key}
+    assert {a.status for a in report.authors} == {Authorship.PINNED} and report.ok
 
     config = other_ws.config()
     config["trustedKeys"] = [ws.signing_key.public_key.hex()]
     other_ws.save_config(config)
-    assert verify_dataset(other_ws, DS, integrity_only=True).ok
+    report = verify_dataset(other_ws, DS, integrity_only=True)
+    assert {a.status for a in report.authors} == {Authorship.TRUSTED} and report.ok
 
 
 def test_only_new_blocks_travel_and_sides_report_in_words(ws, other_ws, repo_url):

@@ -80,8 +80,8 @@ TAMPERINGS = {
     "data bytes": (flip_data_byte, "physical hash differs"),
     "data swapped for another valid slice": (swap_data_file, "physical hash differs"),
     "data file deleted": (delete_data_file, "data file is missing"),
-    "re-signed with an unknown key": (resign_with_unknown_key, "signed by an unknown key"),
-    "signature deleted": (delete_signature, "unsigned"),
+    "re-signed with an unknown key": (resign_with_unknown_key, "which is neither trusted nor pinned"),
+    "signature deleted": (delete_signature, "unsigned and trust.require is known"),
 }
 
 
@@ -128,7 +128,7 @@ def test_recursive_verifies_upstream_first(ws):
 def test_verify_command_reports_and_fails(ws):
     ds = make_root(ws, DS, slices=3)
     ok = coord("verify", DS, "--integrity", cwd=ws.root)
-    assert "integrity: ok" in ok.stdout and "signed-by-trusted-key" in ok.stdout
+    assert "integrity: ok" in ok.stdout and "authorship: ok (trust.require: known)" in ok.stdout
 
     bad = _slices(ds)[1]
     _flip(ds.data_file(bad))

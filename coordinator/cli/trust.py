@@ -1,0 +1,81 @@
+"""``coord trust``: the keys whose signatures this workspace accepts, and how signers read.
+
+``signer_line`` words a signer the same way in ``coord pull`` and ``coord verify``.
+"""
+from __future__ import annotations
+
+import click
+
+from .. import trust
+from ..trust import Authorship, Signer
+from .console import out, workspace
+
+
+def signer_line(s: Signer) -> str:
+    """``N blocks signed by KEY (status)``: one signer of a pull or a dataset."""
+    blocks = f"{s.blocks} block{'s' * (s.blocks != 1)}"
+    if s.key is None:
+        return f"{blocks} unsigned"
+    key = s.key.hex()
+    status = {
+        Authorship.TRUSTED: f"trusted: {s.name}" if s.name else "trusted",
+        Authorship.PINNED: f"pinned for this dataset, not trusted; to trust its owner: "
+                           f"coord trust add {key} --name WHO",
+        Authorship.UNKNOWN: "unknown key",
+        Authorship.CHANGED: f"CHANGED: the dataset's pinned key is {', '.join(k.hex() for k in s.pinned)}",
+    }[s.status]
+    return f"{blocks} signed by {key} ({status})"
+
+
+@click.group("trust")
+def trust_() -> None:
+    """Keys whose signatures are trusted, and the keys pinned per dataset."""
+
+
+@trust_.command("list")
+@click.pass_context
+def trust_list(ctx: click.Context) -> None:
+    """List the trusted keys and, per dataset, the keys pinned when it was first pulled."""
+    ws = workspace(ctx)
+    out.print(f"trusted keys (trust.require: {trust.policy(ws).value}):", markup=False)
+    for key, name in ws.trusted_key_names().items():
+        out.print(f"  {key.hex()}  {name}".rstrip(), markup=False)
+    pins = trust.all_pins(ws)
+    if pins:
+        out.print("pinned keys:", markup=False)
+    for dataset_id, keys in pins.items():
+        for key in keys:
+            out.print(f"  {key.hex()}  {dataset_id}", markup=False)
+
+
+@trust_.command("add")
+@click.argument("key")
+@click.option("--name", default="", metavar="WHO", help="Who owns the key (shown by pull and verify).")
+@click.option("--dataset", metavar="DS", help="Accept KEY as a signer of DS only (a changed key).")
+@click.pass_context
+def trust_add(ctx: click.Context, key: str, name: str, dataset: str | None) -> None:
+    """Trust KEY (64 hex digits, as pull and verify print it) for every dataset, or pin it for one."""
+    ws = workspace(ctx)
+    if dataset:
+        if name:
+            raise click.UsageError("--name names a trusted key; a key pinned with --dataset has none")
+        k = trust.pin_key(ws, dataset, key)
+        out.print(f"pinned {k.hex()} for {dataset}", markup=False)
+    else:
+        k = trust.add_trusted(ws, key, name)
+        out.print(f"trusted {k.hex()}{f' ({name})' if name else ''}", markup=False)
+
+
+@trust_.command("remove")
+@click.argument("key")
+@click.option("--dataset", metavar="DS", help="Unpin KEY for DS instead.")
+@click.pass_context
+def trust_remove(ctx: click.Context, key: str, dataset: str | None) -> None:
+    """Stop trusting KEY (or, with --dataset, unpin it for that dataset)."""
+    ws = workspace(ctx)
+    if dataset:
+        k = trust.unpin_key(ws, dataset, key)
+        out.print(f"unpinned {k.hex()} for {dataset}", markup=False)
+    else:
+        k = trust.remove_trusted(ws, key)
+        out.print(f"no longer trusted: {k.hex()}", markup=False)

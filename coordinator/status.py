@@ -1,0 +1,109 @@
+"""What is out of date, and why (``coord status``, the status column of ``coord list``).
+
+Decided from the metadata chains and the stored fetch state only: nothing is pulled,
+computed or downloaded and no data file is opened, so this module imports no Arrow.
+
+- A derivative is behind by the input blocks its newest executed block has not consumed
+  (``transform.builds.consumed_until``: the same bound the next pull starts from), and its
+  query changed when the query in force differs from the one of its last run. It waits while
+  an input has no data at all (a pull would do nothing yet).
+- A root is behind when its source has files a pull would ingest: local files are checked by
+  the stat and hash its fetch state records (``ingest.fetch.probe``); a remote URL is not
+  checked (only a download could tell).
+- A dataset pulled from a repository is updated from there; the repository is not contacted.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .ingest.errors import IngestError
+from .ingest.fetch import probe
+from .metadata.objects import DatasetSourceDerivative, DatasetSourceRoot
+from .transform.builds import consumed_until, last_run_query
+from .workspace import Dataset, DatasetNotFound, Workspace
+
+
+class Reason(enum.Enum):
+    NEW_INPUT = "new input blocks"
+    QUERY_CHANGED = "query changed since the last run"
+    SOURCE_CHANGED = "source changed"
+    NEVER_PULLED = "never pulled"
+    WAITING = "waiting for input data"
+    NOT_CHECKED = "not checked"
+
+
+@dataclass
+class DatasetStatus:
+    dataset_id: str
+    kind: str  # root | derivative
+    reasons: list[Reason] = field(default_factory=list)
+    new_input: dict[str, int] = field(default_factory=dict)  # input → blocks not consumed yet
+    new_files: list[str] = field(default_factory=list)  # root: the files a pull would ingest
+    waiting_for: list[str] = field(default_factory=list)  # inputs without any data yet
+    unchecked: str = ""  # NOT_CHECKED: the remote URL, repository or error that stopped the check
+
+    @property
+    def up_to_date(self) -> bool:
+        return not self.reasons
+
+
+def status(ws: Workspace, ids: list[str] | None = None) -> list[DatasetStatus]:
+    """The status of the named datasets, or of every dataset of the workspace."""
+    datasets = [ws.dataset(i) for i in ids] if ids else ws.datasets()
+    return [dataset_status(ws, ds) for ds in datasets]
+
+
+def dataset_status(ws: Workspace, ds: Dataset) -> DatasetStatus:
+    if not ds.exists():
+        raise DatasetNotFound(ds.id)
+    chain = list(ds.blocks())
+    source = next(b.source for _, b in chain if b.source is not None)
+    origin = ds.remote("pull")
+    if isinstance(source, DatasetSourceDerivative):
+        st = DatasetStatus(ds.id, "derivative")
+        if origin is None:
+            _derivative(ws, chain, source, st)
+    else:
+        st = DatasetStatus(ds.id, "root")
+        if origin is None:
+            _root(ws, ds, source, st)
+    if origin is not None:
+        st.reasons.append(Reason.NOT_CHECKED)
+        st.unchecked = f"pulled from {origin}"
+    return st
+
+
+def _derivative(ws: Workspace, chain, source: DatasetSourceDerivative, st: DatasetStatus) -> None:
+    after = consumed_until(chain, len(source.inputs))
+    for input_id, consumed in zip(source.inputs, after, strict=True):
+        blocks = [b for _, b in ws.dataset(input_id).blocks()]
+        if not any(b.output_slice is not None for b in blocks):
+            st.waiting_for.append(input_id)
+        new = sum(1 for b in blocks if consumed is None or b.system_time > consumed)
+        if new:
+            st.new_input[input_id] = new
+    if st.waiting_for:
+        st.reasons.append(Reason.WAITING)
+        return
+    if st.new_input:
+        st.reasons.append(Reason.NEW_INPUT)
+    last = last_run_query(chain)
+    if last is not None and last != source.transform:
+        st.reasons.append(Reason.QUERY_CHANGED)
+
+
+def _root(ws: Workspace, ds: Dataset, source: DatasetSourceRoot, st: DatasetStatus) -> None:
+    state = ds.source_state()
+    try:
+        files = probe(source.fetch, root=ws.root, state=state)
+    except IngestError as e:
+        st.reasons.append(Reason.NOT_CHECKED)
+        st.unchecked = str(e)
+        return
+    if files is None:
+        st.reasons.append(Reason.NOT_CHECKED)
+        st.unchecked = f"remote source {getattr(source.fetch, 'url', '')}".strip()
+    elif files:
+        st.reasons.append(Reason.SOURCE_CHANGED if state is not None else Reason.NEVER_PULLED)
+        st.new_files = files

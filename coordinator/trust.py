@@ -1,0 +1,250 @@
+"""Authorship: who signed each block, and whether this workspace accepts that signer.
+
+Integrity (every hash, link and signature intact) is ``metadata.chain``'s question; this
+module answers the other one, as ssh's known_hosts, git's ``gpg.minTrustLevel`` and TUF's key
+pinning do. The signer of a block is, for this workspace and dataset:
+
+- TRUSTED: this workspace's own key, or a key the user trusts (``coord trust add KEY``,
+  kept as ``"HEX [NAME]"`` lines under ``trustedKeys`` in ``.coord/config.yaml``);
+- PINNED: a key recorded for this dataset (trust on first use: the first pull records the
+  signers of what it pulled; ``coord trust add KEY --dataset DS`` accepts another one);
+- UNKNOWN: another key, on a dataset that has no pinned key;
+- CHANGED: another key, on a dataset whose pinned keys are others;
+- UNSIGNED: no signature at all.
+
+The policy ``trust.require`` says what fails ``verify`` and ``pull``: ``trusted`` (only
+TRUSTED passes), ``known`` (the default: TRUSTED and PINNED pass, so pulling a public dataset
+works as is while a later change of key is refused) or ``any`` (authorship never fails; it is
+still reported). What passes but is not TRUSTED is reported as a warning.
+
+Pins are per-dataset state in ``.coord/cache/<id>/signers.json`` (``{"pinned": [HEX...]}``),
+beside the dataset's remembered remotes, so deleting the dataset forgets them too.
+"""
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .errors import CoordError
+from .metadata.chain import ChainBlock
+from .metadata.signing import parse_public_key
+from .workspace import DatasetNotFound, Workspace
+from .workspace.fsutil import atomic_write
+
+PINS_FILE = "signers.json"
+
+
+class Authorship(enum.Enum):
+    TRUSTED = "trusted"
+    PINNED = "pinned"
+    UNKNOWN = "unknown"
+    CHANGED = "changed"
+    UNSIGNED = "unsigned"
+
+
+class Policy(enum.Enum):
+    TRUSTED = "trusted"
+    KNOWN = "known"
+    ANY = "any"
+
+    def accepts(self, status: Authorship) -> bool:
+        if self is Policy.ANY:
+            return True
+        if self is Policy.KNOWN:
+            return status in (Authorship.TRUSTED, Authorship.PINNED)
+        return status is Authorship.TRUSTED
+
+
+class TrustError(CoordError):
+    pass
+
+
+@dataclass(frozen=True)
+class BlockAuthor:
+    block_hash: bytes
+    signer: bytes | None
+    status: Authorship
+
+
+@dataclass(frozen=True)
+class Signer:
+    """One signer of a run of blocks, as a summary shows it."""
+
+    key: bytes | None  # None: the blocks are unsigned
+    status: Authorship
+    blocks: int
+    name: str = ""  # the trusted key's owner, as the user named it
+    pinned: tuple[bytes, ...] = ()  # for CHANGED: the keys the dataset expected
+
+
+def policy(ws: Workspace) -> Policy:
+    value = (ws.config().get("trust") or {}).get("require", Policy.KNOWN.value)
+    try:
+        return Policy(value)
+    except ValueError:
+        raise TrustError(f"{ws.config_path}: trust.require: {value!r} is not one of trusted, "
+                         "known, any") from None
+
+
+def check_policy_value(value: object) -> None:
+    """Refuse a ``trust.require`` that ``policy`` could not read (``coord config set``)."""
+    if value not in {p.value for p in Policy}:
+        raise TrustError(f"trust.require: {value!r} is not one of trusted, known, any")
+
+
+# --- trusted keys ------------------------------------------------------------------------------
+
+
+def add_trusted(ws: Workspace, key_text: str, name: str = "") -> bytes:
+    key = parse_public_key(key_text)
+    config = ws.config()
+    entries = [e for e in config.get("trustedKeys") or [] if str(e).split(" ")[0] != key.hex()]
+    entries.append(f"{key.hex()} {name}".strip())
+    config["trustedKeys"] = entries
+    ws.save_config(config)
+    return key
+
+
+def remove_trusted(ws: Workspace, key_text: str) -> bytes:
+    key = parse_public_key(key_text)
+    if key == ws.signing_key.public_key:
+        raise TrustError("that is this workspace's own key: it is always trusted")
+    config = ws.config()
+    entries = config.get("trustedKeys") or []
+    kept = [e for e in entries if str(e).split(" ")[0] != key.hex()]
+    if len(kept) == len(entries):
+        raise TrustError(f"{key.hex()} is not a trusted key (see 'coord trust list')")
+    config["trustedKeys"] = kept
+    ws.save_config(config)
+    return key
+
+
+# --- pins --------------------------------------------------------------------------------------
+
+
+def pinned_keys(ws: Workspace, dataset_id: str) -> list[bytes]:
+    path = ws.meta / "cache" / dataset_id / PINS_FILE
+    if not path.exists():
+        return []
+    return [bytes.fromhex(k) for k in json.loads(path.read_text()).get("pinned", [])]
+
+
+def all_pins(ws: Workspace) -> dict[str, list[bytes]]:
+    """Every dataset's pinned keys (the datasets that have some)."""
+    pins = {ds.id: pinned_keys(ws, ds.id) for ds in ws.datasets()}
+    return {i: keys for i, keys in pins.items() if keys}
+
+
+def pin(ws: Workspace, dataset_id: str, keys: Iterable[bytes]) -> None:
+    """Add ``keys`` to the dataset's pinned keys."""
+    current = pinned_keys(ws, dataset_id)
+    new = current + [k for k in dict.fromkeys(keys) if k not in current]
+    if new != current:
+        _save_pins(ws, dataset_id, new)
+
+
+def pin_key(ws: Workspace, dataset_id: str, key_text: str) -> bytes:
+    """``coord trust add KEY --dataset DS``: accept KEY as a signer of that dataset."""
+    if not ws.dataset(dataset_id).exists():
+        raise DatasetNotFound(dataset_id)
+    key = parse_public_key(key_text)
+    pin(ws, dataset_id, [key])
+    return key
+
+
+def unpin_key(ws: Workspace, dataset_id: str, key_text: str) -> bytes:
+    key = parse_public_key(key_text)
+    current = pinned_keys(ws, dataset_id)
+    if key not in current:
+        raise TrustError(f"{key.hex()} is not pinned for {dataset_id} (see 'coord trust list')")
+    _save_pins(ws, dataset_id, [k for k in current if k != key])
+    return key
+
+
+def _save_pins(ws: Workspace, dataset_id: str, keys: list[bytes]) -> None:
+    path = ws.cache_dir(dataset_id) / PINS_FILE
+    atomic_write(path, json.dumps({"pinned": [k.hex() for k in keys]}, indent=1).encode())
+
+
+# --- judging blocks ----------------------------------------------------------------------------
+
+
+def authorship(ws: Workspace, blocks: Iterable[ChainBlock], pinned: Iterable[bytes]) -> list[BlockAuthor]:
+    """Each block's signer and its status, given the dataset's pinned keys."""
+    trusted, pinned = ws.trusted_keys(), set(pinned)
+    return [BlockAuthor(cb.hash, cb.signer, _status(cb.signer, trusted, pinned)) for cb in blocks]
+
+
+def _status(signer: bytes | None, trusted: frozenset[bytes], pinned: set[bytes]) -> Authorship:
+    if signer is None:
+        return Authorship.UNSIGNED
+    if signer in trusted:
+        return Authorship.TRUSTED
+    if signer in pinned:
+        return Authorship.PINNED
+    return Authorship.CHANGED if pinned else Authorship.UNKNOWN
+
+
+def signers(ws: Workspace, authors: list[BlockAuthor], pinned: Iterable[bytes]) -> list[Signer]:
+    """The distinct signers of ``authors`` (oldest first), with how many blocks each signed."""
+    names, pinned = ws.trusted_key_names(), tuple(pinned)
+    counts: dict[tuple, int] = {}
+    for a in authors:
+        counts[(a.signer, a.status)] = counts.get((a.signer, a.status), 0) + 1
+    return [
+        Signer(key, status, n, names.get(key, "") if key else "",
+               pinned if status is Authorship.CHANGED else ())
+        for (key, status), n in counts.items()
+    ]
+
+
+def admit_pull(
+    ws: Workspace, dataset_id: str, local: list[ChainBlock], new: list[ChainBlock]
+) -> list[Signer]:
+    """Check the signers of blocks about to be pulled; return them, or raise TrustError.
+
+    The dataset's pins are the recorded ones or, for a copy pulled before pins were kept, the
+    signers of its local blocks; a first pull pins the signers of what it pulls. Call
+    ``record_pull`` once the blocks are installed.
+    """
+    pinned = pinned_keys(ws, dataset_id) or _signers_of(local) or _signers_of(new)
+    authors = authorship(ws, new, pinned)
+    rule = policy(ws)
+    bad = failures(authors, rule)
+    if bad:
+        raise TrustError(f"{dataset_id}: block {bad[0].block_hash.hex()[:12]} "
+                         f"is {explain(dataset_id, bad[0], pinned, rule)} (nothing was pulled)")
+    return signers(ws, authors, pinned)
+
+
+def record_pull(ws: Workspace, dataset_id: str, local: list[ChainBlock], new: list[ChainBlock]) -> None:
+    """Pin what ``admit_pull`` accepted as the dataset's signers when it had none recorded."""
+    if not pinned_keys(ws, dataset_id):
+        pin(ws, dataset_id, _signers_of(local) or _signers_of(new))
+
+
+def _signers_of(blocks: Iterable[ChainBlock]) -> list[bytes]:
+    return list(dict.fromkeys(cb.signer for cb in blocks if cb.signer is not None))
+
+
+def failures(authors: list[BlockAuthor], rule: Policy) -> list[BlockAuthor]:
+    return [a for a in authors if not rule.accepts(a.status)]
+
+
+def explain(dataset_id: str, author: BlockAuthor, pinned: Iterable[bytes], rule: Policy) -> str:
+    """Why ``rule`` refuses the block's signer, and what to do ("signed by ..." or "unsigned ...")."""
+    if author.status is Authorship.UNSIGNED:
+        return (f"unsigned and trust.require is {rule.value} "
+                "(coord config set trust.require any accepts unsigned blocks)")
+    key = author.signer.hex()
+    if author.status is Authorship.CHANGED:
+        was = ", ".join(k.hex() for k in pinned)
+        return (f"signed by {key}, not by {was} pinned for this dataset "
+                f"(if its owner changed keys: coord trust add {key} --dataset {dataset_id})")
+    if author.status is Authorship.UNKNOWN and rule is Policy.KNOWN:
+        return (f"signed by {key}, which is neither trusted nor pinned for this dataset "
+                f"(coord trust add {key} --name WHO, or --dataset {dataset_id})")
+    return (f"signed by {key}, which is not trusted and trust.require is {rule.value} "
+            f"(coord trust add {key} --name WHO)")
