@@ -76,7 +76,7 @@ def delete_signature(ds, h):
 
 
 TAMPERINGS = {
-    "block bytes": (edit_block, "blockHash does not match"),
+    "block bytes": (edit_block, "content hash does not match its name"),
     "data bytes": (flip_data_byte, "physical hash differs"),
     "data swapped for another valid slice": (swap_data_file, "physical hash differs"),
     "data file deleted": (delete_data_file, "data file is missing"),
