@@ -2,7 +2,8 @@
 the transform layer provides a replay, reproducibility (spec: Dataset Validation).
 
 Integrity checks everything the chain commits to: every block hash and link, each block's
-signature (trusted key, unknown key or unsigned), every data file's physical hash (when
+signature (trusted key, unknown key or unsigned; blocks older than the first signed one may
+be unsigned), every data file's physical hash (when
 recorded; the logical hash when not, or always with ``deep``) and record count, and that
 transform blocks of derivative datasets have their checkpoint. The report names the oldest
 bad block first: that is where the dataset stopped being what its chain says.
@@ -225,8 +226,16 @@ def _unverified_link(ds: Dataset, block_hash: bytes) -> bytes | None:
 
 
 def _signature_problems(ds: Dataset, blocks: list[ChainBlock]) -> list[Problem]:
+    """Blocks signed by an unknown key, and unsigned blocks from the first signed one on.
+
+    Blocks older than any signature are history written by a tool that does not sign (the
+    reference implementation of ODF 0.18 did not): they are listed as unsigned, not refused.
+    Once a chain is signed, a missing signature is a problem.
+    """
     problems = []
-    for cb in blocks:
+    first_signed = next((i for i, cb in enumerate(blocks) if cb.signature is not SignatureStatus.UNSIGNED),
+                        len(blocks))
+    for cb in blocks[first_signed:]:
         if cb.signature is SignatureStatus.UNKNOWN_KEY:
             key = Signature.from_bytes(ds.read_signature(cb.hash)).public_key.hex()
             problems.append(Problem(cb.hash, f"signed by an unknown key {key} (add it to trustedKeys "

@@ -6,7 +6,11 @@ and nothing is decoded before it is bounded and, where the chain commits to it, 
 
 - the ref is read up to ``MAX_REF`` bytes and must be 64 hex digits (and a newline);
 - a block is read up to ``MAX_BLOCK`` bytes and hashed against its name before it is
-  parsed (``metadata.block_hash.check_stored``);
+  parsed (``metadata.block_hash.check_stored``). A block stored as a YAML manifest (kamu-cli
+  of the ODF 0.18 era wrote them) is the exception, as text cannot be hashed before it is
+  parsed: it is parsed only when it starts like a manifest, up to ``MAX_BLOCK_MANIFEST``
+  bytes, without aliases, checked against the manifest schema, and taken only when the hash
+  of its FlatBuffers form equals its name; from then on it is those FlatBuffers bytes;
 - a signature is read up to ``MAX_SIGNATURE`` bytes before its YAML is parsed (it is
   checked against the block hash it signs);
 - data files and checkpoint files are read up to the size the listing gave; a data file's
@@ -20,7 +24,9 @@ from __future__ import annotations
 
 import re
 
+from ..metadata.block_hash import seal
 from ..metadata.chain import ChainError
+from ..metadata.manifest import ManifestError, load_block_manifest
 from ..workspace import layout
 from .fileio import FileIO, OutsideRepository, TooLarge
 
@@ -29,6 +35,8 @@ MAX_BLOCK = 16 << 20  # a block holds metadata only: queries, schemas, hashes
 MAX_SIGNATURE = 4 << 10  # algorithm, public key and signature in a small YAML document
 
 _HEAD = re.compile(rb"[0-9a-f]{64}\n?")
+# FlatBuffers blocks start with a 4-byte root offset, never with these letters.
+_MANIFEST_START = re.compile(rb"\s*(---|apiVersion\s*:|kind\s*:|content\s*:)")
 # One path component as this project and Spark name checkpoint files; no "." or ".." alone.
 _COMPONENT = re.compile(r"(?!\.\.?$)[A-Za-z0-9._=+-]{1,255}")
 MAX_DEPTH = 32
@@ -74,10 +82,13 @@ class RemoteDataset:
         self.io.swap_ref(self.file(layout.HEAD), new.hex().encode() + b"\n", expected)
 
     def read_block(self, block_hash: bytes) -> bytes | None:
+        """The block's FlatBuffers bytes (a YAML-stored block already re-encoded and checked)."""
         if block_hash not in self.blocks:
             data = self._read(block_hash, layout.block_file(block_hash), MAX_BLOCK, "block")
             if data is None:
                 return None
+            if _MANIFEST_START.match(data):
+                data = _from_manifest(block_hash, data)
             self.blocks[block_hash] = data
         return self.blocks[block_hash]
 
@@ -100,3 +111,18 @@ class RemoteDataset:
         start = len(self.path) + 1
         listed = self.io.list_files(self.file(folder) if folder else self.path)
         return {p[start:]: size for p, size in listed.items()}
+
+
+def _from_manifest(block_hash: bytes, data: bytes) -> bytes:
+    """The FlatBuffers form of a block stored as YAML, if it hashes to the name it is stored under."""
+    try:
+        block = load_block_manifest(data, "YAML block")
+    except ManifestError as e:
+        raise ChainError(block_hash, str(e)) from None
+    sealed, stored = seal(block)
+    if sealed.block_hash != block_hash:
+        raise ChainError(block_hash, "content hash does not match its name (YAML block, hashed in "
+                                     "its FlatBuffers form)")
+    if block.block_hash != block_hash:
+        raise ChainError(block_hash, "YAML block: content.blockHash is not its name")
+    return stored

@@ -1,0 +1,120 @@
+"""Repositories written by the reference implementation (kamu-cli of the ODF 0.18 era, v0.50).
+
+Its ``kamu push`` lays a dataset out as this project does (``meta/refs/head``,
+``meta/blocks/<hash>``, ``data/<block hash>``, ``checkpoint/<block hash>/``) with three
+differences, which the fixture below reproduces: each block is stored as a YAML manifest
+(``kind: MetadataBlock``, ``serde_yaml``'s ``---`` first) instead of FlatBuffers, the head has
+no trailing newline, and nothing is signed (nor has a physical hash: 0.18 has no such field).
+A block in YAML is taken when the hash of its FlatBuffers form equals its name.
+"""
+from __future__ import annotations
+
+import csv
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from coordinator.metadata.block_hash import seal
+from coordinator.metadata.manifest import MAX_BLOCK_MANIFEST
+from coordinator.metadata.yaml_codec import render
+from coordinator.repository import open_url
+from coordinator.repository.fileio import FileIO
+from coordinator.workspace import Dataset
+
+from .conftest import append_slices, coord, make_derivative, make_root, with_repo
+
+UP, DER = "org.example.events", "org.example.derived"
+
+
+def lay_out_as_reference(ds: Dataset, store: FileIO, name: str | None = None) -> None:
+    """Write ``ds`` into a repository the way kamu-cli v0.50's ``kamu push`` leaves it."""
+    name = name or ds.id
+    for h, block in ds.blocks():
+        store.write_bytes(f"{name}/meta/blocks/{h.hex()}", b"---\n" + render(block).encode())
+        if ds.data_file(h).exists():
+            store.write_bytes(f"{name}/data/{h.hex()}", ds.data_file(h).read_bytes())
+        folder = ds.checkpoint_dir(h)
+        for f in folder.rglob("*") if folder.is_dir() else ():
+            if f.is_file():
+                store.write_bytes(f"{name}/checkpoint/{h.hex()}/{f.relative_to(folder).as_posix()}",
+                                  f.read_bytes())
+    store.write_bytes(f"{name}/meta/refs/head", ds.head().hex().encode())
+
+
+@pytest.fixture
+def reference_repo(ws, repo_url) -> str:
+    """A root and a derivative of it, in the reference layout at ``repo_url``."""
+    up = make_root(ws, UP, slices=2, physical=False)
+    der = make_derivative(ws, DER, up, physical=False)
+    store = open_url(repo_url)
+    lay_out_as_reference(up, store)
+    lay_out_as_reference(der, store)
+    return repo_url
+
+
+def test_a_reference_repository_is_pulled_stored_as_flatbuffers_and_verifies(ws, other_ws, reference_repo):
+    with_repo(other_ws, reference_repo)
+    for name in (UP, DER):
+        coord("pull", f"shared/{name}", cwd=other_ws.root)
+        copy, original = other_ws.dataset(name), ws.dataset(name)
+        assert copy.head() == original.head()
+        for h, block in original.blocks():  # this project's form, byte for byte
+            assert copy.block_path(h).read_bytes() == seal(block)[1]
+            assert not copy.signature_path(h).exists()
+        proc = coord("verify", name, "--integrity", cwd=other_ws.root)
+        assert "integrity: ok" in proc.stdout
+
+
+def test_a_pulled_reference_root_reads_and_grows(ws, other_ws, reference_repo):
+    with_repo(other_ws, reference_repo)
+    coord("pull", f"shared/{UP}", cwd=other_ws.root)
+    tail = coord("tail", UP, "-n", "100", "-o", "csv", cwd=other_ws.root).stdout
+    original = ws.dataset(UP)
+    written = [pq.read_table(original.data_file(h)) for h, b in original.blocks() if b.output_slice]
+    expected = pa.concat_tables(written).column("value").to_pylist()
+    assert sorted(row["value"] for row in csv.DictReader(io.StringIO(tail))) == sorted(expected)
+    append_slices(other_ws.dataset(UP), 1)  # our own signed block on top of the unsigned chain
+    assert "integrity: ok" in coord("verify", UP, "--integrity", cwd=other_ws.root).stdout
+
+
+@pytest.fixture
+def reference_root(ws, tmp_path) -> str:
+    """A root dataset in the reference layout in a folder (what is refused is the same on S3)."""
+    url = (tmp_path / "reference").as_uri()
+    lay_out_as_reference(make_root(ws, UP, slices=2, physical=False), open_url(url))
+    return url
+
+
+def test_a_yaml_block_whose_flatbuffers_hash_is_not_its_name_is_refused(ws, other_ws, reference_root):
+    repo = open_url(reference_root)
+    h = ws.dataset(UP).head()
+    path = f"{UP}/meta/blocks/{h.hex()}"
+    text = repo.read_bytes(path, MAX_BLOCK_MANIFEST).decode()
+    repo.write_bytes(path, text.replace("numRecords: 5", "numRecords: 6").encode())
+    proc = coord("pull", f"shared/{UP}", cwd=with_repo(other_ws, reference_root).root, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert f"block {h.hex()}: content hash does not match its name (YAML block" in proc.stderr
+    assert not other_ws.dataset(UP).exists()
+
+
+YAML_GARBAGE = {
+    "alias": (b"---\napiVersion: 1\nkind: MetadataBlock\ncontent: &a {}\nx: *a\n",
+              "aliases are not accepted"),
+    "oversized": (b"---\n" + b"#" * MAX_BLOCK_MANIFEST, f"larger than {MAX_BLOCK_MANIFEST} bytes"),
+    "not UTF-8": (b"apiVersion: 1\n\xff\xfe", "not UTF-8"),
+    "nested deeply": (b"kind: " + b"[" * 50_000, "nested too deeply"),
+    "another kind": (b"apiVersion: 1\nkind: DatasetSnapshot\ncontent: {}\n", "content"),
+}
+
+
+@pytest.mark.parametrize("case", YAML_GARBAGE)
+def test_a_yaml_block_that_is_not_a_block_is_refused_in_one_line(ws, other_ws, reference_root, case):
+    data, reason = YAML_GARBAGE[case]
+    h = ws.dataset(UP).head()
+    open_url(reference_root).write_bytes(f"{UP}/meta/blocks/{h.hex()}", data)
+    proc = coord("pull", f"shared/{UP}", cwd=with_repo(other_ws, reference_root).root, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"block {h.hex()}: YAML block" in proc.stderr and reason in proc.stderr, proc.stderr
+    assert not other_ws.dataset(UP).exists()
