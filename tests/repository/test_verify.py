@@ -107,6 +107,17 @@ def test_the_logical_hash_catches_a_swap_when_no_physical_hash_is_recorded(ws):
     assert problem.block_hash == first and "logical hash differs" in problem.reason
 
 
+def test_unsigned_history_before_the_first_signed_block_is_listed_not_refused(ws):
+    ds = make_root(ws, DS, slices=3)
+    history = [h for h, _ in reversed(list(ds.blocks()))][:2]  # as a tool that does not sign left it
+    for h in history:
+        ds.signature_path(h).unlink()
+    report = verify_dataset(ws, DS, integrity_only=True)
+    assert report.ok
+    assert [cb.signature for cb in report.blocks] == [SignatureStatus.UNSIGNED] * 2 + \
+        [SignatureStatus.TRUSTED] * 2
+
+
 def test_a_missing_checkpoint_of_a_transform_block_is_found(ws):
     der = make_derivative(ws, "org.example.derived", make_root(ws, DS, slices=2), steps=2)
     transforms = [h for h, b in reversed(list(der.blocks())) if b.input_slices]
