@@ -15,6 +15,7 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from coordinator.metadata.block_hash import seal
 from coordinator.metadata.manifest import MAX_BLOCK_MANIFEST
@@ -118,3 +119,26 @@ def test_a_yaml_block_that_is_not_a_block_is_refused_in_one_line(ws, other_ws, r
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
     assert f"block {h.hex()}: YAML block" in proc.stderr and reason in proc.stderr, proc.stderr
     assert not other_ws.dataset(UP).exists()
+
+
+@pytest.mark.slow
+def test_a_derivative_is_built_on_a_pulled_reference_root_and_replays(ws, other_ws, tmp_path):
+    url = (tmp_path / "reference").as_uri()
+    original = make_root(ws, UP, slices=2, physical=False)
+    lay_out_as_reference(original, open_url(url))
+    home = with_repo(other_ws, url).root
+    coord("pull", f"shared/{UP}", cwd=home)
+    doc = {"apiVersion": 1, "kind": "DatasetSnapshot", "content": {"id": DER, "source": {
+        "kind": "derivative", "inputs": [UP],
+        "transform": {"kind": "sql", "engine": "spark",
+                      "query": f"SELECT event_time, upper(value) AS value FROM `{UP}`"}}}}
+    (tmp_path / "derived.yaml").write_text(yaml.safe_dump(doc))
+    sandbox = {"COORD_ENGINE_RUNTIME": "sandbox"}
+    coord("add", str(tmp_path / "derived.yaml"), cwd=home)
+    coord("pull", DER, cwd=home, env=sandbox)
+
+    derived = other_ws.dataset(DER)
+    got = pa.concat_tables(pq.read_table(f) for f in derived.data_files()).column("value").to_pylist()
+    written = [pq.read_table(original.data_file(h)) for h, b in original.blocks() if b.output_slice]
+    assert sorted(got) == sorted(v.upper() for v in pa.concat_tables(written).column("value").to_pylist())
+    assert "reproducibility: reproduced" in coord("verify", DER, cwd=home, env=sandbox).stdout
