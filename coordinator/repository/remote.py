@@ -14,9 +14,12 @@ and nothing is decoded before it is bounded and, where the chain commits to it, 
 - a signature is read up to ``MAX_SIGNATURE`` bytes before its YAML is parsed (it is
   checked against the block hash it signs);
 - data files and checkpoint files are read up to the size the listing gave; a data file's
-  SHA3-256 is computed while it streams in and compared before Parquet reads it. Checkpoints
-  are not covered by any hash in ODF 0.18: they are engine state, read only by the sandboxed
-  engine, and ``verify`` replays without them.
+  SHA3-256 is computed while it streams in and compared with the block's physical hash
+  before Parquet reads it. A slice without a physical hash (written by other tools; 0.18 has
+  no such field) can only be checked by its logical hash, over the decoded records: pyarrow
+  reads that file in the staging folder, and nothing is installed unless it matches.
+  Checkpoints are not covered by any hash in ODF 0.18: they are engine state, read only by
+  the sandboxed engine, and ``verify`` replays without them.
 
 Names the repository lists become local paths only through ``checked_name``.
 """
