@@ -3,7 +3,7 @@
     python bench/bench_hashing.py [rows]
 
 The logical hash renders, sorts and hashes canonical text; the goal is at least half the
-speed of hashlib alone over that text (see ENVIRONMENT.md "Measuring": SHA3 bounds hashing).
+speed of hashlib alone over that text (SHA3 bounds hashing).
 "vs raw" compares medians measured in the same run; CPU time (all threads) is shown too.
 """
 from __future__ import annotations

@@ -4,15 +4,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from graphlib import CycleError, TopologicalSorter
 
-from .metadata.objects import DatasetSnapshot, DatasetSourceDerivative, MetadataBlock
+from .errors import CoordError
+from .graph import DatasetGraph, inputs_of
+from .metadata.objects import DatasetSnapshot, MetadataBlock
 from .metadata.timefmt import now_utc, parse_timestamp
 from .workspace import Dataset, DatasetNotFound, DatasetSummary, Workspace
 from .workspace.fsutil import remove
 
 
-class CatalogError(Exception):
+class CatalogError(CoordError):
     pass
 
 
@@ -21,11 +22,6 @@ class AddResult:
     dataset_id: str
     action: str  # "added", "updated" or "unchanged"
     block_hash: bytes | None
-
-
-def inputs_of(snapshot_or_source) -> list[str]:
-    source = getattr(snapshot_or_source, "source", snapshot_or_source)
-    return list(source.inputs) if isinstance(source, DatasetSourceDerivative) else []
 
 
 ChangeCheck = Callable[[Dataset, DatasetSnapshot, DatasetSummary], None]
@@ -53,12 +49,9 @@ def add_datasets(
         for dep in inputs_of(s):
             if dep not in by_id and not ws.dataset(dep).exists():
                 raise CatalogError(f"dataset {s.id}: input {dep} does not exist")
-    graph = {i: [d for d in inputs_of(s) if d in by_id] for i, s in by_id.items()}
-    try:
-        order = list(TopologicalSorter(graph).static_order())
-    except CycleError as e:
-        raise CatalogError(f"datasets depend on each other in a cycle: {' -> '.join(e.args[1])}") from None
-    return [_add_one(ws.dataset(i), by_id[i], check_change) for i in order]
+    graph = DatasetGraph(ws, proposed={i: inputs_of(s) for i, s in by_id.items()})
+    graph.check_acyclic()  # the whole workspace as it would be: a redefinition can close a loop
+    return [_add_one(ws.dataset(i), by_id[i], check_change) for i in graph.order(by_id, recursive=False)]
 
 
 def _add_one(ds: Dataset, snapshot: DatasetSnapshot, check_change: ChangeCheck | None) -> AddResult:
@@ -79,15 +72,11 @@ def _add_one(ds: Dataset, snapshot: DatasetSnapshot, check_change: ChangeCheck |
         return AddResult(ds.id, "updated", w.commit(block))
 
 
-def dependents(ws: Workspace, dataset_id: str) -> list[str]:
-    return [d.id for d in ws.datasets() if dataset_id in inputs_of(d.summary().source)]
-
-
 def delete_dataset(ws: Workspace, dataset_id: str) -> None:
     ds = ws.dataset(dataset_id)
     if not ds.exists():
         raise DatasetNotFound(dataset_id)
-    users = dependents(ws, dataset_id)
+    users = DatasetGraph(ws).readers(dataset_id)
     if users:
         raise CatalogError(f"dataset {dataset_id} is an input of {', '.join(users)}; delete those first")
     with ds.writer():

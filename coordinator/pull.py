@@ -10,9 +10,9 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
-from graphlib import TopologicalSorter
 
-from .catalog import inputs_of
+from .errors import CoordError
+from .graph import DatasetGraph
 from .repository import pull_from_repository, pull_source
 from .workspace import DatasetNotFound, Workspace
 
@@ -26,21 +26,12 @@ class PullOutcome:
 
 def pull_order(ws: Workspace, ids: list[str], *, recursive: bool) -> list[str]:
     """The datasets to pull, inputs before the datasets that read them."""
-    graph: dict[str, list[str]] = {}
-    pending = list(ids)
-    while pending:
-        dataset_id = pending.pop()
-        if dataset_id in graph:
-            continue
-        ds = ws.dataset(dataset_id)
-        if not ds.exists():
+    for dataset_id in ids:
+        if not ws.dataset(dataset_id).exists():
             raise DatasetNotFound(dataset_id)
-        # a dataset that came from a repository is updated from there, not from its inputs
-        deps = [] if pull_source(ws, dataset_id) else inputs_of(ds.summary().source)
-        graph[dataset_id] = deps if recursive else [d for d in deps if d in ids]
-        if recursive:
-            pending.extend(deps)
-    return list(TopologicalSorter(graph).static_order())
+    # a dataset that came from a repository is updated from there, not from its inputs
+    return DatasetGraph(ws).order(ids, recursive=recursive,
+                                  follow=lambda dataset_id: pull_source(ws, dataset_id) is None)
 
 
 class EngineOnDemand:
@@ -94,7 +85,7 @@ def pull_datasets(
                 outcome = PullOutcome(dataset_id, result.message, result.block_hash)
             else:
                 if set_watermark is not None:
-                    raise ValueError(f"{dataset_id} is a derivative: its watermark follows its inputs")
+                    raise CoordError(f"{dataset_id} is a derivative: its watermark follows its inputs")
                 result = pull_derivative(ws, dataset_id, engine.get, progress=progress)
                 outcome = PullOutcome(dataset_id, result.message, result.block_hash)
             report(outcome)

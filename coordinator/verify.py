@@ -22,8 +22,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .catalog import inputs_of
 from .data.hashing import logical_hash, physical_hash
+from .graph import DatasetGraph
 from .metadata.chain import ChainBlock, ChainError, walk
 from .metadata.flatbuffers_codec import BlockFormatError, decode_block
 from .metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, DataSlice
@@ -170,26 +170,9 @@ def verify(
     progress: Progress | None = None,
 ) -> list[VerifyReport]:
     """Verify a dataset; with ``recursive`` its upstream datasets first (dependency order)."""
-    order = _upstream_first(ws, dataset_id) if recursive else [dataset_id]
+    order = DatasetGraph(ws).order([dataset_id], recursive=True) if recursive else [dataset_id]
     return [verify_dataset(ws, i, integrity_only=integrity_only, replay=replay, deep=deep,
                            progress=progress) for i in order]
-
-
-def _upstream_first(ws: Workspace, dataset_id: str) -> list[str]:
-    order: list[str] = []
-
-    def visit(i: str) -> None:
-        if i in order:
-            return
-        ds = ws.dataset(i)
-        if not ds.exists():
-            raise DatasetNotFound(i)
-        for dep in inputs_of(ds.summary().source):
-            visit(dep)
-        order.append(i)
-
-    visit(dataset_id)
-    return order
 
 
 def _walk_past_breaks(ds: Dataset) -> tuple[list[ChainBlock], list[bytes], list[Problem]]:

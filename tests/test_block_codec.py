@@ -18,7 +18,7 @@ CONFORMANCE_HASH = "d8be7cde15b4507b98226444a8e75c3459be33de5aa2abf59974ed8f9a71
 
 
 def conformance_block() -> o.MetadataBlock:
-    """The root block of DESIGN.md §5, published with ODF 0.18-era implementations."""
+    """The root block of the spec's hashing example, published with ODF 0.18-era implementations."""
     return o.MetadataBlock(
         prev_block_hash=bytes([0x0B]) * 32,
         system_time=parse_timestamp("2020-01-01T12:00:00Z"),

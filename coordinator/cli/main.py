@@ -1,6 +1,7 @@
 """The ``coord`` command line. Thin: parses arguments, calls services, renders results.
 
-Errors end as one line on stderr and a non-zero exit code; ``--debug`` adds the traceback.
+Errors end as one line on stderr: ``coord: error: ...`` (exit 1) for a ``CoordError`` or the
+machine's, ``coord: internal error: ...`` (exit 70) for a bug; ``--debug`` adds the traceback.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import yaml
 from rich.table import Table
 
 from .. import catalog
+from ..errors import CoordError
 from ..metadata.block_hash import compute_hash
 from ..metadata.manifest import load_manifest, load_manifests
 from ..metadata.objects import MetadataBlock
@@ -257,6 +259,21 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # every error ends as one line unless --debug
         if debug:
             traceback.print_exc()
-        err.print(f"coord: error: {e}", markup=False)
-        sys.exit(1)
+        if _is_users(e):
+            err.print(f"coord: error: {e}", markup=False)
+            sys.exit(1)
+        err.print(f"coord: internal error: {type(e).__name__}: {e} (run with --debug for the traceback)",
+                  markup=False)
+        sys.exit(INTERNAL_ERROR)
+
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug of ours, not the user's input
+
+
+def _is_users(e: Exception) -> bool:
+    """A refusal the user can act on (ours, or the machine's or the network's), not a bug."""
+    if isinstance(e, CoordError | OSError):
+        return True
+    boto = sys.modules.get("botocore.exceptions")  # S3 unreachable, bad credentials
+    return boto is not None and isinstance(e, boto.BotoCoreError | boto.ClientError)
 

@@ -19,12 +19,13 @@ from rich.progress import (
 from rich.progress import Progress as RichBar
 
 from .. import repository, verify
+from ..errors import CoordError
 from ..metadata.signing import SignatureStatus
 from ..metadata.timefmt import format_timestamp
 from .console import err, out, workspace
 
 
-class VerifyFailed(Exception):
+class VerifyFailed(CoordError):
     pass
 
 

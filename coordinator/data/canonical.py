@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import CoordError
+
 _NULL = "\\N"
 # Strings escape these bytes as a backslash and this letter (the backslash itself doubles).
 _ESCAPED = np.zeros(256, dtype=np.uint8)
@@ -29,7 +31,7 @@ _HEX = np.frombuffer(b"".join(b"%02x" % i for i in range(256)), dtype=np.uint8).
 _FEW_ROWS = 1024
 
 
-class UnsupportedValueError(ValueError):
+class UnsupportedValueError(CoordError, ValueError):
     """A column's type or a value is outside the hashing profile."""
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import grpc
 import pyarrow as pa
 
+from ..errors import CoordError
 from ..metadata.objects import DatasetVocabulary, TransformSql
 from . import stubs
 
@@ -109,7 +110,7 @@ class SourcePosition:
     fragment: str
 
 
-class EngineError(Exception):
+class EngineError(CoordError):
     """A failure reported by the engine or on the way to it.
 
     ``kind`` is INVALID_QUERY, INVALID_REQUEST, UNSUPPORTED, EXECUTION, INTERNAL, or

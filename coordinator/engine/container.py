@@ -1,4 +1,4 @@
-"""The `container` engine runtime (DESIGN §9): the Spark engine's OCI image, run through the
+"""The `container` engine runtime (docs/architecture.md, Engines): the Spark engine's OCI image, run through the
 Docker Engine API (the `docker` SDK; here Podman's API service answers it).
 
 What the container gets:

@@ -11,11 +11,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
+from ..errors import CoordError
 from ..metadata.objects import EngineIdentity
 from .settings import EngineSettings
 
 
-class EngineStartError(RuntimeError):
+class EngineStartError(CoordError, RuntimeError):
     """The engine could not be started (its log's last lines are in the message)."""
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import CoordError
+
 RUNTIMES = ("sandbox", "container", "auto")
 
 
@@ -21,9 +23,9 @@ class EngineSettings:
 
     def __post_init__(self) -> None:
         if self.runtime not in RUNTIMES:
-            raise ValueError(f"engine runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}")
+            raise CoordError(f"engine runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}")
         if not self.spark_master.startswith("local") and not self.allow_network:
-            raise ValueError(
+            raise CoordError(
                 f"Spark master {self.spark_master!r} needs network access; "
                 "allow it to use a non-local master (coord config set engine.allowNetwork true)"
             )

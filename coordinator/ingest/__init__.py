@@ -1,4 +1,4 @@
-"""Root-dataset ingest, in-process with Arrow (DESIGN.md §8).
+"""Root-dataset ingest, in-process with Arrow (docs/architecture.md, Ingest).
 
 One module per step: ``fetch`` → ``prepare`` → ``read`` (with ``schema_ddl`` and ``convert``)
 → preprocess (a callable from the engine) → ``merge`` → ``slices``; ``history`` is what the

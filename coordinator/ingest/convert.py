@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import CoordError
+
 # a time part followed by a zone: "...T10:00:00Z", "... 10:00+01:00" (a bare date has none)
 _ZONED = r"\d[T ]\d\d:\d\d.*([Zz]|[+-]\d\d:?\d\d)$"
 
@@ -27,7 +29,7 @@ _JAVA_TOKENS = {
 _JAVA_PART = re.compile(r"'([^']*)'|(([A-Za-z])\3*)|(.)")
 
 
-class ConversionError(ValueError):
+class ConversionError(CoordError, ValueError):
     def __init__(self, column: str, row: int, value, target: str, reason: str = ""):
         self.column, self.row, self.value = column, row, value
         why = f" ({reason})" if reason else ""
@@ -42,7 +44,7 @@ def to_strftime(fmt: str) -> str:
     for literal, letters, _, other in _JAVA_PART.findall(fmt):
         if letters:
             if letters not in _JAVA_TOKENS:
-                raise ValueError(f"time format {fmt!r}: unsupported pattern letters {letters!r}")
+                raise ConversionError(f"time format {fmt!r}: unsupported pattern letters {letters!r}")
             out.append(_JAVA_TOKENS[letters])
         else:
             out.append(literal if literal or not other else other)

@@ -1,5 +1,7 @@
 """The one error type of ingest: a message a user can act on, no stack trace needed."""
 
+from ..errors import CoordError
 
-class IngestError(Exception):
+
+class IngestError(CoordError):
     """Ingest failed; nothing was committed. The message names the file, line, column."""

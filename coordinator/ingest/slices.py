@@ -1,6 +1,6 @@
 """The output slice: event time column, schema continuity, system time, row order, Parquet.
 
-Layout (DESIGN.md §6): ``system_time`` TIMESTAMP(6) UTC first, then the event time column
+Layout (docs/architecture.md, Data slices): ``system_time`` TIMESTAMP(6) UTC first, then the event time column
 (timestamp[us, UTC] or date, never null), then the data columns; rows ordered by event time.
 """
 from __future__ import annotations

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..errors import CoordError
 from .block_hash import check_stored
 from .flatbuffers_codec import BlockFormatError, decode_block
 from .objects import MetadataBlock
@@ -29,7 +30,7 @@ class CheckedBlocks(Protocol):
     def __setitem__(self, block_hash: bytes, checked: ChainBlock) -> None: ...
 
 
-class ChainError(Exception):
+class ChainError(CoordError):
     """A block that fails the check, named by hash with the reason."""
 
     def __init__(self, block_hash: bytes, reason: str):

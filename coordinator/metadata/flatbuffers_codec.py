@@ -17,12 +17,13 @@ from flatbuffers import encode
 from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
+from ..errors import CoordError
 from . import objects
 from .shape import FieldInfo, fields_of, variants
 from .timefmt import UTC, IntervalType, TimeInterval
 
 
-class BlockFormatError(ValueError):
+class BlockFormatError(CoordError, ValueError):
     pass
 
 

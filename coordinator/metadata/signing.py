@@ -16,6 +16,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ..errors import CoordError
+
 ALGORITHM = "ed25519"
 
 
@@ -70,7 +72,7 @@ class SigningKey:
             raise PermissionError(f"signing key {path} is readable by others (mode {mode:o}); chmod 600 it")
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
         if not isinstance(key, Ed25519PrivateKey):
-            raise ValueError(f"{path} is not an Ed25519 key")
+            raise CoordError(f"{path} is not an Ed25519 key")
         return SigningKey(key)
 
     def sign(self, block_hash: bytes) -> Signature:

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from ..errors import CoordError
+
 UTC = UTC
 
 _RFC3339 = re.compile(
@@ -18,7 +20,7 @@ _RFC3339 = re.compile(
 )
 
 
-class TimeParseError(ValueError):
+class TimeParseError(CoordError, ValueError):
     pass
 
 

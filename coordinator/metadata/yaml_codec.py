@@ -10,12 +10,13 @@ from typing import Any
 
 import yaml
 
+from ..errors import CoordError
 from . import objects
 from .shape import Shape, fields_of, variant_by_kind
 from .timefmt import format_interval, format_timestamp, parse_interval, parse_timestamp
 
 
-class DecodeError(ValueError):
+class DecodeError(CoordError, ValueError):
     """A structurally wrong document; ``path`` names the place (``content.source.fetch``)."""
 
     def __init__(self, path: str, message: str):

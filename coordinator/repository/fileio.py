@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
+from ..errors import CoordError
 from ..workspace.fsutil import atomic_write, install, tmp_name
 
 CHUNK = 4 << 20  # stream copies move this many bytes at a time
@@ -29,19 +30,19 @@ CHUNK = 4 << 20  # stream copies move this many bytes at a time
 OnBytes = Callable[[int], None]
 
 
-class RepositoryURLError(ValueError):
+class RepositoryURLError(CoordError, ValueError):
     pass
 
 
-class RefConflict(Exception):
+class RefConflict(CoordError):
     """The ref was not what the writer last read: someone else moved it."""
 
 
-class OutsideRepository(Exception):
+class OutsideRepository(CoordError):
     """A path in a folder repository leads (through a link) outside the folder."""
 
 
-class TooLarge(Exception):
+class TooLarge(CoordError):
     """An object in the repository holds more bytes than the reader accepts; the rest is unread."""
 
     def __init__(self, path: str, limit: int):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ..errors import CoordError
 from ..metadata.ids import DatasetRef, InvalidDatasetRef, is_dataset_id
 from ..workspace import Workspace
 from ..workspace.fsutil import atomic_write
@@ -19,7 +20,7 @@ from .remote import RemoteDataset
 REMOTES_FILE = "remotes.json"
 
 
-class RepositoryError(Exception):
+class RepositoryError(CoordError):
     pass
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from ..errors import CoordError
 from ..metadata.block_hash import seal
 from ..metadata.chain import ChainError
 from ..metadata.manifest import ManifestError, load_block_manifest
@@ -45,7 +46,7 @@ _COMPONENT = re.compile(r"(?!\.\.?$)[A-Za-z0-9._=+-]{1,255}")
 MAX_DEPTH = 32
 
 
-class SyncError(Exception):
+class SyncError(CoordError):
     """Push or pull cannot proceed; the message says why and what to do."""
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 
 from ..engine.client import InputSchema
+from ..errors import CoordError
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
 from ..workspace import Dataset, DatasetSummary, Workspace
 from .engine_session import EngineSession
 from .plan import plan_input
 
 
-class QueryChangeRefused(Exception):
+class QueryChangeRefused(CoordError):
     pass
 
 

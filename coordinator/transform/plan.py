@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..errors import CoordError
 from ..metadata.objects import (
     DatasetSourceDerivative,
     DatasetVocabulary,
@@ -98,7 +99,7 @@ def plan_transform(ws: Workspace, ds: Dataset) -> TransformPlan:
     head, head_block = chain[0]
     source = next(b.source for _, b in chain if b.source is not None)
     if not isinstance(source, DatasetSourceDerivative):
-        raise ValueError(f"{ds.id} is not a derivative dataset")
+        raise CoordError(f"{ds.id} is not a derivative dataset")
     vocab = next((b.vocab for _, b in chain if b.vocab is not None), DatasetVocabulary())
 
     executed = [(h, b) for h, b in chain if b.input_slices is not None]

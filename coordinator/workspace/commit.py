@@ -1,4 +1,4 @@
-"""The commit protocol (DESIGN.md §7): one writer per dataset, all or nothing.
+"""The commit protocol (docs/architecture.md, Workspace): one writer per dataset, all or nothing.
 
 Order of a commit, each step durable before the next:
   data file → checkpoint → block → signature → source state → ``refs/head``.
@@ -13,6 +13,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from ..errors import CoordError
 from ..metadata.block_hash import seal
 from ..metadata.objects import MetadataBlock
 from .crash import crash_point
@@ -30,7 +31,7 @@ CRASH_POINTS = (
 )
 
 
-class CommitError(Exception):
+class CommitError(CoordError):
     pass
 
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import CoordError
 from ..metadata import chain
 from ..metadata.objects import (
     DatasetSource,
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 
-class DatasetNotFound(Exception):
+class DatasetNotFound(CoordError):
     def __init__(self, dataset_id: str):
         super().__init__(f"dataset {dataset_id} does not exist in this workspace")
         self.dataset_id = dataset_id

@@ -1,6 +1,6 @@
 """The workspace: a ``.coord`` folder holding datasets, the signing key and the config.
 
-Layout (DESIGN.md §7)::
+Layout (docs/architecture.md, Workspace)::
 
     .coord/config.yaml                 repositories, engine runtime, spark settings
     .coord/keys/ed25519.pem            the signing key (0600)
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from ..errors import CoordError
 from ..metadata.ids import validate_dataset_id
 from ..metadata.signing import SigningKey
 from .dataset import CheckedBlocks, Dataset
@@ -36,7 +37,7 @@ DEFAULT_CONFIG = {
 }
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(CoordError):
     pass
 
 

@@ -1,6 +1,6 @@
 """ExecuteQuery and MigrateQuery through the real sandboxed engine.
 
-The central property (DESIGN §9): results do not depend on how the input arrived, in one
+The central property (docs/architecture.md, Engines): results do not depend on how the input arrived, in one
 slice or in many slices over many Execute calls, and they equal a batch computation over the
 data whose windows the watermark has closed.
 """

@@ -12,6 +12,7 @@ import pytest
 
 from coordinator.engine.sandbox import bwrap_command, engine_files_hash
 from coordinator.engine.settings import EngineSettings
+from coordinator.errors import CoordError
 
 PROBE_CONNECT = """
 import socket, sys
@@ -75,7 +76,7 @@ def test_sandbox_writes_only_in_its_run_folder(tmp_path):
 
 
 def test_non_local_master_requires_network():
-    with pytest.raises(ValueError, match="engine.allowNetwork"):
+    with pytest.raises(CoordError, match="engine.allowNetwork"):
         EngineSettings(spark_master="spark://10.1.2.3:7077")
     assert EngineSettings(spark_master="spark://10.1.2.3:7077", allow_network=True).network_isolated is False
 

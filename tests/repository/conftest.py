@@ -31,7 +31,7 @@ S3_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
-    # moto (like some S3-compatible stores) mishandles trailing checksums (ENVIRONMENT.md).
+    # moto (like some S3-compatible stores) mishandles trailing checksums.
     "AWS_REQUEST_CHECKSUM_CALCULATION": "WHEN_REQUIRED",
     "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
 }

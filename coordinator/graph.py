@@ -1,0 +1,126 @@
+"""The workspace's dependency graph: which dataset reads which, in one place for every service.
+
+A derivative's inputs are those of its newest ``SetTransform`` (``DatasetSourceDerivative``);
+a root has none. ``add``, ``pull``, ``verify``, ``delete`` and ``lineage`` ask this graph for
+dependency order, upstream and downstream instead of walking the chains themselves.
+
+Invariants:
+- A dataset's inputs are read from its chain at most once per graph (lazily: ordering a few
+  datasets does not read the whole workspace; ``readers`` and ``check_acyclic`` do).
+- A cycle is never followed: ordering through one raises ``DependencyCycle`` naming the loop.
+  ``add`` checks the whole workspace with the proposed definitions, so a cycle cannot get in;
+  one made before that check existed is reported the same way by every command.
+- An input the workspace does not hold is not a node: ``order`` raises ``DatasetNotFound``
+  for it, ``upstream`` lists it (lineage shows it as missing).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from graphlib import CycleError, TopologicalSorter
+
+from .errors import CoordError
+from .metadata.objects import DatasetSourceDerivative
+from .workspace import DatasetNotFound, DatasetSummary, Workspace
+
+
+class DependencyCycle(CoordError):
+    def __init__(self, loop: list[str]):
+        self.loop = loop
+        super().__init__(f"datasets depend on each other in a cycle: {' -> '.join(loop)}; "
+                         "redefine one of them with `coord add --replace`")
+
+
+def inputs_of(snapshot_or_source) -> list[str]:
+    """The inputs a source (or a snapshot's source) declares: none for a root."""
+    source = getattr(snapshot_or_source, "source", snapshot_or_source)
+    return list(source.inputs) if isinstance(source, DatasetSourceDerivative) else []
+
+
+class DatasetGraph:
+    def __init__(self, ws: Workspace, proposed: Mapping[str, Iterable[str]] | None = None):
+        """The graph of ``ws``; ``proposed`` overrides (or adds) datasets' inputs, as a change
+        being checked before it is written."""
+        self._ws = ws
+        self._inputs: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (proposed or {}).items()}
+        self._summaries: dict[str, DatasetSummary] = {}
+
+    def exists(self, dataset_id: str) -> bool:
+        return dataset_id in self._inputs or self._ws.dataset(dataset_id).exists()
+
+    def summary(self, dataset_id: str) -> DatasetSummary:
+        """The dataset's summary as this graph read it (once)."""
+        if dataset_id not in self._summaries:
+            ds = self._ws.dataset(dataset_id)
+            if not ds.exists():
+                raise DatasetNotFound(dataset_id)
+            self._summaries[dataset_id] = ds.summary()
+        return self._summaries[dataset_id]
+
+    def inputs(self, dataset_id: str) -> tuple[str, ...]:
+        if dataset_id not in self._inputs:
+            self._inputs[dataset_id] = tuple(inputs_of(self.summary(dataset_id).source))
+        return self._inputs[dataset_id]
+
+    def ids(self) -> list[str]:
+        return sorted({ds.id for ds in self._ws.datasets()} | self._inputs.keys())
+
+    def readers(self, dataset_id: str) -> list[str]:
+        """The datasets that read ``dataset_id`` directly."""
+        return [d for d in self.ids() if dataset_id in self.inputs(d)]
+
+    def upstream(self, dataset_id: str) -> list[tuple[str, str]]:
+        """(input, reader) for every edge reachable backwards from ``dataset_id``; an input
+        the workspace does not hold ends its path."""
+        return self._reach(dataset_id, lambda d: self.inputs(d) if self.exists(d) else ())
+
+    def downstream(self, dataset_id: str) -> list[tuple[str, str]]:
+        """(dataset, reader) for every edge reachable forwards from ``dataset_id``."""
+        readers: dict[str, list[str]] = {}
+        for d in self.ids():
+            for i in self.inputs(d):
+                readers.setdefault(i, []).append(d)
+        return [(d, r) for r, d in self._reach(dataset_id, lambda d: readers.get(d, []))]
+
+    def order(self, ids: Iterable[str], *, recursive: bool,
+              follow: Callable[[str], bool] = lambda dataset_id: True) -> list[str]:
+        """``ids`` (with ``recursive``, and everything upstream of them) inputs first.
+
+        ``follow`` says whether a dataset's inputs are part of the walk (pull does not follow
+        the inputs of a dataset that is updated from a repository)."""
+        wanted = list(ids)
+        graph: dict[str, list[str]] = {}
+        pending = list(wanted)
+        while pending:
+            dataset_id = pending.pop()
+            if dataset_id in graph:
+                continue
+            deps = list(self.inputs(dataset_id)) if follow(dataset_id) else []
+            graph[dataset_id] = deps if recursive else [d for d in deps if d in wanted]
+            if recursive:
+                pending.extend(deps)
+        return self._sorted(graph)
+
+    def check_acyclic(self) -> None:
+        self._sorted({d: [i for i in self.inputs(d) if self.exists(i)] for d in self.ids()})
+
+    @staticmethod
+    def _sorted(graph: dict[str, list[str]]) -> list[str]:
+        try:
+            return list(TopologicalSorter(graph).static_order())
+        except CycleError as e:
+            raise DependencyCycle(list(e.args[1])) from None
+
+    @staticmethod
+    def _reach(start: str, next_of: Callable[[str], Iterable[str]]) -> list[tuple[str, str]]:
+        """(next, current) for every step away from ``start``; each dataset is expanded once,
+        so a cycle ends the walk instead of looping."""
+        edges, pending, seen = [], [start], set()
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            for other in next_of(current):
+                edges.append((other, current))
+                pending.append(other)
+        return edges

@@ -1,0 +1,78 @@
+"""The dependency graph: dependency order, readers, and no cycle ever getting in."""
+from __future__ import annotations
+
+import pytest
+
+from coordinator.graph import DatasetGraph, DependencyCycle
+from coordinator.workspace import DatasetNotFound, Workspace
+
+from .conftest import MANIFESTS, coord
+
+ORDERS, DAILY = "com.example.orders", "com.example.orders.daily"
+
+
+def derivative(dataset_id: str, *inputs: str) -> str:
+    return f"""
+apiVersion: 1
+kind: DatasetSnapshot
+content:
+  id: {dataset_id}
+  source:
+    kind: derivative
+    inputs: [{', '.join(inputs)}]
+    transform: {{kind: sql, engine: spark, query: "SELECT * FROM `{inputs[0]}`"}}
+"""
+
+
+@pytest.fixture
+def home(tmp_path):
+    """orders (root) <- daily <- x <- y"""
+    coord("init", cwd=tmp_path)
+    (tmp_path / "x.yaml").write_text(derivative("x", DAILY))
+    (tmp_path / "y.yaml").write_text(derivative("y", "x"))
+    coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), str(MANIFESTS / f"{DAILY}.yaml"),
+          str(tmp_path / "x.yaml"), str(tmp_path / "y.yaml"), cwd=tmp_path)
+    return tmp_path
+
+
+def test_a_redefinition_that_closes_a_loop_is_refused_at_add(home):
+    head = (home / ".coord/datasets/x/meta/refs/head").read_bytes()
+    (home / "x2.yaml").write_text(derivative("x", "y"))
+    proc = coord("add", "--replace", str(home / "x2.yaml"), cwd=home, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "coord: error: datasets depend on each other in a cycle: x -> y -> x; "
+        "redefine one of them with `coord add --replace`"]
+    assert (home / ".coord/datasets/x/meta/refs/head").read_bytes() == head
+
+
+def test_order_puts_inputs_first_and_follows_them_only_when_recursive(home):
+    graph = DatasetGraph(Workspace.open(home))
+    assert graph.order(["y"], recursive=True) == [ORDERS, DAILY, "x", "y"]
+    assert graph.order(["x", "y"], recursive=False) == ["x", "y"]
+
+
+def test_order_does_not_follow_a_dataset_it_is_told_to_stop_at(home):
+    graph = DatasetGraph(Workspace.open(home))
+    assert graph.order(["y"], recursive=True, follow=lambda d: d != "x") == ["x", "y"]
+
+
+def test_readers_and_downstream_edges(home):
+    graph = DatasetGraph(Workspace.open(home))
+    assert graph.readers(DAILY) == ["x"]
+    assert sorted(graph.downstream(DAILY)) == [(DAILY, "x"), ("x", "y")]
+    assert sorted(graph.upstream("x")) == [(ORDERS, DAILY), (DAILY, "x")]
+
+
+def test_a_cycle_is_reported_by_ordering_never_followed(home):
+    # as in a workspace written before add checked for cycles
+    graph = DatasetGraph(Workspace.open(home), proposed={"x": ["y"]})
+    with pytest.raises(DependencyCycle) as e:
+        graph.order(["y"], recursive=True)
+    assert set(e.value.loop) == {"x", "y"} and e.value.loop[0] == e.value.loop[-1]
+    assert sorted(graph.upstream("y")) == [("x", "y"), ("y", "x")]  # the walk ends
+
+
+def test_ordering_an_unknown_dataset_names_it(home):
+    with pytest.raises(DatasetNotFound, match="nothing"):
+        DatasetGraph(Workspace.open(home)).order(["nothing"], recursive=True)
