@@ -2,8 +2,8 @@
 
 A derivative dataset (blocks, signatures, data files, checkpoints) is pushed once; each case
 copies that repository (a folder, or a fresh prefix of one moto S3 server), damages one object
-and runs the real ``coord pull`` (and ``coord push`` for the ref, which push reads too). Random
-bytes come from a fixed seed, so every run tries the same cases.
+and runs the real ``coord pull`` in this process (and ``coord push`` for the ref, which push
+reads too). Random bytes come from a fixed seed, so every run tries the same cases.
 """
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ class Pristine:
     folder: Path  # the repository as pushed
     source: Workspace  # the workspace that pushed it
     head: bytes
-    oldest: bytes  # the derivative's first block (its source)
     transform: bytes  # a block with a data file and a checkpoint
 
 
@@ -44,7 +43,7 @@ def pristine(tmp_path_factory) -> Pristine:
     der = make_derivative(ws, DER, make_root(ws, UP, slices=2))
     push_dataset(ws, DER, "shared")
     chain = [h for h, _ in der.blocks()]  # newest first
-    return Pristine(root / "repo", ws, chain[0], chain[-1], chain[1])
+    return Pristine(root / "repo", ws, chain[0], chain[1])
 
 
 @pytest.fixture(scope="module")
