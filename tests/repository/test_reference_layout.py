@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,7 +19,8 @@ import pytest
 import yaml
 
 from coordinator.metadata.block_hash import seal
-from coordinator.metadata.manifest import MAX_BLOCK_MANIFEST
+from coordinator.metadata.manifest import MAX_BLOCK_MANIFEST, load_block_manifest
+from coordinator.metadata.timefmt import IntervalType
 from coordinator.metadata.yaml_codec import render
 from coordinator.repository import open_url
 from coordinator.repository.fileio import FileIO
@@ -142,3 +144,50 @@ def test_a_derivative_is_built_on_a_pulled_reference_root_and_replays(ws, other_
     written = [pq.read_table(original.data_file(h)) for h, b in original.blocks() if b.output_slice]
     assert sorted(got) == sorted(v.upper() for v in pa.concat_tables(written).column("value").to_pylist())
     assert "reproducibility: reproduced" in coord("verify", DER, cwd=home, env=sandbox).stdout
+
+
+# A first block as the reference's serde_yaml writes one: `---` first, timestamps double-quoted
+# with AutoSi sub-seconds, intervals in the spec's text syntax, lists indented, no final newline.
+REFERENCE_STYLE = """---
+apiVersion: 1
+kind: MetadataBlock
+content:
+  blockHash: {block_hash}
+  systemTime: "2021-06-01T12:00:00.000Z"
+  outputWatermark: "2021-06-01T11:59:59.250Z"
+  inputSlices:
+    - hash: {input_hash}
+      interval: "(-inf, 2021-06-01T12:00:00.000Z]"
+      numRecords: 10
+    - hash: {input_hash}
+      interval: ()
+      numRecords: 0
+  source:
+    kind: derivative
+    inputs:
+      - org.example.left
+      - org.example.right
+    transform:
+      kind: sql
+      engine: spark
+      query: SELECT * FROM left UNION ALL SELECT * FROM right
+  vocab:
+    eventTimeColumn: date"""
+
+
+def test_a_block_in_the_reference_style_is_read_and_pulled(other_ws, tmp_path):
+    unsealed = REFERENCE_STYLE.format(block_hash="ff" * 32, input_hash="ab" * 32).encode()
+    block, stored = seal(load_block_manifest(unsealed, "reference block"))
+    assert block.system_time == datetime(2021, 6, 1, 12, tzinfo=UTC)
+    assert block.output_watermark == datetime(2021, 6, 1, 11, 59, 59, 250_000, tzinfo=UTC)
+    assert [s.interval.type for s in block.input_slices] == [IntervalType.UNBOUNDED_CLOSED_RIGHT,
+                                                             IntervalType.EMPTY]
+    url = (tmp_path / "reference").as_uri()
+    store = open_url(url)
+    h = block.block_hash.hex()
+    store.write_bytes(f"{DER}/meta/blocks/{h}",
+                      REFERENCE_STYLE.format(block_hash=h, input_hash="ab" * 32).encode())
+    store.write_bytes(f"{DER}/checkpoint/{h}/offsets/0", b"the reference engine's state")
+    store.write_bytes(f"{DER}/meta/refs/head", h.encode())
+    coord("pull", f"shared/{DER}", cwd=with_repo(other_ws, url).root)
+    assert other_ws.dataset(DER).block_path(block.block_hash).read_bytes() == stored
