@@ -19,12 +19,15 @@ import pytest
 import yaml
 
 from coordinator.metadata.block_hash import seal
+from coordinator.metadata.ids import DatasetRef
 from coordinator.metadata.manifest import MAX_BLOCK_MANIFEST, load_block_manifest
+from coordinator.metadata.signing import SignatureStatus
 from coordinator.metadata.timefmt import IntervalType
 from coordinator.metadata.yaml_codec import render
-from coordinator.repository import open_url
+from coordinator.repository import open_url, pull_from_repository, push_dataset
 from coordinator.repository.fileio import FileIO
-from coordinator.workspace import Dataset
+from coordinator.verify import verify_dataset
+from coordinator.workspace import Dataset, Workspace
 
 from .conftest import append_slices, coord, make_derivative, make_root, with_repo
 
@@ -191,3 +194,19 @@ def test_a_block_in_the_reference_style_is_read_and_pulled(other_ws, tmp_path):
     store.write_bytes(f"{DER}/meta/refs/head", h.encode())
     coord("pull", f"shared/{DER}", cwd=with_repo(other_ws, url).root)
     assert other_ws.dataset(DER).block_path(block.block_hash).read_bytes() == stored
+
+
+def test_blocks_pushed_on_top_of_a_reference_chain_are_read_back_with_it(ws, other_ws, reference_root,
+                                                                       tmp_path):
+    pull_from_repository(with_repo(other_ws, reference_root), DatasetRef.parse(f"shared/{UP}"))
+    grown = other_ws.dataset(UP)
+    append_slices(grown, 1)
+    push_dataset(other_ws, UP, "shared")  # FlatBuffers blocks beside the YAML ones
+    third = with_repo(Workspace.init(tmp_path / "third"), reference_root)
+    config = third.config()
+    config["trustedKeys"] = [other_ws.signing_key.public_key.hex()]
+    third.save_config(config)
+    pull_from_repository(third, DatasetRef.parse(f"shared/{UP}"))
+    assert third.dataset(UP).head() == grown.head()
+    report = verify_dataset(third, UP, integrity_only=True)
+    assert report.ok and report.blocks[-1].signature is SignatureStatus.TRUSTED
