@@ -10,7 +10,10 @@ pinning do. The signer of a block is, for this workspace and dataset:
   signers of what it pulled; ``coord trust add KEY --dataset DS`` accepts another one);
 - UNKNOWN: another key, on a dataset that has no pinned key;
 - CHANGED: another key, on a dataset whose pinned keys are others;
-- UNSIGNED: no signature at all.
+- UNSIGNED_HISTORY: no signature, on a block older than the dataset's first signed block:
+  history written by a tool that does not sign (the reference implementation of ODF 0.18
+  did not), accepted by ``known`` and ``any``;
+- UNSIGNED: no signature on a block after a signed one (signatures stripped or forgotten).
 
 The policy ``trust.require`` says what fails ``verify`` and ``pull``: ``trusted`` (only
 TRUSTED passes), ``known`` (the default: TRUSTED and PINNED pass, so pulling a public dataset
@@ -41,6 +44,7 @@ class Authorship(enum.Enum):
     PINNED = "pinned"
     UNKNOWN = "unknown"
     CHANGED = "changed"
+    UNSIGNED_HISTORY = "unsigned history"
     UNSIGNED = "unsigned"
 
 
@@ -53,7 +57,7 @@ class Policy(enum.Enum):
         if self is Policy.ANY:
             return True
         if self is Policy.KNOWN:
-            return status in (Authorship.TRUSTED, Authorship.PINNED)
+            return status in (Authorship.TRUSTED, Authorship.PINNED, Authorship.UNSIGNED_HISTORY)
         return status is Authorship.TRUSTED
 
 
@@ -171,15 +175,22 @@ def _save_pins(ws: Workspace, dataset_id: str, keys: list[bytes]) -> None:
 # --- judging blocks ----------------------------------------------------------------------------
 
 
-def authorship(ws: Workspace, blocks: Iterable[ChainBlock], pinned: Iterable[bytes]) -> list[BlockAuthor]:
-    """Each block's signer and its status, given the dataset's pinned keys."""
+def authorship(ws: Workspace, blocks: Iterable[ChainBlock], pinned: Iterable[bytes], *,
+               signed_before: bool = False) -> list[BlockAuthor]:
+    """Each block's signer and its status, given the dataset's pinned keys; ``blocks`` oldest
+    first, ``signed_before``: an older block of the dataset is signed."""
     trusted, pinned = ws.trusted_keys(), set(pinned)
-    return [BlockAuthor(cb.hash, cb.signer, _status(cb.signer, trusted, pinned)) for cb in blocks]
+    authors = []
+    for cb in blocks:
+        signed_before = signed_before or cb.signer is not None
+        authors.append(BlockAuthor(cb.hash, cb.signer, _status(cb.signer, trusted, pinned, signed_before)))
+    return authors
 
 
-def _status(signer: bytes | None, trusted: frozenset[bytes], pinned: set[bytes]) -> Authorship:
+def _status(signer: bytes | None, trusted: frozenset[bytes], pinned: set[bytes],
+            signed_before: bool) -> Authorship:
     if signer is None:
-        return Authorship.UNSIGNED
+        return Authorship.UNSIGNED if signed_before else Authorship.UNSIGNED_HISTORY
     if signer in trusted:
         return Authorship.TRUSTED
     if signer in pinned:
@@ -210,7 +221,7 @@ def admit_pull(
     ``record_pull`` once the blocks are installed.
     """
     pinned = pinned_keys(ws, dataset_id) or _signers_of(local) or _signers_of(new)
-    authors = authorship(ws, new, pinned)
+    authors = authorship(ws, new, pinned, signed_before=any(cb.signer for cb in local))
     rule = policy(ws)
     bad = failures(authors, rule)
     if bad:
@@ -235,7 +246,7 @@ def failures(authors: list[BlockAuthor], rule: Policy) -> list[BlockAuthor]:
 
 def explain(dataset_id: str, author: BlockAuthor, pinned: Iterable[bytes], rule: Policy) -> str:
     """Why ``rule`` refuses the block's signer, and what to do ("signed by ..." or "unsigned ...")."""
-    if author.status is Authorship.UNSIGNED:
+    if author.status in (Authorship.UNSIGNED, Authorship.UNSIGNED_HISTORY):
         return (f"unsigned and trust.require is {rule.value} "
                 "(coord config set trust.require any accepts unsigned blocks)")
     key = author.signer.hex()

@@ -62,17 +62,24 @@ def test_conformance_vector_from_yaml_manifest(tmp_path):
 
 
 def test_a_flipped_byte_is_detected():
-    _, data = seal(conformance_block())
+    block, data = seal(conformance_block())
     broken = bytearray(data)
     broken[40] ^= 1
-    with pytest.raises(BlockFormatError):
-        check_stored(bytes(broken))
+    with pytest.raises(BlockFormatError, match="content hash does not match its name"):
+        check_stored(bytes(broken), block.block_hash)
 
 
 def test_hash_must_be_the_last_32_bytes():
-    _, data = seal(conformance_block())
+    block, data = seal(conformance_block())
     with pytest.raises(BlockFormatError):
-        check_stored(data + bytes(8))
+        check_stored(data + bytes(8), block.block_hash)
+
+
+def test_bytes_that_hash_to_their_name_but_are_no_block_are_refused_when_parsed():
+    content = b"\xff" * 600
+    name = hashlib.sha3_256(content).digest()
+    with pytest.raises(BlockFormatError, match="not a valid MetadataBlock"):
+        check_stored(content + name, name)
 
 
 def with_source(block: o.MetadataBlock, **changes) -> o.MetadataBlock:

@@ -45,7 +45,7 @@ def test_a_missing_block_is_reported(ds):
 def test_a_block_stored_under_another_name_is_reported(ds):
     newest, h = [h for h, _ in ds.blocks()]
     ds.block_path(h).write_bytes(ds.block_path(newest).read_bytes())
-    with pytest.raises(ChainError, match="wrong name"):
+    with pytest.raises(ChainError, match="content hash does not match its name"):
         list(ds.blocks())
 
 

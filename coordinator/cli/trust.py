@@ -15,7 +15,8 @@ def signer_line(s: Signer) -> str:
     """``N blocks signed by KEY (status)``: one signer of a pull or a dataset."""
     blocks = f"{s.blocks} block{'s' * (s.blocks != 1)}"
     if s.key is None:
-        return f"{blocks} unsigned"
+        history = " (older than any signature: written by a tool that does not sign)"
+        return f"{blocks} unsigned" + (history if s.status is Authorship.UNSIGNED_HISTORY else "")
     key = s.key.hex()
     status = {
         Authorship.TRUSTED: f"trusted: {s.name}" if s.name else "trusted",

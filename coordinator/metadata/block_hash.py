@@ -2,6 +2,11 @@
 
 ``blockHash`` is the first field created, so its 32 bytes are the last 32 bytes of the
 buffer; the digest is written there. Stored blocks are hashed as stored, never re-encoded.
+
+A stored block is checked against the name it is stored under *before* any of it is
+decoded: the hash needs only the byte layout (content, then 32 hash bytes), so bytes from
+someone else reach the FlatBuffers decoder only once their hash proves them a block that
+was sealed under that name.
 """
 from __future__ import annotations
 
@@ -26,12 +31,16 @@ def compute_hash(block: MetadataBlock) -> bytes:
     return seal(block)[0].block_hash
 
 
-def check_stored(buf: bytes) -> bytes:
-    """Validate stored block bytes; return the hash they carry. Raises BlockFormatError."""
+def check_stored(buf: bytes, name: bytes) -> None:
+    """Check the bytes stored under ``name`` are that block, hashing before decoding.
+
+    Raises BlockFormatError saying what did not match.
+    """
+    if len(buf) <= HASH_LEN or hashlib.sha3_256(buf[:-HASH_LEN]).digest() != name:
+        raise BlockFormatError("content hash does not match its name")
+    if buf[-HASH_LEN:] != name:
+        raise BlockFormatError("blockHash does not match the block's contents")
+    # Only now, with the hash proving who sealed these bytes, is the buffer parsed.
     start, length = block_hash_position(buf)
     if length != HASH_LEN or start != len(buf) - HASH_LEN:
         raise BlockFormatError("blockHash is not the last 32 bytes of the block")
-    stored = bytes(buf[-HASH_LEN:])
-    if hashlib.sha3_256(buf[:-HASH_LEN]).digest() != stored:
-        raise BlockFormatError("blockHash does not match the block's contents")
-    return stored

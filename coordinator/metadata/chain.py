@@ -48,14 +48,12 @@ class ChainBlock:
 
 
 def load_block(source: BlockSource, block_hash: bytes) -> MetadataBlock:
-    """Read one block and check that its bytes hash to the name it is stored under."""
+    """Read one block and check that its bytes hash to the name it is stored under, then decode it."""
     data = source.read_block(block_hash)
     if data is None:
         raise ChainError(block_hash, "block is missing")
     try:
-        stored = check_stored(data)
-        if stored != block_hash:
-            raise ChainError(block_hash, f"stored under the wrong name (its hash is {stored.hex()})")
+        check_stored(data, block_hash)
         return decode_block(data)
     except BlockFormatError as e:
         raise ChainError(block_hash, str(e)) from None

@@ -184,12 +184,16 @@ def decode_block(buf: bytes) -> objects.MetadataBlock:
 
 def block_hash_position(buf: bytes) -> tuple[int, int]:
     """(start, length) of the blockHash bytes inside a serialized block."""
-    root = encode.Get(N.UOffsetTFlags.packer_type, buf, 0)
-    tab = Table(bytearray(buf), root)
-    o = tab.Offset(4)
-    if not o:
+    try:
+        root = encode.Get(N.UOffsetTFlags.packer_type, buf, 0)
+        tab = Table(bytearray(buf), root)
+        o = tab.Offset(4)
+        position = (tab.Vector(o), tab.VectorLen(o)) if o else None
+    except Exception as e:  # a garbled buffer
+        raise BlockFormatError(f"not a valid MetadataBlock: {e}") from None
+    if position is None:
         raise BlockFormatError("block has no blockHash")
-    return tab.Vector(o), tab.VectorLen(o)
+    return position
 
 
 def _read_table(cls, tab: Table):

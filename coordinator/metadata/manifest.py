@@ -18,10 +18,14 @@ from referencing import Registry, Resource
 
 from ..errors import CoordError
 from . import objects
-from .yaml_codec import DecodeError, from_dict, load_yaml
+from .yaml_codec import DecodeError, from_dict, load_untrusted_yaml, load_yaml
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[2] / "schemas"
 MANIFEST_SUFFIXES = (".yaml", ".yml")
+# A block manifest from someone else's store (kamu-cli of the ODF 0.18 era stored blocks as
+# YAML): metadata only, so far below this; text cannot be hashed before it is parsed, so the
+# bound and the alias-free loader are what limit the parser's work.
+MAX_BLOCK_MANIFEST = 1 << 20
 
 
 class ManifestError(CoordError, ValueError):
@@ -44,8 +48,26 @@ def load_manifest(path: str | Path, *, unsealed: bool = False):
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise ManifestError(name, "", e.strerror or str(e)) from None
+    return _parse(text, name, load_yaml, unsealed=unsealed)
+
+
+def load_block_manifest(data: bytes, name: str) -> objects.MetadataBlock:
+    """A MetadataBlock manifest read from a repository: bounded, alias-free, schema-checked."""
+    if len(data) > MAX_BLOCK_MANIFEST:
+        raise ManifestError(name, "", f"larger than {MAX_BLOCK_MANIFEST} bytes")
     try:
-        doc = load_yaml(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ManifestError(name, "", f"not UTF-8 text (byte {e.start})") from None
+    block = _parse(text, name, load_untrusted_yaml)
+    if not isinstance(block, objects.MetadataBlock):
+        raise ManifestError(name, "kind", "expected a MetadataBlock")
+    return block
+
+
+def _parse(text: str, name: str, load, *, unsealed: bool = False):
+    try:
+        doc = load(text)
     except yaml.YAMLError as e:
         raise _yaml_error(name, e) from None
     if unsealed and isinstance(doc, dict) and isinstance(doc.get("content"), dict):

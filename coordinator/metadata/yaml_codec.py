@@ -161,8 +161,28 @@ def load_yaml(text: str):
     return yaml.load(text, Loader=_Loader)
 
 
+def load_untrusted_yaml(text: str):
+    """``load_yaml`` for someone else's text: aliases are refused and deep nesting is an error.
+
+    An alias lets a few bytes stand for an exponential tree that later passes (schema check,
+    decoding) would walk in full; the stores this reads from never write them.
+    """
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)
+    except RecursionError:
+        raise yaml.YAMLError("nested too deeply") from None
+
+
 class _Loader(yaml.SafeLoader):
     pass
+
+
+class _NoAliasLoader(_Loader):
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "aliases are not accepted here",
+                                              self.peek_event().start_mark)
+        return super().compose_node(parent, index)
 
 
 # drop the implicit timestamp resolver: '2020-01-01' must stay a string for exact parsing

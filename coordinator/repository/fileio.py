@@ -38,6 +38,26 @@ class RefConflict(CoordError):
     """The ref was not what the writer last read: someone else moved it."""
 
 
+class OutsideRepository(CoordError):
+    """A path in a folder repository leads (through a link) outside the folder."""
+
+
+class TooLarge(CoordError):
+    """An object in the repository holds more bytes than the reader accepts; the rest is unread."""
+
+    def __init__(self, path: str, limit: int):
+        super().__init__(f"{path}: larger than {limit} bytes")
+        self.path = path
+        self.limit = limit
+
+
+def _bounded(data: bytes, path: str, limit: int) -> bytes:
+    """``data`` read as ``limit + 1`` bytes at most: refuse it when it reached past the limit."""
+    if len(data) > limit:
+        raise TooLarge(path, limit)
+    return data
+
+
 class FileIO(ABC):
     """A repository's storage. Writes become visible whole (never a half-written file)."""
 
@@ -50,10 +70,11 @@ class FileIO(ABC):
 
     # --- reading ----------------------------------------------------------------------------
 
-    def read_bytes(self, path: str) -> bytes | None:
+    def read_bytes(self, path: str, limit: int) -> bytes | None:
+        """The file's bytes (None when absent); TooLarge past ``limit`` bytes, which stay unread."""
         try:
-            with self.fs.open_input_stream(self.full_path(path)) as f:
-                return f.read()
+            with self._open_input(path) as f:
+                return _bounded(f.read(limit + 1), path, limit)
         except FileNotFoundError:
             return None
 
@@ -67,15 +88,23 @@ class FileIO(ABC):
             if info.type == pafs.FileType.File
         }
 
-    def get_file(self, path: str, local: Path, on_bytes: OnBytes, *, digest: bool = False) -> bytes | None:
+    def get_file(
+        self, path: str, local: Path, on_bytes: OnBytes, *, limit: int, digest: bool = False
+    ) -> bytes | None:
         """Download ``path`` to ``local``; with ``digest`` return the SHA3-256 of the bytes read.
 
         Hashing while streaming saves a second pass over the file when the puller checks it.
+        More than ``limit`` bytes (the size listed before, for a file that grew since) is
+        TooLarge: the download stops there.
         """
         local.parent.mkdir(parents=True, exist_ok=True)
         h = hashlib.sha3_256() if digest else None
-        with self.fs.open_input_stream(self.full_path(path)) as src, open(local, "wb") as dst:
-            while chunk := src.read(CHUNK):
+        read = 0
+        with self._open_input(path) as src, open(local, "wb") as dst:
+            while chunk := src.read(min(CHUNK, limit + 1 - read)):
+                read += len(chunk)
+                if read > limit:
+                    raise TooLarge(path, limit)
                 dst.write(chunk)
                 if h is not None:
                     h.update(chunk)
@@ -94,6 +123,9 @@ class FileIO(ABC):
         with self._open_output(path) as dst:
             dst.write(data)
 
+    def _open_input(self, path: str):
+        return self.fs.open_input_stream(self.full_path(path))
+
     @abstractmethod
     def _open_output(self, path: str):
         """A writable stream (context manager); the file appears whole when it closes."""
@@ -101,8 +133,8 @@ class FileIO(ABC):
     # --- refs -------------------------------------------------------------------------------
 
     @abstractmethod
-    def read_ref(self, path: str) -> tuple[bytes | None, object]:
-        """The ref's content (None when absent) and a token to pass to ``swap_ref``."""
+    def read_ref(self, path: str, limit: int) -> tuple[bytes | None, object]:
+        """The ref's content (None when absent; TooLarge past ``limit``) and a token for ``swap_ref``."""
 
     @abstractmethod
     def swap_ref(self, path: str, data: bytes, expected: object) -> None:
@@ -115,11 +147,19 @@ class LocalFileIO(FileIO):
     def __init__(self, root: Path):
         super().__init__(pafs.LocalFileSystem(), str(root))
 
+    def _open_input(self, path: str):
+        # A symbolic link in the folder must not make the reader copy a file from outside it
+        # (a key, another user's data) into a dataset.
+        real, root = os.path.realpath(self.full_path(path)), os.path.realpath(self.root)
+        if os.path.commonpath([real, root]) != root:
+            raise OutsideRepository(f"{path}: a link to {real}, outside the repository folder")
+        return super()._open_input(path)
+
     def _open_output(self, path: str):
         return _LocalOutput(Path(self.full_path(path)))
 
-    def read_ref(self, path: str) -> tuple[bytes | None, object]:
-        data = self.read_bytes(path)
+    def read_ref(self, path: str, limit: int) -> tuple[bytes | None, object]:
+        data = self.read_bytes(path, limit)
         return data, data
 
     def swap_ref(self, path: str, data: bytes, expected: object) -> None:
@@ -205,12 +245,13 @@ class S3FileIO(FileIO):
                                                 config=config)
         return self._client
 
-    def read_ref(self, path: str) -> tuple[bytes | None, object]:
+    def read_ref(self, path: str, limit: int) -> tuple[bytes | None, object]:
         try:
             obj = self.client.get_object(Bucket=self.bucket, Key=self._key(path))
         except self.client.exceptions.NoSuchKey:
             return None, None
-        return obj["Body"].read(), obj["ETag"]
+        with obj["Body"] as body:
+            return _bounded(body.read(limit + 1), path, limit), obj["ETag"]
 
     def swap_ref(self, path: str, data: bytes, expected: object) -> None:
         from botocore.exceptions import ClientError

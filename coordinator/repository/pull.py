@@ -5,8 +5,10 @@
 2. Compare: up to date, behind (pull), ahead (nothing to do) or diverged (refuse); refuse
    new blocks whose signer the workspace does not accept (``trust.admit_pull``: a key other
    than the one pinned for the dataset, or what ``trust.require`` refuses).
-3. Download the new blocks' data and checkpoints into a staging folder and check every data
-   file against its block's DataSlice before anything is visible locally.
+3. Download the new blocks' data and checkpoints into a staging folder (each no larger than
+   listed, checkpoint names checked before they become paths) and check every data file's
+   hash against its block's DataSlice before Parquet reads it and before anything is visible
+   locally.
 4. Under the dataset lock, install in the commit order data → checkpoints → blocks →
    signatures → head; the blocks are installed byte for byte as fetched (they are already
    sealed and signed by their author), and the head moves only if it is still the one the
@@ -25,8 +27,9 @@ from ..verify import ExpectedFiles, check_data_file, expected_files
 from ..workspace import Dataset, DatasetWriter, Workspace, layout
 from ..workspace.crash import crash_point
 from ..workspace.fsutil import atomic_write, install, remove
+from .fileio import OutsideRepository, TooLarge
 from .registry import open_remote, remember, remembered
-from .remote import RemoteDataset, SyncError
+from .remote import RemoteDataset, SyncError, checked_name
 from .transfer import Job, run_parallel
 
 
@@ -127,24 +130,33 @@ def _download(
             if rel not in listed:
                 raise SyncError(f"block {h}: {remote.file(rel)} is missing in the repository "
                                 "(nothing was pulled)")
-            jobs.append(Job(listed[rel], _fetch_data(remote, rel, staging / rel, e)))
+            jobs.append(Job(listed[rel], _fetch_data(remote, rel, listed[rel], staging / rel, e)))
         folder = layout.checkpoint_dir(e.block_hash) + "/"
-        files = [rel for rel in listed if rel.startswith(folder)]
+        files = [checked_name(rel) for rel in listed if rel.startswith(folder)]
         if e.checkpoint and not files:
             raise SyncError(f"block {h}: checkpoint folder {remote.file(folder)} is missing in the "
                             "repository (nothing was pulled)")
-        jobs += [Job(listed[rel], _fetch(remote, rel, staging / rel)) for rel in files]
+        jobs += [Job(listed[rel], _fetch(remote, rel, listed[rel], staging / rel, e)) for rel in files]
     run_parallel(jobs, f"pulling {remote.path}", progress)
 
 
-def _fetch(remote: RemoteDataset, rel: str, local: Path):
-    return lambda on_bytes: remote.io.get_file(remote.file(rel), local, on_bytes)
+def _fetch(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedFiles, *,
+           digest: bool = False):
+    """A job that downloads ``rel`` (no more than the ``size`` listed) and returns its digest."""
+    def run(on_bytes) -> bytes | None:
+        try:
+            return remote.io.get_file(remote.file(rel), local, on_bytes, limit=size, digest=digest)
+        except (TooLarge, OutsideRepository) as error:
+            raise SyncError(f"block {e.block_hash.hex()}: {error} (nothing was pulled)") from None
+
+    return run
 
 
-def _fetch_data(remote: RemoteDataset, rel: str, local: Path, e: ExpectedFiles):
+def _fetch_data(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedFiles):
+    fetch = _fetch(remote, rel, size, local, e, digest=True)
+
     def run(on_bytes) -> None:
-        digest = remote.io.get_file(remote.file(rel), local, on_bytes, digest=True)
-        reason = check_data_file(local, e.slice, e.vocab, digest=digest)
+        reason = check_data_file(local, e.slice, e.vocab, digest=fetch(on_bytes))
         if reason:
             raise SyncError(f"block {e.block_hash.hex()}: {remote.file(rel)}: {reason} (nothing was pulled)")
 

@@ -25,6 +25,8 @@ from coordinator.metadata.timefmt import TimeInterval, now_utc
 from coordinator.repository import add_repository
 from coordinator.workspace import Dataset, Workspace
 
+from ..conftest import ROOT
+
 S3_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -48,7 +50,7 @@ def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True) ->
     """Run the real CLI (with the sharing commands) in a child process."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("COORD_WORKSPACE", None)
-    full_env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])  # this checkout's code
+    full_env["PYTHONPATH"] = str(ROOT)  # this checkout, whatever an editable install points at
     proc = subprocess.run([sys.executable, "-c", _LAUNCH, *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:
@@ -166,7 +168,8 @@ def append_slices(ds: Dataset, slices: int, rows: int = 5, *, physical: bool = T
     return hashes
 
 
-def make_derivative(ws: Workspace, dataset_id: str, upstream: Dataset, steps: int = 2) -> Dataset:
+def make_derivative(ws: Workspace, dataset_id: str, upstream: Dataset, steps: int = 2, *,
+                    physical: bool = True) -> Dataset:
     """A derivative whose transform blocks each have input slices, output and a checkpoint."""
     ds = ws.dataset(dataset_id)
     source = o.DatasetSourceDerivative(
@@ -177,7 +180,7 @@ def make_derivative(ws: Workspace, dataset_id: str, upstream: Dataset, steps: in
         for i in range(steps):
             t = now_utc()
             path = ws.run_dir / f"out-{i}.parquet"
-            out = write_slice(path, t, i * 3, 3)
+            out = write_slice(path, t, i * 3, 3, physical=physical)
             checkpoint = ws.run_dir / f"ckpt-{i}"
             (checkpoint / "state").mkdir(parents=True)
             (checkpoint / "offsets").write_text(str(i))

@@ -173,6 +173,15 @@ def test_unsigned_blocks_are_refused_unless_the_policy_accepts_them(alice, bob, 
     assert "authorship: ok, with warnings (trust.require: any)" in verified.stdout
 
 
+def test_unsigned_blocks_older_than_any_signature_are_history_the_default_policy_accepts(alice, bob, tmp_path):
+    # as a chain begun by a tool that does not sign (the reference implementation of ODF 0.18)
+    oldest = [h for h, _ in alice.dataset(DS).blocks()][-1]
+    (tmp_path / "repo" / DS / "meta" / "signatures" / oldest.hex()).unlink()
+    pulled = coord("pull", f"shared/{DS}", cwd=bob.root)
+    assert "1 block unsigned (older than any signature" in pulled.stdout
+    assert "authorship: ok, with warnings" in coord("verify", DS, "--integrity", cwd=bob.root).stdout
+
+
 def test_trust_refuses_what_is_not_a_key_and_the_workspace_own_key(bob):
     bad = coord("trust", "add", "abc123", cwd=bob.root, check=False)
     assert bad.returncode == 1 and "not an Ed25519 public key: 'abc123'" in bad.stderr
@@ -184,7 +193,7 @@ def test_trust_refuses_what_is_not_a_key_and_the_workspace_own_key(bob):
 
 @pytest.mark.parametrize("policy, accepted", [
     (Policy.TRUSTED, {Authorship.TRUSTED}),
-    (Policy.KNOWN, {Authorship.TRUSTED, Authorship.PINNED}),
+    (Policy.KNOWN, {Authorship.TRUSTED, Authorship.PINNED, Authorship.UNSIGNED_HISTORY}),
     (Policy.ANY, set(Authorship)),
 ])
 def test_each_policy_accepts_exactly_its_signers(policy, accepted):

@@ -76,7 +76,7 @@ def delete_signature(ds, h):
 
 
 TAMPERINGS = {
-    "block bytes": (edit_block, "blockHash does not match"),
+    "block bytes": (edit_block, "content hash does not match its name"),
     "data bytes": (flip_data_byte, "physical hash differs"),
     "data swapped for another valid slice": (swap_data_file, "physical hash differs"),
     "data file deleted": (delete_data_file, "data file is missing"),
@@ -105,6 +105,17 @@ def test_the_logical_hash_catches_a_swap_when_no_physical_hash_is_recorded(ws):
     shutil.copyfile(ds.data_file(second), ds.data_file(first))
     problem = verify_dataset(ws, DS, integrity_only=True).first_problem
     assert problem.block_hash == first and "logical hash differs" in problem.reason
+
+
+def test_unsigned_history_before_the_first_signed_block_is_listed_not_refused(ws):
+    ds = make_root(ws, DS, slices=3)
+    history = [h for h, _ in reversed(list(ds.blocks()))][:2]  # as a tool that does not sign left it
+    for h in history:
+        ds.signature_path(h).unlink()
+    report = verify_dataset(ws, DS, integrity_only=True)
+    assert report.ok
+    assert [cb.signature for cb in report.blocks] == [SignatureStatus.UNSIGNED] * 2 + \
+        [SignatureStatus.TRUSTED] * 2
 
 
 def test_a_missing_checkpoint_of_a_transform_block_is_found(ws):
