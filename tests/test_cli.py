@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from decimal import ROUND_HALF_UP, Decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -190,6 +191,29 @@ def test_pull_reads_a_parquet_source(home):
     rows = json.loads(coord("tail", cities, "-o", "json", cwd=home).stdout)
     assert sorted((r["city"], r["population"]) for r in rows) == [("Lima", 9751738), ("Oslo", 709037)]
     assert rows[0]["system_time"].endswith("Z")
+
+
+def test_pull_rounds_csv_decimals_half_up_to_the_declared_scale(home):
+    prices = ["10.123456789012345", "-10.123456789012345", "0.000050000000000", "-0.000050000000000"]
+    (home / "prices.csv").write_text("symbol,price\n" + "".join(
+        f"s{i},{p}\n" for i, p in enumerate(prices)))
+    (home / "prices.yaml").write_text("""
+apiVersion: 1
+kind: DatasetSnapshot
+content:
+  id: org.example.prices
+  source:
+    kind: root
+    fetch: {kind: url, url: prices.csv}
+    read: {kind: csv, header: true, schema: ["symbol STRING", "price DECIMAL(18,4)"]}
+    merge: {kind: ledger, primaryKey: [symbol]}
+""")
+    coord("add", str(home / "prices.yaml"), cwd=home)
+    assert "4 new records" in coord("pull", "org.example.prices", cwd=home).stdout
+    rows = json.loads(coord("tail", "org.example.prices", "-o", "json", cwd=home).stdout)
+    expected = {f"s{i}": Decimal(p).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
+                for i, p in enumerate(prices)}
+    assert {r["symbol"]: Decimal(r["price"]) for r in rows} == expected
 
 
 def test_tail_prints_csv(home):

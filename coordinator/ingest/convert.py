@@ -2,15 +2,23 @@
 
 Arrow's own parsers cover most types; what they cannot do is done here, column-at-a-time:
 ``TIMESTAMP`` columns that mix ``2013-01-01``, ``2013-01-01 10:00`` and ``...T10:00:00Z``
-(zone-less values are taken as UTC), custom date/time formats, custom NaN/Inf tokens and
-whitespace trimming. A value that does not convert is located by bisection (only on the error
-path) so the message names its row.
+(zone-less values are taken as UTC), custom date/time formats, custom NaN/Inf tokens,
+whitespace trimming, and ``DECIMAL(p,s)`` values with more than ``s`` fractional digits.
+
+Decimals are read as Spark's CSV reader reads them: rounded half-up (ties away from zero,
+Java's ``RoundingMode.HALF_UP``) to the declared scale. Only a value that does not fit the
+precision is refused. The text is first read exactly into a decimal far wider than the target
+(``reading_decimal``), so rounding happens once, on the exact value.
+
+A value that does not convert is located by bisection (only on the error path) so the message
+names its row.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,7 +74,7 @@ class TextOptions:
         """Whether a column of this type must be read as text and converted here."""
         if self.trim_leading or self.trim_trailing:
             return True
-        if pa.types.is_timestamp(target):
+        if pa.types.is_timestamp(target) or pa.types.is_decimal(target):
             return True
         if pa.types.is_date(target):
             return self.date_format is not None
@@ -92,7 +100,19 @@ def convert_column(name: str, text: pa.ChunkedArray, target: pa.DataType,
         row = first_failure(text, convert)
         if row is None:
             raise ConversionError(name, 0, None, str(target), str(e)) from None
-        raise ConversionError(name, row, text[row].as_py(), str(target)) from None
+        value = text[row].as_py()
+        raise ConversionError(name, row, value, str(target), _why(value, target)) from None
+
+
+def _why(value, target: pa.DataType) -> str:
+    """The reason when the value is well formed: a number too large for a decimal's precision."""
+    if pa.types.is_decimal(target):
+        try:
+            Decimal(value)
+        except (InvalidOperation, TypeError):
+            return ""
+        return f"more than {target.precision - target.scale} digits before the decimal point"
+    return ""
 
 
 def first_failure(values, convert: Callable) -> int | None:
@@ -121,7 +141,25 @@ def _trim(text, opts: TextOptions):
     return text
 
 
+def reading_decimal(target: pa.DataType) -> pa.DataType:
+    """The decimal a ``target`` value is read into before rounding: every integer digit the
+    target allows plus one (a rounding carry, and room to tell "too large" from "not a
+    number"), and all the remaining 76 digits for the fraction."""
+    fraction = 76 - (target.precision - target.scale) - 1
+    return pa.decimal256(76, fraction)
+
+
+def round_half_up(values, target: pa.DataType):
+    """Exact decimals → ``target``, rounded half away from zero to its scale; ArrowInvalid
+    when a value does not fit its precision."""
+    rounded = pc.round(values, ndigits=target.scale, round_mode="half_towards_infinity")
+    return rounded.cast(target)
+
+
 def _converter(target: pa.DataType, opts: TextOptions) -> Callable:
+    if pa.types.is_decimal(target):
+        wide = reading_decimal(target)
+        return lambda a: round_half_up(a.cast(wide), target)
     if pa.types.is_timestamp(target):
         return lambda a: parse_timestamps(a, target, opts.timestamp_format)
     if pa.types.is_date(target) and opts.date_format:
