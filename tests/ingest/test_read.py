@@ -1,6 +1,6 @@
 """Read step: every CSV option, JSON Lines, GeoJSON, Parquet; errors name file, line, column."""
-from datetime import UTC, date, datetime
 import random
+from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 import pyarrow as pa
