@@ -9,8 +9,8 @@ import pytest
 
 from coordinator.metadata.timefmt import (
     IntervalType,
-    Timestamp,
     TimeParseError,
+    Timestamp,
     epoch_nanos,
     format_timestamp,
     from_epoch_nanos,
@@ -67,7 +67,8 @@ def test_a_time_without_sub_microsecond_digits_stays_a_plain_datetime():
 
 
 def test_nanoseconds_order_times_within_a_microsecond():
-    a, b = parse_timestamp("2020-01-01T00:00:00.000000001Z"), parse_timestamp("2020-01-01T00:00:00.000000002Z")
+    a = parse_timestamp("2020-01-01T00:00:00.000000001Z")
+    b = parse_timestamp("2020-01-01T00:00:00.000000002Z")
     whole = parse_timestamp("2020-01-01T00:00:00Z")
     assert whole < a < b and b > a > whole and a != b and not a == b
     assert max(whole, b, a) is b and sorted([b, whole, a]) == [whole, a, b]
