@@ -65,29 +65,19 @@ class Timestamp(datetime):
         mine, theirs = self.nanosecond, nanosecond_of(other)
         return (mine > theirs) - (mine < theirs)
 
-    def __eq__(self, other):
-        order = self._order(other)
-        return NotImplemented if order is None else order == 0
+    def _compare(test):  # noqa: N805 - builds the comparison methods below
+        def compare(self, other):
+            order = self._order(other)
+            return NotImplemented if order is None else test(order)
+        return compare
 
-    def __ne__(self, other):
-        order = self._order(other)
-        return NotImplemented if order is None else order != 0
-
-    def __lt__(self, other):
-        order = self._order(other)
-        return NotImplemented if order is None else order < 0
-
-    def __le__(self, other):
-        order = self._order(other)
-        return NotImplemented if order is None else order <= 0
-
-    def __gt__(self, other):
-        order = self._order(other)
-        return NotImplemented if order is None else order > 0
-
-    def __ge__(self, other):
-        order = self._order(other)
-        return NotImplemented if order is None else order >= 0
+    __eq__ = _compare(lambda order: order == 0)
+    __ne__ = _compare(lambda order: order != 0)
+    __lt__ = _compare(lambda order: order < 0)
+    __le__ = _compare(lambda order: order <= 0)
+    __gt__ = _compare(lambda order: order > 0)
+    __ge__ = _compare(lambda order: order >= 0)
+    del _compare
 
     def __hash__(self):
         base = datetime.__hash__(self)
