@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -105,14 +105,19 @@ def convert_column(name: str, text: pa.ChunkedArray, target: pa.DataType,
 
 
 def _why(value, target: pa.DataType) -> str:
-    """The reason when the value is well formed: a number too large for a decimal's precision."""
-    if pa.types.is_decimal(target):
+    """The reason when the value is a number too large for a decimal's precision."""
+    if not pa.types.is_decimal(target):
+        return ""
+    integer_digits = target.precision - target.scale
+    with localcontext(prec=80):
         try:
-            Decimal(value)
+            number = Decimal(value)
         except (InvalidOperation, TypeError):
             return ""
-        return f"more than {target.precision - target.scale} digits before the decimal point"
-    return ""
+        # the smallest magnitude that rounds to one integer digit too many
+        limit = Decimal(10) ** integer_digits - Decimal(5).scaleb(-target.scale - 1)
+        too_large = number.is_finite() and abs(number) >= limit
+    return f"more than {integer_digits} digits before the decimal point" if too_large else ""
 
 
 def first_failure(values, convert: Callable) -> int | None:
@@ -143,8 +148,7 @@ def _trim(text, opts: TextOptions):
 
 def reading_decimal(target: pa.DataType) -> pa.DataType:
     """The decimal a ``target`` value is read into before rounding: every integer digit the
-    target allows plus one (a rounding carry, and room to tell "too large" from "not a
-    number"), and all the remaining 76 digits for the fraction."""
+    target allows plus one (a rounding carry), and the rest of 76 digits for the fraction."""
     fraction = 76 - (target.precision - target.scale) - 1
     return pa.decimal256(76, fraction)
 
