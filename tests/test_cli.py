@@ -259,6 +259,7 @@ def test_set_watermark_keeps_nanoseconds_through_log_list_and_verify(home):
     assert f"watermark set to {t}" in coord("pull", cities, "--set-watermark", t, cwd=home).stdout
     [newest, *_] = json.loads(coord("log", cities, "-o", "json", cwd=home).stdout)
     assert newest["outputWatermark"] == t
+    assert f"outputWatermark: '{t}'" in coord("log", cities, cwd=home).stdout
     assert t in coord("list", cwd=home).stdout
     coord("verify", cities, "--integrity", cwd=home)
     earlier = coord("pull", cities, "--set-watermark", "2099-01-01T00:00:00.123456788Z", cwd=home,
