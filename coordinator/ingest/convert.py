@@ -148,9 +148,10 @@ def _trim(text, opts: TextOptions):
 
 def reading_decimal(target: pa.DataType) -> pa.DataType:
     """The decimal a ``target`` value is read into before rounding: every integer digit the
-    target allows plus one (a rounding carry), and the rest of 76 digits for the fraction."""
+    target allows plus one (a rounding carry), and the rest of 76 digits for the fraction
+    (at least the target's scale, for precisions near 76)."""
     fraction = 76 - (target.precision - target.scale) - 1
-    return pa.decimal256(76, fraction)
+    return pa.decimal256(76, max(fraction, target.scale))
 
 
 def round_half_up(values, target: pa.DataType):
