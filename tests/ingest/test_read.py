@@ -291,3 +291,12 @@ def test_json_lines_decimal_that_does_not_fit_names_file_row_and_column(tmp_path
     path = write(tmp_path / "in.jsonl", '{"price": 1.25}\n{"price": 99999999999999.99995}\n')
     with pytest.raises(IngestError, match=r"^in.jsonl: row 2, column 'price': .*more than 14 digits"):
         read(path, ReadStepJsonLines(schema=["price DECIMAL(18,4)"]), "in.jsonl")
+
+
+def test_parquet_decimals_of_a_larger_scale_are_rounded_half_up(tmp_path):
+    values = TIES_AND_SIGNS + fifteen_decimals(200, seed=5)
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"price": pa.array([Decimal(v) for v in values], pa.decimal128(38, 17))}),
+                   path)
+    t = read(path, ReadStepParquet(schema=["price DECIMAL(18,4)"]), "in.parquet")
+    assert t.column("price").to_pylist() == [half_up(v, 4) for v in values]
