@@ -170,6 +170,15 @@ def test_nanosecond_block_survives_yaml_in_and_out():
     assert seal(again)[0].block_hash.hex() == DERIVATIVE_NANOS_HASH
 
 
+def test_a_timestamp_with_a_nanosecond_field_of_a_second_or_more_is_refused():
+    _, plain = seal(derivative_block())
+    _, nanos = seal(derivative_block(NOON_NANOS))
+    start = next(i for i in range(len(plain)) if plain[i] != nanos[i])
+    broken = plain[:start] + (10**9).to_bytes(4, "little") + plain[start + 4:]
+    with pytest.raises(BlockFormatError, match="not a valid Timestamp .*nanosecond 1000000000"):
+        decode_block(broken)
+
+
 def _earlier_reference_encoding(monkeypatch):
     """kamu-cli's one published nanosecond vector comes from its earlier encoding, which
     differs from ours in two places only: DataSlice.numRecords is an inline struct
