@@ -8,11 +8,14 @@ from hypothesis import strategies as st
 
 from coordinator.metadata import objects
 from coordinator.metadata.shape import Shape, fields_of
-from coordinator.metadata.timefmt import UTC, IntervalType, TimeInterval
+from coordinator.metadata.timefmt import UTC, IntervalType, TimeInterval, with_nanosecond
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
-timestamps = st.datetimes(
-    min_value=datetime(1900, 1, 1), max_value=datetime(2200, 12, 31), timezones=st.just(UTC)
+timestamps = st.builds(  # down to the nanosecond, as ODF Timestamps are
+    with_nanosecond,
+    st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 12, 31),
+                 timezones=st.just(UTC)),
+    st.integers(0, 999),
 )
 hashes = st.binary(min_size=32, max_size=32)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 import pytest
 
 from coordinator.metadata import objects as o
-from coordinator.metadata.chain import ChainError
+from coordinator.metadata.block_hash import seal
+from coordinator.metadata.chain import ChainError, walk
 from coordinator.metadata.signing import SignatureStatus, SigningKey
-from coordinator.metadata.timefmt import now_utc
+from coordinator.metadata.timefmt import format_timestamp, now_utc, parse_timestamp
 
 from .test_workspace import first_block
 
@@ -90,3 +91,37 @@ def test_a_block_replaced_since_it_was_checked_is_checked_again(ds):
     replacement.replace(path)  # a new inode, as an atomic rewrite makes
     with pytest.raises(ChainError, match="does not match"):
         list(ds.blocks())
+
+
+class _Blocks(dict):
+    """A block source from sealed bytes, unsigned."""
+
+    def read_block(self, block_hash: bytes) -> bytes | None:
+        return self.get(block_hash)
+
+    def read_signature(self, block_hash: bytes) -> bytes | None:
+        return None
+
+
+def _chain(*system_times: str) -> tuple[_Blocks, bytes]:
+    source, prev = _Blocks(), None
+    for t in system_times:
+        block = o.MetadataBlock(prev_block_hash=prev, system_time=parse_timestamp(t),
+                                source=first_block().source if prev is None else None)
+        sealed, data = seal(block)
+        source[sealed.block_hash] = data
+        prev = sealed.block_hash
+    return source, prev
+
+
+def test_system_time_one_nanosecond_before_its_predecessor_is_reported():
+    source, head = _chain("2020-01-01T00:00:00.000000002Z", "2020-01-01T00:00:00.000000001Z")
+    with pytest.raises(ChainError, match="system time goes backwards") as e:
+        list(walk(source, head))
+    assert e.value.block_hash == head
+
+
+def test_system_times_apart_by_a_nanosecond_pass_and_keep_their_digits():
+    source, head = _chain("2020-01-01T00:00:00.000000001Z", "2020-01-01T00:00:00.000000002Z")
+    times = [format_timestamp(c.block.system_time) for c in walk(source, head)]
+    assert times == ["2020-01-01T00:00:00.000000002Z", "2020-01-01T00:00:00.000000001Z"]

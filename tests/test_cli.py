@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from decimal import ROUND_HALF_UP, Decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,7 +16,7 @@ from coordinator.workspace.commit import CRASH_POINTS
 from coordinator.workspace.lock import DatasetLock
 
 from .conftest import MANIFESTS, coord
-from .test_block_codec import CONFORMANCE_HASH, conformance_block
+from .test_block_codec import CONFORMANCE_HASH, DERIVATIVE_NANOS_HASH, NOON_NANOS, conformance_block
 
 ORDERS = "com.example.orders"
 
@@ -116,6 +117,42 @@ def test_block_hash_prints_the_conformance_vector(tmp_path):
     assert coord("block", "hash", str(manifest), cwd=tmp_path).stdout.strip() == CONFORMANCE_HASH
 
 
+def test_block_hash_of_a_nanosecond_block_given_as_yaml(tmp_path):
+    """kamu-cli's nanosecond block in its YAML form (its blockHash, from its earlier encoding,
+    is ignored): the hash is this era's encoding of the same block."""
+    manifest = tmp_path / "block.yaml"
+    manifest.write_text(f"""---
+apiVersion: 1
+kind: MetadataBlock
+content:
+  blockHash: 2421af4d7b82d03cc3807fb7b00d82b410efb31ef36b407868ae5ae137d14186
+  prevBlockHash: {"0b" * 32}
+  systemTime: "{NOON_NANOS}"
+  outputSlice:
+    hash: {"0a" * 32}
+    interval: "[2020-01-01T12:00:00Z, 2020-01-01T12:00:00Z]"
+    numRecords: 10
+  outputWatermark: "2020-01-01T12:00:00Z"
+  inputSlices:
+    - hash: {"0a" * 32}
+      interval: "(-inf, 2020-01-01T12:00:00Z]"
+      numRecords: 10
+    - hash: {"0b" * 32}
+      interval: ()
+      numRecords: 0
+  source:
+    kind: derivative
+    inputs: [input1, input2]
+    transform:
+      kind: sql
+      engine: spark
+      query: SELECT * FROM input1 UNION ALL SELECT * FROM input2
+  vocab:
+    eventTimeColumn: date
+""")
+    assert coord("block", "hash", str(manifest), cwd=tmp_path).stdout.strip() == DERIVATIVE_NANOS_HASH
+
+
 def test_block_hash_ignores_the_block_hash_field_in_the_file(tmp_path):
     doc = manifest_to_dict(conformance_block())
     doc["content"]["blockHash"] = "ab" * 32
@@ -190,6 +227,44 @@ def test_pull_reads_a_parquet_source(home):
     rows = json.loads(coord("tail", cities, "-o", "json", cwd=home).stdout)
     assert sorted((r["city"], r["population"]) for r in rows) == [("Lima", 9751738), ("Oslo", 709037)]
     assert rows[0]["system_time"].endswith("Z")
+
+
+def test_pull_rounds_csv_decimals_half_up_to_the_declared_scale(home):
+    prices = ["10.123456789012345", "-10.123456789012345", "0.000050000000000", "-0.000050000000000"]
+    (home / "prices.csv").write_text("symbol,price\n" + "".join(
+        f"s{i},{p}\n" for i, p in enumerate(prices)))
+    (home / "prices.yaml").write_text("""
+apiVersion: 1
+kind: DatasetSnapshot
+content:
+  id: org.example.prices
+  source:
+    kind: root
+    fetch: {kind: url, url: prices.csv}
+    read: {kind: csv, header: true, schema: ["symbol STRING", "price DECIMAL(18,4)"]}
+    merge: {kind: ledger, primaryKey: [symbol]}
+""")
+    coord("add", str(home / "prices.yaml"), cwd=home)
+    assert "4 new records" in coord("pull", "org.example.prices", cwd=home).stdout
+    rows = json.loads(coord("tail", "org.example.prices", "-o", "json", cwd=home).stdout)
+    expected = {f"s{i}": Decimal(p).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
+                for i, p in enumerate(prices)}
+    assert {r["symbol"]: Decimal(r["price"]) for r in rows} == expected
+
+
+def test_set_watermark_keeps_nanoseconds_through_log_list_and_verify(home):
+    cities = add_cities(home)
+    coord("pull", cities, cwd=home)
+    t = "2099-01-01T00:00:00.123456789Z"  # after the fetch time, the watermark so far
+    assert f"watermark set to {t}" in coord("pull", cities, "--set-watermark", t, cwd=home).stdout
+    [newest, *_] = json.loads(coord("log", cities, "-o", "json", cwd=home).stdout)
+    assert newest["outputWatermark"] == t
+    assert f"outputWatermark: '{t}'" in coord("log", cities, cwd=home).stdout
+    assert t in coord("list", cwd=home).stdout
+    coord("verify", cities, "--integrity", cwd=home)
+    earlier = coord("pull", cities, "--set-watermark", "2099-01-01T00:00:00.123456788Z", cwd=home,
+                    check=False)
+    assert earlier.returncode == 1 and f"is before the current watermark {t}" in earlier.stderr
 
 
 def test_tail_prints_csv(home):

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.metadata import objects as o
-from coordinator.metadata.timefmt import TimeInterval, now_utc
+from coordinator.metadata.timefmt import TimeInterval, now_utc, parse_timestamp
 from coordinator.workspace import CommitError, DatasetBusy, Workspace, WorkspaceError
 
 ROOT_SOURCE = o.DatasetSourceRoot(
@@ -86,6 +86,15 @@ def test_system_time_cannot_go_backwards(ws):
         w.commit(first_block())
         with pytest.raises(CommitError, match="earlier"):
             w.commit(o.MetadataBlock(system_time=now_utc() - timedelta(days=1)))
+
+
+def test_a_block_one_nanosecond_before_the_head_is_refused(ws):
+    ds = ws.dataset("org.example.a")
+    with ds.writer() as w:
+        w.commit(o.MetadataBlock(system_time=parse_timestamp("2020-01-01T00:00:00.000000002Z"),
+                                 source=ROOT_SOURCE))
+        with pytest.raises(CommitError, match="earlier"):
+            w.commit(o.MetadataBlock(system_time=parse_timestamp("2020-01-01T00:00:00.000000001Z")))
 
 
 def test_recovery_removes_files_of_an_unfinished_commit(ws, tmp_path):

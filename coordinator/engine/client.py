@@ -11,7 +11,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import grpc
@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ..errors import CoordError
 from ..metadata.objects import DatasetVocabulary, TransformSql
+from ..metadata.timefmt import epoch_nanos, from_epoch_nanos
 from . import stubs
 
 pb, pb_grpc = stubs.load()
@@ -239,7 +240,7 @@ class EngineClient:
             new_checkpoint_dir=str(request.new_checkpoint),
             output_data_path=str(request.output_path),
         )
-        message.system_time.FromDatetime(request.system_time.astimezone(UTC))
+        message.system_time.FromNanoseconds(epoch_nanos(request.system_time))
         try:
             for reply in self._stub.ExecuteQuery(message):
                 kind = reply.WhichOneof("message")
@@ -330,8 +331,8 @@ def _execute_input(i: ExecuteInput):
     )
     for system_time, event_time in i.explicit_watermarks:
         watermark = message.explicit_watermarks.add()
-        watermark.system_time.FromDatetime(system_time.astimezone(UTC))
-        watermark.event_time.FromDatetime(event_time.astimezone(UTC))
+        watermark.system_time.FromNanoseconds(epoch_nanos(system_time))
+        watermark.event_time.FromNanoseconds(epoch_nanos(event_time))
     return message
 
 
@@ -339,7 +340,8 @@ def _execute_result(result, output_path: Path) -> ExecuteResult:
     return ExecuteResult(
         num_records=result.num_records,
         output_watermark=(
-            result.output_watermark.ToDatetime(tzinfo=UTC) if result.HasField("output_watermark") else None
+            from_epoch_nanos(result.output_watermark.ToNanoseconds())
+            if result.HasField("output_watermark") else None
         ),
         schema=_read_schema(result.schema.arrow_schema),
         ddl=result.schema.ddl,

@@ -2,15 +2,23 @@
 
 Arrow's own parsers cover most types; what they cannot do is done here, column-at-a-time:
 ``TIMESTAMP`` columns that mix ``2013-01-01``, ``2013-01-01 10:00`` and ``...T10:00:00Z``
-(zone-less values are taken as UTC), custom date/time formats, custom NaN/Inf tokens and
-whitespace trimming. A value that does not convert is located by bisection (only on the error
-path) so the message names its row.
+(zone-less values are taken as UTC), custom date/time formats, custom NaN/Inf tokens,
+whitespace trimming, and ``DECIMAL(p,s)`` values with more than ``s`` fractional digits.
+
+Decimals are read as Spark's CSV reader reads them: rounded half-up (ties away from zero,
+Java's ``RoundingMode.HALF_UP``) to the declared scale. Only a value that does not fit the
+precision is refused. The text is first read exactly into a decimal far wider than the target
+(``reading_decimal``), so rounding happens once, on the exact value.
+
+A value that does not convert is located by bisection (only on the error path) so the message
+names its row.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation, localcontext
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -68,7 +76,7 @@ class TextOptions:
         """Whether a column of this type must be read as text and converted here."""
         if self.trim_leading or self.trim_trailing:
             return True
-        if pa.types.is_timestamp(target):
+        if pa.types.is_timestamp(target) or pa.types.is_decimal(target):
             return True
         if pa.types.is_date(target):
             return self.date_format is not None
@@ -94,7 +102,24 @@ def convert_column(name: str, text: pa.ChunkedArray, target: pa.DataType,
         row = first_failure(text, convert)
         if row is None:
             raise ConversionError(name, 0, None, str(target), str(e)) from None
-        raise ConversionError(name, row, text[row].as_py(), str(target)) from None
+        value = text[row].as_py()
+        raise ConversionError(name, row, value, str(target), _why(value, target)) from None
+
+
+def _why(value, target: pa.DataType) -> str:
+    """The reason when the value is a number too large for a decimal's precision."""
+    if not pa.types.is_decimal(target):
+        return ""
+    integer_digits = target.precision - target.scale
+    with localcontext(prec=80):
+        try:
+            number = Decimal(value)
+        except (InvalidOperation, TypeError):
+            return ""
+        # the smallest magnitude that rounds to one integer digit too many
+        limit = Decimal(10) ** integer_digits - Decimal(5).scaleb(-target.scale - 1)
+        too_large = number.is_finite() and abs(number) >= limit
+    return f"more than {integer_digits} digits before the decimal point" if too_large else ""
 
 
 def first_failure(values, convert: Callable) -> int | None:
@@ -123,7 +148,25 @@ def _trim(text, opts: TextOptions):
     return text
 
 
+def reading_decimal(target: pa.DataType) -> pa.DataType:
+    """The decimal a ``target`` value is read into before rounding: every integer digit the
+    target allows plus one (a rounding carry), and the rest of 76 digits for the fraction
+    (at least the target's scale, for precisions near 76)."""
+    fraction = 76 - (target.precision - target.scale) - 1
+    return pa.decimal256(76, max(fraction, target.scale))
+
+
+def round_half_up(values, target: pa.DataType):
+    """Exact decimals → ``target``, rounded half away from zero to its scale; ArrowInvalid
+    when a value does not fit its precision."""
+    rounded = pc.round(values, ndigits=target.scale, round_mode="half_towards_infinity")
+    return rounded.cast(target)
+
+
 def _converter(target: pa.DataType, opts: TextOptions) -> Callable:
+    if pa.types.is_decimal(target):
+        wide = reading_decimal(target)
+        return lambda a: round_half_up(a.cast(wide), target)
     if pa.types.is_timestamp(target):
         return lambda a: parse_timestamps(a, target, opts.timestamp_format)
     if pa.types.is_date(target) and opts.date_format:

@@ -31,7 +31,7 @@ from ..metadata.objects import (
     ReadStepJsonLines,
     ReadStepParquet,
 )
-from .convert import ConversionError, TextOptions, convert_column, to_strftime
+from .convert import ConversionError, TextOptions, convert_column, reading_decimal, to_strftime
 from .errors import IngestError
 from .schema_ddl import parse_schema
 
@@ -79,7 +79,7 @@ def _text_options(step) -> TextOptions:
 
 
 def _apply_schema(table: pa.Table, schema: pa.Schema, text: TextOptions) -> pa.Table:
-    """Columns in schema order and type; text columns go through ``convert``.
+    """Columns in schema order and type; text columns and decimals go through ``convert``.
 
     A declared column the data lacks is all nulls (as in Spark); undeclared columns are dropped.
     """
@@ -89,7 +89,8 @@ def _apply_schema(table: pa.Table, schema: pa.Schema, text: TextOptions) -> pa.T
             columns.append(pa.nulls(table.num_rows, f.type))
             continue
         col = table.column(f.name)
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        is_text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+        if is_text or pa.types.is_decimal(f.type):
             columns.append(convert_column(f.name, col, f.type, text))
         elif col.type == f.type:
             columns.append(col)
@@ -230,8 +231,7 @@ def _read_json_lines(path: Path, step: ReadStepJsonLines, name: str) -> pa.Table
     schema, text = _schema(step), _text_options(step)
     explicit = None
     if schema is not None and not step.primitives_as_string:
-        explicit = pa.schema([pa.field(f.name, pa.string() if text.needs_text(f.type) else f.type)
-                              for f in schema])
+        explicit = pa.schema([pa.field(f.name, _json_reading_type(f.type, text)) for f in schema])
     parse_opts = pajson.ParseOptions(
         explicit_schema=explicit, newlines_in_values=bool(step.multi_line),
         unexpected_field_behavior="ignore" if explicit else "infer")
@@ -260,6 +260,14 @@ def _read_json_lines(path: Path, step: ReadStepJsonLines, name: str) -> pa.Table
     if step.primitives_as_string:
         table = pa.table({f.name: _as_text(table.column(f.name)) for f in table.schema})
     return table if schema is None else _apply_schema(table, schema, text)
+
+
+def _json_reading_type(target: pa.DataType, text: TextOptions) -> pa.DataType:
+    """JSON numbers cannot be read as text: a decimal is read exactly into a wide decimal and
+    rounded to its scale by ``convert`` like a CSV one."""
+    if pa.types.is_decimal(target):
+        return reading_decimal(target)
+    return pa.string() if text.needs_text(target) else target
 
 
 def _as_text(col: pa.ChunkedArray) -> pa.ChunkedArray:

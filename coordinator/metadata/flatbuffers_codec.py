@@ -20,7 +20,7 @@ from flatbuffers.table import Table
 from ..errors import CoordError
 from . import objects
 from .shape import FieldInfo, fields_of, variants
-from .timefmt import UTC, IntervalType, TimeInterval
+from .timefmt import UTC, IntervalType, TimeInterval, nanosecond_of, with_nanosecond
 
 
 class BlockFormatError(CoordError, ValueError):
@@ -137,10 +137,10 @@ def _raw(default):
 
 
 def _timestamp_parts(t: datetime):
-    t = t.astimezone(UTC)
-    ordinal = t.timetuple().tm_yday
-    seconds = t.hour * 3600 + t.minute * 60 + t.second
-    return t.year, ordinal, seconds, t.microsecond * 1000
+    utc = t.astimezone(UTC)
+    ordinal = utc.timetuple().tm_yday
+    seconds = utc.hour * 3600 + utc.minute * 60 + utc.second
+    return utc.year, ordinal, seconds, utc.microsecond * 1000 + nanosecond_of(t)
 
 
 def _write_timestamp(b: flatbuffers.Builder, t: datetime):
@@ -276,10 +276,12 @@ def _read_timestamp(buf, pos: int) -> datetime:
     ordinal = encode.Get(N.Uint16Flags.packer_type, buf, pos + 4)
     seconds = encode.Get(N.Uint32Flags.packer_type, buf, pos + 8)
     nanos = encode.Get(N.Uint32Flags.packer_type, buf, pos + 12)
-    if nanos % 1000:
-        raise BlockFormatError("timestamps finer than microseconds are not supported")
+    if not (1 <= ordinal <= 366 and seconds < 86400 and nanos < 1_000_000_000):
+        raise BlockFormatError(f"not a valid Timestamp (year {year}, day {ordinal}, "
+                               f"second {seconds}, nanosecond {nanos})")
     start = datetime(year, 1, 1, tzinfo=UTC)
-    return start + timedelta(days=ordinal - 1, seconds=seconds, microseconds=nanos // 1000)
+    t = start + timedelta(days=ordinal - 1, seconds=seconds, microseconds=nanos // 1000)
+    return with_nanosecond(t, nanos % 1000)
 
 
 def _read_interval(buf, pos: int) -> TimeInterval:

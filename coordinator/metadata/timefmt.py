@@ -1,8 +1,23 @@
 """Timestamps and system-time intervals in the spec's text syntax.
 
-Times are timezone-aware UTC ``datetime`` objects everywhere in the coordinator. ODF stores
-nanoseconds; Python keeps microseconds, so a block carrying sub-microsecond time is refused
-with a clear error rather than silently rounded (rounding would change its hash on re-encode).
+Times are timezone-aware UTC ``datetime`` objects everywhere in the coordinator. An ODF
+Timestamp carries nanoseconds and a block's hash covers them, but ``datetime`` stops at
+microseconds, so a time with nanoseconds below the microsecond is a ``Timestamp``: a
+``datetime`` subclass that also carries ``nanosecond`` (0-999, the digits after
+``microsecond``, as in pandas). A subclass rather than a separate value type because the rest
+of the code constructs, compares and formats block times as ``datetime``; every one of those
+uses keeps working, and only the codecs need to know about the extra digits:
+
+- comparisons, equality and hashing take the nanoseconds into account (a ``Timestamp`` with
+  ``nanosecond == 0`` equals, and hashes as, the plain ``datetime``), so chain checks order
+  times exactly;
+- adding or subtracting a ``timedelta`` keeps the nanoseconds; the difference of two times is
+  a ``timedelta`` (microseconds);
+- ``parse_timestamp`` and the FlatBuffers decoder give a ``Timestamp`` only when there are
+  sub-microsecond digits, so blocks without them behave exactly as before.
+
+Invariant: text → time → text, FlatBuffers → time → FlatBuffers and epoch nanoseconds → time
+→ epoch nanoseconds are exact at nanosecond precision.
 """
 from __future__ import annotations
 
@@ -24,8 +39,109 @@ class TimeParseError(CoordError, ValueError):
     pass
 
 
+class Timestamp(datetime):
+    """A ``datetime`` with the nanoseconds below its microseconds (see the module docstring)."""
+
+    __slots__ = ("_nanosecond",)
+
+    def __new__(cls, *args, nanosecond: int = 0, **kwargs):
+        if not 0 <= nanosecond <= 999:
+            raise ValueError(f"nanosecond must be in 0..999, got {nanosecond}")
+        self = super().__new__(cls, *args, **kwargs)
+        self._nanosecond = nanosecond
+        return self
+
+    @property
+    def nanosecond(self) -> int:
+        # datetime's C methods (replace, astimezone) build instances without calling __new__
+        return getattr(self, "_nanosecond", 0)
+
+    def _order(self, other) -> int | None:
+        """-1, 0 or 1 against another datetime; None for anything else."""
+        if not isinstance(other, datetime):
+            return None
+        if datetime.__lt__(self, other):
+            return -1
+        if datetime.__gt__(self, other):
+            return 1
+        mine, theirs = self.nanosecond, nanosecond_of(other)
+        return (mine > theirs) - (mine < theirs)
+
+    def _compare(test):  # noqa: N805 - builds the comparison methods below
+        def compare(self, other):
+            order = self._order(other)
+            return NotImplemented if order is None else test(order)
+        return compare
+
+    __eq__ = _compare(lambda order: order == 0)
+    __ne__ = _compare(lambda order: order != 0)
+    __lt__ = _compare(lambda order: order < 0)
+    __le__ = _compare(lambda order: order <= 0)
+    __gt__ = _compare(lambda order: order > 0)
+    __ge__ = _compare(lambda order: order >= 0)
+    del _compare
+
+    def __hash__(self):
+        base = datetime.__hash__(self)
+        return hash((base, self.nanosecond)) if self.nanosecond else base
+
+    def __add__(self, other):
+        result = datetime.__add__(self, other)
+        return with_nanosecond(result, self.nanosecond) if isinstance(result, datetime) else result
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        result = datetime.__sub__(self, other)
+        return with_nanosecond(result, self.nanosecond) if isinstance(result, datetime) else result
+
+    def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:  # str() uses it too
+        if timespec != "auto" or not self.nanosecond:
+            return datetime.isoformat(self, sep, timespec)
+        text = datetime.isoformat(self, sep, "microseconds")
+        end = text.index(".") + 7
+        return f"{text[:end]}{self.nanosecond:03d}{text[end:]}"
+
+    def __reduce_ex__(self, protocol):  # pickle and copy keep the nanoseconds
+        return with_nanosecond, (_plain(self), self.nanosecond)
+
+    def __repr__(self):
+        return f"Timestamp({format_timestamp(self)!r})"
+
+
+def _plain(t: datetime) -> datetime:
+    return datetime(t.year, t.month, t.day, t.hour, t.minute, t.second, t.microsecond, t.tzinfo)
+
+
+def with_nanosecond(t: datetime, nanosecond: int) -> datetime:
+    """``t`` with these nanoseconds below its microseconds (a plain datetime when 0)."""
+    if not nanosecond:
+        return _plain(t) if isinstance(t, Timestamp) else t
+    return Timestamp(t.year, t.month, t.day, t.hour, t.minute, t.second, t.microsecond, t.tzinfo,
+                     nanosecond=nanosecond)
+
+
+def nanosecond_of(t: datetime) -> int:
+    """The nanoseconds below ``t``'s microseconds (0 for a plain datetime)."""
+    return t.nanosecond if isinstance(t, Timestamp) else 0
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_nanos(t: datetime) -> int:
+    """Nanoseconds since 1970-01-01T00:00:00Z, exactly."""
+    return (t - _EPOCH) // timedelta(microseconds=1) * 1000 + nanosecond_of(t)
+
+
+def from_epoch_nanos(n: int) -> datetime:
+    micros, nanos = divmod(n, 1000)
+    return with_nanosecond(_EPOCH + timedelta(microseconds=micros), nanos)
+
+
 def parse_timestamp(text: str | datetime) -> datetime:
-    """Parse an RFC 3339 timestamp (``2020-01-01T12:00:00Z``) into an aware UTC datetime."""
+    """Parse an RFC 3339 timestamp (``2020-01-01T12:00:00Z``) into an aware UTC datetime,
+    exactly to the nanosecond (a ``Timestamp`` when there are sub-microsecond digits)."""
     if isinstance(text, datetime):  # PyYAML already turns unquoted timestamps into datetimes
         return text.replace(tzinfo=UTC) if text.tzinfo is None else text.astimezone(UTC)
     m = _RFC3339.match(text.strip())
@@ -33,8 +149,6 @@ def parse_timestamp(text: str | datetime) -> datetime:
         raise TimeParseError(f"not an RFC 3339 timestamp: {text!r}")
     y, mo, d, h, mi, s, frac, tz = m.groups()
     frac = (frac or "").ljust(9, "0")
-    if int(frac[6:]):
-        raise TimeParseError(f"timestamps finer than microseconds are not supported: {text!r}")
     try:
         dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), int(frac[:6]))
     except ValueError as e:
@@ -44,15 +158,16 @@ def parse_timestamp(text: str | datetime) -> datetime:
     else:
         sign = 1 if tz[0] == "+" else -1
         offset = sign * timedelta(hours=int(tz[1:3]), minutes=int(tz[4:6]))
-    return (dt - offset).replace(tzinfo=UTC)
+    return with_nanosecond((dt - offset).replace(tzinfo=UTC), int(frac[6:]))
 
 
 def format_timestamp(dt: datetime) -> str:
-    """RFC 3339 in UTC with ``Z``; the fraction only when non-zero (the spec's text form)."""
-    dt = dt.astimezone(UTC)
-    base = dt.strftime("%Y-%m-%dT%H:%M:%S")
-    if dt.microsecond:
-        base += "." + f"{dt.microsecond:06d}".rstrip("0")
+    """RFC 3339 in UTC with ``Z``; the fraction (up to nanoseconds) only when non-zero."""
+    utc = dt.astimezone(UTC)
+    base = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = utc.microsecond * 1000 + nanosecond_of(dt)
+    if fraction:
+        base += "." + f"{fraction:09d}".rstrip("0")
     return base + "Z"
 
 

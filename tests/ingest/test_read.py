@@ -1,6 +1,7 @@
 """Read step: every CSV option, JSON Lines, GeoJSON, Parquet; errors name file, line, column."""
+import random
 from datetime import UTC, date, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -231,3 +232,71 @@ def test_parquet_schema_selects_orders_and_converts_columns(tmp_path):
 def test_parquet_file_that_is_not_parquet_is_named(tmp_path):
     with pytest.raises(IngestError, match="^in.parquet: not a readable Parquet file"):
         read(write(tmp_path / "in.parquet", "id,day\n1,2\n"), ReadStepParquet(), "in.parquet")
+
+
+# --- DECIMAL as Spark's CSV reader reads it: half-up to the declared scale ----------------------
+
+TIES_AND_SIGNS = ["0.00005", "-0.00005", "1.23445", "-1.23445", "1.23435", "-1.23435",
+                  "2.00004999999999999", "-2.00004999999999999", "0", "-0", "7", "-7.1",
+                  "99999999999999.99994", "-99999999999999.99994"]
+
+
+def half_up(text: str, scale: int) -> Decimal:
+    """The answer of Python's decimal module (ROUND_HALF_UP: ties away from zero, as Java's)."""
+    return Decimal(text).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+
+
+def fifteen_decimals(n: int, seed: int = 18) -> list[str]:
+    rnd = random.Random(seed)
+    return [f"{rnd.choice('-+')}{rnd.randrange(10**6)}.{rnd.randrange(10**15):015d}".lstrip("+")
+            for _ in range(n)]
+
+
+def test_csv_decimals_with_more_digits_than_the_scale_are_rounded_half_up(tmp_path):
+    values = TIES_AND_SIGNS + fifteen_decimals(2000)
+    t = read_csv(tmp_path, "price\n" + "\n".join(values) + "\n", header=True,
+                 schema=["price DECIMAL(18,4)"])
+    assert t.schema.field("price").type == pa.decimal128(18, 4)
+    assert t.column("price").to_pylist() == [half_up(v, 4) for v in values]
+
+
+def test_decimal_ties_round_away_from_zero_at_scale_zero(tmp_path):
+    t = read_csv(tmp_path, "n\n2.5\n-2.5\n3.5\n-3.5\n0.49\n", header=True, schema=["n DECIMAL(5,0)"])
+    assert t.column("n").to_pylist() == [Decimal(3), Decimal(-3), Decimal(4), Decimal(-4), Decimal(0)]
+
+
+def test_csv_decimal_that_does_not_fit_the_precision_names_file_row_and_column(tmp_path):
+    # rounding carries it to 15 integer digits, one more than DECIMAL(18,4) holds
+    with pytest.raises(IngestError, match=r"^in.csv: row 3, column 'price': cannot read "
+                                          r"'99999999999999.99995' as decimal128\(18, 4\) "
+                                          r"\(more than 14 digits before the decimal point\)"):
+        read_csv(tmp_path, "id,price\n1,1.5\n2,2.5\n3,99999999999999.99995\n", header=True,
+                 schema=["id INT", "price DECIMAL(18,4)"])
+
+
+def test_csv_decimal_that_is_not_a_number_is_refused_without_a_precision_reason(tmp_path):
+    with pytest.raises(IngestError, match=r"row 2, column 'price': cannot read 'cheap' as "
+                                          r"decimal128\(18, 4\)$"):
+        read_csv(tmp_path, "price\n1.5\ncheap\n", header=True, schema=["price DECIMAL(18,4)"])
+
+
+def test_json_lines_decimals_are_rounded_half_up_like_csv(tmp_path):
+    values = TIES_AND_SIGNS + fifteen_decimals(500, seed=3)
+    path = write(tmp_path / "in.jsonl", "".join(f'{{"price": {v}}}\n' for v in values))
+    t = read(path, ReadStepJsonLines(schema=["price DECIMAL(18,4)"]), "in.jsonl")
+    assert t.column("price").to_pylist() == [half_up(v, 4) for v in values]
+
+
+def test_json_lines_decimal_that_does_not_fit_names_file_row_and_column(tmp_path):
+    path = write(tmp_path / "in.jsonl", '{"price": 1.25}\n{"price": 99999999999999.99995}\n')
+    with pytest.raises(IngestError, match=r"^in.jsonl: row 2, column 'price': .*more than 14 digits"):
+        read(path, ReadStepJsonLines(schema=["price DECIMAL(18,4)"]), "in.jsonl")
+
+
+def test_parquet_decimals_of_a_larger_scale_are_rounded_half_up(tmp_path):
+    values = TIES_AND_SIGNS + fifteen_decimals(200, seed=5)
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"price": pa.array([Decimal(v) for v in values], pa.decimal128(38, 17))}),
+                   path)
+    t = read(path, ReadStepParquet(schema=["price DECIMAL(18,4)"]), "in.parquet")
+    assert t.column("price").to_pylist() == [half_up(v, 4) for v in values]

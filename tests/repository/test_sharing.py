@@ -8,7 +8,9 @@ import pytest
 
 from coordinator.metadata.chain import walk
 from coordinator.metadata.ids import DatasetRef
+from coordinator.metadata.objects import MetadataBlock
 from coordinator.metadata.signing import SignatureStatus
+from coordinator.metadata.timefmt import format_timestamp, parse_timestamp
 from coordinator.repository import (
     RefConflict,
     RemoteDataset,
@@ -82,6 +84,23 @@ def test_push_then_pull_copies_every_file_unchanged(ws, other_ws, repo_url):
     assert (pulled.status, pulled.blocks, pulled.message) == ("pulled", 4, "new dataset: pulling 4 blocks")
     assert snapshot(other_ws.dataset(DS)) == snapshot(ds)
     assert pull_source(other_ws, DS) == REF
+
+
+def test_blocks_with_nanosecond_times_travel_unchanged(ws, other_ws, repo_url):
+    ds = make_root(with_repo(ws, repo_url), DS, slices=1)
+    t = parse_timestamp("2099-01-01T00:00:00.123456789Z")
+    with ds.writer() as w:
+        w.commit(MetadataBlock(system_time=t, output_watermark=t))
+    push_dataset(ws, DS, "shared")
+    pull_from_repository(with_repo(other_ws, repo_url), REF)
+    assert snapshot(other_ws.dataset(DS)) == snapshot(ds)
+    _, newest = next(other_ws.dataset(DS).blocks())
+    assert format_timestamp(newest.system_time) == format_timestamp(newest.output_watermark) == \
+        "2099-01-01T00:00:00.123456789Z"
+    config = other_ws.config()
+    config["trustedKeys"] = [ws.signing_key.public_key.hex()]
+    other_ws.save_config(config)
+    assert verify_dataset(other_ws, DS, integrity_only=True).ok
 
 
 def test_pulled_blocks_keep_their_author_signature_pinned_until_trusted(ws, other_ws, tmp_path):

@@ -173,7 +173,7 @@ def test_unsigned_blocks_are_refused_unless_the_policy_accepts_them(alice, bob, 
     assert "authorship: ok, with warnings (trust.require: any)" in verified.stdout
 
 
-def test_unsigned_blocks_older_than_any_signature_are_history_the_default_policy_accepts(alice, bob, tmp_path):
+def test_unsigned_blocks_older_than_any_signature_are_history_known_accepts(alice, bob, tmp_path):
     # as a chain begun by a tool that does not sign (the reference implementation of ODF 0.18)
     oldest = [h for h, _ in alice.dataset(DS).blocks()][-1]
     (tmp_path / "repo" / DS / "meta" / "signatures" / oldest.hex()).unlink()

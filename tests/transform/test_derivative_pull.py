@@ -93,6 +93,20 @@ def test_an_explicit_watermark_closes_windows_without_new_data(home):
     assert blocks(home, HOURLY)[0]["outputWatermark"] == "2024-01-02T00:00:00Z"
 
 
+def test_a_nanosecond_explicit_watermark_reaches_the_engine_which_keeps_microseconds(home):
+    rows = order_rows(3)
+    write_orders_file(home, "2024-01-01.csv", rows)
+    coord("add", str(write_manifests(home)), cwd=home)
+    coord("pull", ORDERS, cwd=home)
+    coord("pull", ORDERS, "--set-watermark", "2024-01-02T00:00:00.000000999Z", cwd=home)
+    assert blocks(home, ORDERS)[0]["outputWatermark"] == "2024-01-02T00:00:00.000000999Z"
+    coord("pull", HOURLY, cwd=home, env=SANDBOX)
+    assert records(home, HOURLY) == expected_hourly(rows, watermark=rows[-1][0].replace(hour=23))
+    # Spark's times are microseconds: the engine floors the watermark it was sent
+    assert blocks(home, HOURLY)[0]["outputWatermark"] == "2024-01-02T00:00:00Z"
+    coord("verify", HOURLY, cwd=home, env=SANDBOX)
+
+
 def test_a_coordinator_killed_after_the_engine_answered_redoes_the_step_exactly_once(home):
     rows = order_rows(6)
     write_orders_file(home, "2024-01-01.csv", rows)
