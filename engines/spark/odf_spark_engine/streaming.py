@@ -20,7 +20,16 @@ row*: event time = that input's watermark (max of explicit watermarks and event 
 kept in engine.json), a hidden marker column set. It passes ``withWatermark`` and is then
 filtered out before the user's query sees the view. This feeds explicit watermarks (closing
 windows with no new data), restores each input's watermark after a restart, and holds the
-global watermark back (marker at the epoch) while an input has no watermark at all.
+global watermark back (marker at the epoch) while an input has no watermark at all. No filter
+may run between the input and its watermark node, or a marker (nulls in every data column)
+is lost with its watermark: the marker filter is an optimizer barrier (see ``_input_frame``).
+
+Chained stateful operators (a join then a window, a window then a window). Spark gives each
+operator its own watermark, derived from the global one through the operators below it: a
+stream-stream join holds rows for its time bound, so what it emits runs behind its input by
+that bound. All operators evict in the same batch, so one no-data batch closes everything the
+new watermark allows. The output watermark the engine reports follows the same derivation up
+to the output (``_output_watermark``), so no later call emits a row behind it.
 """
 from __future__ import annotations
 
@@ -268,13 +277,14 @@ def _output_watermark(inputs: list[StreamInput], state, query, session: SparkSes
     ``_plan_watermark`` applies the same rule up the executed plan to the output."""
     input_watermarks = [state.input_watermark(i.dataset_id) for i in inputs]
     watermark = None if None in input_watermarks or not inputs else min(input_watermarks)
-    if watermark is not None:
-        # Spark's private API: the engine pins its Spark version, and the tests of chained
-        # stateful operators fail if this changes.
-        plan = query._jsq.streamingQuery().lastExecution().executedPlan()
+    # Spark's private API: the engine pins its Spark version, and the tests of chained stateful
+    # operators fail if this changes. No batch ran only when no input has a Spark watermark
+    # (DATE event times get no marker), and then no operator can hold rows back by time either.
+    execution = query._jsq.streamingQuery().lastExecution()
+    if watermark is not None and execution is not None:
         global_ms = _millis(watermark)
-        output_ms = _plan_watermark(plan, global_ms, session._jvm)
-        if output_ms is not None:  # None: no input of the plan has a Spark watermark (DATE times)
+        output_ms = _plan_watermark(execution.executedPlan(), global_ms, session._jvm)
+        if output_ms is not None:  # None: no input of the plan has a Spark watermark
             watermark -= timedelta(milliseconds=global_ms - output_ms)
     previous = state.output_watermark_time
     if previous is not None and (watermark is None or watermark < previous):
