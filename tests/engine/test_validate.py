@@ -79,6 +79,25 @@ def test_streaming_only_errors_are_found(engine_client):
     assert "aggregat" in failure.value.message.lower()
 
 
+def test_window_over_an_earlier_window_end_is_refused_naming_the_shape(engine_client):
+    # window.end is a plain timestamp: Spark cannot close the second window, so it refuses.
+    transform = TransformSql(
+        engine="spark",
+        queries=[
+            SqlQueryStep(alias="hourly", query="SELECT window.end AS event_time, count(*) AS n "
+                         "FROM `com.example.orders` GROUP BY window(event_time, '1 hour')"),
+            SqlQueryStep(query="SELECT window.end AS event_time, sum(n) AS n "
+                         "FROM hourly GROUP BY window(event_time, '1 day')"),
+        ],
+    )
+    with pytest.raises(EngineError) as failure:
+        engine_client.validate("x", [ORDERS], transform, VOCAB)
+    assert failure.value.kind == "INVALID_QUERY"
+    assert "aggregations without watermark" in failure.value.message
+    assert "window_time(window)" in failure.value.message
+    assert "\n" not in failure.value.message  # one line, no plan
+
+
 def test_temporal_tables_are_unsupported(engine_client):
     transform = TransformSql(
         engine="spark",

@@ -9,9 +9,16 @@ from .generated import engine_pb2 as pb
 
 Kind = pb.Error.Kind
 
-# Spark appends the analysed logical plan to an AnalysisException's text after ";\n"; the
-# user wants the sentence, not the plan.
-_PLAN_SUFFIX = re.compile(r";\n'?[A-Z].*", re.DOTALL)
+# Spark appends the analysed logical plan to an AnalysisException's text after ";\n" (a
+# streaming plan's nodes start with "~"); the user wants the sentence, not the plan.
+_PLAN_SUFFIX = re.compile(r";\n['~]?[A-Z].*", re.DOTALL)
+# Spark's words when an aggregation's time column carries no watermark, and what to do: the
+# usual case is a second window over the first one's window.end, a plain timestamp.
+_NO_WATERMARK = "aggregations without watermark"
+_NO_WATERMARK_HINT = (
+    " Group by a window over a column that carries a watermark: an input's event time, a join's"
+    " output of one, or window_time(window) of an earlier window (not window.end)."
+)
 _PARSE_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
 
 
@@ -54,7 +61,10 @@ def run_failure(exc: Exception) -> EngineFailure:
     if isinstance(exc, AnalysisException):
         # Raised by start(): the query is valid SQL but not a valid streaming query
         # (for example an aggregation without a watermark).
-        return EngineFailure(Kind.INVALID_QUERY, _PLAN_SUFFIX.sub("", str(exc)).strip())
+        message = _PLAN_SUFFIX.sub("", str(exc)).strip()
+        if _NO_WATERMARK in message:
+            message += _NO_WATERMARK_HINT
+        return EngineFailure(Kind.INVALID_QUERY, message)
     return EngineFailure(Kind.INTERNAL, f"{type(exc).__name__}: {exc}")
 
 

@@ -20,7 +20,16 @@ row*: event time = that input's watermark (max of explicit watermarks and event 
 kept in engine.json), a hidden marker column set. It passes ``withWatermark`` and is then
 filtered out before the user's query sees the view. This feeds explicit watermarks (closing
 windows with no new data), restores each input's watermark after a restart, and holds the
-global watermark back (marker at the epoch) while an input has no watermark at all.
+global watermark back (marker at the epoch) while an input has no watermark at all. No filter
+may run between the input and its watermark node, or a marker (nulls in every data column)
+is lost with its watermark: the marker filter is an optimizer barrier (see ``_input_frame``).
+
+Chained stateful operators (a join then a window, a window then a window). Spark gives each
+operator its own watermark, derived from the global one through the operators below it: a
+stream-stream join holds rows for its time bound, so what it emits runs behind its input by
+that bound. All operators evict in the same batch, so one no-data batch closes everything the
+new watermark allows. The output watermark the engine reports follows the same derivation up
+to the output (``_output_watermark``), so no later call emits a row behind it.
 """
 from __future__ import annotations
 
@@ -29,7 +38,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -150,7 +159,7 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
     system_time = request.system_time.ToDatetime(tzinfo=UTC)
     num_records = _write_output(batches, schema, request.vocab, system_time, request.output_data_path)
 
-    watermark = _output_watermark(inputs, state)
+    watermark = _output_watermark(inputs, state, query, session)
     state.output_watermark = _text(watermark) if watermark else None
     shutil.rmtree(staging)
     checkpoint.save_state(new_dir, state)
@@ -255,17 +264,62 @@ def _sort_keys(schema: pa.Schema) -> list[str]:
     return [f.name for f in list(schema)[1:] if any(test(f.type) for test in sortable)]
 
 
-def _output_watermark(inputs: list[StreamInput], state) -> datetime | None:
-    """The event-time watermark Spark holds after the run: with every input's watermark fed in
-    as a marker and no delay, that is the minimum of the input watermarks. (Spark reports it
-    only in the progress of a later batch, so it is computed here.) Unknown while an input has
-    no watermark; never moves back."""
+def _output_watermark(inputs: list[StreamInput], state, query, session: SparkSession) -> datetime | None:
+    """The event-time watermark of the query's output after the run: no later call emits a row
+    behind it. Unknown while an input has no watermark; never moves back.
+
+    With every input's watermark fed in as a marker and no delay, Spark's global watermark is
+    the minimum of the input watermarks. That is also the output's watermark only when no
+    stateful operator holds rows back: a stream-stream join keeps each side's rows until the
+    watermark passes them plus the join's time bound, and may still emit them (matched, or
+    null-padded by an outer join), so its output runs behind its input by that bound. Spark
+    works this out for each operator when it evicts state (``produceOutputWatermark``);
+    ``_plan_watermark`` applies the same rule up the executed plan to the output."""
     input_watermarks = [state.input_watermark(i.dataset_id) for i in inputs]
     watermark = None if None in input_watermarks or not inputs else min(input_watermarks)
+    # Spark's private API: the engine pins its Spark version, and the tests of chained stateful
+    # operators fail if this changes. No batch ran only when no input has a Spark watermark
+    # (DATE event times get no marker), and then no operator can hold rows back by time either.
+    execution = query._jsq.streamingQuery().lastExecution()
+    if watermark is not None and execution is not None:
+        global_ms = _millis(watermark)
+        output_ms = _plan_watermark(execution.executedPlan(), global_ms, session._jvm)
+        if output_ms is not None:  # None: no input of the plan has a Spark watermark
+            watermark -= timedelta(milliseconds=global_ms - output_ms)
     previous = state.output_watermark_time
     if previous is not None and (watermark is None or watermark < previous):
         return previous
     return watermark
+
+
+_WATERMARK_NODE = "org.apache.spark.sql.execution.streaming.operators.stateful.EventTimeWatermarkExec"
+_STATEFUL_NODE = "org.apache.spark.sql.execution.streaming.operators.stateful.StateStoreWriter"
+
+
+def _plan_watermark(node, watermark_ms: int, jvm) -> int | None:
+    """The watermark (ms) of ``node``'s output when the global watermark is ``watermark_ms``,
+    following Spark's own propagation (WatermarkPropagator): a watermark node emits the global
+    watermark, a stateful operator turns the least of its inputs' into its output watermark,
+    any other node passes the least of its inputs' on. None when no input has a watermark."""
+    children = node.children()
+    below = [_plan_watermark(children.apply(i), watermark_ms, jvm) for i in range(children.size())]
+    inputs = [w for w in below if w is not None]
+    if _is(jvm, _WATERMARK_NODE, node):
+        return watermark_ms
+    if not inputs:
+        return None
+    if _is(jvm, _STATEFUL_NODE, node):
+        produced = node.produceOutputWatermark(min(inputs))
+        return produced.get() if produced.isDefined() else None
+    return min(inputs)
+
+
+def _is(jvm, class_name: str, node) -> bool:
+    return jvm.java.lang.Class.forName(class_name).isInstance(node)
+
+
+def _millis(moment: datetime) -> int:
+    return (moment - EPOCH) // timedelta(milliseconds=1)
 
 
 # ----- Migrate -------------------------------------------------------------------------------
@@ -351,11 +405,14 @@ def _input_frame(session: SparkSession, stream_input: StreamInput) -> DataFrame:
         return frame.drop(MARKER_COLUMN)
     event_time = F.col(stream_input.event_time)
     frame = frame.withWatermark(stream_input.event_time, WATERMARK_DELAY)
-    # Keep data rows only. The condition mentions the event time column on purpose: Spark
-    # pushes filters that do not below the watermark node, and the marker rows would then
-    # never reach it.
     is_marker = F.coalesce(F.col(MARKER_COLUMN), event_time.isNull())
-    return frame.filter(~is_marker).drop(MARKER_COLUMN)
+    # The non-deterministic term is an optimizer barrier: Spark pushes deterministic filters
+    # that do not mention the event time below the watermark node, where they would drop the
+    # marker rows (nulls in every data column) before the watermark sees them - the user's
+    # WHERE clauses and the IS NOT NULL filters Spark infers from join keys alike. It neither
+    # merges filters with a non-deterministic one nor pushes them through it.
+    barrier = F.spark_partition_id() >= 0
+    return frame.filter(~is_marker & barrier).drop(MARKER_COLUMN)
 
 
 def _start(output: DataFrame, spark_checkpoint: Path, on_batch):
