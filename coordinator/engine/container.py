@@ -5,7 +5,7 @@ What the container gets:
 - no network (`network_mode="none"`: only its own loopback), unless ``settings.allow_network``;
 - the run folder read-write and every input path read-only, each mounted at the *same* path
   as on the host, so paths in requests mean the same file inside and out;
-- a read-only root file system with a tmpfs on /tmp;
+- a read-only root file system with a tmpfs on /tmp, and no capabilities;
 - the image's environment (its Dockerfile) and ``runtime.engine_environment``: nothing of the
   coordinator's environment, and of the host's files only the mounts above;
 - the coordinator's own uid:gid, so whatever the engine writes in the run folder belongs to
@@ -246,6 +246,7 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
         volumes=_volumes(run_dir, read_only_paths, shared),
         user=f"{os.getuid()}:{os.getgid()}",
         read_only=True,
+        cap_drop=["ALL"],  # the engine needs none; root in the container then is just a uid
         tmpfs={"/tmp": "rw,nosuid,nodev,mode=1777"},
         environment=engine_environment(shared),  # added to the image's, nothing of ours
         ulimits=[_ulimit(n, v) for n, v in ULIMITS.items()],

@@ -5,13 +5,14 @@ The sandbox is built from an allow-list, so that nothing a user's data can live 
   JVM lives too), the few files of /etc that the dynamic linker, Java and Python read, the
   Python environment, the engine's code, and the given input paths;
 - writable: its run folder and a private /tmp; fresh /dev and /proc;
-- absent: home folders, the workspace (its key, config and other datasets, except the input
-  paths), /work, /mnt, /media, /srv, /opt, /var, /run and every other mount.
+- absent: home folders (but the Python environment, when it lives in one), the workspace (its
+  key, config and other datasets, but the input paths), and every other folder and mount
+  (/mnt, /media, /srv, /opt, /var, /run ...).
 The environment is cleared and rebuilt from ``engine_environment`` (nothing of the
-coordinator's, credentials included, reaches the engine). No network (only its own loopback)
-and its own PID namespace: the engine is PID 1 inside, so a SIGTERM reaches its handler and it
-shuts down cleanly; when it exits, the kernel ends everything else in the namespace (Spark's
-JVM).
+coordinator's, credentials included, reaches the engine). No capabilities, no network (only
+its own loopback) and its own PID namespace: the engine is PID 1 inside, so a SIGTERM reaches
+its handler and it shuts down cleanly; when it exits, the kernel ends everything else in the
+namespace (Spark's JVM).
 """
 from __future__ import annotations
 
@@ -86,7 +87,9 @@ def bwrap_command(
         "PYTHONPATH": str(stubs.ENGINE_DIR),
         **({"JAVA_HOME": str(java_home)} if java_home else {}),
     }
-    args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--die-with-parent"]
+    # No capabilities, even when the coordinator runs as root (bwrap keeps them by default):
+    # with them, code in the engine could make device nodes and mount the host's disks.
+    args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
     if not settings.allow_network:
         args.append("--unshare-net")
     args += ["--chdir", str(run_dir), "--clearenv"]

@@ -3,8 +3,8 @@ its inputs. In each runtime, an engine is started exactly as the coordinator sta
 workspace (``open_engine``: its run folder, the workspace's datasets read-only), and a probe
 runs *inside that engine's own view* (the sandbox's mount namespace, or ``podman exec`` in
 the container): it reads the workspace's signing key, a file in the home folder, a file next
-to the workspace, a dataset file (the control: it must be readable), and the environment of
-every engine process.
+to the workspace, a dataset file (the control: it must be readable), and the environment and
+capabilities of every engine process.
 
 The workspace lives in the home folder, not under /tmp: the engines' private /tmp would hide
 it whatever the mounts, and the test would prove nothing.
@@ -38,7 +38,7 @@ for path in sys.argv[1:]:
         files[path] = open(path).read()
     except OSError as exc:
         files[path] = type(exc).__name__
-environments = {}
+environments, capabilities = {}, {}
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         command = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
@@ -48,7 +48,9 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     if b"odf_spark_engine.server" in command or b"org.apache.spark.deploy.SparkSubmit" in command:
         name = "engine" if b"odf_spark_engine.server" in command else "jvm"
         environments[name] = dict(e.decode().split("=", 1) for e in environ if b"=" in e)
-print(json.dumps({"files": files, "environments": environments}))
+        status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status").read().splitlines())
+        capabilities[name] = int(status["CapEff"], 16)
+print(json.dumps({"files": files, "environments": environments, "capabilities": capabilities}))
 """
 
 
@@ -105,6 +107,8 @@ def assert_sees_only_its_inputs(result: dict, files: dict) -> None:
     for environment in result["environments"].values():
         assert "AWS_SECRET_ACCESS_KEY" not in environment
         assert SECRET not in json.dumps(environment)
+    # No capabilities, though the coordinator may run as root: no mounting the host's disks.
+    assert result["capabilities"] == {"engine": 0, "jvm": 0}
 
 
 def probe_paths(files: dict) -> list[Path]:
