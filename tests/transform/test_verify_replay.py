@@ -80,6 +80,10 @@ def test_verify_of_a_pulled_dataset_whose_query_breaks_the_policy_reports_it(hom
 
     proc = coord("verify", "com.example.pulled", cwd=home, env=SANDBOX, check=False)
     assert proc.returncode == 1
-    assert ("problem: not replayed, the engine refuses its query: step 0 (the output): "
-            f"path relation text.`{secret}` is not allowed") in proc.stdout
+    problems = [line.strip() for line in proc.stdout.splitlines() if "problem:" in line]
+    assert len(problems) == 1
+    assert problems[0].endswith(
+        "not replayed, the engine refuses its query: step 0 (the output): path relation "
+        f"text.`{secret}` is not allowed: read the declared inputs; see the README's \"Allowed SQL\""
+    )
     assert "Traceback" not in proc.stderr

@@ -122,7 +122,7 @@ class Policy:
         for node in nodes:
             kind = _class(node)
             if kind not in PARSED_OPERATORS:
-                raise step.refuse(f"{_statement(node)} is not allowed: a step is one query")
+                raise step.refuse(f"{_statement(node)} is not allowed (a step is one query over its inputs)")
             if kind == "UnresolvedRelation":
                 self._check_relation(list(_scala(node.multipartIdentifier())), ctes, step)
             elif kind == "UnresolvedTableValuedFunction":
@@ -229,6 +229,8 @@ def _statement(node) -> str:
         "InsertIntoStatement": "INSERT", "InsertIntoDir": "INSERT OVERWRITE DIRECTORY",
         "UnresolvedExecuteImmediate": "EXECUTE IMMEDIATE", "Call": "CALL",
         "SetCatalogAndNamespace": "USE", "CacheTable": "CACHE TABLE",
+        "CreateView": "CREATE VIEW", "CreateViewCommand": "CREATE VIEW",
+        "PlanWithUnresolvedIdentifier": "IDENTIFIER() of a computed name",
     }
     return words.get(kind, kind)
 
