@@ -114,8 +114,8 @@ class SourcePosition:
 class EngineError(CoordError):
     """A failure reported by the engine or on the way to it.
 
-    ``kind`` is INVALID_QUERY, INVALID_REQUEST, UNSUPPORTED, EXECUTION, INTERNAL, or
-    UNAVAILABLE (the engine could not be reached)."""
+    ``kind`` is INVALID_QUERY, INVALID_REQUEST, UNSUPPORTED, EXECUTION, FORBIDDEN (the SQL
+    policy refused the query), INTERNAL, or UNAVAILABLE (the engine could not be reached)."""
 
     def __init__(self, kind: str, message: str, position: SourcePosition | None = None):
         super().__init__(message)

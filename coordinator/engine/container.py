@@ -5,7 +5,9 @@ What the container gets:
 - no network (`network_mode="none"`: only its own loopback), unless ``settings.allow_network``;
 - the run folder read-write and every input path read-only, each mounted at the *same* path
   as on the host, so paths in requests mean the same file inside and out;
-- a read-only root file system with a tmpfs on /tmp;
+- a read-only root file system with a tmpfs on /tmp, and no capabilities;
+- the image's environment (its Dockerfile) and ``runtime.engine_environment``: nothing of the
+  coordinator's environment, and of the host's files only the mounts above;
 - the coordinator's own uid:gid, so whatever the engine writes in the run folder belongs to
   the coordinator's user;
 - gRPC on ``RUN_DIR/engine.sock``: a unix socket in the bind-mounted run folder is the same
@@ -33,7 +35,7 @@ from typing import Any
 from coordinator.metadata.objects import EngineIdentity
 
 from .client import socket_target
-from .runtime import SHARED_INPUTS_ENV, EngineStartError, shared_inputs_dir
+from .runtime import EngineStartError, engine_environment, shared_inputs_dir
 
 log = logging.getLogger(__name__)
 
@@ -244,9 +246,9 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
         volumes=_volumes(run_dir, read_only_paths, shared),
         user=f"{os.getuid()}:{os.getgid()}",
         read_only=True,
+        cap_drop=["ALL"],  # the engine needs none; root in the container then is just a uid
         tmpfs={"/tmp": "rw,nosuid,nodev,mode=1777"},
-        # root's home is read-only; Spark/ivy may want a home
-        environment={"HOME": "/tmp", **({SHARED_INPUTS_ENV: str(shared)} if shared else {})},
+        environment=engine_environment(shared),  # added to the image's, nothing of ours
         ulimits=[_ulimit(n, v) for n, v in ULIMITS.items()],
         labels={LABEL_RUN_DIR: str(run_dir)},
         # No auto_remove: an engine that dies while starting must keep its logs for the

@@ -42,6 +42,23 @@ def shared_inputs_dir(settings: EngineSettings, run_dir: Path) -> Path | None:
     return shared
 
 
+def engine_environment(shared_inputs: Path | None) -> dict[str, str]:
+    """The environment every engine starts with, in both runtimes: this explicit list and
+    nothing of the coordinator's (its variables may hold credentials, and a query must not
+    depend on them). Each runtime adds where its Python and Java are: the sandbox PATH,
+    PYTHONPATH and JAVA_HOME; the container its image's (engines/spark/Dockerfile)."""
+    environment = {
+        "HOME": "/tmp",  # Spark and Ivy want a home; the real one is not there
+        "LANG": "C.UTF-8",
+        "TZ": "UTC",
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYTHONDONTWRITEBYTECODE": "1",  # the engine's code is read-only
+    }
+    if shared_inputs is not None:
+        environment[SHARED_INPUTS_ENV] = str(shared_inputs)
+    return environment
+
+
 def start_engine(settings: EngineSettings, run_dir: Path, read_only_paths: list[Path]) -> EngineProcess:
     """Starts an engine that can write only to ``run_dir`` and read ``read_only_paths``
     (inputs, previous checkpoints) besides its own code. Returns once it answers requests.

@@ -1,16 +1,25 @@
 """The sandbox runtime: the engine as a local process under bubblewrap.
 
-The sandbox sees the whole file system read-only (so the engine's code, Python and Java are
-there), a private /tmp, its run folder writable, the given input paths read-only, no network
-(only its own loopback) and its own PID namespace. The engine is PID 1 inside, so a SIGTERM
-reaches its handler and it shuts down cleanly; when it exits, the kernel ends everything else
-in the namespace (Spark's JVM).
+The sandbox is built from an allow-list, so that nothing a user's data can live in is there:
+- read-only: the system's programs and libraries (/usr and its merged-/usr links, where the
+  JVM lives too), the few files of /etc that the dynamic linker, Java and Python read, the
+  Python environment, the engine's code, and the given input paths;
+- writable: its run folder and a private /tmp; fresh /dev and /proc;
+- absent: home folders (but the Python environment, when it lives in one), the workspace (its
+  key, config and other datasets, but the input paths), and every other folder and mount
+  (/mnt, /media, /srv, /opt, /var, /run ...).
+The environment is cleared and rebuilt from ``engine_environment`` (nothing of the
+coordinator's, credentials included, reaches the engine). No capabilities, no network (only
+its own loopback) and its own PID namespace: the engine is PID 1 inside, so a SIGTERM reaches
+its handler and it shuts down cleanly; when it exits, the kernel ends everything else in the
+namespace (Spark's JVM).
 """
 from __future__ import annotations
 
 import atexit
 import ctypes
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -24,38 +33,89 @@ from pathlib import Path
 from ..metadata.objects import EngineIdentity
 from . import stubs
 from .client import EngineClient, EngineError
-from .runtime import SHARED_INPUTS_ENV, EngineStartError, shared_inputs_dir
+from .runtime import EngineStartError, engine_environment, shared_inputs_dir
 from .settings import EngineSettings
 
 SOCKET_NAME = "engine.sock"
 LOG_NAME = "engine.log"
+# The packages the engine imports (engines/spark/requirements.txt): their folders are mounted.
+ENGINE_PACKAGES = ("pyspark", "py4j", "grpc", "google.protobuf", "pyarrow")
 STOP_GRACE_SECONDS = 15
+
+
+# The system paths the engine runs from: programs, shared libraries and the JVM (under
+# /usr/lib/jvm). /bin, /lib... are links into /usr on merged-/usr systems.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What the dynamic linker, the JVM (its conf/ links into /etc/java-*, the user name from
+# passwd) and Python read from /etc. Nothing else of /etc is visible.
+ETC_PATHS = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group",
+    "nsswitch.conf", "hosts", "host.conf", "localtime", "timezone", "mime.types",
+)
 
 
 def bwrap_command(
     settings: EngineSettings, run_dir: Path, read_only_paths: list[Path], command: list[str]
 ) -> list[str]:
-    """The bubblewrap command line that runs ``command`` sandboxed. Order matters: later
-    mounts cover earlier ones, so the run folder stays writable even inside a read-only path."""
+    """The bubblewrap command line that runs ``command`` sandboxed, with the engine's
+    environment. Order matters: later mounts cover earlier ones, so the run folder stays
+    writable even inside a read-only path."""
     if shutil.which("bwrap") is None:
         raise EngineStartError("bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
     run_dir = run_dir.resolve()
-    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    # The engine's code and Python must stay visible even when they live under /tmp (a
-    # checkout or a virtualenv there would otherwise be hidden by the private /tmp).
-    for path in [stubs.ENGINE_DIR, Path(sys.prefix), Path(sys.base_prefix), *read_only_paths]:
+    args = ["bwrap"]
+    for name in SYSTEM_PATHS:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    etc = [Path("/etc", name) for name in ETC_PATHS] + sorted(Path("/etc").glob("java-*"))
+    args += [arg for path in etc if path.exists() for arg in ("--ro-bind", str(path), str(path))]
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in [*_python_paths(), stubs.ENGINE_DIR, *read_only_paths]:
         path = path.resolve()
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(run_dir), str(run_dir)]
     shared = shared_inputs_dir(settings, run_dir)
     if shared is not None:
-        args += ["--bind", str(shared), str(shared), "--setenv", SHARED_INPUTS_ENV, str(shared)]
-    args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--die-with-parent"]
+        args += ["--bind", str(shared), str(shared)]
+    java_home = _java_home()
+    environment = engine_environment(shared) | {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "PYTHONPATH": str(stubs.ENGINE_DIR),
+        **({"JAVA_HOME": str(java_home)} if java_home else {}),
+    }
+    # No capabilities, even when the coordinator runs as root (bwrap keeps them by default):
+    # with them, code in the engine could make device nodes and mount the host's disks.
+    args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
     if not settings.allow_network:
         args.append("--unshare-net")
-    args += ["--chdir", str(run_dir), "--setenv", "HOME", "/tmp", "--setenv", "SPARK_LOCAL_IP", "127.0.0.1"]
+    args += ["--chdir", str(run_dir), "--clearenv"]
+    for name, value in environment.items():
+        args += ["--setenv", name, value]
     return args + ["--", *command]
+
+
+def _python_paths() -> list[Path]:
+    """The interpreter's installation and every folder its packages are imported from (a
+    virtualenv, a pyenv under the home folder, user site-packages), but not the current
+    folder or a checkout on PYTHONPATH."""
+    paths = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
+    for package in ENGINE_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin:
+            paths.append(Path(spec.origin).resolve().parents[package.count(".") + 1])
+    return [p for p in dict.fromkeys(paths) if not any(p != q and p.is_relative_to(q) for q in paths)]
+
+
+def _java_home() -> Path | None:
+    """The JVM Spark starts: $JAVA_HOME, else the one ``java`` on PATH resolves to."""
+    if os.environ.get("JAVA_HOME"):
+        return Path(os.environ["JAVA_HOME"])
+    java = shutil.which("java")
+    return Path(java).resolve().parents[1] if java else None
 
 
 def engine_command(settings: EngineSettings, socket_path: Path) -> list[str]:
@@ -128,13 +188,11 @@ def start_sandbox(settings: EngineSettings, run_dir: Path, read_only_paths: list
     info_read, info_write = os.pipe()  # bwrap reports the engine's PID here (--info-fd)
     command[1:1] = ["--info-fd", str(info_write)]
     log_file = open(run_dir / LOG_NAME, "ab")
-    env = {**os.environ, "PYTHONPATH": str(stubs.ENGINE_DIR), "PYTHONDONTWRITEBYTECODE": "1"}
     process = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
         stdout=log_file,
         stderr=subprocess.STDOUT,
-        env=env,
         pass_fds=(info_write,),
         start_new_session=True,  # no terminal: Ctrl-C reaches the coordinator, which stops us
         preexec_fn=_die_with_coordinator if threading.current_thread() is threading.main_thread() else None,

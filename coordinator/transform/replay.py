@@ -3,12 +3,14 @@
 Steps are replayed in chain order from an empty state, each from the checkpoint the previous
 replayed step produced (never from the stored checkpoints), with the inputs each block
 recorded and its recorded system time; the output slice hash, record count and watermark must
-match what the block says.
+match what the block says. A query the engine's SQL policy refuses is reported as the
+block's problem and not run.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..engine.client import EngineError
 from ..metadata.chain import ChainBlock
 from ..metadata.objects import DatasetVocabulary, EngineIdentity, MetadataBlock
 from ..metadata.timefmt import IntervalType, now_utc
@@ -44,7 +46,16 @@ def make_replay(engine: Callable[[], EngineSession]):
             migrate_from = last_transform if last_transform not in (None, source.transform) else None
             plan = TransformPlan(ds, block.prev_block_hash or b"", block.system_time, source.transform,
                                  vocab, inputs, checkpoint, migrate_from)
-            replayed, _, checkpoint = run_step(engine(), plan, system_time=block.system_time)
+            try:
+                replayed, _, checkpoint = run_step(engine(), plan, system_time=block.system_time)
+            except EngineError as error:
+                if error.kind != "FORBIDDEN":
+                    raise
+                # A query from someone else: refused before it ran, and nothing after it can
+                # be replayed (each step starts from the previous one's checkpoint).
+                reason = f"not replayed, the engine refuses its query: {error.message}"
+                problems.append(Problem(cb.hash, reason))
+                return problems
             last_transform = source.transform
             reason = _difference(block, replayed)
             if reason:

@@ -134,6 +134,19 @@ def test_an_invalid_query_shows_sparks_message_and_commits_nothing(home):
     assert len(blocks(home, LARGE)) == 1
 
 
+def test_a_query_the_policy_refuses_is_one_line_and_commits_nothing(home):
+    rows = order_rows(2)
+    write_orders_file(home, "2024-01-01.csv", rows)
+    random = "SELECT event_time, order_id, rand() AS luck FROM `com.example.orders`"
+    coord("add", str(write_manifests(home, large_sql=random)), cwd=home)
+    proc = coord("pull", "-r", LARGE, cwd=home, env=SANDBOX, check=False)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "FORBIDDEN" in lines[0] and "step 0 (the output): function rand() is not allowed" in lines[0]
+    assert len(blocks(home, LARGE)) == 1
+
+
 def test_changing_a_query_may_add_columns_but_not_drop_them(home):
     rows = order_rows(2)
     write_orders_file(home, "2024-01-01.csv", rows)

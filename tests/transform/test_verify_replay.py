@@ -65,3 +65,25 @@ def test_verify_catches_a_query_tampered_with_in_the_metadata(home):
     assert proc.returncode == 1
     assert "did not reproduce" in proc.stdout
     assert "first bad block" in proc.stderr
+
+
+def test_verify_of_a_pulled_dataset_whose_query_breaks_the_policy_reports_it(home, tmp_path):
+    # Someone publishes a dataset whose recorded query reads a file of whoever replays it.
+    ws = Workspace.open(home)
+    secret = home / "secret.txt"
+    secret.write_text("the replayer's secret")
+    leaking = f"SELECT o.*, s.value AS leaked FROM `{ORDERS}` o CROSS JOIN text.`{secret}` s"
+    forge_with_query(ws, HOURLY, "com.example.leaky", leaking)
+    coord("repo", "add", "shared", (tmp_path / "repo").as_uri(), cwd=home)
+    coord("push", "com.example.leaky", "--to", "shared", cwd=home)
+    coord("pull", "shared/com.example.leaky", "--as", "com.example.pulled", cwd=home)
+
+    proc = coord("verify", "com.example.pulled", cwd=home, env=SANDBOX, check=False)
+    assert proc.returncode == 1
+    problems = [line.strip() for line in proc.stdout.splitlines() if "problem:" in line]
+    assert len(problems) == 1
+    assert problems[0].endswith(
+        "not replayed, the engine refuses its query: step 0 (the output): path relation "
+        f"text.`{secret}` is not allowed: read the declared inputs; see the README's \"Allowed SQL\""
+    )
+    assert "Traceback" not in proc.stderr

@@ -20,8 +20,7 @@ from .streaming import check_transform, run_steps
 def preprocess(spark: SparkSession, request: pb.PreprocessRequest) -> pb.PreprocessResult:
     check_transform(request.transform)
     session = spark.newSession()
-    session.read.parquet(request.input_path).createOrReplaceTempView("input")
-    output = run_steps(session, request.transform)
+    output = run_steps(session, {"input": session.read.parquet(request.input_path)}, request.transform)
     schema = to_arrow_schema(output.schema, timezone="UTC")
     try:
         table = output.toArrow()

@@ -9,7 +9,8 @@ resumes the same streaming query from its checkpoint:
   slices only, so the source reads every slice once;
 - ``withWatermark(event_time, 0 s)`` on every input, so windows close and join state is
   dropped only when the event-time watermark passes them;
-- the user's SQL steps run over temp views named by dataset id (and step alias);
+- the user's SQL steps run over temp views named by dataset id (and step alias), each step
+  checked by the SQL policy (policy.py) first;
 - ``trigger(availableNow=True)`` processes everything new, then runs the no-data batch that
   emits what the advanced watermark closed, and stops;
 - ``foreachBatch`` collects the emitted rows, written as one Parquet file sorted by event time.
@@ -51,6 +52,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from . import checkpoint
 from .errors import EngineFailure, Kind, query_failure, run_failure
 from .generated import engine_pb2 as pb
+from .policy import Policy, Step
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # ODF watermarks are explicit, so Spark's watermark follows them with no extra delay.
@@ -361,9 +363,8 @@ def build_query(
 ) -> DataFrame:
     """Registers the inputs and the aliased steps as views; returns the output step's result
     with the event time column first and no system_time column."""
-    for stream_input in inputs:
-        _input_frame(session, stream_input).createOrReplaceTempView(quote(stream_input.dataset_id))
-    output = run_steps(session, transform)
+    frames = {i.dataset_id: _input_frame(session, i) for i in inputs}
+    output = run_steps(session, frames, transform)
     event_time = vocab.event_time_column or "event_time"
     system_time = vocab.system_time_column or "system_time"
     if event_time not in output.columns:
@@ -376,20 +377,30 @@ def build_query(
     return output.select(event_time, *data)
 
 
-def run_steps(session: SparkSession, transform: pb.Transform) -> DataFrame:
-    """Plans the query steps over the views already registered; returns the output step's
-    frame (each aliased step becomes a view for the later ones)."""
+def run_steps(session: SparkSession, inputs: dict[str, DataFrame], transform: pb.Transform) -> DataFrame:
+    """Registers the inputs as views (by name) and plans the query steps over them, each one
+    checked by the SQL policy (policy.py) before and after Spark analyses it; returns the
+    output step's frame (each aliased step becomes a view for the later ones)."""
+    for name, frame in inputs.items():
+        frame.createOrReplaceTempView(quote(name))
+    policy = Policy(session, inputs)
     output_step = _output_step(transform)
     output = None
     for index, step in enumerate(transform.queries):
+        where = Step(index, step.alias)
         try:
+            policy.check_statement(step.query, where)
             frame = session.sql(step.query)
+        except EngineFailure:
+            raise
         except Exception as exc:
             raise query_failure(exc, index, step.alias, step.query) from exc
+        policy.check_plan(frame, where)
         if index == output_step:
             output = frame
         else:
             frame.createOrReplaceTempView(quote(step.alias))
+            policy.add_step(step.alias)
     return output
 
 
