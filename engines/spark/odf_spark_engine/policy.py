@@ -27,8 +27,9 @@ relation or statement. The README's "Allowed SQL" section says the same for user
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from py4j.java_gateway import is_instance_of
 from pyspark.sql import DataFrame, SparkSession
@@ -108,7 +109,7 @@ class Policy:
         self._session = session
         self._walker = _Walker(session)
         self._relations = set(inputs)
-        self._sources = [leaf for frame in inputs.values() for leaf in self._walker.leaves(_analysed(frame))]
+        self._inputs = [_analysed(frame) for frame in inputs.values()]
 
     def add_step(self, alias: str) -> None:
         self._relations.add(alias)
@@ -138,10 +139,12 @@ class Policy:
     def check_plan(self, frame: DataFrame, step: Step) -> None:
         """The analysed plan: what the leaves read and what the expressions compute."""
         plan = _analysed(frame)
-        for leaf in self._walker.leaves(plan):
-            if _class(leaf) not in SAFE_LEAVES and not any(leaf.sameResult(s) for s in self._sources):
+        for leaf in self._walker.leaves(plan, self._is_input):
+            if _class(leaf) not in SAFE_LEAVES and not self._is_input(leaf):
                 raise step.refuse(f"relation {_describe(leaf)} is not allowed: read the declared inputs")
-        for node in self._walker.nodes(plan):
+        for node in self._walker.nodes(plan, self._is_input):
+            if self._is_input(node):
+                continue  # the engine's own input plan (its marker filter is not the user's)
             for expression in _expressions(node):
                 name = expression.prettyName().lower()
                 if name in DENIED_FUNCTIONS:
@@ -153,6 +156,10 @@ class Policy:
                         f"function {name}() is not allowed: Spark marks it non-deterministic, "
                         "so verify could not reproduce the result"
                     )
+
+    def _is_input(self, node) -> bool:
+        """An input view as the engine made it; a query cannot make a View node itself."""
+        return _class(node) == "View" and any(node.sameResult(p) for p in self._inputs)
 
     def _check_relation(self, parts: list[str], ctes: set[str], step: Step) -> None:
         if len(parts) == 1 and (parts[0] in self._relations or parts[0] in ctes):
@@ -192,15 +199,19 @@ class _Walker:
     def __init__(self, session: SparkSession):
         self._gateway = session.sparkContext._gateway
 
-    def nodes(self, plan) -> Iterator:
+    def nodes(self, plan, opaque: Callable[[Any], bool] = lambda node: False) -> Iterator:
+        """Every operator of ``plan``; an ``opaque`` one is yielded but not entered."""
         yield plan
+        if opaque(plan):
+            return
         for child in [*_scala(plan.children()), *_scala(plan.innerChildren())]:
             if is_instance_of(self._gateway, child, LOGICAL_PLAN):
-                yield from self.nodes(child)
+                yield from self.nodes(child, opaque)
 
-    def leaves(self, plan) -> Iterator:
-        for node in self.nodes(plan):
-            if node.children().isEmpty():
+    def leaves(self, plan, opaque: Callable[[Any], bool] = lambda node: False) -> Iterator:
+        """The operators without children, and the ``opaque`` ones."""
+        for node in self.nodes(plan, opaque):
+            if node.children().isEmpty() or opaque(node):
                 yield node
 
 
