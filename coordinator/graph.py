@@ -61,6 +61,12 @@ class DatasetGraph:
             self._inputs[dataset_id] = tuple(inputs_of(self.summary(dataset_id).source))
         return self._inputs[dataset_id]
 
+    def with_inputs(self, ids: Iterable[str]) -> list[str]:
+        """``ids`` and their direct inputs that the workspace holds: what an engine running
+        their transforms may read."""
+        ids = list(ids)
+        return sorted({*ids, *(i for d in ids for i in self.inputs(d) if self.exists(i))})
+
     def ids(self) -> list[str]:
         return sorted({ds.id for ds in self._ws.datasets()} | self._inputs.keys())
 

@@ -6,7 +6,7 @@ is started at most once, on first need, and stopped when the command ends.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,21 +27,23 @@ class PullOutcome:
     signers: list = field(default_factory=list)  # of blocks pulled from a repository (trust.Signer)
 
 
-def pull_order(ws: Workspace, ids: list[str], *, recursive: bool) -> list[str]:
+def pull_order(ws: Workspace, graph: DatasetGraph, ids: list[str], *, recursive: bool) -> list[str]:
     """The datasets to pull, inputs before the datasets that read them."""
     for dataset_id in ids:
         if not ws.dataset(dataset_id).exists():
             raise DatasetNotFound(dataset_id)
     # a dataset that came from a repository is updated from there, not from its inputs
-    return DatasetGraph(ws).order(ids, recursive=recursive,
-                                  follow=lambda dataset_id: pull_source(ws, dataset_id) is None)
+    return graph.order(ids, recursive=recursive,
+                       follow=lambda dataset_id: pull_source(ws, dataset_id) is None)
 
 
 class EngineOnDemand:
-    """Starts the engine the first time a dataset needs it; one per command."""
+    """Starts the engine the first time a dataset needs it; one per command. The engine sees
+    only the folders of ``datasets`` (read-only): the ones it computes and their inputs."""
 
-    def __init__(self, ws: Workspace, stack: ExitStack, settings=None):
+    def __init__(self, ws: Workspace, stack: ExitStack, datasets: Iterable[str], settings=None):
         self._ws, self._stack, self._settings, self._engine = ws, stack, settings, None
+        self._datasets = list(datasets)
 
     @property
     def identity(self):
@@ -52,7 +54,7 @@ class EngineOnDemand:
         if self._engine is None:
             from .transform.engine_session import open_engine
 
-            self._engine = self._stack.enter_context(open_engine(self._ws, self._settings))
+            self._engine = self._stack.enter_context(open_engine(self._ws, self._datasets, self._settings))
         return self._engine
 
 
@@ -68,10 +70,11 @@ def pull_datasets(
     from .ingest.service import pull_root
     from .transform.service import pull_derivative
 
-    order = pull_order(ws, ids, recursive=recursive)
+    graph = DatasetGraph(ws)
+    order = pull_order(ws, graph, ids, recursive=recursive)
     outcomes = []
     with ExitStack() as stack:
-        engine = EngineOnDemand(ws, stack)
+        engine = EngineOnDemand(ws, stack, graph.with_inputs(order))
         for dataset_id in order:
             summary = ws.dataset(dataset_id).summary()
             progress = progress_factory(dataset_id) if progress_factory else None

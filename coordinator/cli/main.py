@@ -64,13 +64,16 @@ def init(path: str) -> None:
 @click.pass_context
 def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     """Add datasets from manifest files or folders of them."""
+    from ..graph import DatasetGraph, inputs_of
     from ..metadata.manifest import load_manifests
     from ..pull import EngineOnDemand
 
     ws = _ws(ctx)
     snapshots = load_manifests(paths)
     with ExitStack() as stack:
-        engine = EngineOnDemand(ws, stack)
+        # a changed query is validated against its inputs, old and new
+        readable = {i for s in snapshots for i in (s.id, *inputs_of(s)) if ws.dataset(i).exists()}
+        engine = EngineOnDemand(ws, stack, DatasetGraph(ws).with_inputs(readable))
 
         def check_change(ds, snapshot, current):
             from ..transform.evolution import check_query_change, transform_changed  # needs gRPC

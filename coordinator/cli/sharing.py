@@ -125,6 +125,7 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
             engine_spec: str | None) -> None:
     """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
     from .. import verify
+    from ..graph import DatasetGraph
     from ..pull import EngineOnDemand
     from ..transform import replay as replaying
 
@@ -132,7 +133,10 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         raise click.UsageError("--engine replays transforms; it cannot go with --integrity")
     ws = workspace(ctx)
     with ExitStack() as stack:
-        engine = EngineOnDemand(ws, stack, _engine_settings(ws, engine_spec) if engine_spec else None)
+        graph = DatasetGraph(ws)
+        replayed = graph.order([dataset], recursive=True) if recursive else [dataset]
+        engine = EngineOnDemand(ws, stack, graph.with_inputs(replayed),
+                                _engine_settings(ws, engine_spec) if engine_spec else None)
         replay = None if integrity else replaying.make_replay(engine.get)  # engine on first need
         reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
                                 deep=deep, replay=replay, progress=RichProgress(err))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,14 +46,21 @@ def settings_from_config(config: dict) -> EngineSettings:
     )
 
 
+def dataset_folders(ws: Workspace, datasets: Iterable[str]) -> list[Path]:
+    """The folders an engine for ``datasets`` mounts read-only: theirs, no other."""
+    return [ws.dataset(d).root for d in datasets]
+
+
 @contextmanager
-def open_engine(ws: Workspace, settings: EngineSettings | None = None) -> Iterator[EngineSession]:
+def open_engine(ws: Workspace, datasets: Iterable[str],
+                settings: EngineSettings | None = None) -> Iterator[EngineSession]:
     """Start the engine (the configured one unless ``settings`` says otherwise); it may read
-    the datasets and write only its run folder."""
+    ``datasets`` (no other dataset of the workspace) and write only its run folder."""
     run_dir = ws.run_dir / f"engine-{uuid.uuid4().hex[:8]}"
     run_dir.mkdir(parents=True)
     try:
-        with running_engine(settings or engine_settings(ws), run_dir, [ws.meta / "datasets"]) as engine:
+        readable = dataset_folders(ws, datasets)
+        with running_engine(settings or engine_settings(ws), run_dir, readable) as engine:
             with EngineClient(engine.socket_path) as client:
                 yield EngineSession(client, engine.identity, run_dir)
     finally:

@@ -24,6 +24,7 @@ import pytest
 
 from coordinator.engine.runtime import running_engine
 from coordinator.engine.settings import EngineSettings
+from coordinator.transform.engine_session import dataset_folders
 from coordinator.workspace import Workspace
 
 pytestmark = pytest.mark.slow
@@ -62,9 +63,12 @@ def user_files(monkeypatch):
     home_file = Path.home() / f"{base.name}.secret"
     try:
         ws = Workspace.init(base / "ws")
-        dataset_file = ws.meta / "datasets" / "probe" / "data.txt"
+        dataset_file = ws.dataset("probe").root / "data.txt"
         dataset_file.parent.mkdir(parents=True)
         dataset_file.write_text("input bytes")
+        other_dataset_file = ws.dataset("other").root / "data.txt"
+        other_dataset_file.parent.mkdir(parents=True)
+        other_dataset_file.write_text(SECRET)
         (base / "next-to-workspace.txt").write_text(SECRET)
         home_file.write_text(SECRET)
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
@@ -74,6 +78,7 @@ def user_files(monkeypatch):
             "home": home_file,
             "sibling": base / "next-to-workspace.txt",
             "dataset": dataset_file,
+            "other dataset": other_dataset_file,
         }
     finally:
         home_file.unlink(missing_ok=True)
@@ -81,10 +86,11 @@ def user_files(monkeypatch):
 
 
 def run_probe(runtime: str, ws: Workspace, paths: list[Path]) -> dict:
-    """Starts an engine the way ``open_engine`` does and runs PROBE inside its view."""
+    """Starts an engine the way ``open_engine`` does for a transform reading ``probe`` and runs
+    PROBE inside its view."""
     settings = EngineSettings(runtime=runtime, spark_master="local[1]")
     run_dir = ws.run_dir / f"engine-{uuid.uuid4().hex[:8]}"
-    with running_engine(settings, run_dir, [ws.meta / "datasets"]) as engine:
+    with running_engine(settings, run_dir, dataset_folders(ws, ["probe"])) as engine:
         if runtime == "sandbox":
             # The engine's own mount namespace: its mounts, and its /proc.
             command = ["nsenter", "--target", str(engine.engine_pid), "--mount", "--",
@@ -100,7 +106,7 @@ def run_probe(runtime: str, ws: Workspace, paths: list[Path]) -> dict:
 def assert_sees_only_its_inputs(result: dict, files: dict) -> None:
     seen = result["files"]
     assert seen[str(files["dataset"])] == "input bytes"  # control: the probe does read files
-    for name in ("key", "home", "sibling"):
+    for name in ("key", "home", "sibling", "other dataset"):
         assert files[name].read_bytes(), name  # there to be read, outside
         assert seen[str(files[name])] == "FileNotFoundError", name
     assert set(result["environments"]) == {"engine", "jvm"}
@@ -112,7 +118,7 @@ def assert_sees_only_its_inputs(result: dict, files: dict) -> None:
 
 
 def probe_paths(files: dict) -> list[Path]:
-    return [files[name] for name in ("key", "home", "sibling", "dataset")]
+    return [files[name] for name in ("key", "home", "sibling", "dataset", "other dataset")]
 
 
 def test_sandbox_engine_sees_only_its_inputs_and_its_own_environment(user_files):
