@@ -20,7 +20,7 @@ import pytest
 from coordinator.cli.main import main
 from coordinator.repository import add_repository, open_url, push_dataset
 from coordinator.repository.remote import MAX_BLOCK, MAX_REF, MAX_SIGNATURE
-from coordinator.workspace import Workspace
+from coordinator.workspace import Workspace, layout
 
 from .conftest import S3_ENV, make_derivative, make_root, with_repo
 
@@ -100,19 +100,19 @@ NOISE = {n: rng.randbytes(n) for n in (32, 600, 5000)}
 
 
 def _block(p: Pristine) -> str:
-    return f"meta/blocks/{p.transform.hex()}"
+    return layout.block_file(p.transform)
 
 
 def _sig(p: Pristine) -> str:
-    return f"meta/signatures/{p.transform.hex()}"
+    return layout.signature_file(p.transform)
 
 
 def _data(p: Pristine) -> str:
-    return f"data/{p.transform.hex()}"
+    return layout.data_file(p.transform)
 
 
 def _ckpt(p: Pristine) -> str:
-    return f"checkpoint/{p.transform.hex()}"
+    return layout.checkpoint_dir(p.transform)
 
 
 GARBAGE = hashlib.sha3_256(NOISE[600]).digest()  # the name under which NOISE[600] is "sealed"
