@@ -39,11 +39,14 @@ def pull_order(ws: Workspace, graph: DatasetGraph, ids: list[str], *, recursive:
 
 class EngineOnDemand:
     """Starts the engine the first time a dataset needs it; one per command. The engine sees
-    only the folders of ``datasets`` (read-only): the ones it computes and their inputs."""
+    only the folders of the datasets ``readable()`` names (read-only): the ones it computes and
+    their inputs. It is asked when the engine starts: a command that needs no engine (verify
+    of a broken chain) never reads them."""
 
-    def __init__(self, ws: Workspace, stack: ExitStack, datasets: Iterable[str], settings=None):
+    def __init__(self, ws: Workspace, stack: ExitStack, readable: Callable[[], Iterable[str]],
+                 settings=None):
         self._ws, self._stack, self._settings, self._engine = ws, stack, settings, None
-        self._datasets = list(datasets)
+        self._readable = readable
 
     @property
     def identity(self):
@@ -54,7 +57,7 @@ class EngineOnDemand:
         if self._engine is None:
             from .transform.engine_session import open_engine
 
-            self._engine = self._stack.enter_context(open_engine(self._ws, self._datasets, self._settings))
+            self._engine = self._stack.enter_context(open_engine(self._ws, self._readable(), self._settings))
         return self._engine
 
 
@@ -74,7 +77,7 @@ def pull_datasets(
     order = pull_order(ws, graph, ids, recursive=recursive)
     outcomes = []
     with ExitStack() as stack:
-        engine = EngineOnDemand(ws, stack, graph.with_inputs(order))
+        engine = EngineOnDemand(ws, stack, lambda: graph.with_inputs(order))
         for dataset_id in order:
             summary = ws.dataset(dataset_id).summary()
             progress = progress_factory(dataset_id) if progress_factory else None

@@ -71,9 +71,11 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     ws = _ws(ctx)
     snapshots = load_manifests(paths)
     with ExitStack() as stack:
-        # a changed query is validated against its inputs, old and new
-        readable = {i for s in snapshots for i in (s.id, *inputs_of(s)) if ws.dataset(i).exists()}
-        engine = EngineOnDemand(ws, stack, DatasetGraph(ws).with_inputs(readable))
+        def readable() -> list[str]:  # a changed query is validated against its inputs, old and new
+            named = {i for s in snapshots for i in (s.id, *inputs_of(s)) if ws.dataset(i).exists()}
+            return DatasetGraph(ws).with_inputs(named)
+
+        engine = EngineOnDemand(ws, stack, readable)
 
         def check_change(ds, snapshot, current):
             from ..transform.evolution import check_query_change, transform_changed  # needs gRPC

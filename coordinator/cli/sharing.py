@@ -133,10 +133,12 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         raise click.UsageError("--engine replays transforms; it cannot go with --integrity")
     ws = workspace(ctx)
     with ExitStack() as stack:
-        graph = DatasetGraph(ws)
-        replayed = graph.order([dataset], recursive=True) if recursive else [dataset]
-        engine = EngineOnDemand(ws, stack, graph.with_inputs(replayed),
-                                _engine_settings(ws, engine_spec) if engine_spec else None)
+        def readable() -> list[str]:
+            graph = DatasetGraph(ws)
+            return graph.with_inputs(graph.order([dataset], recursive=True) if recursive else [dataset])
+
+        settings = _engine_settings(ws, engine_spec) if engine_spec else None
+        engine = EngineOnDemand(ws, stack, readable, settings)
         replay = None if integrity else replaying.make_replay(engine.get)  # engine on first need
         reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
                                 deep=deep, replay=replay, progress=RichProgress(err))
