@@ -32,6 +32,7 @@ from .console import workspace as _ws
 from .lineage import lineage_
 from .pull import pull
 from .sharing import register as register_sharing
+from .system import system
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -237,6 +238,7 @@ def block_hash(file: str) -> None:
 
 cli.add_command(pull)
 cli.add_command(lineage_)
+cli.add_command(system)
 register_sharing(cli)
 
 
