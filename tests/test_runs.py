@@ -5,42 +5,27 @@ the lease (engines/spark/odf_spark_engine/lease.py) is checked against the same 
 """
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from coordinator.engine import stubs
 from coordinator.workspace.runs import LEASE_NAME, abandoned_run_folders, run_folder
 
+from .conftest import run_folder_holder
+
 sys.path.insert(0, str(stubs.ENGINE_DIR))
 from odf_spark_engine import lease as engine_lease  # noqa: E402 - the engine's own package
-
-ROOT = Path(__file__).resolve().parents[1]
-HOLDER = """
-import sys, time
-from pathlib import Path
-from coordinator.workspace.runs import run_folder
-with run_folder(Path(sys.argv[1]), "engine") as path:
-    print(path, flush=True)
-    time.sleep(600)
-"""
 
 
 @pytest.fixture
 def holder(tmp_path):
     """A child process holding a run folder under tmp_path/run: (process, folder)."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "run"), "pull", "x"],
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    folder = Path(proc.stdout.readline().strip())
-    yield proc, folder
-    proc.kill()
-    proc.wait()
+    with run_folder_holder(tmp_path / "run", "coord", "pull", "x") as held:
+        yield held
 
 
 def test_a_run_folder_is_removed_when_its_block_ends(tmp_path):
@@ -64,7 +49,7 @@ def test_a_folder_of_a_killed_process_is_abandoned_and_removed(tmp_path, holder)
     with abandoned_run_folders(tmp_path / "run") as abandoned:
         assert [a.path for a in abandoned] == [folder]
         assert abandoned[0].owner["pid"] == proc.pid
-        assert abandoned[0].owner["argv"][1:] == [str(tmp_path / "run"), "pull", "x"]
+        assert abandoned[0].owner["argv"] == ["coord", "pull", "x"]
         assert folder.is_dir()  # still there while the caller stops what used it
     assert not folder.exists()
 

@@ -7,7 +7,8 @@ Layout (DESIGN.md §7)::
     .coord/datasets/<id>/              the spec's sharing layout (meta/, data/, checkpoint/)
     .coord/cache/<id>/                 ingest downloads and per-block source state
     .coord/locks/<id>.lock             one writer per dataset
-    .coord/run/                        engine scratch and logs
+    .coord/run/<kind>-<id>/            a running command's scratch (engine run folder, ingest
+                                       files), leased by its process (runs.py)
 """
 from __future__ import annotations
 

@@ -43,22 +43,31 @@ def _kill_pulls_at_three_moments(home: Path, runtime: str) -> None:
     coord("add", str(write_manifests(home)), cwd=home)
     coord("pull", ORDERS, cwd=home)
 
-    # 1. While the engine starts: it exists, its socket does not yet.
+    # 1. While the engine starts: it exists, its socket does not yet. `coord system engines`
+    #    lists it, with the run folder of the pull.
     pull = coord_started("pull", HOURLY, cwd=home, env=env)
     _wait_for(lambda: _engine_processes(home) and not list(_run_folders(home, "engine.sock")), pull)
+    listed = coord("system", "engines", cwd=home).stdout
+    [run_id] = [lease.parent.name for lease in _run_folders(home, "lease")]
+    assert any(line.split()[:2] == [run_id, runtime] and line.split()[-1] == "running"
+               for line in listed.splitlines()), listed
+    assert not list(_run_folders(home, "engine.sock")), "Spark started before the kill: too late"
     _kill_and_check_nothing_is_left(pull, home, runtime)
+    after = coord("system", "engines", cwd=home)
+    assert "no engines running" in after.stdout
+    assert "removed 1 run folder" in after.stderr  # the one the kill left
 
     # 2. While it executes: the engine has logged the start of the request, not yet its end.
     pull = coord_started("pull", HOURLY, cwd=home, env=env)
     _wait_for(lambda: any("execute tx=" in p.read_text(errors="replace")
                           for p in _run_folders(home, "engine.log")), pull)
     _kill_and_check_nothing_is_left(pull, home, runtime)
-    assert "removed 1 run folder" in pull.stderr.read()  # the one the first kill left
     assert not [b for b in blocks(home, HOURLY) if "inputSlices" in b]
 
     # 3. While the result is committed (the data file is in place, the head not yet moved).
     killed = coord("pull", HOURLY, cwd=home, env={**env, "COORD_CRASH_AT": "data-installed"}, check=False)
     assert killed.returncode == -signal.SIGKILL
+    assert "removed 1 run folder" in killed.stderr  # the one the second kill left
     _check_nothing_is_left(home, runtime, time.monotonic())
 
     done = coord("pull", HOURLY, cwd=home, env=env)
