@@ -26,7 +26,7 @@ def engines(ctx: click.Context, stop: bool) -> None:
     table = Table("run", "runtime", "engine", "command", box=None)
     for engine in found:
         table.add_row(engine.run_id, engine.runtime, engine.name,
-                      "running" if engine.alive else "gone (engine shutting down)")
+                      "running" if engine.alive else "dead (the engine is exiting)")
     out.print(table)
     if stop:
         for engine in found:

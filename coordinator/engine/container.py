@@ -347,9 +347,9 @@ def _logs(container, log_file: Path | None = None, tail: int = 200) -> str:
     return "\n".join(p for p in parts if p) or "(no output)"
 
 
-def engine_containers(workspace: Path, socket=None) -> list:
+def engine_containers(workspace: Path) -> list:
     """The engine containers (running or not) labelled with that workspace."""
-    client = _client(socket, timeout=10)
+    client = _client(timeout=10)
     try:
         return client.containers.list(all=True, filters={"label": f"{LABEL_WORKSPACE}={workspace}"})
     finally:

@@ -35,13 +35,31 @@ def test_a_killed_pull_leaves_no_engine_container(tmp_path, engine_image):
     _kill_pulls_at_three_moments(tmp_path, "container")
 
 
-def _kill_pulls_at_three_moments(home: Path, runtime: str) -> None:
-    env = {"COORD_ENGINE_RUNTIME": runtime}
+def test_system_engines_stop_ends_the_engine_of_a_running_pull(tmp_path):
+    home = tmp_path
+    _workspace_with_orders(home)
+    pull = coord_started("pull", HOURLY, cwd=home, env={"COORD_ENGINE_RUNTIME": "sandbox"})
+    _wait_for(lambda: _engine_processes(home), pull)
+    assert "stopped 1 engine" in coord("system", "engines", "--stop", cwd=home).stdout
+    assert pull.wait(timeout=300) == 1
+    assert pull.stderr.read().startswith("coord: error: ")
+    _check_nothing_is_left(home, "sandbox", time.monotonic())
+    assert not [b for b in blocks(home, HOURLY) if "inputSlices" in b]
+
+
+def _workspace_with_orders(home: Path) -> list[tuple]:
+    """A workspace whose root dataset is pulled and whose derivatives wait for their engine."""
     coord("init", cwd=home)
     rows = order_rows(6)
     write_orders_file(home, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(home)), cwd=home)
     coord("pull", ORDERS, cwd=home)
+    return rows
+
+
+def _kill_pulls_at_three_moments(home: Path, runtime: str) -> None:
+    env = {"COORD_ENGINE_RUNTIME": runtime}
+    rows = _workspace_with_orders(home)
 
     # 1. While the engine starts: it exists, its socket does not yet. `coord system engines`
     #    lists it, with the run folder of the pull.
@@ -62,12 +80,12 @@ def _kill_pulls_at_three_moments(home: Path, runtime: str) -> None:
     _wait_for(lambda: any("execute tx=" in p.read_text(errors="replace")
                           for p in _run_folders(home, "engine.log")), pull)
     _kill_and_check_nothing_is_left(pull, home, runtime)
+    assert "removed 1 run folder" in coord("list", cwd=home).stderr
     assert not [b for b in blocks(home, HOURLY) if "inputSlices" in b]
 
     # 3. While the result is committed (the data file is in place, the head not yet moved).
     killed = coord("pull", HOURLY, cwd=home, env={**env, "COORD_CRASH_AT": "data-installed"}, check=False)
     assert killed.returncode == -signal.SIGKILL
-    assert "removed 1 run folder" in killed.stderr  # the one the second kill left
     _check_nothing_is_left(home, runtime, time.monotonic())
 
     done = coord("pull", HOURLY, cwd=home, env=env)
