@@ -223,7 +223,7 @@ def start_container(
             f"engine image {image_ref} not found; build it with `make engine-image` "
             "(engines/spark/build-image.sh)"
         ) from None
-    labels = image.labels or {}
+    image_labels = image.labels or {}
     image_id = image.id if image.id.startswith("sha256:") else f"sha256:{image.id}"
 
     name = container_name(run_dir)
@@ -262,8 +262,8 @@ def start_container(
     )
     identity = EngineIdentity(
         runtime="container",
-        version=labels.get(LABEL_VERSION),
-        spark_version=labels.get(LABEL_SPARK_VERSION),
+        version=image_labels.get(LABEL_VERSION),
+        spark_version=image_labels.get(LABEL_SPARK_VERSION),
         image_digest=image_id,
         spark_master=master,
         network_isolated=isolated,

@@ -58,11 +58,11 @@ class DatasetWriter:
         finally:
             self._lock.release()
         if isinstance(exc, OSError):
-            what = exc.filename or "a file"
+            where = f": {exc.filename}" if exc.filename else ""
             at = f"block {self.head.hex()[:12]}" if self.head else "no block"
             raise CommitError(
-                f"could not write {what} ({exc.strerror or exc}): nothing of this step was "
-                f"committed, {self.ds.id} stays at {at}; run the command again once that is fixed"
+                f"{exc.strerror or exc}{where}; nothing of this step was committed, {self.ds.id} "
+                f"stays at {at}; run the command again once that is fixed"
             ) from exc
 
     @property

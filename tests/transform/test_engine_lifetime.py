@@ -85,7 +85,7 @@ def _kill_pulls_at_three_moments(home: Path, runtime: str) -> None:
 
     # 3. While the result is committed (the data file is in place, the head not yet moved).
     killed = coord("pull", HOURLY, cwd=home, env={**env, "COORD_CRASH_AT": "data-installed"}, check=False)
-    assert killed.returncode == -signal.SIGKILL
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
     _check_nothing_is_left(home, runtime, time.monotonic())
 
     done = coord("pull", HOURLY, cwd=home, env=env)
