@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,13 +49,49 @@ def engine_image():
 
 def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
     """Run the real CLI in a child process (so it can be killed, locked out, etc.)."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("COORD_WORKSPACE", None)
-    full_env["PYTHONPATH"] = str(ROOT)  # this checkout, whatever an editable install points at
-    proc = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", *args],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=600,
-    )
+    proc = subprocess.run(_coord_command(args), cwd=cwd, env=_coord_env(env), capture_output=True,
+                          text=True, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(f"coord {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
+
+
+def coord_started(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Popen:
+    """Start the real CLI in a child process and return at once (to kill it at some moment)."""
+    return subprocess.Popen(_coord_command(args), cwd=cwd, env=_coord_env(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _coord_command(args) -> list[str]:
+    return [sys.executable, "-m", "coordinator.cli", *args]
+
+
+def _coord_env(env: dict | None) -> dict:
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("COORD_WORKSPACE", None)
+    full_env["PYTHONPATH"] = str(ROOT)  # this checkout, whatever an editable install points at
+    return full_env
+
+
+_RUN_FOLDER_HOLDER = """
+import sys, time
+from pathlib import Path
+from coordinator.workspace.runs import run_folder
+run_root, sys.argv = Path(sys.argv[1]), sys.argv[2:]
+with run_folder(run_root, "engine") as path:
+    print(path, flush=True)
+    time.sleep(600)
+"""
+
+
+@contextmanager
+def run_folder_holder(run_root: Path, *argv: str) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """A child process holding a new run folder under ``run_root`` with ``argv`` as its command
+    line, as a running command does: (process, folder). Killed when the block ends."""
+    proc = subprocess.Popen([sys.executable, "-c", _RUN_FOLDER_HOLDER, str(run_root), *argv],
+                            stdout=subprocess.PIPE, text=True, env=_coord_env(None))
+    try:
+        yield proc, Path(proc.stdout.readline().strip())
+    finally:
+        proc.kill()
+        proc.wait()

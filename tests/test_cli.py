@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
 from decimal import ROUND_HALF_UP, Decimal
 
 import pyarrow as pa
@@ -200,6 +202,45 @@ def test_an_ingest_killed_at_any_step_leaves_the_old_head_and_the_rerun_adds_the
     summary = ds.summary()
     assert summary.num_records == 2 and summary.blocks == 2
     assert {p.name for p in (ds.root / "data").iterdir()} == {summary.head.hex()}
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A file system of its own, 3 MB (a tmpfs), for running out of space for real."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_names_the_file_and_commits_nothing(small_disk):
+    home = small_disk
+    coord("init", cwd=home)
+    (home / "data").mkdir()
+    rows = "".join(f"{i},customer-{i % 97},{i % 1000}.25,2024-01-01T{i % 24:02}:00:00Z\n"
+                   for i in range(20_000))
+    (home / "data" / "orders-2024-01-01.csv.gz").write_bytes(
+        gzip.compress(b"order_id,customer,amount,placed_at\n" + rows.encode()))
+    coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
+    ds = Workspace.open(home).dataset(ORDERS)
+    before = ds.head()
+    free = os.statvfs(home).f_bavail * os.statvfs(home).f_frsize
+    (home / "filler").write_bytes(bytes(free - 64 * 1024))  # 64 KB left: the slice needs more
+
+    full = coord("pull", ORDERS, cwd=home, check=False)
+    assert full.returncode == 1
+    assert full.stderr.count("\n") == 1 and "Traceback" not in full.stderr
+    assert full.stderr.startswith(f"coord: error: No space left on device: {home}/.coord/")
+    assert f"nothing of this step was committed, {ORDERS} stays at block {before.hex()[:12]}" in full.stderr
+    assert ds.head() == before
+    assert not list(ds.root.glob("data/*")) and not list((home / ".coord" / "run").iterdir()), \
+        "what the step wrote is removed at once"
+
+    (home / "filler").unlink()
+    coord("pull", ORDERS, cwd=home)
+    assert ds.summary().num_records == 20_000
+    assert "integrity: ok" in coord("verify", ORDERS, cwd=home).stdout
 
 
 def add_cities(home) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from ..reaper import reap
 from ..workspace import Workspace
 
 # Piped output keeps whole lines: tables are not cut to 80 columns.
@@ -15,8 +16,13 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def workspace(ctx: click.Context) -> Workspace:
+    """The workspace, once what crashed commands left in it is cleaned up (said on stderr)."""
     root = ctx.find_root().obj.get("workspace")
-    return Workspace.open(Path(root)) if root else Workspace.find()
+    ws = Workspace.open(Path(root)) if root else Workspace.find()
+    reaped = reap(ws)
+    if reaped is not None:
+        err.print(f"coord: {reaped}", markup=False)
+    return ws
 
 
 def short(h: bytes | None) -> str:

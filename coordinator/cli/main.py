@@ -34,6 +34,7 @@ from .lineage import lineage_
 from .pull import pull
 from .sharing import register as register_sharing
 from .status import print_builds, short_status, status_
+from .system import system
 from .trust import trust_
 
 if TYPE_CHECKING:
@@ -274,6 +275,7 @@ cli.add_command(pull)
 cli.add_command(lineage_)
 cli.add_command(trust_)
 cli.add_command(status_)
+cli.add_command(system)
 register_sharing(cli)
 
 

@@ -11,7 +11,13 @@ What the container gets:
 - the coordinator's own uid:gid, so whatever the engine writes in the run folder belongs to
   the coordinator's user;
 - gRPC on ``RUN_DIR/engine.sock``: a unix socket in the bind-mounted run folder is the same
-  inode on both sides, so the host connects to it with no network at all.
+  inode on both sides, so the host connects to it with no network at all;
+- the coordinator's lease (``RUN_DIR/lease``, a lock is the same on both sides too): the engine
+  exits once it is free, and the container is removed when it exits (auto-remove), so a
+  SIGKILLed coordinator leaves no container; the engine's output goes to ``RUN_DIR/engine.log``,
+  which outlives the container for the error message of a failed start;
+- labels naming the workspace and run it belongs to (``runtime.LABEL_*``), how a later
+  command finds the engines of a workspace (``engine_containers``).
 
 ``allow_network`` gives ``network_mode="host"``, not a bridge: Podman's default bridge hands out
 private-range addresses (forbidden on these machines), and the one reason to open the network
@@ -28,6 +34,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +42,7 @@ from typing import Any
 from coordinator.metadata.objects import EngineIdentity
 
 from .client import socket_target
-from .runtime import EngineStartError, engine_environment, shared_inputs_dir
+from .runtime import LABEL_WORKSPACE, EngineStartError, engine_environment, shared_inputs_dir
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +50,7 @@ DEFAULT_API_SOCKET = "/run/coord-podman/podman.sock"
 IMAGE_REPOSITORY = "localhost/odf-spark-engine"
 ENGINE_PORT = 5544
 SOCKET_NAME = "engine.sock"
+LOG_NAME = "engine.log"
 # Spark's session start is 6-10 s on an idle machine; leave room for a busy shared one.
 # (settings.startup_timeout, when the settings have one, wins.)
 READY_TIMEOUT_S = 180.0
@@ -139,7 +147,7 @@ class ContainerEngineProcess:
         return self._container.id
 
     def logs(self, tail: int = 200) -> str:
-        return _logs(self._container, tail)
+        return _logs(self._container, self.socket_path.parent / LOG_NAME, tail)
 
     def stop(self, timeout: int = 5) -> None:
         """Stop and remove the container. Idempotent; best-effort after the first error."""
@@ -148,11 +156,7 @@ class ContainerEngineProcess:
                 return
             self._stopped = True
         _live.discard(self)
-        try:
-            self._container.stop(timeout=timeout)  # SIGTERM via the init, then SIGKILL
-        except Exception as e:  # noqa: BLE001 - already gone is fine; removal below decides
-            log.debug("stopping %s: %s", self.name, e)
-        _remove(self._container)
+        stop_container(self._container, timeout)
         try:
             self.socket_path.unlink(missing_ok=True)
         except OSError:
@@ -166,7 +170,7 @@ class ContainerEngineProcess:
 
 
 # Containers are removed when the interpreter exits, however the caller forgot to stop them.
-# (A SIGKILLed coordinator leaves one behind: the next start in the same run folder removes it.)
+# (A SIGKILLed coordinator runs no atexit hook: then the engine sees its lease free and exits.)
 _live: set[ContainerEngineProcess] = set()
 
 
@@ -179,7 +183,10 @@ def _stop_all() -> None:
             pass
 
 
-def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> ContainerEngineProcess:
+def start_container(
+    settings, run_dir: Path, read_only_paths: list[Path], *,
+    lease: Path | None = None, labels: Mapping[str, str] | None = None,
+) -> ContainerEngineProcess:
     """Start the engine image and wait until its gRPC socket answers.
 
     ``settings`` is an EngineSettings (read duck-typed: ``spark_master``, ``spark_conf``,
@@ -218,7 +225,7 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
             f"engine image {image_ref} not found; build it with `make engine-image` "
             "(engines/spark/build-image.sh)"
         ) from None
-    labels = image.labels or {}
+    image_labels = image.labels or {}
     image_id = image.id if image.id.startswith("sha256:") else f"sha256:{image.id}"
 
     name = container_name(run_dir)
@@ -227,7 +234,9 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
     except docker.errors.NotFound:
         pass
 
-    command = ["--socket", str(sock), "--master", master]
+    command = ["--socket", str(sock), "--log-file", str(run_dir / LOG_NAME), "--master", master]
+    if lease is not None:
+        command += ["--lease", str(Path(lease).resolve())]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     if isolated:
@@ -250,14 +259,13 @@ def start_container(settings, run_dir: Path, read_only_paths: list[Path]) -> Con
         tmpfs={"/tmp": "rw,nosuid,nodev,mode=1777"},
         environment=engine_environment(shared),  # added to the image's, nothing of ours
         ulimits=[_ulimit(n, v) for n, v in ULIMITS.items()],
-        labels={LABEL_RUN_DIR: str(run_dir)},
-        # No auto_remove: an engine that dies while starting must keep its logs for the
-        # error message. stop(), the atexit hook and the next start here remove it.
+        labels={**(labels or {}), LABEL_RUN_DIR: str(run_dir)},
+        auto_remove=True,
     )
     identity = EngineIdentity(
         runtime="container",
-        version=labels.get(LABEL_VERSION),
-        spark_version=labels.get(LABEL_SPARK_VERSION),
+        version=image_labels.get(LABEL_VERSION),
+        spark_version=image_labels.get(LABEL_SPARK_VERSION),
         image_digest=image_id,
         spark_master=master,
         network_isolated=isolated,
@@ -294,21 +302,26 @@ def _ulimit(name: str, value: int):
 
 
 def _wait_ready(container, sock: Path, timeout: float) -> None:
+    import docker
     import grpc
 
     deadline = time.monotonic() + timeout
     while True:
-        container.reload()
-        if container.status in ("exited", "dead", "removing"):
+        try:
+            container.reload()
+            status = container.status
+        except docker.errors.NotFound:  # exited and auto-removed
+            status = "removed"
+        if status in ("exited", "dead", "removing", "removed"):
             raise ContainerEngineError(
                 f"engine container {container.name} exited before its socket was ready "
-                f"(status {container.status}); logs:\n{_logs(container)}"
+                f"(status {status}); logs:\n{_logs(container, sock.parent / LOG_NAME)}"
             )
         left = deadline - time.monotonic()
         if left <= 0:
             raise ContainerEngineError(
                 f"engine container {container.name} not ready after {timeout:.0f} s "
-                f"(no answer on {sock}); logs:\n{_logs(container)}"
+                f"(no answer on {sock}); logs:\n{_logs(container, sock.parent / LOG_NAME)}"
             )
         if sock.exists():
             channel = grpc.insecure_channel(socket_target(sock))
@@ -323,11 +336,35 @@ def _wait_ready(container, sock: Path, timeout: float) -> None:
             time.sleep(0.2)
 
 
-def _logs(container, tail: int = 200) -> str:
+def _logs(container, log_file: Path | None = None, tail: int = 200) -> str:
+    """The container's own output (what it printed before the engine took its log file, if
+    it still exists) followed by the end of the engine's log file."""
+    parts = []
     try:
-        return container.logs(tail=tail).decode(errors="replace").rstrip() or "(no output)"
+        parts.append(container.logs(tail=tail).decode(errors="replace").rstrip())
     except Exception as e:  # noqa: BLE001 - logs are for the error message only
-        return f"(logs unavailable: {e})"
+        log.debug("logs of %s: %s", container.name, e)
+    if log_file is not None and log_file.exists():
+        parts.append("\n".join(log_file.read_text(errors="replace").splitlines()[-tail:]))
+    return "\n".join(p for p in parts if p) or "(no output)"
+
+
+def engine_containers(workspace: Path) -> list:
+    """The engine containers (running or not) labelled with that workspace."""
+    client = _client(timeout=10)
+    try:
+        return client.containers.list(all=True, filters={"label": f"{LABEL_WORKSPACE}={workspace}"})
+    finally:
+        client.close()
+
+
+def stop_container(container, timeout: int = 5) -> None:
+    """Stop (SIGTERM via the init, SIGKILL after ``timeout`` s) and remove; never raises."""
+    try:
+        container.stop(timeout=timeout)
+    except Exception as e:  # noqa: BLE001 - already gone is fine; removal below decides
+        log.debug("stopping %s: %s", container.name, e)
+    _remove(container)
 
 
 def _remove(container) -> None:

@@ -2,11 +2,17 @@
 
 Both runtimes run the same engine code (engines/spark) and expose it the same way: a gRPC unix
 socket inside the engine's run folder, the only folder the engine may write to.
+
+An engine never outlives the process that started it: given a ``lease`` (a file the caller
+holds an exclusive ``flock`` on, see coordinator/workspace/runs.py) the engine watches it and
+exits once it is free, in both runtimes. ``labels`` name the engine's container (the workspace
+and run it belongs to), so that a later command can find and stop it; a sandboxed engine is
+found by the run folder in its command line.
 """
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
@@ -29,6 +35,8 @@ class EngineProcess(Protocol):
 
 
 SHARED_INPUTS_ENV = "ODF_ENGINE_INPUTS_ROOT"  # read by the engine (streaming.inputs_root)
+LABEL_WORKSPACE = "io.odf.coordinator.workspace"
+LABEL_RUN_ID = "io.odf.coordinator.run-id"
 
 
 def shared_inputs_dir(settings: EngineSettings, run_dir: Path) -> Path | None:
@@ -59,9 +67,13 @@ def engine_environment(shared_inputs: Path | None) -> dict[str, str]:
     return environment
 
 
-def start_engine(settings: EngineSettings, run_dir: Path, read_only_paths: list[Path]) -> EngineProcess:
+def start_engine(
+    settings: EngineSettings, run_dir: Path, read_only_paths: list[Path], *,
+    lease: Path | None = None, labels: Mapping[str, str] | None = None,
+) -> EngineProcess:
     """Starts an engine that can write only to ``run_dir`` and read ``read_only_paths``
     (inputs, previous checkpoints) besides its own code. Returns once it answers requests.
+    It exits by itself once nobody holds ``lease`` (a file in ``run_dir``).
 
     ``auto`` picks the container runtime when a container API answers and has the engine
     image, else the sandbox."""
@@ -74,18 +86,19 @@ def start_engine(settings: EngineSettings, run_dir: Path, read_only_paths: list[
     if runtime == "container":
         if container is None:
             raise EngineStartError("the container runtime is not available in this build")
-        return container.start_container(settings, run_dir, read_only_paths)
+        return container.start_container(settings, run_dir, read_only_paths, lease=lease, labels=labels)
     from .sandbox import start_sandbox
 
-    return start_sandbox(settings, run_dir, read_only_paths)
+    return start_sandbox(settings, run_dir, read_only_paths, lease=lease)
 
 
 @contextmanager
 def running_engine(
-    settings: EngineSettings, run_dir: Path, read_only_paths: list[Path]
+    settings: EngineSettings, run_dir: Path, read_only_paths: list[Path], *,
+    lease: Path | None = None, labels: Mapping[str, str] | None = None,
 ) -> Iterator[EngineProcess]:
     """``with running_engine(...) as engine:`` stops the engine however the block ends."""
-    engine = start_engine(settings, run_dir, read_only_paths)
+    engine = start_engine(settings, run_dir, read_only_paths, lease=lease, labels=labels)
     try:
         yield engine
     finally:

@@ -13,6 +13,8 @@ coordinator's, credentials included, reaches the engine). No capabilities, no ne
 its own loopback) and its own PID namespace: the engine is PID 1 inside, so a SIGTERM reaches
 its handler and it shuts down cleanly; when it exits, the kernel ends everything else in the
 namespace (Spark's JVM).
+The sandbox dies with the coordinator (``--die-with-parent`` and a parent-death signal)
+and the engine also watches the coordinator's lease, when given one.
 """
 from __future__ import annotations
 
@@ -118,8 +120,10 @@ def _java_home() -> Path | None:
     return Path(java).resolve().parents[1] if java else None
 
 
-def engine_command(settings: EngineSettings, socket_path: Path) -> list[str]:
+def engine_command(settings: EngineSettings, socket_path: Path, lease: Path | None = None) -> list[str]:
     command = [sys.executable, "-m", "odf_spark_engine.server", "--socket", str(socket_path)]
+    if lease is not None:
+        command += ["--lease", str(lease.resolve())]
     command += ["--master", settings.spark_master]
     for key, value in settings.spark_conf.items():
         command += ["--conf", f"{key}={value}"]
@@ -178,12 +182,14 @@ class SandboxEngine:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def start_sandbox(settings: EngineSettings, run_dir: Path, read_only_paths: list[Path]) -> SandboxEngine:
+def start_sandbox(
+    settings: EngineSettings, run_dir: Path, read_only_paths: list[Path], *, lease: Path | None = None
+) -> SandboxEngine:
     stubs.ensure_generated()  # the engine cannot write its own stubs: its code is read-only
     run_dir.mkdir(parents=True, exist_ok=True)
     socket_path = run_dir.resolve() / SOCKET_NAME
     socket_path.unlink(missing_ok=True)  # a stale socket would look like a ready engine
-    command = bwrap_command(settings, run_dir, read_only_paths, engine_command(settings, socket_path))
+    command = bwrap_command(settings, run_dir, read_only_paths, engine_command(settings, socket_path, lease))
 
     info_read, info_write = os.pipe()  # bwrap reports the engine's PID here (--info-fd)
     command[1:1] = ["--info-fd", str(info_write)]

@@ -10,9 +10,11 @@ import gzip
 import shutil
 import subprocess
 import zipfile
+import zlib
 from pathlib import Path
 
 from ..metadata.objects import CompressionFormat, PrepStep, PrepStepDecompress, PrepStepPipe
+from ..workspace.fsutil import writing
 from .errors import IngestError
 
 _STDERR_TAIL = 2000  # characters of a failed command's stderr shown to the user
@@ -33,15 +35,15 @@ def prepare(path: Path, steps: list[PrepStep] | None, scratch: Path, name: str) 
 def _decompress(path: Path, step: PrepStepDecompress, out: Path, name: str) -> None:
     if step.format is CompressionFormat.GZIP:
         try:
-            with gzip.open(path, "rb") as src, open(out, "wb") as dst:
+            with gzip.open(path, "rb") as src, open(out, "wb") as dst, writing(out):
                 shutil.copyfileobj(src, dst, 1 << 20)
-        except (OSError, EOFError) as e:
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:  # a failed write is not bad input
             raise IngestError(f"{name}: decompress gzip: {e}") from None
         return
     try:
         with zipfile.ZipFile(path) as archive:
             member = _zip_member(archive, step.sub_path, name)
-            with archive.open(member) as src, open(out, "wb") as dst:
+            with archive.open(member) as src, open(out, "wb") as dst, writing(out):
                 shutil.copyfileobj(src, dst, 1 << 20)
     except zipfile.BadZipFile as e:
         raise IngestError(f"{name}: decompress zip: {e}") from None

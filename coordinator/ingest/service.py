@@ -13,7 +13,6 @@ written. Any error leaves the dataset as it was (the commit is the last step).
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from ..metadata.objects import (
 from ..metadata.timefmt import TimeInterval, format_timestamp, parse_timestamp
 from ..progress import NoProgress, Progress
 from ..workspace import DatasetWriter, Workspace
+from ..workspace.runs import run_folder
 from . import merge, slices
 from .errors import IngestError
 from .fetch import FetchedFile, fetch
@@ -64,8 +64,8 @@ def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = Non
         if history.source.preprocess is not None and preprocess is None:
             raise IngestError(f"{dataset_id}: the source has a preprocess step, which needs the "
                               "SQL engine; none was given to this pull")
-        with tempfile.TemporaryDirectory(prefix=f"ingest-{dataset_id}-", dir=ws.run_dir) as tmp:
-            pull = _Pull(ws, writer, history, Path(tmp), progress or NoProgress(), preprocess)
+        with run_folder(ws.run_dir, f"ingest-{dataset_id}") as scratch:
+            pull = _Pull(ws, writer, history, scratch, progress or NoProgress(), preprocess)
             return pull.run()
 
 

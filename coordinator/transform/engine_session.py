@@ -1,19 +1,24 @@
-"""One running engine for a whole command: the process, its client and its run folder."""
+"""One running engine for a whole command: the process, its client and its run folder.
+
+The run folder is leased by this process (workspace/runs.py) and the engine watches the
+lease, so the engine ends with the command however the command ends; the engine carries the
+workspace and run folder as labels, so a later command can find what a crash left.
+"""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.client import EngineClient
-from ..engine.runtime import running_engine
+from ..engine.runtime import LABEL_RUN_ID, LABEL_WORKSPACE, running_engine
 from ..engine.settings import EngineSettings
 from ..metadata.objects import EngineIdentity
 from ..workspace import Workspace
 from ..workspace.fsutil import remove
+from ..workspace.runs import LEASE_NAME, run_folder
 
 
 @dataclass
@@ -56,12 +61,9 @@ def open_engine(ws: Workspace, datasets: Iterable[str],
                 settings: EngineSettings | None = None) -> Iterator[EngineSession]:
     """Start the engine (the configured one unless ``settings`` says otherwise); it may read
     ``datasets`` (no other dataset of the workspace) and write only its run folder."""
-    run_dir = ws.run_dir / f"engine-{uuid.uuid4().hex[:8]}"
-    run_dir.mkdir(parents=True)
-    try:
-        readable = dataset_folders(ws, datasets)
-        with running_engine(settings or engine_settings(ws), run_dir, readable) as engine:
+    with run_folder(ws.run_dir, "engine") as run_dir:
+        labels = {LABEL_WORKSPACE: str(ws.root), LABEL_RUN_ID: run_dir.name}
+        with running_engine(settings or engine_settings(ws), run_dir, dataset_folders(ws, datasets),
+                            lease=run_dir / LEASE_NAME, labels=labels) as engine:
             with EngineClient(engine.socket_path) as client:
                 yield EngineSession(client, engine.identity, run_dir)
-    finally:
-        remove(run_dir)

@@ -5,7 +5,8 @@ Order of a commit, each step durable before the next:
 Only the last step makes anything visible; readers follow ``refs/head``. A crash before it
 leaves files no chain reaches: the next writer removes them (``recover``) and redoes the
 work, so it happens exactly once. ``COORD_CRASH_AT=<step>`` kills the process at a step
-(see ``crash.py``), which the tests use to prove this.
+(see ``crash.py``), which the tests use to prove this. An OS error (a full disk) while the
+writer is held ends as a ``CommitError`` naming the file and the head the dataset stays at.
 """
 from __future__ import annotations
 
@@ -51,8 +52,19 @@ class DatasetWriter:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
-        self._lock.release()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if isinstance(exc, OSError):
+                self.recover()  # what the step wrote is unreachable: give its space back now
+        finally:
+            self._lock.release()
+        if isinstance(exc, OSError):
+            where = f": {exc.filename}" if exc.filename else ""
+            at = f"block {self.head.hex()[:12]}" if self.head else "no block"
+            raise CommitError(
+                f"{exc.strerror or exc}{where}; nothing of this step was committed, {self.ds.id} "
+                f"stays at {at}; run the command again once that is fixed"
+            ) from exc
 
     @property
     def head(self) -> bytes | None:

@@ -1,10 +1,15 @@
-"""Durable file operations: write under a temporary name, fsync, rename into place."""
+"""Durable file operations: write under a temporary name, fsync, rename into place.
+
+An OS error raised here names the file being written (a failed ``write()`` names none).
+"""
 from __future__ import annotations
 
 import errno
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 TMP_PREFIX = ".tmp-"
@@ -30,15 +35,31 @@ def tmp_name(directory: Path) -> Path:
     return directory / f"{TMP_PREFIX}{uuid.uuid4().hex}"
 
 
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """OS errors raised inside name ``path`` when they name no file themselves."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None and e.errno is not None:
+            raise OSError(e.errno, e.strerror, str(path)) from e
+        raise
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new content, never a mix."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_name(path.parent)
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    with writing(path):
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a full disk must not fill up with temporaries
+            raise
     fsync_dir(path.parent)
 
 
@@ -53,10 +74,11 @@ def install(src: Path, dst: Path) -> None:
         if e.errno != errno.EXDEV:
             raise
         tmp = tmp_name(dst.parent)
-        if src.is_dir():
-            shutil.copytree(src, tmp)
-        else:
-            shutil.copyfile(src, tmp)
+        with writing(dst):
+            if src.is_dir():
+                shutil.copytree(src, tmp)
+            else:
+                shutil.copyfile(src, tmp)
         install(tmp, dst)
         return
     fsync_dir(dst.parent)

@@ -8,7 +8,8 @@ Layout (docs/architecture.md, Workspace)::
     .coord/cache/<id>/                 ingest downloads, per-block source state, remotes.json
                                        (remembered repositories), signers.json (pinned keys)
     .coord/locks/<id>.lock             one writer per dataset
-    .coord/run/                        engine scratch and logs
+    .coord/run/<kind>-<id>/            a running command's scratch (engine run folder, ingest
+                                       files), leased by its process (runs.py)
 """
 from __future__ import annotations
 

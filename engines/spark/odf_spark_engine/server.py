@@ -1,12 +1,19 @@
 """The engine's gRPC server.
 
     python -m odf_spark_engine.server --socket RUN_DIR/engine.sock [--port 5544]
+        [--lease RUN_DIR/lease] [--log-file RUN_DIR/engine.log]
         [--master local[2]] [--conf spark.driver.memory=1g ...]
 
 One SparkSession is created at start-up and shared by every request (each request works in its
 own ``newSession()``, so temp views never leak between requests). The server starts listening
 only once Spark is up, so a connectable socket means a ready engine. Requests that use Spark
 run one at a time: the machine is small and Spark parallelises inside a request anyway.
+
+With ``--lease`` the engine lives only while the coordinator holds that lease (``lease.py``):
+it watches the lease from before Spark starts and exits at once when the lease is free. Nobody
+is left to read an answer, and whatever a request was writing is in the run folder, which the
+coordinator's next command removes; Spark's JVM ends with the engine (the sandbox's or the
+container's PID namespace ends, and a JVM started by PySpark exits when its stdin closes).
 """
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ from concurrent import futures
 
 import grpc
 
-from . import __version__, batch, streaming
+from . import __version__, batch, lease, streaming
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 from .generated import engine_pb2_grpc as pb_grpc
@@ -132,6 +139,8 @@ def _parse_args(argv):
     parser = argparse.ArgumentParser(prog="odf_spark_engine.server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--socket", required=True, help="unix socket path to listen on")
     parser.add_argument("--port", type=int, help="also listen on 0.0.0.0:PORT (5544 by the spec)")
+    parser.add_argument("--lease", help="run only while another process holds a lock on this file")
+    parser.add_argument("--log-file", help="append the engine's output (and Spark's) to this file")
     parser.add_argument(
         "--master",
         default=os.environ.get("ODF_SPARK_MASTER", "local[2]"),
@@ -150,6 +159,12 @@ def _parse_args(argv):
 
 def main(argv=None) -> None:
     args = _parse_args(argv)
+    if args.log_file:
+        # At the descriptor level, so Spark's JVM (a child) writes there too.
+        fd = os.open(args.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # PySpark logs every SQL error with a Java stack trace; the engine reports them itself.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
@@ -159,6 +174,8 @@ def main(argv=None) -> None:
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
+    if args.lease:
+        lease.watch(args.lease, lambda: _abandoned(args.lease))
 
     started = time.monotonic()
     spark = create_spark(args.master, args.conf)
@@ -182,6 +199,11 @@ def main(argv=None) -> None:
     log.info("shutting down")
     server.stop(grace=5).wait()
     spark.stop()
+
+
+def _abandoned(lease_path: str) -> None:
+    log.warning("lease %s is free (the coordinator is gone): exiting", lease_path)
+    os._exit(3)
 
 
 if __name__ == "__main__":
