@@ -79,7 +79,7 @@ def pull_datasets(
     with ExitStack() as stack:
         engine = EngineOnDemand(ws, stack, lambda: graph.with_inputs(order))
         for dataset_id in order:
-            summary = ws.dataset(dataset_id).summary()
+            summary = graph.summary(dataset_id)  # read once: only its upstream changed since
             progress = progress_factory(dataset_id) if progress_factory else None
             origin = pull_source(ws, dataset_id)
             if origin is not None:
