@@ -36,18 +36,14 @@ class EngineSession:
 
 
 def engine_settings(ws: Workspace) -> EngineSettings:
-    return settings_from_config(ws.config())
-
-
-def settings_from_config(config: dict) -> EngineSettings:
-    """The ``engine`` section of the workspace config; $COORD_ENGINE_RUNTIME wins."""
-    cfg = config.get("engine") or {}
+    """The ``engine`` settings of the workspace config; $COORD_ENGINE_RUNTIME wins."""
+    cfg = ws.config().engine
     return EngineSettings(
-        runtime=os.environ.get("COORD_ENGINE_RUNTIME") or cfg.get("runtime", "auto"),
-        spark_master=cfg.get("sparkMaster", "local[2]"),
-        spark_conf={str(k): str(v) for k, v in (cfg.get("sparkConf") or {}).items()},
-        allow_network=bool(cfg.get("allowNetwork", False)),
-        **({"image": cfg["image"]} if cfg.get("image") else {}),
+        runtime=os.environ.get("COORD_ENGINE_RUNTIME") or cfg.runtime,
+        spark_master=cfg.spark_master,
+        spark_conf=dict(cfg.spark_conf),
+        allow_network=cfg.allow_network,
+        **({"image": cfg.image} if cfg.image else {}),
     )
 
 
