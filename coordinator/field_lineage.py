@@ -83,7 +83,7 @@ class FieldGraph:
     def versions(self, dataset_id: str) -> list[FieldVersion]:
         """The versions of ``dataset_id`` this graph uses (by its time range)."""
         if dataset_id not in self._versions:
-            held = self.graph.exists(dataset_id) and self.graph.summary(dataset_id).kind == "derivative"
+            held = self.graph.exists(dataset_id) and self.graph.state(dataset_id).kind == "derivative"
             every = field_versions(self._ws, dataset_id) if held else []
             self._versions[dataset_id] = _in_force(every, self._since, self._until)
         return self._versions[dataset_id]

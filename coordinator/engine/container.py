@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.metadata.objects import EngineIdentity
+from coordinator.workspace.config import DEFAULT_SPARK_MASTER
 
 from .client import socket_target
 from .process import LABEL_WORKSPACE, EngineStartError, engine_environment, shared_inputs_dir
@@ -202,7 +203,7 @@ def start_container(
         )
     sock.unlink(missing_ok=True)  # a stale socket would look ready
 
-    master = getattr(settings, "spark_master", None) or "local[*]"
+    master = getattr(settings, "spark_master", None) or DEFAULT_SPARK_MASTER
     conf = dict(getattr(settings, "spark_conf", None) or {})
     isolated = not bool(getattr(settings, "allow_network", False))
     image_ref = getattr(settings, "image", None) or default_image()

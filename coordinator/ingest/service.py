@@ -22,16 +22,16 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..data.hashing import canonical_rows, sha3_of
+from ..data.slices import output_slice
 from ..metadata.objects import (
-    DataSlice,
     MergeStrategyLedger,
     MergeStrategySnapshot,
     MetadataBlock,
     TransformSql,
 )
-from ..metadata.timefmt import TimeInterval, format_timestamp, parse_timestamp
+from ..metadata.timefmt import format_timestamp, parse_timestamp
 from ..progress import NoProgress, Progress
-from ..workspace import DatasetWriter, Workspace
+from ..workspace import DatasetState, DatasetWriter, Workspace
 from ..workspace.runs import run_folder
 from . import merge, slices
 from .errors import IngestError
@@ -44,7 +44,7 @@ Preprocess = Callable[[pa.Table, TransformSql], pa.Table]
 
 
 @dataclass
-class PullResult:
+class IngestResult:
     dataset_id: str
     block_hash: bytes | None  # the newest block this pull committed, None if none
     num_records: int
@@ -55,10 +55,11 @@ class PullResult:
 
 def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = None,
               set_watermark: datetime | str | None = None,
-              preprocess: Preprocess | None = None) -> PullResult:
+              preprocess: Preprocess | None = None, state: DatasetState | None = None) -> IngestResult:
+    """``state``: the dataset as this command already read it (taken if still current)."""
     ds = ws.dataset(dataset_id)
-    with ds.writer() as writer:
-        history = DatasetHistory.load(ds)
+    with ds.writer(state) as writer:
+        history = DatasetHistory.load(ds, writer.state)
         if set_watermark is not None:
             return _set_watermark(writer, history, parse_timestamp(set_watermark))
         if history.source.preprocess is not None and preprocess is None:
@@ -69,15 +70,15 @@ def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = Non
             return pull.run()
 
 
-def _set_watermark(writer: DatasetWriter, history: DatasetHistory, t: datetime) -> PullResult:
+def _set_watermark(writer: DatasetWriter, history: DatasetHistory, t: datetime) -> IngestResult:
     current = history.watermark
     if current is not None and t < current:
         raise IngestError(f"{history.ds.id}: watermark {format_timestamp(t)} is before the "
                           f"current watermark {format_timestamp(current)}")
     if t == current:
-        return PullResult(history.ds.id, None, 0, current, "watermark unchanged")
+        return IngestResult(history.ds.id, None, 0, current, "watermark unchanged")
     h = writer.commit(MetadataBlock(system_time=history.next_system_time(), output_watermark=t))
-    return PullResult(history.ds.id, h, 0, t, f"watermark set to {format_timestamp(t)}", [h])
+    return IngestResult(history.ds.id, h, 0, t, f"watermark set to {format_timestamp(t)}", [h])
 
 
 class _Pull:
@@ -90,7 +91,7 @@ class _Pull:
         self.snapshot_state: pa.Table | None = None
         self.snapshot_state_loaded = False
 
-    def run(self) -> PullResult:
+    def run(self) -> IngestResult:
         files = fetch(self.source.fetch, root=self.ws.root, scratch=self.scratch,
                       state=self.history.state, progress=self.progress)
         is_snapshot = isinstance(self.source.merge, MergeStrategySnapshot)
@@ -101,7 +102,7 @@ class _Pull:
             if h is not None:
                 blocks.append(h)
                 records += n
-        return PullResult(self.history.ds.id, blocks[-1] if blocks else None, records,
+        return IngestResult(self.history.ds.id, blocks[-1] if blocks else None, records,
                           self.history.watermark, self._message(blocks, records), blocks)
 
     def _message(self, blocks: list[bytes], records: int) -> str:
@@ -139,9 +140,9 @@ class _Pull:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 logical = pool.submit(sha3_of, rows)
                 physical = slices.write(table, data_file)
-                block = dataclasses.replace(block, output_slice=DataSlice(
-                    hash=logical.result(), interval=TimeInterval.singleton(system_time),
-                    num_records=len(table), physical_hash=physical))
+                block = dataclasses.replace(block, output_slice=output_slice(
+                    logical_hash=logical.result(), physical_hash=physical,
+                    num_records=len(table), system_time=system_time))
         state = group[-1].source_state()
         h = self.writer.commit(block, data_file=data_file, source_state=state)
         self.history.committed(h, system_time, watermark, data_file is not None, state)
