@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
-from ..engine.client import InputSchema
+from ..engine.port import Engine, InputSchema
 from ..errors import CoordError
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
 from ..workspace import Dataset, DatasetSummary, Workspace
-from .engine_session import EngineSession
 from .plan import plan_input
 
 
@@ -23,7 +22,7 @@ def transform_changed(snapshot: DatasetSnapshot, current: DatasetSummary) -> boo
     return isinstance(snapshot.source, DatasetSourceDerivative) and snapshot.source != current.source
 
 
-def check_query_change(session: EngineSession, ws: Workspace, ds: Dataset, snapshot: DatasetSnapshot,
+def check_query_change(engine: Engine, ws: Workspace, ds: Dataset, snapshot: DatasetSnapshot,
                        current: DatasetSummary) -> None:
     source, previous = snapshot.source, current.source
     # the catalog calls this for a changed derivative (transform_changed) of a derivative
@@ -33,7 +32,7 @@ def check_query_change(session: EngineSession, ws: Workspace, ds: Dataset, snaps
     if missing:
         return  # nothing to validate against yet; Execute reports errors when data arrives
     vocab = snapshot.vocab or current.vocab
-    new = session.client.validate(
+    new = engine.validate(
         ds.id, [InputSchema(i.dataset.id, i.vocab, i.schema) for i in inputs],
         source.transform, vocab, previous_transform=previous.transform,
     ).schema
