@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).parent))
 from common import print_table
 
-from coordinator.engine.client import EngineClient, ExecuteInput, ExecuteRequest
+from coordinator.engine.client import EngineClient
+from coordinator.engine.port import ExecuteInput, ExecuteRequest
 from coordinator.engine.runtime import start_engine
 from coordinator.engine.settings import EngineSettings
 from coordinator.metadata.objects import DatasetVocabulary, TransformSql

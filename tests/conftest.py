@@ -47,10 +47,12 @@ def engine_image():
         yield sock, digest
 
 
-def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    """Run the real CLI in a child process (so it can be killed, locked out, etc.)."""
-    proc = subprocess.run(_coord_command(args), cwd=cwd, env=_coord_env(env), capture_output=True,
-                          text=True, timeout=600)
+def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True,
+          fake_engine: bool = False) -> subprocess.CompletedProcess:
+    """Run the real CLI in a child process (so it can be killed, locked out, etc.); with
+    ``fake_engine`` every engine it opens is the DuckDB one of tests/fake_engine.py."""
+    proc = subprocess.run(_coord_command(args, fake_engine), cwd=cwd, env=_coord_env(env),
+                          capture_output=True, text=True, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(f"coord {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
@@ -62,8 +64,8 @@ def coord_started(*args: str, cwd: Path, env: dict | None = None) -> subprocess.
                             stderr=subprocess.PIPE, text=True)
 
 
-def _coord_command(args) -> list[str]:
-    return [sys.executable, "-m", "coordinator.cli", *args]
+def _coord_command(args, fake_engine: bool = False) -> list[str]:
+    return [sys.executable, "-m", "tests.fake_engine" if fake_engine else "coordinator.cli", *args]
 
 
 def _coord_env(env: dict | None) -> dict:

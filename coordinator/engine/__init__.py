@@ -1,5 +1,6 @@
 """Running transformation engines and talking to them over gRPC (proto/engine.proto).
 
-``runtime.start_engine`` starts an engine (bubblewrap sandbox or OCI container);
-``client.EngineClient`` drives it.
+``port.Engine`` is what transforms use; ``factory.open_engine`` gives one: it starts the
+engine (``runtime``: bubblewrap sandbox or OCI container, sharing ``process``) and drives it
+through ``client.GrpcEngine``.
 """

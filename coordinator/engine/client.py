@@ -1,7 +1,9 @@
-"""The coordinator's side of proto/engine.proto: typed requests in, typed results out.
+"""The coordinator's side of proto/engine.proto: the engine port (``port.Engine``) over gRPC.
 
-Every failure the engine reports (bad SQL, bad request, a crash inside Spark) and every
-transport failure is raised as ``EngineError`` with the engine's own message.
+``EngineClient`` speaks to one engine process; ``GrpcEngine`` is that client together with
+the process's identity and run folder, the ``Engine`` the transforms are given. Every failure
+the engine reports (bad SQL, bad request, a crash inside Spark) and every transport failure
+is raised as ``EngineError`` with the engine's own message.
 """
 from __future__ import annotations
 
@@ -10,128 +12,40 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import grpc
 import pyarrow as pa
 
-from ..errors import CoordError
-from ..metadata.objects import DatasetVocabulary, TransformSql
+from ..metadata.objects import DatasetVocabulary, EngineIdentity, TransformSql
 from ..metadata.timefmt import epoch_nanos, from_epoch_nanos
+from ..workspace.fsutil import remove
 from . import stubs
+from .port import (
+    EngineError,
+    EngineProgress,
+    ExecuteInput,
+    ExecuteRequest,
+    ExecuteResult,
+    InputSchema,
+    MigrateResult,
+    SourcePosition,
+    ValidateResult,
+)
+from .process import EngineProcess
 
 pb, pb_grpc = stubs.load()
 
-# ----- what the coordinator passes and gets back ---------------------------------------------
 
-
-@dataclass
-class InputSchema:
-    """An input dataset as Validate needs it."""
-
-    dataset_id: str  # also the SQL view name: SELECT ... FROM `com.example.orders`
-    vocab: DatasetVocabulary
-    schema: pa.Schema  # schema of its data files
-
-
-@dataclass
-class ExecuteInput:
-    """An input dataset's new, unprocessed part for one Execute call."""
-
-    dataset_id: str
-    vocab: DatasetVocabulary
-    schema: pa.Schema
-    data_paths: list[Path]  # Parquet slices in chain order, oldest first
-    explicit_watermarks: list[tuple[datetime, datetime]] = field(default_factory=list)  # (system, event)
-    system_time_interval: str = "()"  # the spec's text syntax, e.g. "(a, b]"
-
-
-@dataclass
-class ExecuteRequest:
-    transaction_id: str
-    dataset_id: str  # the output dataset
-    inputs: list[ExecuteInput]  # in the order of the dataset's inputs
-    transform: TransformSql
-    vocab: DatasetVocabulary  # the output dataset's vocabulary
-    new_checkpoint: Path  # absent or empty; the engine fills it
-    output_path: Path  # where the output slice goes (not created when there are no records)
-    system_time: datetime  # stamped into the output's system_time column
-    prev_checkpoint: Path | None = None  # read only
-
-
-@dataclass
-class ExecuteResult:
-    num_records: int
-    output_watermark: datetime | None  # None when unknown
-    schema: pa.Schema
-    ddl: str
-    output_path: Path | None  # None when num_records == 0
-
-
-@dataclass
-class ValidateResult:
-    schema: pa.Schema  # of the output slices: system_time, event_time, data columns
-    ddl: str
-
-
-@dataclass
-class MigrateResult:
-    state_carried: bool  # False: the new query starts with empty streaming state
-    message: str
-
-
-@dataclass
+@dataclass(frozen=True)
 class EngineInfo:
     engine_name: str
     engine_version: str
     spark_version: str
     spark_master: str
     python_version: str
-
-
-@dataclass
-class Progress:
-    """A progress report or log line from a running Execute."""
-
-    stage: str  # "log", "batch", "writing"
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
-
-
-@dataclass
-class SourcePosition:
-    step: int  # query step index (0-based)
-    alias: str  # the step's alias ("" for the output step)
-    line: int  # 1-based; 0 = unknown
-    column: int  # 0-based, Spark's "pos"; -1 = unknown
-    fragment: str
-
-
-class EngineError(CoordError):
-    """A failure reported by the engine or on the way to it.
-
-    ``kind`` is INVALID_QUERY, INVALID_REQUEST, UNSUPPORTED, EXECUTION, FORBIDDEN (the SQL
-    policy refused the query), INTERNAL, or UNAVAILABLE (the engine could not be reached)."""
-
-    def __init__(self, kind: str, message: str, position: SourcePosition | None = None):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.position = position
-
-    def __str__(self) -> str:
-        where = ""
-        if self.position is not None and self.position.line:
-            step = f"step {self.position.step}" + (f" ({self.position.alias})" if self.position.alias else "")
-            where = f" [{step}, line {self.position.line}, column {self.position.column}]"
-        return f"{self.kind}{where}: {self.message}"
-
-
-# ----- the client ------------------------------------------------------------------------------
 
 
 # Unix socket paths are limited to 107 bytes; a socket deep in a workspace is reached through
@@ -168,7 +82,7 @@ class EngineClient:
     def close(self) -> None:
         self._channel.close()
 
-    def __enter__(self) -> EngineClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -229,7 +143,7 @@ class EngineClient:
         return ValidateResult(_read_schema(reply.schema.arrow_schema), reply.schema.ddl)
 
     def execute(
-        self, request: ExecuteRequest, on_progress: Callable[[Progress], None] | None = None
+        self, request: ExecuteRequest, on_progress: Callable[[EngineProgress], None] | None = None
     ) -> ExecuteResult:
         """Runs one transaction; ``on_progress`` receives progress and log lines as they come."""
         message = pb.ExecuteRequest(
@@ -304,6 +218,26 @@ class EngineClient:
             raise _transport_error(exc) from None
 
 
+class GrpcEngine(EngineClient):
+    """The ``Engine`` port over gRPC: a client of one started engine (either runtime) that
+    may write only into its run folder."""
+
+    def __init__(self, process: EngineProcess, run_dir: Path):
+        super().__init__(process.socket_path)
+        self._identity = process.identity
+        self.run_dir = run_dir
+
+    @property
+    def identity(self) -> EngineIdentity:
+        return self._identity
+
+    def workdir(self, name: str) -> Path:
+        path = self.run_dir / name
+        remove(path)
+        path.mkdir(parents=True)
+        return path
+
+
 # ----- conversions -----------------------------------------------------------------------------
 
 
@@ -351,14 +285,14 @@ def _execute_result(result, output_path: Path) -> ExecuteResult:
     )
 
 
-def _progress(reply) -> Progress:
+def _progress(reply) -> EngineProgress:
     if reply.WhichOneof("message") == "log":
-        return Progress("log", reply.log.message)
+        return EngineProgress("log", reply.log.message)
     p = reply.progress
     if p.stage == "batch":
         watermark = f", watermark {p.watermark}" if p.watermark else ""
-        return Progress("batch", f"batch {p.batch_id}: {p.input_rows} input rows{watermark}")
-    return Progress(p.stage, p.stage)
+        return EngineProgress("batch", f"batch {p.batch_id}: {p.input_rows} input rows{watermark}")
+    return EngineProgress(p.stage, p.stage)
 
 
 def _engine_error(error) -> EngineError:

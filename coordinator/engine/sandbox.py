@@ -34,7 +34,8 @@ from pathlib import Path
 
 from ..metadata.objects import EngineIdentity
 from . import stubs
-from .client import EngineClient, EngineError
+from .client import EngineClient
+from .port import EngineError
 from .process import EngineStartError, engine_environment, shared_inputs_dir
 from .settings import EngineSettings
 

@@ -6,11 +6,10 @@ schema; every column the dataset already has must still be there with the same t
 from __future__ import annotations
 
 from ..data.slices import GROWTH_RULE, compare_schemas
-from ..engine.client import InputSchema
+from ..engine.port import Engine, InputSchema
 from ..errors import CoordError
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
 from ..workspace import Dataset, DatasetState, Workspace
-from .engine_session import EngineSession
 from .plan import plan_input
 
 
@@ -22,7 +21,7 @@ def transform_changed(snapshot: DatasetSnapshot, current: DatasetState) -> bool:
     return isinstance(snapshot.source, DatasetSourceDerivative) and snapshot.source != current.source
 
 
-def check_query_change(session: EngineSession, ws: Workspace, ds: Dataset, snapshot: DatasetSnapshot,
+def check_query_change(engine: Engine, ws: Workspace, ds: Dataset, snapshot: DatasetSnapshot,
                        current: DatasetState) -> None:
     source, previous = snapshot.source, current.source
     # the catalog calls this for a changed derivative (transform_changed) of a derivative
@@ -32,7 +31,7 @@ def check_query_change(session: EngineSession, ws: Workspace, ds: Dataset, snaps
     if missing:
         return  # nothing to validate against yet; Execute reports errors when data arrives
     vocab = snapshot.vocab or current.vocab
-    new = session.client.validate(
+    new = engine.validate(
         ds.id, [InputSchema(i.dataset.id, i.vocab, i.schema) for i in inputs],
         source.transform, vocab, previous_transform=previous.transform,
     ).schema

@@ -6,14 +6,14 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..engine.port import Engine
 from ..metadata.objects import TransformSql
-from .engine_session import EngineSession
 
 
-def run_preprocess(session: EngineSession, dataset_id: str, table: pa.Table,
+def run_preprocess(engine: Engine, dataset_id: str, table: pa.Table,
                    transform: TransformSql) -> pa.Table:
-    scratch = session.scratch(f"preprocess-{uuid.uuid4().hex[:12]}")
+    scratch = engine.workdir(f"preprocess-{uuid.uuid4().hex[:12]}")
     source, result = scratch / "input.parquet", scratch / "output.parquet"
     pq.write_table(table, source)
-    session.client.preprocess(dataset_id, source, transform, result, transaction_id=scratch.name)
+    engine.preprocess(dataset_id, source, transform, result, transaction_id=scratch.name)
     return pq.read_table(result)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..engine.client import EngineError
+from ..engine.port import Engine, EngineError
 from ..metadata.chain import ChainBlock
 from ..metadata.objects import (
     DatasetSourceDerivative,
@@ -23,12 +23,11 @@ from ..metadata.objects import (
 from ..metadata.timefmt import IntervalType, now_utc
 from ..verify import Problem
 from ..workspace import Dataset
-from .engine_session import EngineSession
 from .plan import TransformPlan, plan_input
 from .service import run_step
 
 
-def make_replay(engine: Callable[[], EngineSession]):
+def make_replay(engine: Callable[[], Engine]):
     def replay(ds: Dataset, chain: list[ChainBlock]) -> list[Problem]:
         problems: list[Problem] = []
         source: DatasetSourceDerivative | None = None

@@ -9,17 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from ..data.hashing import logical_hash, physical_hash
 from ..data.slices import output_slice as data_slice
-from ..engine.client import ExecuteInput, ExecuteRequest, Progress
+from ..engine.port import Engine, EngineProgress, ExecuteInput, ExecuteRequest
 from ..metadata.objects import MetadataBlock
 from ..metadata.timefmt import now_utc
 from ..workspace import DatasetState, Workspace
 from ..workspace.crash import crash_point
-from .engine_session import EngineSession
 from .plan import TransformPlan, plan_transform
 
 
@@ -35,9 +35,9 @@ class TransformResult:
 def pull_derivative(
     ws: Workspace,
     dataset_id: str,
-    engine: Callable[[], EngineSession],
+    engine: Callable[[], Engine],
     *,
-    progress: Callable[[Progress], None] | None = None,
+    progress: Callable[[EngineProgress], None] | None = None,
     state: DatasetState | None = None,
 ) -> TransformResult:
     """``state``: the dataset as this command already read it (taken if still current)."""
@@ -48,8 +48,7 @@ def pull_derivative(
             return TransformResult(dataset_id, f"waiting for data from {', '.join(plan.waiting_for)}")
         if plan.up_to_date:
             return TransformResult(dataset_id, "up to date")
-        session = engine()
-        block, data_file, checkpoint = run_step(session, plan, system_time=max(now_utc(), plan.head_time),
+        block, data_file, checkpoint = run_step(engine(), plan, system_time=max(now_utc(), plan.head_time),
                                                 progress=progress)
         crash_point("engine-answered")
         h = w.commit(block, data_file=data_file, checkpoint_dir=checkpoint)
@@ -57,17 +56,19 @@ def pull_derivative(
     return TransformResult(dataset_id, f"{n:,} new records", h, n, block.output_watermark)
 
 
-def run_step(session: EngineSession, plan: TransformPlan, *, system_time: datetime, progress=None):
+def run_step(
+    engine: Engine, plan: TransformPlan, *, system_time: datetime,
+    progress: Callable[[EngineProgress], None] | None = None,
+) -> tuple[MetadataBlock, Path | None, Path]:
     """Run one transaction in the engine; return the block to commit, its data and checkpoint.
 
     Also used by verify to replay a recorded step (with its recorded system time)."""
     txn = plan.transaction_id()
-    scratch = session.scratch(txn)
+    scratch = engine.workdir(txn)
     prev_checkpoint = plan.prev_checkpoint
     if plan.prev_transform is not None:  # the query changed since the last executed block
         migrated = scratch / "migrated-checkpoint"
-        session.client.migrate(txn, plan.dataset.id, plan.prev_transform, plan.transform,
-                               prev_checkpoint, migrated)
+        engine.migrate(txn, plan.dataset.id, plan.prev_transform, plan.transform, prev_checkpoint, migrated)
         prev_checkpoint = migrated
     request = ExecuteRequest(
         transaction_id=txn,
@@ -87,9 +88,9 @@ def run_step(session: EngineSession, plan: TransformPlan, *, system_time: dateti
         system_time=system_time,
         prev_checkpoint=prev_checkpoint,
     )
-    result = session.client.execute(request, on_progress=progress)
+    result = engine.execute(request, on_progress=progress)
     output_slice = None
-    if result.num_records:
+    if result.output_path is not None:
         table = pq.read_table(result.output_path)
         output_slice = data_slice(
             logical_hash=logical_hash(table, plan.vocab.event_time, plan.vocab.system_time),
@@ -102,6 +103,6 @@ def run_step(session: EngineSession, plan: TransformPlan, *, system_time: dateti
         output_slice=output_slice,
         output_watermark=result.output_watermark,
         input_slices=[i.consumed_slice() for i in plan.inputs],
-        engine=session.identity,
+        engine=engine.identity,
     )
-    return block, result.output_path if output_slice else None, request.new_checkpoint
+    return block, result.output_path, request.new_checkpoint

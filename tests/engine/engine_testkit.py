@@ -9,7 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from coordinator.engine.client import EngineClient, ExecuteInput, ExecuteRequest, ExecuteResult
+from coordinator.engine.client import EngineClient
+from coordinator.engine.port import ExecuteInput, ExecuteRequest, ExecuteResult
 from coordinator.metadata.objects import DatasetVocabulary, TransformSql
 
 VOCAB = DatasetVocabulary()

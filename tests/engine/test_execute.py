@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from engine_testkit import OUTPUT_SYSTEM_TIME, T0, input_schema, records
 
-from coordinator.engine.client import EngineError
+from coordinator.engine.port import EngineError
 from coordinator.metadata.objects import TransformSql
 
 pytestmark = pytest.mark.slow

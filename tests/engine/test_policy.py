@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from engine_testkit import T0, VOCAB, input_schema, records
 
-from coordinator.engine.client import EngineError, InputSchema
+from coordinator.engine.port import EngineError, InputSchema
 from coordinator.metadata.objects import SqlQueryStep, TransformSql
 
 pytestmark = pytest.mark.slow

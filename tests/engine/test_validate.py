@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 from engine_testkit import VOCAB, input_schema
 
-from coordinator.engine.client import EngineError, InputSchema
+from coordinator.engine.port import EngineError, InputSchema
 from coordinator.metadata.objects import SqlQueryStep, TemporalTable, TransformSql
 
 pytestmark = pytest.mark.slow

@@ -1,0 +1,302 @@
+"""A test engine: the engine port (``coordinator.engine.port.Engine``) run by DuckDB.
+
+It lets the fast suite cover a derivative's planning → execute → commit without Spark, for
+the queries whose streaming answer is also their batch answer: projections, filters, inner
+joins and UNION ALL over the inputs ("monotonic" queries: more input never takes an output
+row back). It keeps the real engine's contract (port.py, docs/architecture.md):
+
+- output slice: ``system_time`` (the request's), the output event time column, the data
+  columns; rows sorted by those columns; no file when there are no records;
+- each call emits the rows the new input slices add: the query over every slice consumed so
+  far minus (as a multiset) the query over the slices consumed before this call, so a join
+  matches a new row with old ones as Spark's stream-stream join does;
+- an input's watermark is the latest of its explicit watermarks and the event times seen;
+  the output watermark is the least input watermark (None while an input has none) and
+  never moves back;
+- its checkpoint is one JSON file: per input, the watermark and the slices consumed.
+
+It refuses, as UNSUPPORTED, what needs streaming state (aggregations, windows, DISTINCT,
+ORDER BY / LIMIT, set operations that remove rows): those stay in the Spark tests. Spark SQL
+is run as DuckDB SQL with `backquoted` names turned into "quoted" ones.
+
+``python -m tests.fake_engine ARGS`` runs ``coord ARGS`` with this engine in place of the
+configured one (``factory.use_engine``).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from coordinator.engine import factory
+from coordinator.engine.port import (
+    EngineError,
+    EngineProgress,
+    ExecuteRequest,
+    ExecuteResult,
+    InputSchema,
+    MigrateResult,
+    ValidateResult,
+)
+from coordinator.engine.settings import EngineSettings
+from coordinator.metadata.objects import DatasetVocabulary, EngineIdentity, TransformSql
+from coordinator.metadata.timefmt import format_timestamp, parse_timestamp
+
+STATE_FILE = "fake-engine.json"
+SYSTEM_TIME_TYPE = pa.timestamp("us", tz="UTC")
+_BACKQUOTED = re.compile(r"`((?:[^`]|``)*)`")
+
+
+class FakeEngine:
+    """The ``Engine`` port over DuckDB, writing only under ``run_dir``."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.identity = EngineIdentity(runtime="fake", version=f"duckdb {duckdb.__version__}",
+                                       network_isolated=True)
+
+    def workdir(self, name: str) -> Path:
+        path = self.run_dir / name
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        return path
+
+    def validate(self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
+                 vocab: DatasetVocabulary, previous_transform: TransformSql | None = None,
+                 transaction_id: str = "") -> ValidateResult:
+        tables = {i.dataset_id: i.schema.empty_table() for i in inputs}
+        schema = _output(_run_streaming(transform, tables), vocab).schema
+        return ValidateResult(schema, _ddl(schema))
+
+    def execute(self, request: ExecuteRequest,
+                on_progress: Callable[[EngineProgress], None] | None = None) -> ExecuteResult:
+        state = _load_state(request.prev_checkpoint)
+        before: dict[str, pa.Table] = {}
+        after: dict[str, pa.Table] = {}
+        watermarks: list[datetime | None] = []
+        for i in request.inputs:
+            seen = state["inputs"].get(i.dataset_id, {"watermark": None, "paths": []})
+            paths = [str(p) for p in i.data_paths]
+            candidates = [_time(seen["watermark"]), *(event for _, event in i.explicit_watermarks),
+                          *(_max_event_time(p, i.vocab.event_time) for p in paths)]
+            known = [t for t in candidates if t is not None]
+            watermark = max(known) if known else None
+            state["inputs"][i.dataset_id] = {"watermark": _text(watermark), "paths": seen["paths"] + paths}
+            before[i.dataset_id] = _read(seen["paths"], i.schema)
+            after[i.dataset_id] = _read(seen["paths"] + paths, i.schema)
+            watermarks.append(watermark)
+            if on_progress is not None:
+                on_progress(EngineProgress("log", f"input {i.dataset_id}: {len(paths)} new slice(s)"))
+
+        new_rows = _difference(_run_streaming(request.transform, after),
+                               _run_streaming(request.transform, before))
+        table = _output(new_rows, request.vocab, request.system_time)
+        known_all = [w for w in watermarks if w is not None]
+        output_watermark = min(known_all) if known_all and len(known_all) == len(watermarks) else None
+        previous = _time(state["output_watermark"])
+        if previous is not None and (output_watermark is None or output_watermark < previous):
+            output_watermark = previous
+        state["output_watermark"] = _text(output_watermark)
+
+        request.new_checkpoint.mkdir(parents=True, exist_ok=True)
+        (request.new_checkpoint / STATE_FILE).write_text(json.dumps(state, indent=1))
+        if table.num_rows:
+            pq.write_table(table, request.output_path)
+        return ExecuteResult(table.num_rows, output_watermark, table.schema, _ddl(table.schema),
+                             request.output_path if table.num_rows else None)
+
+    def migrate(self, transaction_id: str, dataset_id: str, prev_transform: TransformSql,
+                next_transform: TransformSql, prev_checkpoint: Path | None,
+                new_checkpoint: Path) -> MigrateResult:
+        _run_streaming(next_transform, {}, plan_only=True)
+        new_checkpoint.mkdir(parents=True, exist_ok=True)
+        (new_checkpoint / STATE_FILE).write_text(json.dumps(_load_state(prev_checkpoint), indent=1))
+        # this engine's only state is the watermarks and the slices consumed: both carry over
+        return MigrateResult(True, "watermarks and consumed slices carried over")
+
+    def preprocess(self, dataset_id: str, input_path: Path, transform: TransformSql,
+                   output_path: Path, transaction_id: str = "") -> int:
+        table = _run(transform, {"input": pq.read_table(input_path)})
+        pq.write_table(table, output_path)
+        return table.num_rows
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def open_fake_engine(settings: EngineSettings, run_dir: Path,
+                     read_only_paths: list[Path]) -> Iterator[FakeEngine]:
+    engine = FakeEngine(run_dir)
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+# ----- running the query ----------------------------------------------------------------------
+
+
+def _run_streaming(transform: TransformSql, tables: dict[str, pa.Table], *,
+                   plan_only: bool = False) -> pa.Table:
+    """The query as Execute runs it: refused unless its streaming answer is its batch one."""
+    for step in transform.steps():
+        _refuse_stateful(step.query)
+    return pa.table({}) if plan_only else _run(transform, tables)
+
+
+def _run(transform: TransformSql, tables: dict[str, pa.Table]) -> pa.Table:
+    """The steps in DuckDB: inputs and aliased steps are views by name; the output step's rows."""
+    steps = transform.steps()
+    unaliased = [k for k, s in enumerate(steps) if not s.alias]
+    output_step = unaliased[0] if unaliased else len(steps) - 1
+    con = _connect()
+    for name, table in tables.items():
+        con.register(name, table)
+    try:
+        for k, step in enumerate(steps):
+            sql = _duckdb_sql(step.query)
+            if k == output_step:
+                return con.sql(sql).to_arrow_table()
+            con.execute(f"CREATE VIEW {_quote(step.alias or '')} AS {sql}")
+    except duckdb.Error as e:
+        raise EngineError("INVALID_QUERY", f"step {k}: {e}") from None
+    finally:
+        con.close()
+    raise EngineError("INVALID_REQUEST", "the transform has no query")
+
+
+def _refuse_stateful(query: str) -> None:
+    con = _connect()
+    try:
+        [(text,)] = con.execute("SELECT json_serialize_sql(?)", [_duckdb_sql(query)]).fetchall()
+        tree = json.loads(text)
+        aggregates = {name for (name,) in con.execute(
+            "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type = 'aggregate'"
+        ).fetchall()}
+    finally:
+        con.close()
+    if tree.get("error"):  # Spark's window(...) among others
+        raise EngineError("UNSUPPORTED", f"the test engine cannot parse the query "
+                                         f"({tree.get('error_message')}); Spark SQL beyond DuckDB's "
+                                         "needs the Spark engine")
+    reason = _stateful_part(tree, aggregates)
+    if reason:
+        raise EngineError("UNSUPPORTED", f"the test engine runs stateless queries only; {reason} "
+                                         "needs the Spark engine's streaming state")
+
+
+def _stateful_part(node: Any, aggregates: set[str]) -> str | None:
+    """What in a parsed query (json_serialize_sql) keeps state across input slices, if any."""
+    if isinstance(node, list):
+        return next((r for r in (_stateful_part(n, aggregates) for n in node) if r), None)
+    if not isinstance(node, dict):
+        return None
+    if node.get("group_expressions") or node.get("having"):
+        return "GROUP BY"
+    if node.get("modifiers"):
+        return node["modifiers"][0]["type"].removesuffix("_MODIFIER").replace("_", " ")
+    if node.get("class") == "WINDOW":
+        return f"the window function {node.get('function_name')}"
+    if node.get("class") == "FUNCTION" and node.get("function_name") in aggregates:
+        return f"the aggregate {node['function_name']}"
+    union_all = node.get("setop_type") == "UNION" and node.get("setop_all")
+    if node.get("type") == "SET_OPERATION_NODE" and not union_all:
+        return node.get("setop_type", "a set operation")
+    return _stateful_part(list(node.values()), aggregates)
+
+
+def _connect() -> duckdb.DuckDBPyConnection:
+    """A connection whose zoned timestamps come out in UTC, as Spark's do."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def _duckdb_sql(query: str) -> str:
+    return _BACKQUOTED.sub(lambda m: _quote(m.group(1).replace("``", "`")), query)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _difference(after: pa.Table, before: pa.Table) -> pa.Table:
+    """The rows of ``after`` not in ``before``, as multisets."""
+    if before.num_rows == 0:
+        return after
+    con = _connect()
+    try:
+        con.register("after_rows", after)
+        con.register("before_rows", before.cast(after.schema))
+        return con.sql("SELECT * FROM after_rows EXCEPT ALL SELECT * FROM before_rows").to_arrow_table()
+    finally:
+        con.close()
+
+
+def _output(rows: pa.Table, vocab: DatasetVocabulary, system_time: datetime | None = None) -> pa.Table:
+    """system_time, the event time, the data columns (sorted), as the Spark engine writes them."""
+    event_time, system = vocab.event_time, vocab.system_time
+    if event_time not in rows.column_names:
+        raise EngineError("INVALID_QUERY", f"the query result has no column `{event_time}` (the output "
+                                           f"event time column); it has: {', '.join(rows.column_names)}")
+    data = [c for c in rows.column_names if c not in (event_time, system)]
+    table = rows.select([event_time, *data])
+    stamp = pa.repeat(pa.scalar(system_time, SYSTEM_TIME_TYPE), table.num_rows) if system_time \
+        else pa.array([], SYSTEM_TIME_TYPE)
+    table = table.add_column(0, pa.field(system, SYSTEM_TIME_TYPE), stamp)
+    return table.sort_by([(c, "ascending") for c in table.column_names[1:]])
+
+
+def _ddl(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name} {f.type}" for f in schema)
+
+
+# ----- state ----------------------------------------------------------------------------------
+
+
+def _load_state(checkpoint: Path | None) -> dict:
+    if checkpoint is None or not (checkpoint / STATE_FILE).exists():
+        return {"inputs": {}, "output_watermark": None}
+    return json.loads((checkpoint / STATE_FILE).read_text())
+
+
+def _read(paths: list[str], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables([pq.read_table(p) for p in paths]) if paths else schema.empty_table()
+
+
+def _max_event_time(path: str, column: str) -> datetime | None:
+    values = pq.read_table(path, columns=[column]).column(column)
+    if not pa.types.is_timestamp(values.type):
+        return None  # a DATE event time gives no watermark (as in Spark)
+    return pc.max(values).as_py()
+
+
+def _time(text: str | None) -> datetime | None:
+    return parse_timestamp(text) if text else None
+
+
+def _text(moment: datetime | None) -> str | None:
+    return format_timestamp(moment) if moment else None
+
+
+def main() -> None:
+    """``coord`` with every engine it opens being this one."""
+    from coordinator.cli.main import main as coord_main
+
+    factory.use_engine(open_fake_engine)
+    coord_main()
+
+
+if __name__ == "__main__":
+    main()
