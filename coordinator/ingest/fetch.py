@@ -16,15 +16,12 @@ the current directory nor the manifest, so a pull means the same wherever it is 
 """
 from __future__ import annotations
 
-import email.utils
 import glob
 import hashlib
 import json
 import os
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,6 +39,7 @@ from ..metadata.timefmt import UTC, format_timestamp, parse_timestamp
 from ..metadata.yaml_codec import to_dict
 from ..progress import NoProgress, Progress
 from .errors import IngestError
+from .timeformat import to_strftime
 
 _CHUNK = 1 << 20
 _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fetch-hash")
@@ -112,7 +110,9 @@ def probe(step: FetchStep, *, root: Path, state: dict | None) -> list[str] | Non
 
 def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[FetchedFile]:
     parsed = urllib.parse.urlparse(step.url)
-    path = root / urllib.request.url2pathname(parsed.path if parsed.scheme else step.url)
+    from urllib.request import url2pathname  # http.client and email: only when a URL is read
+
+    path = root / url2pathname(parsed.path if parsed.scheme else step.url)
     if step.cache is not None and state:
         return []  # cache forever: fetched once, never again
     try:
@@ -136,6 +136,10 @@ def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[Fetche
 
 def _fetch_http(step: FetchStepUrl, scratch: Path, state: dict,
                 progress: Progress) -> list[FetchedFile]:
+    import email.utils
+    import urllib.error
+    import urllib.request
+
     if step.cache is not None and state:
         return []
     headers = {"User-Agent": "odf-coordinator"}
@@ -239,8 +243,6 @@ def event_time_from_path(source: EventTimeSourceFromPath, path: str) -> datetime
     if not m or not m.groups():
         raise IngestError(f"eventTime fromPath: pattern {source.pattern!r} (group 1 is the time) "
                           f"does not match {path!r}")
-    from .convert import to_strftime  # Arrow: not needed to probe other sources (coord status)
-
     fmt = to_strftime(source.timestamp_format or "%Y-%m-%d")
     try:
         t = datetime.strptime(m.group(1), fmt)

@@ -28,7 +28,7 @@ from ..workspace import Dataset, DatasetWriter, Workspace, layout
 from ..workspace.crash import crash_point
 from ..workspace.fsutil import atomic_write, install, remove
 from .fileio import OutsideRepository, TooLarge
-from .registry import open_remote, remember, remembered
+from .registry import open_remote, remember
 from .remote import RemoteDataset, SyncError, checked_name
 from .transfer import Job, run_parallel
 
@@ -77,11 +77,6 @@ def pull_from_repository(
             remove(staging)
     remember(ws, ds.id, "pull", ref)
     return PullResult(ds.id, ref, "pulled", len(new), message, signers)
-
-
-def pull_source(ws: Workspace, dataset_id: str) -> DatasetRef | None:
-    """Where ``dataset_id`` was pulled from, so ``coord pull DS`` can pull from there again."""
-    return remembered(ws, dataset_id, "pull")
 
 
 def _compare(

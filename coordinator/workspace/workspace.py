@@ -95,7 +95,8 @@ class Workspace:
         return self.meta / "keys" / "ed25519.pem"
 
     def config(self) -> dict:
-        data = yaml.safe_load(self.config_path.read_text()) if self.config_path.exists() else None
+        path = self.config_path
+        data = yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader) if path.exists() else None
         merged = {k: (dict(v) if isinstance(v, dict) else v) for k, v in DEFAULT_CONFIG.items()}
         for key, value in (data or {}).items():
             if isinstance(value, dict) and isinstance(merged.get(key), dict):
