@@ -1,11 +1,17 @@
 """Data slices: canonical text, logical and physical hashes (``schemas/DATA-HASHING.md``).
 
-Importing this package also keeps pyarrow from importing pandas (see ``_arrow_without_pandas``):
-the coordinator uses no pandas, and importing it costs a quarter of a second on every
-command that touches data.
+Importing this package sets Arrow up for a short-lived process that touches data:
+
+- pyarrow does not import pandas (``_arrow_without_pandas``): the coordinator uses none, and
+  importing it costs a quarter of a second.
+- Arrow allocates from jemalloc when it is built in and ``ARROW_DEFAULT_MEMORY_POOL`` does not
+  choose (``_keeping_allocator``). mimalloc, Arrow's default, hands freed memory back to the
+  system at once, so an ingest touches fresh pages again and again: measured on the 2-core
+  build VM, a flights ingest spent 0.6 s in the kernel with mimalloc, 0.3 s with jemalloc.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -39,4 +45,16 @@ def _arrow_without_pandas() -> None:
         sys.meta_path.remove(_Hide)
 
 
+def _keeping_allocator() -> None:
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    import pyarrow as pa
+
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:  # a pyarrow built without jemalloc keeps its default
+        pass
+
+
+_keeping_allocator()
 _arrow_without_pandas()

@@ -110,9 +110,8 @@ def probe(step: FetchStep, *, root: Path, state: dict | None) -> list[str] | Non
 
 def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[FetchedFile]:
     parsed = urllib.parse.urlparse(step.url)
-    from urllib.request import url2pathname  # http.client and email: only when a URL is read
-
-    path = root / url2pathname(parsed.path if parsed.scheme else step.url)
+    # what urllib.request.url2pathname does on POSIX, without importing http.client and ssl
+    path = root / urllib.parse.unquote(parsed.path if parsed.scheme else step.url)
     if step.cache is not None and state:
         return []  # cache forever: fetched once, never again
     try:
