@@ -16,16 +16,17 @@ the current directory nor the manifest, so a pull means the same wherever it is 
 """
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import json
 import os
 import re
 import urllib.parse
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..metadata.objects import (
     EventTimeSourceFromMetadata,
@@ -41,9 +42,19 @@ from ..progress import NoProgress, Progress
 from .errors import IngestError
 from .timeformat import to_strftime
 
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 _CHUNK = 1 << 20
-_BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fetch-hash")
 _TIMEOUT_S = 60
+
+
+@functools.cache
+def _background() -> ThreadPoolExecutor:
+    """The thread hashing fetched files (made on first use: status probes need none)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="fetch-hash")
 
 
 @dataclass
@@ -61,6 +72,8 @@ class FetchedFile:
         was fetched loses its hash, so the next fetch takes it again instead of comparing
         with a hash of other bytes than those ingested.
         """
+        from concurrent.futures import Future
+
         state = {k: v.result() if isinstance(v, Future) else v for k, v in self.state.items()}
         if "mtime_ns" in state:
             try:
@@ -125,7 +138,7 @@ def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[Fetche
         if state.get("sha256") == content_hash:
             return []
     else:  # changed: the new state's hash is computed while the file is read
-        content_hash = _BACKGROUND.submit(_file_hash, path)
+        content_hash = _background().submit(_file_hash, path)
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     return [FetchedFile(
         path=path, name=path.name, event_time=_event_time(step, str(path), mtime),
