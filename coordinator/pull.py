@@ -14,7 +14,7 @@ from datetime import datetime
 from .errors import CoordError
 from .graph import DatasetGraph
 from .metadata.objects import DatasetSourceRoot
-from .progress import Progress
+from .progress import PullProgress
 from .repository.registry import pull_source
 from .workspace import DatasetNotFound, Workspace
 
@@ -67,7 +67,7 @@ def pull_datasets(
     *,
     recursive: bool = False,
     set_watermark: datetime | None = None,
-    progress_factory: Callable[[str], Progress] | None = None,
+    progress_factory: Callable[[str], PullProgress] | None = None,
     report: Callable[[PullOutcome], None] = lambda outcome: None,
 ) -> list[PullOutcome]:
     from .ingest.service import pull_root

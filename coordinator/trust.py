@@ -246,7 +246,7 @@ def failures(authors: list[BlockAuthor], rule: Policy) -> list[BlockAuthor]:
 
 def explain(dataset_id: str, author: BlockAuthor, pinned: Iterable[bytes], rule: Policy) -> str:
     """Why ``rule`` refuses the block's signer, and what to do ("signed by ..." or "unsigned ...")."""
-    if author.status in (Authorship.UNSIGNED, Authorship.UNSIGNED_HISTORY):
+    if author.signer is None:  # UNSIGNED or UNSIGNED_HISTORY
         return (f"unsigned and trust.require is {rule.value} "
                 "(coord config set trust.require any accepts unsigned blocks)")
     key = author.signer.hex()

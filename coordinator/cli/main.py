@@ -175,7 +175,8 @@ def _last_records(files: list[Path], num: int) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    parts, have = [], 0
+    parts: list[pa.Table] = []
+    have = 0
     for f in reversed(files):
         if have >= num:
             break

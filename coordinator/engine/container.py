@@ -42,7 +42,7 @@ from typing import Any
 from coordinator.metadata.objects import EngineIdentity
 
 from .client import socket_target
-from .runtime import LABEL_WORKSPACE, EngineStartError, engine_environment, shared_inputs_dir
+from .process import LABEL_WORKSPACE, EngineStartError, engine_environment, shared_inputs_dir
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def api_url(socket: str | os.PathLike | None = None) -> str:
     return url if "://" in url else f"unix://{url}"
 
 
-def _client(socket=None, timeout: float = 120):
+def _client(socket=None, timeout: int = 120):
     import docker  # lazy: importing this module must stay cheap and dependency-light
 
     return docker.DockerClient(base_url=api_url(socket), timeout=timeout)

@@ -43,7 +43,7 @@ from .errors import IngestError
 from .timeformat import to_strftime
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 _CHUNK = 1 << 20
 _TIMEOUT_S = 60
@@ -133,6 +133,7 @@ def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[Fetche
         raise IngestError(f"fetch {step.url}: {e.strerror}") from None
     if state.get("mtime_ns") == st.st_mtime_ns and state.get("size") == st.st_size:
         return []
+    content_hash: str | Future[str]
     if state.get("size") == st.st_size:  # touched, maybe changed: compare the bytes
         content_hash = _file_hash(path)
         if state.get("sha256") == content_hash:

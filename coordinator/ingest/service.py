@@ -107,7 +107,7 @@ class _Pull:
         if not blocks:
             return "up to date"
         text = f"{records} new record{'s' if records != 1 else ''}"
-        if records == 0:
+        if records == 0 and self.history.watermark is not None:  # a block without records
             text = f"watermark advanced to {format_timestamp(self.history.watermark)}"
         return text + (f" in {len(blocks)} blocks" if len(blocks) > 1 else "")
 
@@ -166,6 +166,7 @@ class _Pull:
                 path = prepare(f.path, self.source.prepare, self.scratch, f.name)
                 table = read(path, self.source.read, f.name)
                 if self.source.preprocess is not None:
+                    assert self.preprocess is not None  # pull_root refuses the step without one
                     table = self.preprocess(table, self.source.preprocess)
                 tables.append(slices.with_event_time(table, self.vocab,
                                                      f.event_time or system_time, f.name))
@@ -201,6 +202,7 @@ class _Pull:
 
         from . import merge
 
+        assert isinstance(self.source.merge, MergeStrategySnapshot)  # only snapshot merges keep a state
         roles = merge.SnapshotColumns.of(self.source.merge)
         parts = [changes] if self.snapshot_state is None else [self.snapshot_state, changes]
         self.snapshot_state = merge.projection(

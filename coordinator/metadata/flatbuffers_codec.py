@@ -90,13 +90,13 @@ def _build_child(b: flatbuffers.Builder, value, f: FieldInfo):
     if k == "union":
         return _build_table(b, value)
     if k == "list":
-        item = f.shape.item.kind
+        item = f.shape.element.kind
         if item == "str":
             offsets = [b.CreateString(s) for s in value]  # first element first
         elif item == "table":
             offsets = [_build_table(b, t) for t in value]
         elif item == "union":  # vector of unions -> vector of wrapper tables {value: Union}
-            offsets = [_build_wrapper(b, v, f.shape.item.cls) for v in value]
+            offsets = [_build_wrapper(b, v, f.shape.element.cls) for v in value]
         else:
             raise TypeError(f"unsupported list of {item}")
         b.StartVector(4, len(offsets), 4)
@@ -297,7 +297,7 @@ def _read_value(tab: _Table, o: int, f: FieldInfo):
     if k == "list":
         start, n = tab.vector(o)
         items = []
-        item = f.shape.item
+        item = f.shape.element
         for i in range(n):
             elem = start + 4 * i
             if item.kind == "str":

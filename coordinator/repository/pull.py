@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..metadata.chain import ChainBlock, ChainError, walk
 from ..metadata.ids import DatasetRef
+from ..metadata.objects import DataSlice
 from ..progress import Progress
 from ..trust import Signer, admit_pull, record_pull
 from ..verify import ExpectedFiles, check_data_file, expected_files
@@ -125,7 +126,7 @@ def _download(
             if rel not in listed:
                 raise SyncError(f"block {h}: {remote.file(rel)} is missing in the repository "
                                 "(nothing was pulled)")
-            jobs.append(Job(listed[rel], _fetch_data(remote, rel, listed[rel], staging / rel, e)))
+            jobs.append(Job(listed[rel], _fetch_data(remote, rel, listed[rel], staging / rel, e, e.slice)))
         folder = layout.checkpoint_dir(e.block_hash) + "/"
         files = [checked_name(rel) for rel in listed if rel.startswith(folder)]
         if e.checkpoint and not files:
@@ -147,11 +148,12 @@ def _fetch(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedF
     return run
 
 
-def _fetch_data(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedFiles):
+def _fetch_data(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedFiles,
+                expected: DataSlice):
     fetch = _fetch(remote, rel, size, local, e, digest=True)
 
     def run(on_bytes) -> None:
-        reason = check_data_file(local, e.slice, e.vocab, digest=fetch(on_bytes))
+        reason = check_data_file(local, expected, e.vocab, digest=fetch(on_bytes))
         if reason:
             raise SyncError(f"block {e.block_hash.hex()}: {remote.file(rel)}: {reason} (nothing was pulled)")
 
@@ -178,7 +180,7 @@ def _install(
         if staged.exists():
             install(staged, ds.checkpoint_dir(h))
     for h in hashes:  # the bytes the walk checked (the remote keeps what it read)
-        atomic_write(ds.block_path(h), remote.read_block(h))
+        atomic_write(ds.block_path(h), remote.blocks[h])
     for h in hashes:
         signature = remote.read_signature(h)
         if signature is not None:

@@ -112,6 +112,7 @@ def remember(ws: Workspace, dataset_id: str, direction: str, ref: DatasetRef) ->
 
 def open_remote(ws: Workspace, ref: DatasetRef) -> RemoteDataset:
     """The dataset ``ref`` names inside its repository (``ref.repository`` must be set)."""
+    assert ref.repository is not None
     from .remote import RemoteDataset
 
     return RemoteDataset(get_repository(ws, ref.repository).open(), remote_path(ref))

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.client import EngineClient
-from ..engine.runtime import LABEL_RUN_ID, LABEL_WORKSPACE, running_engine
+from ..engine.process import LABEL_RUN_ID, LABEL_WORKSPACE
+from ..engine.runtime import running_engine
 from ..engine.settings import EngineSettings
 from ..metadata.objects import EngineIdentity
 from ..workspace import Workspace

@@ -25,7 +25,9 @@ def transform_changed(snapshot: DatasetSnapshot, current: DatasetSummary) -> boo
 
 def check_query_change(session: EngineSession, ws: Workspace, ds: Dataset, snapshot: DatasetSnapshot,
                        current: DatasetSummary) -> None:
-    source = snapshot.source
+    source, previous = snapshot.source, current.source
+    # the catalog calls this for a changed derivative (transform_changed) of a derivative
+    assert isinstance(source, DatasetSourceDerivative) and isinstance(previous, DatasetSourceDerivative)
     inputs = [plan_input(ws.dataset(i), None) for i in source.inputs]
     missing = [i.dataset.id for i in inputs if i.schema is None]
     if missing:
@@ -33,7 +35,7 @@ def check_query_change(session: EngineSession, ws: Workspace, ds: Dataset, snaps
     vocab = snapshot.vocab or current.vocab
     new = session.client.validate(
         ds.id, [InputSchema(i.dataset.id, i.vocab, i.schema) for i in inputs],
-        source.transform, vocab, previous_transform=current.source.transform,
+        source.transform, vocab, previous_transform=previous.transform,
     ).schema
     files = ds.data_files()
     if not files:

@@ -61,7 +61,7 @@ def run_step(session: EngineSession, plan: TransformPlan, *, system_time: dateti
     txn = plan.transaction_id()
     scratch = session.scratch(txn)
     prev_checkpoint = plan.prev_checkpoint
-    if plan.needs_migration:
+    if plan.prev_transform is not None:  # the query changed since the last executed block
         migrated = scratch / "migrated-checkpoint"
         session.client.migrate(txn, plan.dataset.id, plan.prev_transform, plan.transform,
                                prev_checkpoint, migrated)

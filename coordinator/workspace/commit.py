@@ -90,8 +90,8 @@ class DatasetWriter:
             previous = next(self.ds.blocks())[1]
             if block.system_time < previous.system_time:
                 raise CommitError("system time of a new block is earlier than the head's")
-        sealed, data = seal(dataclasses.replace(block, prev_block_hash=head))
-        h = sealed.block_hash
+        sealed = seal(dataclasses.replace(block, prev_block_hash=head))
+        h, data = sealed.hash, sealed.stored
 
         if data_file is not None:
             install(data_file, self.ds.data_file(h))

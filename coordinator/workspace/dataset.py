@@ -71,7 +71,7 @@ class CheckedBlocks:
         self._entries[block_hash] = (self._stamp(block_hash), checked)
 
     def _stamp(self, block_hash: bytes) -> tuple:
-        stamps = []
+        stamps: list[tuple[int, int, int] | None] = []
         for name in (layout.block_file(block_hash), layout.signature_file(block_hash)):
             try:
                 st = (self.root / name).stat()
@@ -162,6 +162,10 @@ class Dataset:
             source = source or block.source
             vocab = vocab or block.vocab
             watermark = watermark or block.output_watermark
+        if head is None or last_updated is None:
+            raise DatasetNotFound(self.id)
+        if source is None:
+            raise chain.ChainError(head, f"dataset {self.id}: no block sets its source")
         return DatasetSummary(
             id=self.id, head=head, source=source, vocab=vocab or DatasetVocabulary(),
             blocks=count, num_records=records, watermark=watermark, last_updated=last_updated,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -27,7 +28,7 @@ from .fsutil import atomic_write
 DIR = ".coord"
 ENV = "COORD_WORKSPACE"
 
-DEFAULT_CONFIG = {
+DEFAULT_CONFIG: dict[str, Any] = {
     "engine": {
         "runtime": "auto",  # auto | container | sandbox
         "sparkMaster": "local[2]",
