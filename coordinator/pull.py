@@ -15,7 +15,7 @@ from .errors import CoordError
 from .graph import DatasetGraph
 from .metadata.objects import DatasetSourceRoot
 from .progress import PullProgress
-from .repository import pull_from_repository, pull_source
+from .repository.registry import pull_source
 from .workspace import DatasetNotFound, Workspace
 
 
@@ -71,7 +71,6 @@ def pull_datasets(
     report: Callable[[PullOutcome], None] = lambda outcome: None,
 ) -> list[PullOutcome]:
     from .ingest.service import pull_root
-    from .transform.service import pull_derivative
 
     graph = DatasetGraph(ws)
     order = pull_order(ws, graph, ids, recursive=recursive)
@@ -83,6 +82,8 @@ def pull_datasets(
             progress = progress_factory(dataset_id) if progress_factory else None
             origin = pull_source(ws, dataset_id)
             if origin is not None:
+                from .repository.fetch_remote import pull_from_repository
+
                 synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress,
                                               known=state)
                 outcome = PullOutcome(dataset_id, synced.message, signers=synced.signers)
@@ -96,6 +97,8 @@ def pull_datasets(
             else:
                 if set_watermark is not None:
                     raise CoordError(f"{dataset_id} is a derivative: its watermark follows its inputs")
+                from .transform.service import pull_derivative  # gRPC: only for derivatives
+
                 derived = pull_derivative(ws, dataset_id, engine.get, progress=progress, state=state)
                 outcome = PullOutcome(dataset_id, derived.message, derived.block_hash)
             report(outcome)

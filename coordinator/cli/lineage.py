@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
-from rich.tree import Tree
 
-from ..lineage import Lineage, Node, lineage
 from ..metadata.timefmt import format_timestamp
 from .console import out
 from .console import workspace as _ws
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
+
+    from ..lineage import Lineage, Node
 
 
 @click.command("lineage")
@@ -22,6 +25,8 @@ from .console import workspace as _ws
 @click.pass_context
 def lineage_(ctx: click.Context, dataset: str, direction: str, output: str) -> None:
     """Show the datasets DATASET is computed from, or the ones computed from it."""
+    from ..lineage import lineage
+
     graph = lineage(_ws(ctx), dataset, upstream=direction != "down",
                     downstream=direction != "up")
     if output == "json":
@@ -36,6 +41,8 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str) -> N
 
 
 def _label(node: Node) -> str:
+    from rich.markup import escape
+
     facts = [node.kind]
     if node.kind != "missing":
         facts += [node.origin or "", f"{node.records:,} records"]
@@ -48,6 +55,9 @@ def _label(node: Node) -> str:
 
 def _tree(graph: Lineage, dataset: str, next_of, relation: str) -> Tree:
     """One direction as a tree; a dataset met a second time is not expanded again."""
+    from rich.markup import escape
+    from rich.tree import Tree
+
     root = Tree(f"{_label(graph.nodes[dataset])} {relation}:" if next_of(dataset) else
                 f"{_label(graph.nodes[dataset])}: {relation} no other dataset")
     shown = {dataset}

@@ -2,33 +2,25 @@
 
 Errors end as one line on stderr: ``coord: error: ...`` (exit 1) for a ``CoordError`` or the
 machine's, ``coord: internal error: ...`` (exit 70) for a bug; ``--debug`` adds the traceback.
-Modules that need Arrow, JSON Schema or the engine are imported by the commands that use
-them, so the commands that read only metadata (``status``, ``list``, ``log``) start fast.
+Every module a command needs is imported by that command: loading the group (what ``coord
+--help`` does) imports click and the command modules only, and the commands that read only
+metadata (``status``, ``list``, ``log``) never import Arrow, JSON Schema or the engine.
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
-import traceback
 from contextlib import ExitStack
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-import yaml
-from rich.table import Table
 
-from .. import catalog
-from .. import status as status_service
 from ..errors import CoordError
-from ..metadata.block_hash import compute_hash
-from ..metadata.objects import MetadataBlock
 from ..metadata.timefmt import format_timestamp
-from ..metadata.yaml_codec import render, to_dict
-from ..workspace import Workspace
-from .console import err, out, short
+from .console import TextTable, err, out, short
 from .console import workspace as _ws
 from .lineage import lineage_
 from .pull import pull
@@ -55,6 +47,8 @@ def cli(ctx: click.Context, workspace: str | None, debug: bool) -> None:
 @click.argument("path", type=click.Path(file_okay=False), default=".")
 def init(path: str) -> None:
     """Create a workspace (and its signing key) in PATH."""
+    from ..workspace import Workspace
+
     ws = Workspace.init(Path(path))
     out.print(f"Initialised workspace in {ws.meta}")
 
@@ -65,6 +59,7 @@ def init(path: str) -> None:
 @click.pass_context
 def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     """Add datasets from manifest files or folders of them."""
+    from .. import catalog
     from ..graph import DatasetGraph, inputs_of
     from ..metadata.manifest import load_manifests
     from ..pull import EngineOnDemand
@@ -92,17 +87,18 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
 @click.pass_context
 def list_(ctx: click.Context) -> None:
     """List the datasets of the workspace (status: see coord status)."""
+    from .. import status as status_service
     from ..graph import DatasetGraph
 
     ws = _ws(ctx)
     graph = DatasetGraph(ws)  # one read of each chain, for its row and for its readers' status
-    table = Table("dataset", "kind", "head", "blocks", "records", "watermark", "status", box=None)
+    table = TextTable("dataset", "kind", "head", "blocks", "records", "watermark", "status")
     for ds in ws.datasets():
         s = graph.state(ds.id)
         wm = format_timestamp(s.watermark) if s.watermark else "-"
         table.add_row(s.id, s.kind, short(s.head), str(s.num_blocks), f"{s.num_records:,}", wm,
                       short_status(status_service.dataset_status(ws, ds, graph)))
-    out.print(table)
+    table.print()
 
 
 @cli.command()
@@ -113,6 +109,8 @@ def list_(ctx: click.Context) -> None:
 @click.pass_context
 def log(ctx: click.Context, dataset: str, output: str, builds: bool) -> None:
     """Show the metadata chain of DATASET, newest block first."""
+    from ..metadata.yaml_codec import render, to_dict
+
     if builds:
         from ..transform.builds import builds as build_catalog
 
@@ -140,6 +138,9 @@ def log(ctx: click.Context, dataset: str, output: str, builds: bool) -> None:
 def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | None) -> None:
     """Show the last records of DATASET."""
     import pyarrow.csv as pacsv
+    from rich.table import Table
+
+    from .. import catalog
 
     ds = _ws(ctx).dataset(dataset)
     if as_at is None:
@@ -196,6 +197,8 @@ def _last_records(files: list[Path], num: int) -> pa.Table:
 @click.pass_context
 def delete(ctx: click.Context, dataset: str, yes: bool) -> None:
     """Delete DATASET from the workspace."""
+    from .. import catalog
+
     if not yes and sys.stdin.isatty():
         click.confirm(f"Delete {dataset} and all its data?", abort=True)
     catalog.delete_dataset(_ws(ctx), dataset)
@@ -208,6 +211,8 @@ def delete(ctx: click.Context, dataset: str, yes: bool) -> None:
 @click.pass_context
 def reset(ctx: click.Context, dataset: str, block: str) -> None:
     """Move the head of DATASET back to BLOCK (a hash or its prefix); later blocks go."""
+    from .. import catalog
+
     h = catalog.reset_dataset(_ws(ctx), dataset, block)
     out.print(f"{dataset} head is now {h.hex()}")
 
@@ -222,6 +227,8 @@ def config() -> None:
 @click.pass_context
 def config_get(ctx: click.Context, key: str | None) -> None:
     """Print a setting (dotted KEY such as engine.runtime), or all of them."""
+    import yaml
+
     value = _ws(ctx).config().get(key)
     text = yaml.safe_dump(value, sort_keys=False).strip() if isinstance(value, (dict, list)) else str(value)
     out.print(text, markup=False)
@@ -233,6 +240,8 @@ def config_get(ctx: click.Context, key: str | None) -> None:
 @click.pass_context
 def config_set(ctx: click.Context, key: str, value: str) -> None:
     """Change a setting: VALUE is read as YAML (true, 2, local[2], {a: b})."""
+    import yaml
+
     ws = _ws(ctx)
     cfg = ws.config().set(key, yaml.safe_load(value), where=str(ws.config_path))
     ws.save_config(cfg)
@@ -248,7 +257,9 @@ def block() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 def block_hash(file: str) -> None:
     """Print the blockHash of a MetadataBlock given as a YAML manifest."""
+    from ..metadata.block_hash import compute_hash
     from ..metadata.manifest import load_manifest
+    from ..metadata.objects import MetadataBlock
 
     obj = load_manifest(file, unsealed=True)
     if not isinstance(obj, MetadataBlock):
@@ -280,6 +291,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except Exception as e:  # every error ends as one line unless --debug
         if debug:
+            import traceback
+
             traceback.print_exc()
         if _is_users(e):
             err.print(f"coord: error: {e}", markup=False)

@@ -1,37 +1,69 @@
 """``coord pull``: local datasets up to date, or datasets from a repository."""
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING
+
 import click
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..metadata.ids import DatasetRef
-from ..metadata.timefmt import parse_timestamp
 from .console import out, workspace
 from .trust import signer_line
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+
+class _Bars:
+    """The rich progress bars of one command, started by the first dataset that reports
+    progress: a pull with nothing new shows none and does not import rich."""
+
+    def __init__(self) -> None:
+        self.live: Progress | None = None
+
+    def get(self) -> Progress:
+        if self.live is None:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+            columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+            self.live = Progress(*columns, console=out.real(), transient=True)
+            self.live.start()
+        return self.live
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def echo(self, line: str) -> None:
+        """A line of output, above the bars while they are shown."""
+        if self.live is not None:
+            out.print(line, markup=False)
+        else:
+            click.echo(line)
 
 
 class _Bytes:
     """Ingest progress (bytes fetched and read) as a rich bar."""
 
-    def __init__(self, bars: Progress, dataset_id: str):
+    def __init__(self, bars: _Bars, dataset_id: str):
         self.bars, self.dataset_id, self.task = bars, dataset_id, None
 
     def start(self, total_bytes, description):
-        self.task = self.bars.add_task(f"{self.dataset_id}: {description}", total=total_bytes)
+        self.task = self.bars.get().add_task(f"{self.dataset_id}: {description}", total=total_bytes)
 
     def advance(self, n):
         if self.task is not None:
-            self.bars.advance(self.task, n)
+            self.bars.get().advance(self.task, n)
 
     def finish(self):
         if self.task is not None:
-            self.bars.remove_task(self.task)
+            self.bars.get().remove_task(self.task)
             self.task = None
 
     def __call__(self, engine_progress):  # engine progress lines while a transform runs
         if self.task is None:
-            self.task = self.bars.add_task(self.dataset_id, total=None)
-        self.bars.update(self.task, description=f"{self.dataset_id}: {engine_progress}")
+            self.task = self.bars.get().add_task(self.dataset_id, total=None)
+        self.bars.get().update(self.task, description=f"{self.dataset_id}: {engine_progress}")
 
 
 @click.command()
@@ -43,7 +75,8 @@ class _Bytes:
 @click.pass_context
 def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET."""
-    from ..pull import PullOutcome, pull_datasets
+    from ..metadata.timefmt import parse_timestamp
+    from ..pull import pull_datasets
 
     ws = workspace(ctx)
     refs = [DatasetRef.parse(d) for d in datasets]
@@ -56,28 +89,26 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     if as_name and len(remote) != 1:
         raise click.UsageError("--as needs exactly one REPO/DATASET")
 
-    for ref in remote:
-        from ..repository import pull_from_repository
+    bars = _Bars()
+    try:
+        for ref in remote:
+            from ..repository import pull_from_repository
 
-        result = pull_from_repository(ws, ref, as_name=as_name)
-        _print_outcome(result.dataset_id, result.message, result.signers)
-    if not local:
-        return
-
-    def report(outcome: PullOutcome) -> None:
-        _print_outcome(outcome.dataset_id, outcome.message, outcome.signers)
-
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=out, transient=True, disable=not out.is_terminal) as bars:
-        pull_datasets(
-            ws, local, recursive=recursive or all_,
-            set_watermark=parse_timestamp(set_watermark) if set_watermark else None,
-            progress_factory=lambda dataset_id: _Bytes(bars, dataset_id),
-            report=report,
-        )
+            result = pull_from_repository(ws, ref, as_name=as_name)
+            _print_outcome(bars, result.dataset_id, result.message, result.signers)
+        if local:
+            pull_datasets(
+                ws, local, recursive=recursive or all_,
+                set_watermark=parse_timestamp(set_watermark) if set_watermark else None,
+                # bars only on a terminal: elsewhere rich would draw nothing, yet cost its import
+                progress_factory=(lambda ds: _Bytes(bars, ds)) if sys.stdout.isatty() else None,
+                report=lambda o: _print_outcome(bars, o.dataset_id, o.message, o.signers),
+            )
+    finally:
+        bars.stop()
 
 
-def _print_outcome(dataset_id: str, message: str, signers) -> None:
-    out.print(f"{dataset_id}: {message}", markup=False)
+def _print_outcome(bars: _Bars, dataset_id: str, message: str, signers) -> None:
+    bars.echo(f"{dataset_id}: {message}")
     for s in signers:
-        out.print(f"  {signer_line(s)}", markup=False)
+        bars.echo(f"  {signer_line(s)}")

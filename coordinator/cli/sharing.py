@@ -10,23 +10,15 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-from rich.progress import Progress as RichBar
 
 from ..errors import CoordError
 from ..metadata.timefmt import format_timestamp
-from ..trust import Authorship
-from .console import err, out, workspace
+from .console import LazyConsole, err, out, workspace
 from .trust import signer_line
 
 if TYPE_CHECKING:
+    from rich.progress import Progress as RichBar
+
     from ..verify import VerifyReport
 
 
@@ -37,14 +29,23 @@ class VerifyFailed(CoordError):
 class RichProgress:
     """The services' Progress protocol as a rich bar of bytes on stderr (silent when piped)."""
 
-    def __init__(self, console: Console):
+    def __init__(self, console: LazyConsole):
         self.console = console
         self._bar: RichBar | None = None
 
     def start(self, total_bytes: int | None, description: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+        from rich.progress import Progress as RichBar
+
         self._bar = RichBar(
             TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-            TimeRemainingColumn(), console=self.console, transient=True,
+            TimeRemainingColumn(), console=self.console.real(), transient=True,
             disable=not self.console.is_terminal,
         )
         self._bar.start()
@@ -170,6 +171,8 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
 
 def _print_authorship(report: VerifyReport) -> None:
     """One line for the verdict under ``trust.require``, then one per signer unless all trusted."""
+    from ..trust import Authorship
+
     trusted = all(s.status is Authorship.TRUSTED for s in report.signers)
     verdict = "FAILED" if report.authorship_problems else "ok" if trusted else "ok, with warnings"
     out.print(f"  authorship: {verdict} (trust.require: {report.policy.value})", markup=False)

@@ -6,31 +6,32 @@ Neither imports Arrow, so these commands answer at once.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
-from rich.table import Table
 
-from .. import status as status_service
 from ..metadata.timefmt import format_timestamp
-from ..metadata.yaml_codec import to_dict
-from ..status import DatasetStatus, Reason
-from ..transform.builds import Build
-from .console import out, short
+from .console import TextTable, out, short
 from .console import workspace as _ws
 
+if TYPE_CHECKING:
+    from ..status import DatasetStatus, Reason
+    from ..transform.builds import Build
+
+# by the name of the status service's Reason (the service is imported by the commands that use it)
 _SHORT = {
-    Reason.NEW_INPUT: "behind",
-    Reason.QUERY_CHANGED: "query changed",
-    Reason.SOURCE_CHANGED: "source changed",
-    Reason.NEVER_PULLED: "never pulled",
-    Reason.WAITING: "waiting",
-    Reason.NOT_CHECKED: "not checked",
+    "NEW_INPUT": "behind",
+    "QUERY_CHANGED": "query changed",
+    "SOURCE_CHANGED": "source changed",
+    "NEVER_PULLED": "never pulled",
+    "WAITING": "waiting",
+    "NOT_CHECKED": "not checked",
 }
 
 
 def short_status(st: DatasetStatus) -> str:
     """A word or two for the column of ``coord list``."""
-    return ", ".join(_SHORT[r] for r in st.reasons) or "up to date"
+    return ", ".join(_SHORT[r.name] for r in st.reasons) or "up to date"
 
 
 def status_words(st: DatasetStatus) -> str:
@@ -39,6 +40,8 @@ def status_words(st: DatasetStatus) -> str:
 
 
 def _reason_words(st: DatasetStatus, reason: Reason) -> str:
+    from ..status import Reason
+
     if reason is Reason.NEW_INPUT:
         n = sum(st.new_input.values())
         per_input = ", ".join(f"{i}: {k}" for i, k in st.new_input.items())
@@ -62,10 +65,12 @@ def _count(n: int, what: str) -> str:
 @click.pass_context
 def status_(ctx: click.Context, datasets: tuple[str, ...]) -> None:
     """Show which datasets are out of date and why (without pulling anything)."""
-    table = Table("dataset", "kind", "status", box=None)
+    from .. import status as status_service
+
+    table = TextTable("dataset", "kind", "status")
     for st in status_service.status(_ws(ctx), list(datasets)):
         table.add_row(st.dataset_id, st.kind, status_words(st))
-    out.print(table)
+    table.print()
 
 
 def print_builds(builds: list[Build], output: str) -> None:
@@ -83,6 +88,8 @@ def print_builds(builds: list[Build], output: str) -> None:
 
 
 def _build_json(b: Build) -> dict:
+    from ..metadata.yaml_codec import to_dict
+
     return {
         "block": b.block_hash.hex(),
         "systemTime": format_timestamp(b.system_time),

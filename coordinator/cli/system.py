@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
-from .. import reaper
 from .console import out
 from .console import workspace as _ws
 
@@ -19,6 +17,10 @@ def system() -> None:
 @click.pass_context
 def engines(ctx: click.Context, stop: bool) -> None:
     """List the engines running for this workspace (containers and sandboxes)."""
+    from rich.table import Table
+
+    from .. import reaper
+
     found = reaper.engines(_ws(ctx))
     if not found:
         out.print("no engines running for this workspace")

@@ -4,15 +4,20 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from .. import trust
-from ..trust import Authorship, Signer
 from .console import out, workspace
+
+if TYPE_CHECKING:
+    from ..trust import Signer
 
 
 def signer_line(s: Signer) -> str:
     """``N blocks signed by KEY (status)``: one signer of a pull or a dataset."""
+    from ..trust import Authorship
+
     blocks = f"{s.blocks} block{'s' * (s.blocks != 1)}"
     if s.key is None:
         history = " (older than any signature: written by a tool that does not sign)"
@@ -37,6 +42,8 @@ def trust_() -> None:
 @click.pass_context
 def trust_list(ctx: click.Context) -> None:
     """List the trusted keys and, per dataset, the keys pinned when it was first pulled."""
+    from .. import trust
+
     ws = workspace(ctx)
     out.print(f"trusted keys (trust.require: {trust.policy(ws).value}):", markup=False)
     for key, name in ws.trusted_key_names().items():
@@ -56,6 +63,8 @@ def trust_list(ctx: click.Context) -> None:
 @click.pass_context
 def trust_add(ctx: click.Context, key: str, name: str, dataset: str | None) -> None:
     """Trust KEY (64 hex digits, as pull and verify print it) for every dataset, or pin it for one."""
+    from .. import trust
+
     ws = workspace(ctx)
     if dataset:
         if name:
@@ -73,6 +82,8 @@ def trust_add(ctx: click.Context, key: str, name: str, dataset: str | None) -> N
 @click.pass_context
 def trust_remove(ctx: click.Context, key: str, dataset: str | None) -> None:
     """Stop trusting KEY (or, with --dataset, unpin it for that dataset)."""
+    from .. import trust
+
     ws = workspace(ctx)
     if dataset:
         k = trust.unpin_key(ws, dataset, key)

@@ -15,7 +15,6 @@ names its row.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
@@ -24,40 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CoordError
-from .errors import IngestError
 
 # a time part followed by a zone: "...T10:00:00Z", "... 10:00+01:00" (a bare date has none)
 _ZONED = r"\d[T ]\d\d:\d\d.*([Zz]|[+-]\d\d:?\d\d)$"
-
-# Java DateTimeFormatter letters (Spark's dateFormat/timestampFormat) → strftime
-_JAVA_TOKENS = {
-    "yyyy": "%Y", "yy": "%y", "MMMM": "%B", "MMM": "%b", "MM": "%m", "dd": "%d", "HH": "%H",
-    "hh": "%I", "mm": "%M", "ss": "%S", "a": "%p", "EEE": "%a", "EEEE": "%A",
-    "XXX": "%z", "XX": "%z", "X": "%z", "xxx": "%z", "Z": "%z", "ZZ": "%z",
-}
-_JAVA_PART = re.compile(r"'([^']*)'|(([A-Za-z])\3*)|(.)")
-
 
 class ConversionError(CoordError, ValueError):
     def __init__(self, column: str, row: int, value, target: str, reason: str = ""):
         self.column, self.row, self.value = column, row, value
         why = f" ({reason})" if reason else ""
         super().__init__(f"row {row + 1}, column {column!r}: cannot read {value!r} as {target}{why}")
-
-
-def to_strftime(fmt: str) -> str:
-    """A time format as strftime; Spark/Java patterns (``yyyy-MM-dd HH:mm``) are translated."""
-    if "%" in fmt:
-        return fmt
-    out = []
-    for literal, letters, _, other in _JAVA_PART.findall(fmt):
-        if letters:
-            if letters not in _JAVA_TOKENS:
-                raise IngestError(f"time format {fmt!r}: unsupported pattern letters {letters!r}")
-            out.append(_JAVA_TOKENS[letters])
-        else:
-            out.append(literal if literal or not other else other)
-    return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -16,19 +16,17 @@ the current directory nor the manifest, so a pull means the same wherever it is 
 """
 from __future__ import annotations
 
-import email.utils
+import functools
 import glob
 import hashlib
 import json
 import os
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..metadata.objects import (
     EventTimeSourceFromMetadata,
@@ -42,10 +40,21 @@ from ..metadata.timefmt import UTC, format_timestamp, parse_timestamp
 from ..metadata.yaml_codec import to_dict
 from ..progress import NoProgress, Progress
 from .errors import IngestError
+from .timeformat import to_strftime
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 _CHUNK = 1 << 20
-_BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fetch-hash")
 _TIMEOUT_S = 60
+
+
+@functools.cache
+def _background() -> ThreadPoolExecutor:
+    """The thread hashing fetched files (made on first use: status probes need none)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="fetch-hash")
 
 
 @dataclass
@@ -63,6 +72,8 @@ class FetchedFile:
         was fetched loses its hash, so the next fetch takes it again instead of comparing
         with a hash of other bytes than those ingested.
         """
+        from concurrent.futures import Future
+
         state = {k: v.result() if isinstance(v, Future) else v for k, v in self.state.items()}
         if "mtime_ns" in state:
             try:
@@ -112,7 +123,8 @@ def probe(step: FetchStep, *, root: Path, state: dict | None) -> list[str] | Non
 
 def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[FetchedFile]:
     parsed = urllib.parse.urlparse(step.url)
-    path = root / urllib.request.url2pathname(parsed.path if parsed.scheme else step.url)
+    # what urllib.request.url2pathname does on POSIX, without importing http.client and ssl
+    path = root / urllib.parse.unquote(parsed.path if parsed.scheme else step.url)
     if step.cache is not None and state:
         return []  # cache forever: fetched once, never again
     try:
@@ -127,7 +139,7 @@ def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[Fetche
         if state.get("sha256") == content_hash:
             return []
     else:  # changed: the new state's hash is computed while the file is read
-        content_hash = _BACKGROUND.submit(_file_hash, path)
+        content_hash = _background().submit(_file_hash, path)
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     return [FetchedFile(
         path=path, name=path.name, event_time=_event_time(step, str(path), mtime),
@@ -137,6 +149,10 @@ def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[Fetche
 
 def _fetch_http(step: FetchStepUrl, scratch: Path, state: dict,
                 progress: Progress) -> list[FetchedFile]:
+    import email.utils
+    import urllib.error
+    import urllib.request
+
     if step.cache is not None and state:
         return []
     headers = {"User-Agent": "odf-coordinator"}
@@ -240,8 +256,6 @@ def event_time_from_path(source: EventTimeSourceFromPath, path: str) -> datetime
     if not m or not m.groups():
         raise IngestError(f"eventTime fromPath: pattern {source.pattern!r} (group 1 is the time) "
                           f"does not match {path!r}")
-    from .convert import to_strftime  # Arrow: not needed to probe other sources (coord status)
-
     fmt = to_strftime(source.timestamp_format or "%Y-%m-%d")
     try:
         t = datetime.strptime(m.group(1), fmt)

@@ -2,21 +2,24 @@
 
 Read once per pull from the metadata chain (under the writer lock) and updated in memory as
 the pull commits blocks, so a pull that makes several blocks sees its own earlier ones.
+Arrow is imported by the methods that read data: a pull that finds nothing new needs none.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary
 from ..metadata.timefmt import now_utc
 from ..workspace import Dataset, DatasetNotFound, DatasetState, layout
 from .errors import IngestError
-from .merge import SnapshotColumns, projection
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .merge import SnapshotColumns
 
 
 @dataclass
@@ -59,10 +62,15 @@ class DatasetHistory:
 
     def schema(self) -> pa.Schema | None:
         """The schema of the newest slice: new slices must keep its columns and types."""
+        import pyarrow.parquet as pq
+
         return pq.read_schema(self.ds.data_file(self.data_blocks[-1])) if self.data_blocks else None
 
     def read(self, blocks: list[bytes] | None = None, columns: list[str] | None = None):
         """The slices of ``blocks`` (default: all) concatenated in commit order, or None."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         files = [self.ds.data_file(h) for h in (self.data_blocks if blocks is None else blocks)]
         if not files:
             return None
@@ -78,6 +86,11 @@ class DatasetHistory:
         return self.ds.ws.meta / layout.cache_dir(self.ds.id, layout.SNAPSHOT_STATE)
 
     def snapshot_state(self, roles: SnapshotColumns) -> pa.Table | None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from .merge import projection
+
         if not self.data_blocks:
             return None
         folder = self._projection_dir()
@@ -97,6 +110,8 @@ class DatasetHistory:
         return state
 
     def remember_snapshot_state(self, state: pa.Table) -> None:
+        import pyarrow.parquet as pq
+
         folder = self._projection_dir()
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{self.data_blocks[-1].hex()}.parquet"

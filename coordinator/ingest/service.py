@@ -8,7 +8,8 @@ One pull, under the dataset's writer lock:
 For append and ledger merges all new files of a pull form one slice. For a snapshot merge each
 file is its own block, because each snapshot is diffed against the state just before it.
 A block is committed when there are new records or the watermark moves; otherwise nothing is
-written. Any error leaves the dataset as it was (the commit is the last step).
+written. Any error leaves the dataset as it was (the commit is the last step). Arrow and the
+data steps are imported once there is something to read: nothing new costs no Arrow.
 """
 from __future__ import annotations
 
@@ -18,11 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from ..data.hashing import canonical_rows, sha3_of
-from ..data.slices import output_slice
 from ..metadata.objects import (
     MergeStrategyLedger,
     MergeStrategySnapshot,
@@ -33,14 +31,14 @@ from ..metadata.timefmt import format_timestamp, parse_timestamp
 from ..progress import NoProgress, Progress
 from ..workspace import DatasetState, DatasetWriter, Workspace
 from ..workspace.runs import run_folder
-from . import merge, slices
 from .errors import IngestError
 from .fetch import FetchedFile, fetch
 from .history import DatasetHistory
-from .prepare import prepare
-from .read import read
 
-Preprocess = Callable[[pa.Table, TransformSql], pa.Table]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+Preprocess = Callable[["pa.Table", TransformSql], "pa.Table"]
 
 
 @dataclass
@@ -114,6 +112,10 @@ class _Pull:
         return text + (f" in {len(blocks)} blocks" if len(blocks) > 1 else "")
 
     def _ingest(self, group: list[FetchedFile]) -> tuple[bytes | None, int]:
+        from ..data.hashing import canonical_rows, sha3_of
+        from ..data.slices import output_slice
+        from . import slices
+
         system_time = self.history.next_system_time()
         table = self._read_group(group, system_time)
         name = group[0].name if len(group) == 1 else f"{group[0].name}..{group[-1].name}"
@@ -151,6 +153,12 @@ class _Pull:
         return h, len(table)
 
     def _read_group(self, group: list[FetchedFile], system_time: datetime) -> pa.Table:
+        import pyarrow as pa
+
+        from . import slices
+        from .prepare import prepare
+        from .read import read
+
         tables = []
         self.progress.start(sum(f.path.stat().st_size for f in group),
                             f"{self.history.ds.id}: {len(group)} file{'s' * (len(group) > 1)}")
@@ -172,6 +180,8 @@ class _Pull:
     # --- merge --------------------------------------------------------------------------------
 
     def _merge(self, table: pa.Table, snapshot_time: datetime, name: str) -> pa.Table:
+        from . import merge
+
         strategy = self.source.merge
         if isinstance(strategy, MergeStrategyLedger):
             merge.check_key(table, strategy.primary_key, name)
@@ -189,6 +199,10 @@ class _Pull:
 
     def _advance_snapshot_state(self, changes: pa.Table) -> None:
         """The state after this block = projection of (state before + its changes)."""
+        import pyarrow as pa
+
+        from . import merge
+
         assert isinstance(self.source.merge, MergeStrategySnapshot)  # only snapshot merges keep a state
         roles = merge.SnapshotColumns.of(self.source.merge)
         parts = [changes] if self.snapshot_state is None else [self.snapshot_state, changes]

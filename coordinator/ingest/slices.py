@@ -5,6 +5,7 @@ Layout (docs/architecture.md, Data slices): ``system_time`` TIMESTAMP(6) UTC fir
 """
 from __future__ import annotations
 
+import os
 from datetime import date, datetime, time
 from pathlib import Path
 
@@ -110,4 +111,8 @@ def write(table: pa.Table, path: Path) -> bytes:
     data = sink.getvalue()
     with open(path, "wb") as f:
         f.write(data)
+        # made durable here, while the caller's logical hash still runs: the commit's own
+        # fsync of the file then finds nothing left to write
+        f.flush()
+        os.fsync(f.fileno())
     return physical_hash(data)

@@ -9,18 +9,18 @@ No file identifier. The builder's vtable de-duplication stays on.
 from __future__ import annotations
 
 import enum
+import struct
 from dataclasses import MISSING
 from datetime import datetime, timedelta
-
-import flatbuffers
-from flatbuffers import encode
-from flatbuffers import number_types as N
-from flatbuffers.table import Table
+from typing import TYPE_CHECKING
 
 from ..errors import CoordError
 from . import objects
 from .shape import FieldInfo, fields_of, variants
 from .timefmt import UTC, IntervalType, TimeInterval, nanosecond_of, with_nanosecond
+
+if TYPE_CHECKING:
+    import flatbuffers
 
 
 class BlockFormatError(CoordError, ValueError):
@@ -31,6 +31,8 @@ class BlockFormatError(CoordError, ValueError):
 
 
 def encode_block(block: objects.MetadataBlock) -> bytes:
+    import flatbuffers  # only writers need the runtime (it imports numpy)
+
     b = flatbuffers.Builder(1024)
     root = _build_table(b, block)
     b.Finish(root)
@@ -120,16 +122,16 @@ def _write_scalar(b: flatbuffers.Builder, slot: int, value, f: FieldInfo):
     k = f.shape.kind
     if k == "enum":
         value = value.value[1]
-        flags = N.Int32Flags
+        prepend = b.PrependInt32Slot
     elif k == "bool":
-        flags = N.BoolFlags
+        prepend = b.PrependBoolSlot
     elif k == "int":
-        flags = N.Int64Flags
+        prepend = b.PrependInt64Slot
     else:
         raise TypeError(f"unsupported scalar {k}")
     if f.fb_default is not MISSING and value == _raw(f.fb_default):
         return  # equal to the schema default: omitted (no force_defaults)
-    b.PrependSlot(flags, slot, value, None)  # '= null' scalars: written whenever present
+    prepend(slot, value, None)  # '= null' scalars: written whenever present
 
 
 def _raw(default):
@@ -170,12 +172,54 @@ def _write_interval(b: flatbuffers.Builder, iv: TimeInterval):
 
 
 # --- decoding ----------------------------------------------------------------------------------
+#
+# Reading needs no FlatBuffers runtime: a table is a signed offset to its vtable, the vtable
+# lists each field's offset inside the table, and strings and vectors are reached through one
+# unsigned offset and start with their length. Reading with ``struct`` keeps the commands
+# that only read chains (list, status, log) from importing the runtime, which imports numpy.
+
+_U8, _U16, _I32, _U32, _I64 = (struct.Struct(f) for f in ("<B", "<H", "<i", "<I", "<q"))
+
+
+class _Table:
+    """A table at ``pos`` in ``buf`` (the same reads as ``flatbuffers.table.Table``)."""
+
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: bytes, pos: int):
+        self.buf, self.pos = buf, pos
+
+    def get(self, kind: struct.Struct, at: int) -> int:
+        if at < 0:  # struct counts negative offsets from the end; a garbled offset is an error
+            raise BlockFormatError(f"offset {at} outside the block")
+        return kind.unpack_from(self.buf, at)[0]
+
+    def offset(self, voffset: int) -> int:
+        """The field's offset inside the table, 0 when it is absent."""
+        vtable = self.pos - self.get(_I32, self.pos)
+        return self.get(_U16, vtable + voffset) if voffset < self.get(_U16, vtable) else 0
+
+    def indirect(self, at: int) -> int:
+        return at + self.get(_U32, at)
+
+    def bytes_at(self, at: int) -> bytes:
+        """The string or byte vector whose offset is stored at ``at``."""
+        start = self.indirect(at)
+        length = self.get(_U32, start)
+        end = start + 4 + length
+        if end > len(self.buf):
+            raise BlockFormatError("a vector runs past the end of the block")
+        return bytes(self.buf[start + 4 : end])
+
+    def vector(self, o: int) -> tuple[int, int]:
+        """(start of the items, their number) of the vector field at offset ``o``."""
+        start = self.indirect(self.pos + o)
+        return start + 4, self.get(_U32, start)
 
 
 def decode_block(buf: bytes) -> objects.MetadataBlock:
     try:
-        root = encode.Get(N.UOffsetTFlags.packer_type, buf, 0)
-        return _read_table(objects.MetadataBlock, Table(bytearray(buf), root))
+        return _read_table(objects.MetadataBlock, _root(buf))
     except BlockFormatError:
         raise
     except Exception as e:  # a truncated or garbled buffer
@@ -185,10 +229,9 @@ def decode_block(buf: bytes) -> objects.MetadataBlock:
 def block_hash_position(buf: bytes) -> tuple[int, int]:
     """(start, length) of the blockHash bytes inside a serialized block."""
     try:
-        root = encode.Get(N.UOffsetTFlags.packer_type, buf, 0)
-        tab = Table(bytearray(buf), root)
-        o = tab.Offset(4)
-        position = (tab.Vector(o), tab.VectorLen(o)) if o else None
+        tab = _root(buf)
+        o = tab.offset(4)
+        position = tab.vector(o) if o else None
     except Exception as e:  # a garbled buffer
         raise BlockFormatError(f"not a valid MetadataBlock: {e}") from None
     if position is None:
@@ -196,19 +239,23 @@ def block_hash_position(buf: bytes) -> tuple[int, int]:
     return position
 
 
-def _read_table(cls, tab: Table):
+def _root(buf: bytes) -> _Table:
+    return _Table(buf, _Table(buf, 0).get(_U32, 0))
+
+
+def _read_table(cls, tab: _Table):
     kwargs = {}
     for f, slot in _slots(cls):
         voff = 4 + 2 * slot
         k = f.shape.kind
         if k == "union":
-            o_tag, o_val = tab.Offset(voff), tab.Offset(voff + 2)
+            o_tag, o_val = tab.offset(voff), tab.offset(voff + 2)
             if not o_val:
                 continue
-            tag = tab.Get(N.Uint8Flags, o_tag + tab.Pos)
-            kwargs[f.name] = _read_union(f.shape.cls, tag, tab, o_val)
+            tag = tab.get(_U8, o_tag + tab.pos)
+            kwargs[f.name] = _read_union(f.shape.cls, tag, _Table(tab.buf, tab.indirect(tab.pos + o_val)))
             continue
-        o = tab.Offset(voff)
+        o = tab.offset(voff)
         if not o:
             if f.fb_default is not MISSING:
                 kwargs[f.name] = f.fb_default
@@ -217,65 +264,61 @@ def _read_table(cls, tab: Table):
     return cls(**kwargs)
 
 
-def _read_union(union: str, tag: int, tab: Table, o: int):
+def _read_union(union: str, tag: int, tab: _Table):
     options = variants(union)
     if not 1 <= tag <= len(options):
         raise BlockFormatError(f"unknown {union} type tag {tag}")
-    sub = Table(tab.Bytes, 0)
-    tab.Union(sub, o)
-    return _read_table(options[tag - 1], sub)
+    return _read_table(options[tag - 1], tab)
 
 
-def _read_value(tab: Table, o: int, f: FieldInfo):
+def _read_value(tab: _Table, o: int, f: FieldInfo):
     k = f.shape.kind
-    pos = o + tab.Pos
+    pos = o + tab.pos
     if k == "str":
-        return tab.String(pos).decode("utf-8")
+        return tab.bytes_at(pos).decode("utf-8")
     if k == "bytes":
-        start = tab.Vector(o)
-        return bytes(tab.Bytes[start : start + tab.VectorLen(o)])
+        return tab.bytes_at(pos)
     if k == "table":
-        return _read_table(f.shape.cls, Table(tab.Bytes, tab.Indirect(pos)))
+        return _read_table(f.shape.cls, _Table(tab.buf, tab.indirect(pos)))
     if k == "timestamp":
-        return _read_timestamp(tab.Bytes, pos)
+        return _read_timestamp(tab, pos)
     if k == "interval":
-        return _read_interval(tab.Bytes, pos)
+        return _read_interval(tab, pos)
     if k == "enum":
-        raw = tab.Get(N.Int32Flags, pos)
+        raw = tab.get(_I32, pos)
         for member in f.shape.cls:
             if member.value[1] == raw:
                 return member
         raise BlockFormatError(f"unknown {f.shape.cls.__name__} value {raw}")
     if k == "bool":
-        return bool(tab.Get(N.BoolFlags, pos))
+        return bool(tab.get(_U8, pos))
     if k == "int":
-        return tab.Get(N.Int64Flags, pos)
+        return tab.get(_I64, pos)
     if k == "list":
-        start, n = tab.Vector(o), tab.VectorLen(o)
+        start, n = tab.vector(o)
         items = []
+        item = f.shape.element
         for i in range(n):
             elem = start + 4 * i
-            target = elem + encode.Get(N.UOffsetTFlags.packer_type, tab.Bytes, elem)
-            item = f.shape.element
             if item.kind == "str":
-                length = encode.Get(N.UOffsetTFlags.packer_type, tab.Bytes, target)
-                items.append(bytes(tab.Bytes[target + 4 : target + 4 + length]).decode("utf-8"))
+                items.append(tab.bytes_at(elem).decode("utf-8"))
             elif item.kind == "table":
-                items.append(_read_table(item.cls, Table(tab.Bytes, target)))
+                items.append(_read_table(item.cls, _Table(tab.buf, tab.indirect(elem))))
             else:  # wrapper tables around a union value
-                wrapper = Table(tab.Bytes, target)
-                o_tag, o_val = wrapper.Offset(4), wrapper.Offset(6)
-                tag = wrapper.Get(N.Uint8Flags, o_tag + wrapper.Pos)
-                items.append(_read_union(item.cls, tag, wrapper, o_val))
+                wrapper = _Table(tab.buf, tab.indirect(elem))
+                o_tag, o_val = wrapper.offset(4), wrapper.offset(6)
+                tag = wrapper.get(_U8, o_tag + wrapper.pos)
+                target = _Table(tab.buf, wrapper.indirect(wrapper.pos + o_val))
+                items.append(_read_union(item.cls, tag, target))
         return items
     raise BlockFormatError(f"unsupported field kind {k}")
 
 
-def _read_timestamp(buf, pos: int) -> datetime:
-    year = encode.Get(N.Int32Flags.packer_type, buf, pos)
-    ordinal = encode.Get(N.Uint16Flags.packer_type, buf, pos + 4)
-    seconds = encode.Get(N.Uint32Flags.packer_type, buf, pos + 8)
-    nanos = encode.Get(N.Uint32Flags.packer_type, buf, pos + 12)
+def _read_timestamp(tab: _Table, pos: int) -> datetime:
+    year = tab.get(_I32, pos)
+    ordinal = tab.get(_U16, pos + 4)
+    seconds = tab.get(_U32, pos + 8)
+    nanos = tab.get(_U32, pos + 12)
     if not (1 <= ordinal <= 366 and seconds < 86400 and nanos < 1_000_000_000):
         raise BlockFormatError(f"not a valid Timestamp (year {year}, day {ordinal}, "
                                f"second {seconds}, nanosecond {nanos})")
@@ -284,8 +327,8 @@ def _read_timestamp(buf, pos: int) -> datetime:
     return with_nanosecond(t, nanos % 1000)
 
 
-def _read_interval(buf, pos: int) -> TimeInterval:
-    kind = IntervalType(encode.Get(N.Uint8Flags.packer_type, buf, pos))
+def _read_interval(tab: _Table, pos: int) -> TimeInterval:
+    kind = IntervalType(tab.get(_U8, pos))
     # unused bounds are zeroed (year 0), so read only the ones this kind has
     has_left = kind not in (
         IntervalType.EMPTY, IntervalType.UNBOUNDED,
@@ -295,6 +338,6 @@ def _read_interval(buf, pos: int) -> TimeInterval:
         IntervalType.EMPTY, IntervalType.UNBOUNDED, IntervalType.SINGLETON,
         IntervalType.UNBOUNDED_CLOSED_LEFT, IntervalType.UNBOUNDED_OPEN_LEFT,
     )
-    left = _read_timestamp(buf, pos + 4) if has_left else None
-    right = _read_timestamp(buf, pos + 20) if has_right else None
+    left = _read_timestamp(tab, pos + 4) if has_left else None
+    right = _read_timestamp(tab, pos + 20) if has_right else None
     return TimeInterval(kind, left, right)

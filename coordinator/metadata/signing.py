@@ -6,17 +6,22 @@ a block signed by a trusted key from one signed by an unknown key or not signed 
 """
 from __future__ import annotations
 
+import binascii
 import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ..errors import CoordError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+# cryptography is imported where a key is used: checking a signature needs only the Ed25519
+# primitive, and commands that read no chain (coord --help) need none of it.
 
 ALGORITHM = "ed25519"
 
@@ -48,13 +53,14 @@ class Signature:
 class SigningKey:
     def __init__(self, private: Ed25519PrivateKey):
         self._private = private
-        self.public_key = private.public_key().public_bytes(
-            serialization.Encoding.Raw, serialization.PublicFormat.Raw
-        )
+        self.public_key = private.public_key().public_bytes_raw()
 
     @staticmethod
     def generate(path: Path) -> SigningKey:
         """Create a new key file readable by its owner only (0600 from the first byte)."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         key = Ed25519PrivateKey.generate()
         pem = key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -67,10 +73,18 @@ class SigningKey:
 
     @staticmethod
     def load(path: Path) -> SigningKey:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         mode = path.stat().st_mode & 0o777
         if mode & 0o077:
             raise PermissionError(f"signing key {path} is readable by others (mode {mode:o}); chmod 600 it")
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        pem = path.read_bytes()
+        seed = _pkcs8_ed25519_seed(pem)
+        if seed is not None:  # what generate() writes: no need for the PEM/PKCS#8 parsers
+            return SigningKey(Ed25519PrivateKey.from_private_bytes(seed))
+        from cryptography.hazmat.primitives import serialization
+
+        key = serialization.load_pem_private_key(pem, password=None)
         if not isinstance(key, Ed25519PrivateKey):
             raise CoordError(f"{path} is not an Ed25519 key")
         return SigningKey(key)
@@ -79,8 +93,30 @@ class SigningKey:
         return Signature(self.public_key, self._private.sign(block_hash))
 
 
+# An unencrypted PKCS#8 Ed25519 key (RFC 8410) is this DER prefix and the 32-byte seed.
+_PKCS8_ED25519 = bytes.fromhex("302e020100300506032b657004220420")
+
+
+def _pkcs8_ed25519_seed(pem: bytes) -> bytes | None:
+    """The seed of a PEM "PRIVATE KEY" in the exact form generate() writes, else None (the
+    cryptography parsers then read it; importing them costs a tenth of a command's start)."""
+    lines = pem.strip().splitlines()
+    if len(lines) < 3 or (lines[0], lines[-1]) != (b"-----BEGIN PRIVATE KEY-----",
+                                                     b"-----END PRIVATE KEY-----"):
+        return None
+    try:
+        der = binascii.a2b_base64(b"".join(lines[1:-1]))
+    except binascii.Error:
+        return None
+    if len(der) != len(_PKCS8_ED25519) + 32 or not der.startswith(_PKCS8_ED25519):
+        return None
+    return der[len(_PKCS8_ED25519):]
+
+
 def parse_public_key(text: str) -> bytes:
     """A public key as written in signature files and config (64 hex digits), checked."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         key = bytes.fromhex(text)
         Ed25519PublicKey.from_public_bytes(key)
@@ -96,6 +132,9 @@ def check_signature(
     """The signature's status and the signer's public key (None when unsigned or invalid)."""
     if data is None:
         return SignatureStatus.UNSIGNED, None
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         sig = Signature.from_bytes(data)
         Ed25519PublicKey.from_public_bytes(sig.public_key).verify(sig.signature, block_hash)

@@ -1,21 +1,27 @@
-"""Repositories (a local folder or an S3 bucket) and sharing datasets through them."""
-from .fetch_remote import RemotePullResult, RemotePullStatus, pull_from_repository, pull_source
-from .fileio import FileIO, RefConflict, RepositoryURLError, open_url, parse_url
-from .push import PushResult, push_dataset
-from .registry import (
-    Repository,
-    RepositoryError,
-    add_repository,
-    delete_repository,
-    get_repository,
-    list_repositories,
-)
-from .remote import RemoteDataset, SyncError
+"""Repositories (a local folder or an S3 bucket) and sharing datasets through them.
 
-__all__ = [
-    "FileIO", "PushResult", "RefConflict", "RemoteDataset", "RemotePullResult", "RemotePullStatus",
-    "Repository",
-    "RepositoryError", "RepositoryURLError", "SyncError", "add_repository", "delete_repository",
-    "get_repository", "list_repositories", "open_url", "parse_url", "pull_from_repository",
-    "pull_source", "push_dataset",
-]
+The names below are imported from their modules on first use (PEP 562): pushing and pulling
+need Arrow's file systems and JSON Schema, while a local ``coord pull`` only asks
+``registry.pull_source`` where a dataset came from.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_MODULE_OF = {
+    "FileIO": "fileio", "RefConflict": "fileio", "RepositoryURLError": "fileio", "open_url": "fileio",
+    "parse_url": "fileio", "RemotePullResult": "fetch_remote", "RemotePullStatus": "fetch_remote",
+    "pull_from_repository": "fetch_remote",
+    "PushResult": "push", "push_dataset": "push", "Repository": "registry",
+    "RepositoryError": "registry", "add_repository": "registry", "delete_repository": "registry",
+    "get_repository": "registry", "list_repositories": "registry", "pull_source": "registry",
+    "RemoteDataset": "remote", "SyncError": "remote",
+}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_MODULE_OF[name]}", __name__), name)

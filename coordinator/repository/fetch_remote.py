@@ -33,7 +33,7 @@ from ..verify import ExpectedFiles, check_data_file, expected_files
 from ..workspace import DatasetState, SealedBlock, Workspace, layout
 from ..workspace.fsutil import remove
 from .fileio import OutsideRepository, TooLarge
-from .registry import open_remote, remember, remembered
+from .registry import open_remote, remember
 from .remote import RemoteDataset, SyncError, checked_name
 from .transfer import Job, run_parallel
 
@@ -90,11 +90,6 @@ def pull_from_repository(
             remove(staging)
     remember(ws, ds.id, "pull", ref)
     return RemotePullResult(ds.id, ref, RemotePullStatus.PULLED, len(new), message, signers)
-
-
-def pull_source(ws: Workspace, dataset_id: str) -> DatasetRef | None:
-    """Where ``dataset_id`` was pulled from, so ``coord pull DS`` can pull from there again."""
-    return remembered(ws, dataset_id, "pull")
 
 
 def _compare(

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import CoordError
 from ..metadata.ids import DatasetRef, InvalidDatasetRef, is_dataset_id
 from ..workspace import Workspace
 from ..workspace.fsutil import atomic_write
-from .fileio import FileIO, parse_url
-from .remote import RemoteDataset
+
+if TYPE_CHECKING:
+    from .fileio import FileIO
+    from .remote import RemoteDataset
+
+# The storage back ends (Arrow's file systems) and the remote chain reader (JSON Schema) are
+# imported by the functions that open a repository: ``coord pull`` of a local dataset asks
+# this module where the dataset came from and needs neither.
 
 
 class RepositoryError(CoordError):
@@ -29,12 +36,16 @@ class Repository:
     url: str
 
     def open(self) -> FileIO:
+        from .fileio import parse_url
+
         return parse_url(self.url).open()
 
 
 def add_repository(ws: Workspace, name: str, url: str) -> Repository:
     if not is_dataset_id(name):
         raise RepositoryError(f"not a valid repository name: {name!r} (letters, digits, inner '-' and '.')")
+    from .fileio import parse_url
+
     parse_url(url)
     config = ws.config()
     if name in config.repositories:
@@ -85,6 +96,11 @@ def remembered(ws: Workspace, dataset_id: str, direction: str) -> DatasetRef | N
     return DatasetRef.parse(text) if text else None
 
 
+def pull_source(ws: Workspace, dataset_id: str) -> DatasetRef | None:
+    """Where ``dataset_id`` was pulled from, so ``coord pull DS`` can pull from there again."""
+    return remembered(ws, dataset_id, "pull")
+
+
 def remember(ws: Workspace, dataset_id: str, direction: str, ref: DatasetRef) -> None:
     ws.cache_dir(dataset_id)
     path = ws.dataset(dataset_id).remotes_path
@@ -96,4 +112,6 @@ def remember(ws: Workspace, dataset_id: str, direction: str, ref: DatasetRef) ->
 def open_remote(ws: Workspace, ref: DatasetRef) -> RemoteDataset:
     """The dataset ``ref`` names inside its repository (``ref.repository`` must be set)."""
     assert ref.repository is not None
+    from .remote import RemoteDataset
+
     return RemoteDataset(get_repository(ws, ref.repository).open(), remote_path(ref))

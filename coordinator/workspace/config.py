@@ -134,7 +134,7 @@ class Config:
         if not path.exists():
             return Config()
         try:
-            data = yaml.safe_load(path.read_text())
+            data = yaml.load(path.read_bytes(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             at = f" (line {mark.line + 1})" if mark is not None else ""

@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import yaml
-
 from ..errors import CoordError
 from ..metadata.ids import validate_dataset_id
 from ..metadata.signing import SigningKey
@@ -89,6 +87,8 @@ class Workspace:
         return self._config[1]
 
     def save_config(self, config: Config) -> None:
+        import yaml
+
         atomic_write(self.config_path, yaml.safe_dump(config.to_dict(), sort_keys=False).encode())
         self._config = None
 
