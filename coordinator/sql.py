@@ -83,13 +83,14 @@ def slice_files(ws: Workspace, as_at: AsAt | None = None) -> dict[str, list[Path
     are left out."""
     tables = {}
     for ds in ws.datasets():
+        stop = as_at.block if as_at is not None and as_at.dataset == ds.id else None
+        by_time = as_at is not None and stop is None
+        reached = stop is None
         files = []
-        reached = as_at is None or as_at.block is None or as_at.dataset != ds.id
         for h, block in ds.blocks():  # newest first
-            reached = reached or h == as_at.block  # type: ignore[union-attr]
-            visible = reached and (as_at is None or as_at.dataset == ds.id
-                                   or block.system_time <= as_at.time)
-            if visible and block.output_slice is not None:
+            reached = reached or h == stop
+            if (reached and block.output_slice is not None
+                    and not (by_time and block.system_time > as_at.time)):  # type: ignore[union-attr]
                 files.append(ds.data_file(h))
         if files:
             tables[ds.id] = files[::-1]

@@ -5,6 +5,7 @@ the datasets are real roots pulled from Parquet files (no engine needed)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pandas as pd
@@ -188,3 +189,34 @@ def test_standard_input_is_a_script(home):
 def test_the_table_output_shows_at_most_max_rows(home):
     shown = coord("sql", "--max-rows", "3", "-c", f'SELECT order_id FROM "{ORDERS}"', cwd=home).stdout
     assert "(300 rows, 3 shown" in shown and len(shown.splitlines()) == 5
+
+
+def test_on_a_terminal_it_is_interactive_and_an_error_does_not_end_it(home):
+    """The REPL: statements end with ;, may span lines, and Ctrl-D leaves."""
+    import os
+    import select
+
+    primary, secondary = os.openpty()
+    plain = {"TERM": "dumb", "NO_COLOR": "1"}  # no escape codes in what is read back
+    proc = subprocess.Popen(_coord_command(["sql"]), cwd=home, env=_coord_env(plain), stdin=secondary,
+                            stdout=secondary, stderr=secondary, close_fds=True)
+    os.close(secondary)
+    seen = b""
+
+    def read_until(marker: bytes) -> None:
+        nonlocal seen
+        while marker not in seen:
+            ready, _, _ = select.select([primary], [], [], 180)
+            assert ready, f"no {marker!r} in {seen.decode(errors='replace')}"
+            seen += os.read(primary, 65536)
+
+    read_until(b"coord sql> ")
+    os.write(primary, b"SELECT nope;\n")
+    read_until(b'error: line 1, column 8: Binder Error: Referenced column "nope"')
+    os.write(primary, f'SELECT count(*) AS n\nFROM "{CITIES}";\n'.encode())
+    read_until(b"(1 row)")
+    answer = seen.split(b"SELECT count")[-1]
+    assert b"..> " in answer and re.search(rb"\bn\s+2\s+\(1 row\)", answer), answer
+    os.write(primary, b"\x04")
+    assert proc.wait(timeout=60) == 0
+    os.close(primary)

@@ -52,6 +52,8 @@ def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | 
         raise click.UsageError("give either -c QUERY or -f FILE")
     if output == "parquet" and out_file is None:
         raise click.UsageError("-o parquet needs --out FILE")
+    if output == "table" and out_file is not None:
+        raise click.UsageError("--out writes csv, json or parquet: give -o")
     ws = _ws(ctx)
     when = resolve_as_at(ws, as_at) if as_at else None
     with SqlSession(ws, when) as session:
@@ -66,7 +68,7 @@ def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | 
             raise SqlError(f"{file}: {e}") if file else e from None
     if output == "table":
         for result in results:
-            _print_table(result, max_rows, out_file)
+            _print_table(result, max_rows)
         return
     if len(results) != 1:
         raise click.UsageError(f"-o {output} writes one result; the query has {len(results)} statements")
@@ -100,7 +102,7 @@ def _repl(session: SqlSession, max_rows: int) -> None:
         buffer = []
         try:
             for result in session.run(script):
-                _print_table(result, max_rows, None)
+                _print_table(result, max_rows)
         except CoordError as e:
             err.print(f"error: {e}", markup=False)
         except KeyboardInterrupt:
@@ -108,9 +110,7 @@ def _repl(session: SqlSession, max_rows: int) -> None:
             err.print("interrupted", markup=False)
 
 
-def _print_table(result: pa.Table, max_rows: int, out_file: str | None) -> None:
-    if out_file is not None:
-        raise click.UsageError("--out writes csv, json or parquet: give -o")
+def _print_table(result: pa.Table, max_rows: int) -> None:
     table = Table(*result.column_names, box=None)
     for row in result.slice(0, max_rows).to_pylist():
         table.add_row(*("NULL" if v is None else str(v) for v in row.values()))
