@@ -8,9 +8,11 @@ DEMO_DIR ?= demo
 
 install: system-deps python-deps proto
 
-# Debian packages: bubblewrap for the sandbox runtime; Podman for the container runtime.
+# Debian packages: bubblewrap for the sandbox runtime; Podman for the container runtime;
+# chromium for the lineage page's browser tests.
 system-deps:
 	@command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap; }
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	bash engines/spark/podman-setup.sh
 
 python-deps:

@@ -56,7 +56,8 @@ def field_versions(ws: Workspace, dataset_id: str) -> list[FieldVersion]:
     recorded = [(h, b.system_time, b.field_lineage)
                 for h, b in ws.dataset(dataset_id).blocks() if b.field_lineage is not None]
     recorded.reverse()
-    ends = [t for _, t, _ in recorded[1:]] + [None]
+    ends: list[datetime | None] = [t for _, t, _ in recorded[1:]]
+    ends += [None] if recorded else []
     return [FieldVersion(dataset_id, h, t, end, lineage)
             for (h, t, lineage), end in zip(recorded, ends, strict=True)]
 

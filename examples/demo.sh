@@ -20,6 +20,9 @@ run tail nyc.airlines -n 5
 run tail nyc.weather.daily -n 5
 run tail nyc.flights.long-delays -n 5
 run lineage nyc.flights.long-delays
+run sql -c 'SELECT origin, count(*) AS flights, round(avg(dep_delay), 1) AS mean_delay FROM "nyc.flights" GROUP BY origin ORDER BY origin'
+printf '\n\033[1m$ coord lineage nyc.weather.daily --direction both -o html > lineage.html\033[0m\n'
+coord lineage nyc.weather.daily --direction both -o html > lineage.html
 run log nyc.weather.daily | sed -n 1,40p  # sed reads it all: no broken pipe
 run log nyc.weather.daily --builds | sed -n 1,6p
 run verify -r nyc.weather.daily
@@ -39,4 +42,5 @@ run -w "$second" pull demo-repo/nyc.weather.daily
 run -w "$second" verify --integrity nyc.weather.daily
 run -w "$second" trust list
 run -w "$second" status
-printf '\nThe workspace is in %s (cd there and try: coord list, coord log nyc.airlines)\n' "$dir"
+printf '\nThe workspace is in %s (cd there and try: coord list, coord log nyc.airlines, coord sql)\n' "$dir"
+printf 'The lineage page is %s/lineage.html (open it in a browser: datasets, their fields, field lineage)\n' "$dir"

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from coordinator.field_lineage import FieldGraph, FieldRef
+from coordinator.field_lineage import FieldGraph, FieldRef, field_versions
 from coordinator.metadata.objects import FieldLineage, FieldOrigin, FieldSource, MetadataBlock
 from coordinator.workspace import Workspace
 
@@ -109,3 +109,7 @@ def test_a_time_range_gives_every_version_in_force_during_it(ws):
         (f"{ORDERS}.amount", T1), (f"{ORDERS}.status", T1), (f"{ORDERS}.quantity", T2)}
     first_only = FieldGraph(ws, until=datetime(2030, 1, 1, 12, tzinfo=UTC)).backward(DAILY, "total")
     assert {e.version for e in first_only} == {T1}
+
+
+def test_a_chain_without_recorded_lineage_has_no_versions(ws):
+    assert field_versions(ws, ORDERS) == []

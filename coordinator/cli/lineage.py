@@ -20,11 +20,20 @@ if TYPE_CHECKING:
 @click.argument("dataset")
 @click.option("--direction", type=click.Choice(["up", "down", "both"]), default="up",
               show_default=True, help="What DATASET is computed from (up), what reads it (down).")
-@click.option("--output", "-o", type=click.Choice(["tree", "dot", "json"]), default="tree",
-              show_default=True, help="dot: a Graphviz graph (dot -Tsvg); json: nodes and edges.")
+@click.option("--output", "-o", type=click.Choice(["tree", "dot", "json", "html"]), default="tree",
+              show_default=True, help="dot: a Graphviz graph (dot -Tsvg); json: nodes and edges; "
+                                      "html: a page to click through datasets, fields and field lineage.")
 @click.pass_context
 def lineage_(ctx: click.Context, dataset: str, direction: str, output: str) -> None:
     """Show the datasets DATASET is computed from, or the ones computed from it."""
+    if output == "html":
+        from ..lineage_document import lineage_document
+        from ..lineage_page import render_lineage_page
+
+        document = lineage_document(_ws(ctx), dataset, upstream=direction != "down",
+                                    downstream=direction != "up")
+        click.echo(render_lineage_page(document), nl=False)
+        return
     from ..lineage import lineage
 
     graph = lineage(_ws(ctx), dataset, upstream=direction != "down",

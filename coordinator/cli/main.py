@@ -12,7 +12,6 @@ import json
 import os
 import sys
 from contextlib import ExitStack
-from datetime import date, datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,11 +19,12 @@ import click
 
 from ..errors import CoordError
 from ..metadata.timefmt import format_timestamp
-from .console import TextTable, err, out, short
+from .console import TextTable, err, json_value, out, short
 from .console import workspace as _ws
 from .lineage import lineage_
 from .pull import pull
 from .sharing import register as register_sharing
+from .sql import sql
 from .status import print_builds, short_status, status_
 from .system import system
 from .trust import trust_
@@ -150,7 +150,7 @@ def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | N
         files = [] if block is None else ds.data_files(up_to=block)
     data = _last_records(files, num)
     if output == "json":
-        click.echo(json.dumps(data.to_pylist(), indent=2, default=_json_value))
+        click.echo(json.dumps(data.to_pylist(), indent=2, default=json_value))
         return
     if output == "csv":
         sys.stdout.flush()
@@ -160,17 +160,6 @@ def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | N
     for row in data.to_pylist():
         table.add_row(*("" if v is None else str(v) for v in row.values()))
     out.print(table)
-
-
-def _json_value(value):
-    """Record values JSON has no type for: times in RFC 3339, decimals as text, bytes as hex."""
-    if isinstance(value, datetime):
-        return format_timestamp(value) if value.tzinfo else value.isoformat()
-    if isinstance(value, (date, time)):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.hex()
-    return str(value)  # Decimal
 
 
 def _last_records(files: list[Path], num: int) -> pa.Table:
@@ -269,6 +258,7 @@ def block_hash(file: str) -> None:
 
 cli.add_command(pull)
 cli.add_command(lineage_)
+cli.add_command(sql)
 cli.add_command(trust_)
 cli.add_command(status_)
 cli.add_command(system)

@@ -1,0 +1,146 @@
+"""``coord sql``: queries over the workspace's datasets (DuckDB), one-shot or interactive."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.table import Table
+
+from ..errors import CoordError
+from .console import err, json_value, out
+from .console import workspace as _ws
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..sql import SqlSession
+
+FORMATS = ["table", "csv", "json", "parquet"]
+
+
+@click.command("sql")
+@click.option("--command", "-c", "command", metavar="QUERY", help="Run QUERY (statements separated by ;).")
+@click.option("--file", "-f", "file", type=click.Path(exists=True, dir_okay=False),
+              help="Run the statements of FILE.")
+@click.option("--as-at", "as_at", metavar="TIME|BLOCK",
+              help="Read every dataset as it was at that system time (RFC 3339), or at that "
+                   "block (a hash or its prefix; the other datasets as at its system time).")
+@click.option("--output", "-o", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="csv with a header line; json: a list of records; parquet needs --out.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False),
+              help="Write the result to this file (written whole or not at all).")
+@click.option("--max-rows", default=1000, show_default=True, help="Rows a table shows at most.")
+@click.pass_context
+def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | None, output: str,
+        out_file: str | None, max_rows: int) -> None:
+    """Query the datasets with SQL: interactive on a terminal, else -c, -f or standard input.
+
+    \b
+    Each dataset is a table named by its id, in double quotes:
+      coord sql -c 'SELECT origin, count(*) FROM "nyc.flights" GROUP BY origin'
+    The dialect is DuckDB's (https://duckdb.org/docs/sql/introduction); transforms in
+    manifests stay Spark SQL. Only queries run: statements that change anything are refused,
+    and a query reads the datasets' own Parquet slices and no other file.
+    """
+    from ..sql import SqlError, SqlSession, resolve_as_at
+
+    if command is not None and file is not None:
+        raise click.UsageError("give either -c QUERY or -f FILE")
+    if output == "parquet" and out_file is None:
+        raise click.UsageError("-o parquet needs --out FILE")
+    if output == "table" and out_file is not None:
+        raise click.UsageError("--out writes csv, json or parquet: give -o")
+    ws = _ws(ctx)
+    when = resolve_as_at(ws, as_at) if as_at else None
+    with SqlSession(ws, when) as session:
+        if command is None and file is None and sys.stdin.isatty():
+            _repl(session, max_rows)
+            return
+        script = command if command is not None else (
+            Path(file).read_text() if file else sys.stdin.read())
+        try:
+            results = list(session.run(script))
+        except SqlError as e:
+            raise SqlError(f"{file}: {e}") if file else e from None
+    if output == "table":
+        for result in results:
+            _print_table(result, max_rows)
+        return
+    if len(results) != 1:
+        raise click.UsageError(f"-o {output} writes one result; the query has {len(results)} statements")
+    _write(results[0], output, out_file)
+
+
+def _repl(session: SqlSession, max_rows: int) -> None:
+    import readline  # noqa: F401  (line editing and history for input())
+
+    err.print("SQL over the workspace's datasets (DuckDB dialect); end a statement with ; "
+              "and leave with Ctrl-D.", markup=False)
+    if session.tables:
+        err.print("datasets: " + ", ".join(f'"{t}"' for t in session.tables), markup=False)
+    buffer: list[str] = []
+    while True:
+        try:
+            line = input("coord sql> " if not buffer else "       ..> ")
+        except EOFError:
+            err.print()
+            return
+        except KeyboardInterrupt:
+            buffer = []
+            err.print()
+            continue
+        buffer.append(line)
+        script = "\n".join(buffer)
+        if not script.strip() or not script.rstrip().endswith(";"):
+            if not script.strip():
+                buffer = []
+            continue
+        buffer = []
+        try:
+            for result in session.run(script):
+                _print_table(result, max_rows)
+        except CoordError as e:
+            err.print(f"error: {e}", markup=False)
+        except KeyboardInterrupt:
+            session.interrupt()
+            err.print("interrupted", markup=False)
+
+
+def _print_table(result: pa.Table, max_rows: int) -> None:
+    table = Table(*result.column_names, box=None)
+    for row in result.slice(0, max_rows).to_pylist():
+        table.add_row(*("NULL" if v is None else str(v) for v in row.values()))
+    out.print(table)
+    shown = min(max_rows, result.num_rows)
+    more = f", {shown:,} shown (--max-rows, or -o csv for all)" if shown < result.num_rows else ""
+    out.print(f"({result.num_rows:,} row{'s' if result.num_rows != 1 else ''}{more})", markup=False)
+
+
+def _write(result: pa.Table, output: str, out_file: str | None) -> None:
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    def write(sink) -> None:
+        if output == "csv":
+            pacsv.write_csv(result, sink)
+        elif output == "parquet":
+            pq.write_table(result, sink)
+        else:
+            sink.write(json.dumps(result.to_pylist(), indent=2, default=json_value).encode() + b"\n")
+
+    if out_file is None:
+        sys.stdout.flush()
+        write(sys.stdout.buffer)
+        return
+    target = Path(out_file)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        with open(partial, "wb") as sink:
+            write(sink)
+        os.replace(partial, target)  # the file appears whole or not at all
+    finally:
+        partial.unlink(missing_ok=True)

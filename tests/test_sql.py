@@ -1,0 +1,222 @@
+"""``coord sql``: DuckDB queries over the datasets' slices, as a user runs them.
+
+Answers are checked against pandas computing the same thing on the records the test wrote;
+the datasets are real roots pulled from Parquet files (no engine needed)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from coordinator.workspace import Workspace
+
+from .conftest import _coord_command, _coord_env, coord
+
+CITIES, ORDERS = "org.example.cities", "org.example.orders"
+
+
+def root_manifest(dataset: str, file: str, schema: list[str], key: str) -> str:
+    return f"""
+apiVersion: 1
+kind: DatasetSnapshot
+content:
+  id: {dataset}
+  source:
+    kind: root
+    fetch: {{kind: url, url: {file}}}
+    read: {{kind: parquet, schema: {json.dumps(schema)}}}
+    merge: {{kind: ledger, primaryKey: [{key}]}}
+"""
+
+
+def orders_frame(n: int, first_id: int = 0) -> pd.DataFrame:
+    ids = range(first_id, first_id + n)
+    return pd.DataFrame({"order_id": list(ids), "city": [["Oslo", "Lima", "Pune"][i % 3] for i in ids],
+                         "amount": [(i * 37) % 101 for i in ids]})
+
+
+@pytest.fixture
+def home(tmp_path):
+    """Cities (pulled first) and orders (pulled after), two roots with one slice each."""
+    coord("init", cwd=tmp_path)
+    pq.write_table(pa.table({"city": ["Oslo", "Lima"], "country": ["NO", "PE"]}), tmp_path / "cities.parquet")
+    pq.write_table(pa.Table.from_pandas(orders_frame(300), preserve_index=False), tmp_path / "orders.parquet")
+    (tmp_path / "cities.yaml").write_text(
+        root_manifest(CITIES, "cities.parquet", ["city STRING", "country STRING"], "city"))
+    (tmp_path / "orders.yaml").write_text(
+        root_manifest(ORDERS, "orders.parquet", ["order_id BIGINT", "city STRING", "amount BIGINT"],
+                      "order_id"))
+    coord("add", "cities.yaml", "orders.yaml", cwd=tmp_path)
+    coord("pull", CITIES, cwd=tmp_path)
+    coord("pull", ORDERS, cwd=tmp_path)
+    return tmp_path
+
+
+def sql_json(home, query: str, *args: str) -> list[dict]:
+    return json.loads(coord("sql", "-o", "json", "-c", query, *args, cwd=home).stdout)
+
+
+def refused(home, *args: str) -> str:
+    proc = coord("sql", *args, cwd=home, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    return proc.stderr
+
+
+def log(home, dataset: str) -> list[dict]:
+    return json.loads(coord("log", dataset, "-o", "json", cwd=home).stdout)
+
+
+def test_a_group_by_answers_as_pandas_computes_it(home):
+    rows = sql_json(home, f'SELECT city, sum(amount) AS total, count(*) AS n FROM "{ORDERS}" '
+                          "GROUP BY city ORDER BY city")
+    expected = orders_frame(300).groupby("city").agg(total=("amount", "sum"), n=("amount", "size"))
+    assert rows == [{"city": c, "total": int(r.total), "n": int(r.n)} for c, r in expected.iterrows()]
+
+
+def test_datasets_join_by_their_names(home):
+    rows = sql_json(home, f'SELECT c.country, count(*) AS n FROM "{ORDERS}" o '
+                          f'JOIN "{CITIES}" c USING (city) GROUP BY 1 ORDER BY 1')
+    cities = pd.DataFrame({"city": ["Oslo", "Lima"], "country": ["NO", "PE"]})
+    expected = orders_frame(300).merge(cities, on="city").groupby("country").size()
+    assert rows == [{"country": k, "n": int(v)} for k, v in expected.items()]
+
+
+def test_a_table_reads_the_slices_its_chain_names_and_no_other_file(home):
+    data = Workspace.open(home).dataset(ORDERS).root / "data"
+    pq.write_table(pa.Table.from_pandas(orders_frame(5, 1000), preserve_index=False), data / "stray")
+    assert sql_json(home, f'SELECT count(*) AS n FROM "{ORDERS}"') == [{"n": 300}]
+
+
+def test_slices_are_read_in_chain_order(home):
+    pq.write_table(pa.Table.from_pandas(orders_frame(310), preserve_index=False), home / "orders.parquet")
+    coord("pull", ORDERS, cwd=home)
+    ids = [r["order_id"] for r in sql_json(home, f'SELECT order_id FROM "{ORDERS}"')]
+    assert ids[-10:] == list(range(300, 310)) and len(ids) == 310
+
+
+def test_as_at_a_time_reads_only_the_blocks_committed_by_then(home):
+    first = log(home, ORDERS)[0]
+    pq.write_table(pa.Table.from_pandas(orders_frame(310), preserve_index=False), home / "orders.parquet")
+    coord("pull", ORDERS, cwd=home)
+    query = f'SELECT count(*) AS n, max(order_id) AS last FROM "{ORDERS}"'
+    assert sql_json(home, query) == [{"n": 310, "last": 309}]
+    assert sql_json(home, query, "--as-at", first["systemTime"]) == [{"n": 300, "last": 299}]
+
+
+def test_as_at_a_block_reads_its_dataset_to_it_and_the_others_as_at_its_time(home):
+    cities_block = log(home, CITIES)[0]["blockHash"]
+    orders_block = log(home, ORDERS)[0]["blockHash"]
+    pq.write_table(pa.table({"city": ["Oslo", "Lima", "Pune"], "country": ["NO", "PE", "IN"]}),
+                   home / "cities.parquet")
+    coord("pull", CITIES, cwd=home)
+    query = f'SELECT count(*) AS n FROM "{CITIES}"'
+    assert sql_json(home, query) == [{"n": 3}]
+    assert sql_json(home, query, "--as-at", orders_block[:10]) == [{"n": 2}]  # pulled before it
+    error = refused(home, "-c", f'SELECT * FROM "{ORDERS}"', "--as-at", cities_block[:10])
+    assert f"dataset {ORDERS} holds no data as at block {cities_block[:12]}" in error
+
+
+def test_as_at_an_unknown_block_or_a_bad_time_is_refused(home):
+    error = refused(home, "-c", "SELECT 1", "--as-at", "abcdef")
+    assert "no block of any dataset starts with abcdef" in error
+    assert "not a valid timestamp" in refused(home, "-c", "SELECT 1", "--as-at", "2020-13-01T00:00:00Z")
+
+
+def test_a_bad_query_names_its_line_and_column_in_the_file(home):
+    (home / "report.sql").write_text(f'SELECT 1;\n\nSELECT city,\n       amout\nFROM "{ORDERS}";\n')
+    error = refused(home, "-f", "report.sql")
+    assert 'report.sql: line 4, column 8: Binder Error: Referenced column "amout" not found' in error
+
+
+def test_a_syntax_error_names_its_place(home):
+    error = refused(home, "-c", "SELECT FROM WHERE")
+    assert 'line 1, column 13: Parser Error: syntax error at or near "WHERE"' in error
+
+
+def test_a_dataset_name_without_quotes_gets_a_hint(home):
+    error = refused(home, "-c", f"SELECT * FROM {ORDERS}")
+    assert f'a dataset is named with double quotes: FROM "{ORDERS}"' in error
+
+
+@pytest.mark.parametrize("statement", [
+    "COPY (SELECT 1) TO 'out.csv'", "CREATE TABLE t AS SELECT 1", "ATTACH 'other.duckdb'",
+    "SET enable_external_access = true", "INSTALL httpfs", f'DELETE FROM "{ORDERS}"',
+])
+def test_a_statement_that_is_not_a_query_is_refused(home, statement):
+    error = refused(home, "-c", f"SELECT 1;\n{statement}")
+    assert "line 2, column 1:" in error and "statements are not allowed" in error
+    assert not (home / "out.csv").exists() and not (home / "other.duckdb").exists()
+
+
+@pytest.mark.parametrize("query, why", [
+    ("SELECT * FROM read_csv('/etc/passwd')", "Permission Error: Cannot access file"),
+    ("SELECT content FROM read_text('.coord/keys/ed25519.pem')", "Permission Error: Cannot access file"),
+    ("SELECT * FROM glob('/*')", "Permission Error: Cannot access file"),
+    ("SELECT * FROM '/etc/passwd'", "Table with name /etc/passwd does not exist"),  # no file scan
+])
+def test_a_query_cannot_read_a_host_file(home, query, why):
+    error = refused(home, "-c", query)
+    assert why in error and "root:" not in error
+
+
+def test_csv_and_parquet_outputs_hold_the_same_result(home):
+    query = f'SELECT city, sum(amount) AS total FROM "{ORDERS}" GROUP BY city ORDER BY city'
+    csv = coord("sql", "-o", "csv", "-c", query, cwd=home).stdout.splitlines()
+    coord("sql", "-o", "parquet", "--out", "totals.parquet", "-c", query, cwd=home)
+    table = pq.read_table(home / "totals.parquet")
+    assert csv[0] == '"city","total"'
+    assert csv[1:] == [f'"{c}",{t}' for c, t in zip(table["city"].to_pylist(), table["total"].to_pylist(),
+                                                    strict=True)]
+    assert table.num_rows == 3
+
+
+def test_parquet_output_needs_a_file(home):
+    proc = coord("sql", "-o", "parquet", "-c", "SELECT 1", cwd=home, check=False)
+    assert proc.returncode == 2 and "-o parquet needs --out FILE" in proc.stderr
+
+
+def test_standard_input_is_a_script(home):
+    proc = subprocess.run(_coord_command(["sql", "-o", "csv"]), cwd=home, env=_coord_env(None),
+                          input=f'SELECT count(*) AS n FROM "{CITIES}"', capture_output=True, text=True)
+    assert proc.stdout.splitlines() == ['"n"', "2"]
+
+
+def test_the_table_output_shows_at_most_max_rows(home):
+    shown = coord("sql", "--max-rows", "3", "-c", f'SELECT order_id FROM "{ORDERS}"', cwd=home).stdout
+    assert "(300 rows, 3 shown" in shown and len(shown.splitlines()) == 5
+
+
+def test_on_a_terminal_it_is_interactive_and_an_error_does_not_end_it(home):
+    """The REPL: statements end with ;, may span lines, and Ctrl-D leaves."""
+    import os
+    import select
+
+    primary, secondary = os.openpty()
+    plain = {"TERM": "dumb", "NO_COLOR": "1"}  # no escape codes in what is read back
+    proc = subprocess.Popen(_coord_command(["sql"]), cwd=home, env=_coord_env(plain), stdin=secondary,
+                            stdout=secondary, stderr=secondary, close_fds=True)
+    os.close(secondary)
+    seen = b""
+
+    def read_until(marker: bytes) -> None:
+        nonlocal seen
+        while marker not in seen:
+            ready, _, _ = select.select([primary], [], [], 180)
+            assert ready, f"no {marker!r} in {seen.decode(errors='replace')}"
+            seen += os.read(primary, 65536)
+
+    read_until(b"coord sql> ")
+    os.write(primary, b"SELECT nope;\n")
+    read_until(b'error: line 1, column 8: Binder Error: Referenced column "nope"')
+    os.write(primary, f'SELECT count(*) AS n\nFROM "{CITIES}";\n'.encode())
+    read_until(b"(1 row)")
+    answer = seen.split(b"SELECT count")[-1]
+    assert b"..> " in answer and re.search(rb"\bn\s+2\s+\(1 row\)", answer), answer
+    os.write(primary, b"\x04")
+    assert proc.wait(timeout=60) == 0
+    os.close(primary)
