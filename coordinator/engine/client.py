@@ -18,7 +18,7 @@ import grpc
 import pyarrow as pa
 
 from ..errors import CoordError
-from ..metadata.objects import DatasetVocabulary, TransformSql
+from ..metadata.objects import DatasetVocabulary, FieldLineage, FieldOrigin, FieldSource, TransformSql
 from ..metadata.timefmt import epoch_nanos, from_epoch_nanos
 from . import stubs
 
@@ -212,12 +212,7 @@ class EngineClient:
         request = pb.ValidateRequest(
             transaction_id=transaction_id,
             dataset_id=dataset_id,
-            inputs=[
-                pb.InputSchema(
-                    dataset_id=i.dataset_id, vocab=_vocab(i.vocab), arrow_schema=_schema_bytes(i.schema)
-                )
-                for i in inputs
-            ],
+            inputs=[_input_schema(i) for i in inputs],
             transform=_transform(transform),
             vocab=_vocab(vocab),
         )
@@ -297,6 +292,23 @@ class EngineClient:
             raise _engine_error(reply.error)
         return reply.result.num_records
 
+    def derive_field_lineage(
+        self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
+        vocab: DatasetVocabulary, transaction_id: str = "",
+    ) -> FieldLineage:
+        """The column-level lineage of ``transform`` over the inputs' schemas (no data read)."""
+        reply = self._call(
+            self._stub.DeriveLineage,
+            pb.LineageRequest(
+                transaction_id=transaction_id, dataset_id=dataset_id,
+                inputs=[_input_schema(i) for i in inputs], transform=_transform(transform),
+                vocab=_vocab(vocab),
+            ),
+        )
+        if reply.HasField("error"):
+            raise _engine_error(reply.error)
+        return _field_lineage(reply.lineage)
+
     def _call(self, method, request):
         try:
             return method(request)
@@ -305,6 +317,20 @@ class EngineClient:
 
 
 # ----- conversions -----------------------------------------------------------------------------
+
+
+def _input_schema(i: InputSchema):
+    return pb.InputSchema(dataset_id=i.dataset_id, vocab=_vocab(i.vocab),
+                          arrow_schema=_schema_bytes(i.schema))
+
+
+def _field_lineage(result) -> FieldLineage:
+    def source(s) -> FieldSource:
+        return FieldSource(input=s.input, field=s.field, kind=s.kind, expression=s.expression or None)
+    return FieldLineage(
+        fields=[FieldOrigin(field=f.field, sources=[source(s) for s in f.sources]) for f in result.fields],
+        conditions=[source(s) for s in result.conditions] or None,
+    )
 
 
 def _vocab(vocab: DatasetVocabulary | None):

@@ -3,8 +3,8 @@
 Steps are replayed in chain order from an empty state, each from the checkpoint the previous
 replayed step produced (never from the stored checkpoints), with the inputs each block
 recorded and its recorded system time; the output slice hash, record count and watermark must
-match what the block says. A query the engine's SQL policy refuses is reported as the
-block's problem and not run.
+match what the block says, and so must a recorded field lineage (derived again by the engine).
+A query the engine's SQL policy refuses is reported as the block's problem and not run.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from ..metadata.timefmt import IntervalType, now_utc
 from ..verify import Problem
 from ..workspace import Dataset
 from .engine_session import EngineSession
+from .field_lineage import derive_field_lineage, lineage_difference
 from .plan import TransformPlan, plan_input
 from .service import run_step
 
@@ -71,6 +72,8 @@ def make_replay(engine: Callable[[], EngineSession]):
                 return problems
             last_transform = source.transform
             reason = _difference(block, replayed)
+            if reason is None and block.field_lineage is not None:
+                reason = lineage_difference(block.field_lineage, derive_field_lineage(engine(), plan))
             if reason:
                 problems.append(Problem(cb.hash, f"did not reproduce: {reason}"))
         return problems

@@ -19,6 +19,7 @@ from ..metadata.timefmt import TimeInterval, now_utc
 from ..workspace import Workspace
 from ..workspace.crash import crash_point
 from .engine_session import EngineSession
+from .field_lineage import with_field_lineage
 from .plan import TransformPlan, plan_transform
 
 
@@ -48,6 +49,7 @@ def pull_derivative(
         session = engine()
         block, data_file, checkpoint = run_step(session, plan, system_time=max(now_utc(), plan.head_time),
                                                 progress=progress)
+        block = with_field_lineage(session, plan, block)
         crash_point("engine-answered")
         h = w.commit(block, data_file=data_file, checkpoint_dir=checkpoint)
     n = block.output_slice.num_records if block.output_slice else 0

@@ -1,0 +1,50 @@
+"""Recording field-level lineage on a derivative's chain (the FieldLineage extension).
+
+Field lineage is a function of the transform in force and its inputs' schemas. At each
+executed step of a pull, the engine session already running derives it for the step's plan;
+it is put on the block being committed only when it differs from the newest one recorded on
+the chain, so a new version appears exactly when the query or an input's schema changes what
+the columns come from. verify (replay.py) derives it again for each recording block and
+compares.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..engine.client import InputSchema
+from ..metadata.objects import FieldLineage, MetadataBlock
+from ..workspace import Dataset
+from .engine_session import EngineSession
+from .plan import TransformPlan
+
+
+def derive_field_lineage(session: EngineSession, plan: TransformPlan) -> FieldLineage:
+    """The engine's field lineage for ``plan``'s transform over its inputs' schemas."""
+    inputs = [InputSchema(i.dataset.id, i.vocab, i.schema) for i in plan.inputs if i.schema is not None]
+    return session.client.derive_field_lineage(plan.dataset.id, inputs, plan.transform, plan.vocab,
+                                               transaction_id=plan.transaction_id())
+
+
+def recorded_field_lineage(ds: Dataset) -> FieldLineage | None:
+    """The newest field lineage on the chain (None before any is recorded)."""
+    return next((b.field_lineage for _, b in ds.blocks() if b.field_lineage is not None), None)
+
+
+def with_field_lineage(session: EngineSession, plan: TransformPlan, block: MetadataBlock) -> MetadataBlock:
+    """``block`` carrying the plan's field lineage if that starts a new version."""
+    lineage = derive_field_lineage(session, plan)
+    if lineage == recorded_field_lineage(plan.dataset):
+        return block
+    return replace(block, field_lineage=lineage)
+
+
+def lineage_difference(recorded: FieldLineage, derived: FieldLineage) -> str | None:
+    """Where a recorded field lineage differs from the engine's, in words (None: the same)."""
+    if recorded == derived:
+        return None
+    old = {f.field: f.sources for f in recorded.fields}
+    new = {f.field: f.sources for f in derived.fields}
+    for name in [*old, *(n for n in new if n not in old)]:
+        if old.get(name) != new.get(name):
+            return f"the recorded field lineage of column '{name}' differs from the engine's"
+    return "the recorded field lineage's conditions differ from the engine's"
