@@ -77,7 +77,8 @@ def test_openlineage_events_are_library_models_with_column_lineage(ws):  # noqa:
     assert isinstance(facet, cl.ColumnLineageDatasetFacet)
     total = facet.fields["total"].inputFields[0]
     assert (total.name, total.field, total.transformations[0].type, total.transformations[0].subtype,
-            total.transformations[0].description) == (ORDERS, "amount", "DIRECT", "AGGREGATION", "sum(amount)")
+            total.transformations[0].description) == (
+        ORDERS, "amount", "DIRECT", "AGGREGATION", "sum(amount)")
     assert [(f.name, f.field, f.transformations[0].subtype) for f in facet.dataset] == [
         (ORDERS, "status", "FILTER")]
     root = events[0].inputs[0]

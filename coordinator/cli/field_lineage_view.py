@@ -43,7 +43,7 @@ def show_field_lineage(ws: Workspace, dataset: str, field: str | None, direction
             out.print(_mapping_tree(dataset, edges))
         return
     forward = direction in ("forward", "down")
-    _check_field(fields, dataset, field, forward)
+    _check_field(ws, fields, dataset, field)
     walk = fields.forward if forward else fields.backward
     edges = walk(dataset, field, depth)
     start = FieldRef(dataset, field)
@@ -63,12 +63,15 @@ def show_field_lineage(ws: Workspace, dataset: str, field: str | None, direction
                         if ref in roots else ""))
 
 
-def _check_field(fields: FieldGraph, dataset: str, field: str, forward: bool) -> None:
-    """A column the dataset's recorded lineage or its readers' lineage knows of."""
+def _check_field(ws: Workspace, fields: FieldGraph, dataset: str, field: str) -> None:
+    """A column of the dataset: in its data, its recorded lineage or its readers' lineage."""
     known = {o.field for v in fields.versions(dataset) for o in v.lineage.fields}
-    if forward or not known:
-        known |= {e.source.field for r in fields.graph.readers(dataset) for e in fields.edges_into(r)
-                  if e.source.dataset == dataset and e.source.field}
+    known |= {e.source.field for r in fields.graph.readers(dataset) for e in fields.edges_into(r)
+              if e.source.dataset == dataset and e.source.field}
+    files = ws.dataset(dataset).data_files()
+    if files:
+        import pyarrow.parquet as pq
+        known |= set(pq.read_schema(files[-1]).names)
     if field not in known:
         hint = f"known columns: {', '.join(sorted(known))}" if known else \
             "no field lineage is recorded for it yet: pull it (or its readers) first"

@@ -5,13 +5,14 @@ executed step of a pull, the engine session already running derives it for the s
 it is put on the block being committed only when it differs from the newest one recorded on
 the chain, so a new version appears exactly when the query or an input's schema changes what
 the columns come from. verify (replay.py) derives it again for each recording block and
-compares.
+compares. A plan the engine cannot trace records nothing (never a guess) and does not stop
+the pull.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine.client import InputSchema
+from ..engine.client import EngineError, InputSchema
 from ..metadata.objects import FieldLineage, MetadataBlock
 from ..workspace import Dataset
 from .engine_session import EngineSession
@@ -31,8 +32,14 @@ def recorded_field_lineage(ds: Dataset) -> FieldLineage | None:
 
 
 def with_field_lineage(session: EngineSession, plan: TransformPlan, block: MetadataBlock) -> MetadataBlock:
-    """``block`` carrying the plan's field lineage if that starts a new version."""
-    lineage = derive_field_lineage(session, plan)
+    """``block`` carrying the plan's field lineage if that starts a new version. A query the
+    engine cannot trace column by column still runs: its blocks record no field lineage."""
+    try:
+        lineage = derive_field_lineage(session, plan)
+    except EngineError as error:
+        if error.kind != "UNSUPPORTED":
+            raise
+        return block
     if lineage == recorded_field_lineage(plan.dataset):
         return block
     return replace(block, field_lineage=lineage)

@@ -146,3 +146,11 @@ def test_bad_query_is_reported_like_validate(engine_client):
     with pytest.raises(EngineError) as failure:
         derive(engine_client, "SELECT nope FROM `shop.orders`")
     assert failure.value.kind == "INVALID_QUERY"
+
+
+def test_an_operator_the_engine_cannot_trace_is_named_not_guessed(engine_client):
+    with pytest.raises(EngineError) as failure:
+        derive(engine_client, "SELECT o.event_time, x.w FROM `shop.orders` o, "
+                              "LATERAL (SELECT o.amount + 1 AS w) x")
+    assert failure.value.kind == "UNSUPPORTED"
+    assert "LateralJoin" in failure.value.message
