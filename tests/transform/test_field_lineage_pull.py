@@ -9,36 +9,20 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
-from tests.chained_streams import ORDER_ROWS, ORDERS_ID, SHAPES, SHIPMENT_ROWS, SHIPMENTS_ID, in_pulls
+from tests.chained_streams import ORDER_ROWS, ORDERS_ID, SHIPMENT_ROWS, SHIPMENTS_ID, in_pulls
 
 from ..conftest import coord
-from .pipeline import manifest
-from .test_chained_pull import root, write_csv
+from .test_chained_pull import SHIPPING, add_shipping_pipeline, write_csv
 from .test_derivative_pull import blocks
 
 pytestmark = pytest.mark.slow
 SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
-SHIPPING = "com.example.shipping.daily"
 
 
 def test_a_join_then_a_window_is_recorded_once_queried_and_verified(tmp_path):
     home = tmp_path
-    coord("init", cwd=home)
-    docs = {
-        ORDERS_ID: root("orders", ["event_time TIMESTAMP", "order_id BIGINT", "amount BIGINT"], ["order_id"]),
-        SHIPMENTS_ID: root("shipments", ["event_time TIMESTAMP", "order_id BIGINT", "carrier STRING"],
-                ["order_id", "event_time"]),
-        SHIPPING: {"kind": "derivative", "inputs": [ORDERS_ID, SHIPMENTS_ID], "transform": {
-            "kind": "sql", "engine": "spark", "queries": [
-                {"alias": a, "query": q} if a else {"query": q}
-                for a, q in SHAPES["left-join-window-filter"].steps]}},
-    }
-    (home / "manifests").mkdir()
-    for dataset_id, source in docs.items():
-        (home / "manifests" / f"{dataset_id}.yaml").write_text(yaml.safe_dump(manifest(dataset_id, source)))
-    coord("add", str(home / "manifests"), cwd=home)
+    add_shipping_pipeline(home)  # the left-join-window-filter shape
     for k, (orders, shipments) in enumerate(zip(in_pulls(ORDER_ROWS, 2), in_pulls(SHIPMENT_ROWS, 2),
                                                 strict=True)):
         write_csv(home, "orders", f"{k}.csv", orders)
