@@ -297,14 +297,18 @@ class EngineClient:
         vocab: DatasetVocabulary, transaction_id: str = "",
     ) -> FieldLineage:
         """The column-level lineage of ``transform`` over the inputs' schemas (no data read)."""
-        reply = self._call(
-            self._stub.DeriveLineage,
-            pb.LineageRequest(
-                transaction_id=transaction_id, dataset_id=dataset_id,
-                inputs=[_input_schema(i) for i in inputs], transform=_transform(transform),
-                vocab=_vocab(vocab),
-            ),
+        request = pb.LineageRequest(
+            transaction_id=transaction_id, dataset_id=dataset_id,
+            inputs=[_input_schema(i) for i in inputs], transform=_transform(transform),
+            vocab=_vocab(vocab),
         )
+        try:
+            reply = self._stub.DeriveLineage(request)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:  # an engine (image) built before it
+                raise EngineError("UNSUPPORTED", "this engine build has no DeriveLineage "
+                                                 "(rebuild the engine image)") from None
+            raise _transport_error(exc) from None
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         return _field_lineage(reply.lineage)
