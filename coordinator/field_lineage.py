@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .graph import DatasetGraph
-from .metadata.objects import FieldLineage, FieldSource
+from .metadata.objects import DatasetSourceRoot, FetchStepUrl, FieldLineage, FieldSource
 from .workspace import Workspace
 
 
@@ -138,3 +138,44 @@ def _walk(start: FieldRef, step, next_ref, depth: int | None) -> list[FieldEdge]
         frontier = following
     return found
 
+
+
+@dataclass(frozen=True)
+class RootOrigin:
+    """Where a root dataset's columns come from: its fetch step and read step."""
+
+    fetch: str  # the URL or files glob
+    read: str  # the read step's kind (csv, jsonLines, parquet, ...)
+
+    def __str__(self) -> str:
+        return f"fetched from {self.fetch}, read as {self.read}"
+
+
+def root_origin(graph: DatasetGraph, dataset_id: str) -> RootOrigin | None:
+    """The source of a root dataset of ``graph`` (None for a derivative or a missing one)."""
+    if not graph.exists(dataset_id):
+        return None
+    source = graph.state(dataset_id).source
+    if not isinstance(source, DatasetSourceRoot):
+        return None
+    fetch = source.fetch
+    where = fetch.url if isinstance(fetch, FetchStepUrl) else fetch.path
+    return RootOrigin(where, source.read.KIND)
+
+
+def upstream_mapping(fields: FieldGraph, dataset_id: str, depth: int | None = None) -> list[FieldEdge]:
+    """The dataset-level mapping of fields: every edge into ``dataset_id`` and into each
+    derivative upstream of it, ``depth`` datasets deep at most (the seed's high-level view)."""
+    edges: list[FieldEdge] = []
+    level, seen, hops = [dataset_id], {dataset_id}, 0
+    while level and (depth is None or hops < depth):
+        hops += 1
+        following = []
+        for current in level:
+            edges += fields.edges_into(current)
+            for i in (fields.graph.inputs(current) if fields.graph.exists(current) else ()):
+                if i not in seen:
+                    seen.add(i)
+                    following.append(i)
+        level = following
+    return edges

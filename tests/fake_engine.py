@@ -49,7 +49,7 @@ from coordinator.engine.port import (
     ValidateResult,
 )
 from coordinator.engine.settings import EngineSettings
-from coordinator.metadata.objects import DatasetVocabulary, EngineIdentity, TransformSql
+from coordinator.metadata.objects import DatasetVocabulary, EngineIdentity, FieldLineage, TransformSql
 from coordinator.metadata.timefmt import format_timestamp, parse_timestamp
 
 STATE_FILE = "fake-engine.json"
@@ -129,6 +129,10 @@ class FakeEngine:
         table = _run(transform, {"input": pq.read_table(input_path)})
         pq.write_table(table, output_path)
         return table.num_rows
+
+    def derive_field_lineage(self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
+                             vocab: DatasetVocabulary, transaction_id: str = "") -> FieldLineage:
+        raise EngineError("UNSUPPORTED", "the test engine derives no field lineage")
 
     def close(self) -> None:
         pass

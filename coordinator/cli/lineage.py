@@ -1,4 +1,5 @@
-"""``coord lineage``: the dataset graph around one dataset, as a tree, Graphviz DOT or JSON."""
+"""``coord lineage``: the dataset graph around one dataset, as a tree, Graphviz DOT or JSON;
+column-level lineage in field_lineage_view.py."""
 from __future__ import annotations
 
 import json
@@ -6,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..metadata.timefmt import format_timestamp
+from ..metadata.timefmt import format_timestamp, parse_timestamp
 from .console import out
 from .console import workspace as _ws
+from .field_lineage_view import show_field_lineage
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -18,14 +20,39 @@ if TYPE_CHECKING:
 
 @click.command("lineage")
 @click.argument("dataset")
-@click.option("--direction", type=click.Choice(["up", "down", "both"]), default="up",
-              show_default=True, help="What DATASET is computed from (up), what reads it (down).")
-@click.option("--output", "-o", type=click.Choice(["tree", "dot", "json", "html"]), default="tree",
-              show_default=True, help="dot: a Graphviz graph (dot -Tsvg); json: nodes and edges; "
-                                      "html: a page to click through datasets, fields and field lineage.")
+@click.option("--direction", type=click.Choice(["up", "down", "both", "backward", "forward"]),
+              default="up", show_default=True,
+              help="What DATASET is computed from (up/backward), what reads it (down/forward).")
+@click.option("--output", "-o", type=click.Choice(["tree", "dot", "json", "html", "openlineage"]),
+              default="tree", show_default=True,
+              help="dot: a Graphviz graph (dot -Tsvg); json: nodes and edges; html: a page to click "
+                   "through datasets, fields and field lineage; openlineage: OpenLineage RunEvents "
+                   "with column lineage, one per query version.")
+@click.option("--field", "field", default=None, metavar="COL",
+              help="Column-level lineage of COL: backward to the root columns, forward to every "
+                   "dependent column, with the operation on each edge.")
+@click.option("--fields", "all_fields", is_flag=True,
+              help="The dataset-level mapping of fields, through every upstream derivative.")
+@click.option("--depth", type=click.IntRange(min=1), default=None, help="Hops to follow at most.")
+@click.option("--since", default=None, metavar="T",
+              help="Field lineage of every query version in force from system time T.")
+@click.option("--until", default=None, metavar="T", help="... up to system time T.")
 @click.pass_context
-def lineage_(ctx: click.Context, dataset: str, direction: str, output: str) -> None:
-    """Show the datasets DATASET is computed from, or the ones computed from it."""
+def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, field: str | None,
+             all_fields: bool, depth: int | None, since: str | None, until: str | None) -> None:
+    """Show the datasets DATASET is computed from, or the ones computed from it; with
+    --field/--fields/-o openlineage, the lineage of its columns (recorded on the chains: no
+    engine needed)."""
+    if field is not None or all_fields or output == "openlineage" or since or until:
+        if direction == "both" or output in ("dot", "html"):
+            raise click.UsageError("field lineage: use --direction backward or forward, -o tree, "
+                                   "json or openlineage")
+        show_field_lineage(_ws(ctx), dataset, field, direction, depth,
+                           parse_timestamp(since) if since else None,
+                           parse_timestamp(until) if until else None, output)
+        return
+    if direction in ("backward", "forward"):
+        direction = "up" if direction == "backward" else "down"
     if output == "html":
         from ..lineage_document import lineage_document
         from ..lineage_page import render_lineage_page

@@ -19,7 +19,14 @@ from typing import Self
 import grpc
 import pyarrow as pa
 
-from ..metadata.objects import DatasetVocabulary, EngineIdentity, TransformSql
+from ..metadata.objects import (
+    DatasetVocabulary,
+    EngineIdentity,
+    FieldLineage,
+    FieldOrigin,
+    FieldSource,
+    TransformSql,
+)
 from ..metadata.timefmt import epoch_nanos, from_epoch_nanos
 from ..workspace.fsutil import remove
 from . import stubs
@@ -126,12 +133,7 @@ class EngineClient:
         request = pb.ValidateRequest(
             transaction_id=transaction_id,
             dataset_id=dataset_id,
-            inputs=[
-                pb.InputSchema(
-                    dataset_id=i.dataset_id, vocab=_vocab(i.vocab), arrow_schema=_schema_bytes(i.schema)
-                )
-                for i in inputs
-            ],
+            inputs=[_input_schema(i) for i in inputs],
             transform=_transform(transform),
             vocab=_vocab(vocab),
         )
@@ -211,6 +213,27 @@ class EngineClient:
             raise _engine_error(reply.error)
         return reply.result.num_records
 
+    def derive_field_lineage(
+        self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
+        vocab: DatasetVocabulary, transaction_id: str = "",
+    ) -> FieldLineage:
+        """The column-level lineage of ``transform`` over the inputs' schemas (no data read)."""
+        request = pb.LineageRequest(
+            transaction_id=transaction_id, dataset_id=dataset_id,
+            inputs=[_input_schema(i) for i in inputs], transform=_transform(transform),
+            vocab=_vocab(vocab),
+        )
+        try:
+            reply = self._stub.DeriveLineage(request)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:  # an engine (image) built before it
+                raise EngineError("UNSUPPORTED", "this engine build has no DeriveLineage "
+                                                 "(rebuild the engine image)") from None
+            raise _transport_error(exc) from None
+        if reply.HasField("error"):
+            raise _engine_error(reply.error)
+        return _field_lineage(reply.lineage)
+
     def _call(self, method, request):
         try:
             return method(request)
@@ -239,6 +262,20 @@ class GrpcEngine(EngineClient):
 
 
 # ----- conversions -----------------------------------------------------------------------------
+
+
+def _input_schema(i: InputSchema):
+    return pb.InputSchema(dataset_id=i.dataset_id, vocab=_vocab(i.vocab),
+                          arrow_schema=_schema_bytes(i.schema))
+
+
+def _field_lineage(result) -> FieldLineage:
+    def source(s) -> FieldSource:
+        return FieldSource(input=s.input, field=s.field, kind=s.kind, expression=s.expression or None)
+    return FieldLineage(
+        fields=[FieldOrigin(field=f.field, sources=[source(s) for s in f.sources]) for f in result.fields],
+        conditions=[source(s) for s in result.conditions] or None,
+    )
 
 
 def _vocab(vocab: DatasetVocabulary | None):

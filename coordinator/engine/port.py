@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import CoordError
-from ..metadata.objects import DatasetVocabulary, EngineIdentity, TransformSql
+from ..metadata.objects import DatasetVocabulary, EngineIdentity, FieldLineage, TransformSql
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -158,6 +158,13 @@ class Engine(Protocol):
     ) -> int:
         """Runs a root's preprocess query over ``input_path`` (the view ``input``) into
         ``output_path``; returns the number of records."""
+
+    def derive_field_lineage(
+        self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
+        vocab: DatasetVocabulary, transaction_id: str = "",
+    ) -> FieldLineage:
+        """The column-level lineage of ``transform`` over the inputs' schemas (no data read);
+        EngineError UNSUPPORTED for a plan it cannot trace."""
 
     def close(self) -> None:
         """Releases the connection (the factory stops the engine itself)."""

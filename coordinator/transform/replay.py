@@ -3,8 +3,8 @@
 Steps are replayed in chain order from an empty state, each from the checkpoint the previous
 replayed step produced (never from the stored checkpoints), with the inputs each block
 recorded and its recorded system time; the output slice hash, record count and watermark must
-match what the block says. A query the engine's SQL policy refuses is reported as the
-block's problem and not run.
+match what the block says, and so must a recorded field lineage (derived again by the engine).
+A query the engine's SQL policy refuses is reported as the block's problem and not run.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from ..metadata.objects import (
 from ..metadata.timefmt import IntervalType, now_utc
 from ..verify import Problem
 from ..workspace import Dataset
+from .field_lineage import derive_field_lineage, lineage_difference
 from .plan import TransformPlan, plan_input
 from .service import run_step
 
@@ -70,11 +71,26 @@ def make_replay(engine: Callable[[], Engine]):
                 return problems
             last_transform = source.transform
             reason = _difference(block, replayed)
+            if reason is None and block.field_lineage is not None:
+                reason = _lineage_difference(engine(), plan, block)
             if reason:
                 problems.append(Problem(cb.hash, f"did not reproduce: {reason}"))
         return problems
 
     return replay
+
+
+def _lineage_difference(engine: Engine, plan: TransformPlan, block: MetadataBlock) -> str | None:
+    """The recorded field lineage against the engine's; an engine that cannot derive it
+    (an older build, a plan it cannot trace) leaves it unchecked rather than failed."""
+    assert block.field_lineage is not None
+    try:
+        derived = derive_field_lineage(engine, plan)
+    except EngineError as error:
+        if error.kind != "UNSUPPORTED":
+            raise
+        return None
+    return lineage_difference(block.field_lineage, derived)
 
 
 def _difference(recorded: MetadataBlock, replayed: MetadataBlock) -> str | None:

@@ -20,6 +20,7 @@ from ..metadata.objects import MetadataBlock
 from ..metadata.timefmt import now_utc
 from ..workspace import DatasetState, Workspace
 from ..workspace.crash import crash_point
+from .field_lineage import with_field_lineage
 from .plan import TransformPlan, plan_transform
 
 
@@ -48,8 +49,10 @@ def pull_derivative(
             return TransformResult(dataset_id, f"waiting for data from {', '.join(plan.waiting_for)}")
         if plan.up_to_date:
             return TransformResult(dataset_id, "up to date")
-        block, data_file, checkpoint = run_step(engine(), plan, system_time=max(now_utc(), plan.head_time),
+        running = engine()
+        block, data_file, checkpoint = run_step(running, plan, system_time=max(now_utc(), plan.head_time),
                                                 progress=progress)
+        block = with_field_lineage(running, plan, block, w.state)
         crash_point("engine-answered")
         h = w.commit(block, data_file=data_file, checkpoint_dir=checkpoint)
     n = block.output_slice.num_records if block.output_slice else 0

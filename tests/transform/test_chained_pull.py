@@ -47,8 +47,8 @@ def write_csv(home, folder: str, name: str, rows: list[dict]) -> None:
     (home / folder / name).write_text("\n".join(lines) + "\n")
 
 
-def test_set_watermark_on_both_roots_closes_the_windows_behind_a_join(tmp_path):
-    home = tmp_path
+def add_shipping_pipeline(home) -> None:
+    """A new workspace in ``home`` with the two roots and SHIPPING (the SHAPE query)."""
     coord("init", cwd=home)
     docs = {
         ORDERS_ID: root("orders", ["event_time TIMESTAMP", "order_id BIGINT", "amount BIGINT"], ["order_id"]),
@@ -65,6 +65,11 @@ def test_set_watermark_on_both_roots_closes_the_windows_behind_a_join(tmp_path):
     for dataset_id, source in docs.items():
         (home / "manifests" / f"{dataset_id}.yaml").write_text(yaml.safe_dump(manifest(dataset_id, source)))
     coord("add", str(home / "manifests"), cwd=home)
+
+
+def test_set_watermark_on_both_roots_closes_the_windows_behind_a_join(tmp_path):
+    home = tmp_path
+    add_shipping_pipeline(home)
 
     parts = zip(in_pulls(ORDER_ROWS, 2), in_pulls(SHIPMENT_ROWS, 2), strict=True)
     for k, (orders, shipments) in enumerate(parts):

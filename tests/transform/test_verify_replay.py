@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from collections.abc import Callable
 
 import pytest
 
-from coordinator.metadata.objects import TransformSql
+from coordinator.metadata.objects import FieldLineage, FieldOrigin, MetadataBlock, TransformSql
 from coordinator.workspace import Workspace
 
 from ..conftest import coord
@@ -31,14 +32,23 @@ def home(tmp_path):
 def forge_with_query(ws: Workspace, dataset_id: str, forged_id: str, query: str) -> None:
     """A copy of the dataset whose recorded query was swapped, re-signed and re-linked: the
     chain is valid, the data is the original's, only a replay can tell."""
+    def swap(block: MetadataBlock) -> MetadataBlock:
+        if block.source is None:
+            return block
+        return dataclasses.replace(block, source=dataclasses.replace(
+            block.source, transform=TransformSql(engine="spark", query=query)))
+    forge(ws, dataset_id, forged_id, swap)
+
+
+def forge(ws: Workspace, dataset_id: str, forged_id: str,
+          change: Callable[[MetadataBlock], MetadataBlock]) -> None:
+    """A copy of the dataset with ``change`` applied to every block, re-signed and re-linked."""
     original = list(reversed(list(ws.dataset(dataset_id).blocks())))
     forged = ws.dataset(forged_id)
     scratch = ws.run_dir / "forge"
     with forged.writer() as w:
         for h, block in original:
-            if block.source is not None:
-                block = dataclasses.replace(block, source=dataclasses.replace(
-                    block.source, transform=TransformSql(engine="spark", query=query)))
+            block = change(block)
             data = ckpt = None
             if block.output_slice is not None:
                 data = scratch / f"{h.hex()}.parquet"
@@ -53,6 +63,22 @@ def forge_with_query(ws: Workspace, dataset_id: str, forged_id: str, query: str)
 def test_verify_reproduces_every_step(home):
     out = coord("verify", HOURLY, cwd=home, env=SANDBOX).stdout
     assert "reproducibility: reproduced" in out
+
+
+def test_verify_catches_a_field_lineage_tampered_with_in_the_metadata(home):
+    # Someone claims `total` is computed from the customer column, not from the amounts.
+    def claim(block: MetadataBlock) -> MetadataBlock:
+        if block.field_lineage is None:
+            return block
+        fields = [FieldOrigin(field=o.field, sources=[dataclasses.replace(s, field="customer")
+                                                      for s in o.sources])
+                  if o.field == "total" else o for o in block.field_lineage.fields]
+        return dataclasses.replace(block, field_lineage=FieldLineage(
+            fields=fields, conditions=block.field_lineage.conditions))
+    forge(Workspace.open(home), HOURLY, "com.example.forged", claim)
+    proc = coord("verify", "com.example.forged", cwd=home, env=SANDBOX, check=False)
+    assert proc.returncode == 1
+    assert "the recorded field lineage of column 'total' differs from the engine's" in proc.stdout
 
 
 def test_verify_catches_a_query_tampered_with_in_the_metadata(home):

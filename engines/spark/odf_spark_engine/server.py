@@ -29,7 +29,7 @@ from concurrent import futures
 
 import grpc
 
-from . import __version__, batch, lease, streaming
+from . import __version__, batch, lease, lineage, streaming
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 from .generated import engine_pb2_grpc as pb_grpc
@@ -97,6 +97,15 @@ class EngineService(pb_grpc.EngineServicer):
                 return pb.PreprocessResponse(error=failure.to_proto())
             except Exception as exc:
                 return pb.PreprocessResponse(error=_internal(exc))
+
+    def DeriveLineage(self, request, context):
+        with self._spark_lock, _logged("lineage", request):
+            try:
+                return pb.LineageResponse(lineage=lineage.derive(self.spark, request))
+            except EngineFailure as failure:
+                return pb.LineageResponse(error=failure.to_proto())
+            except Exception as exc:
+                return pb.LineageResponse(error=_internal(exc))
 
     def DeriveProvenance(self, request, context):
         return pb.ProvenanceResponse(

@@ -1,0 +1,158 @@
+"""``coord lineage --field`` and ``coord lineage -o openlineage``: column-level lineage views.
+
+Trees show one column's lineage with the operation (kind and expression) on each edge; a root
+column is followed by where its dataset's data comes from. Columns that decide which rows
+exist (filter, join, grouping) are shown under ``rows decided by``.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+
+import click
+from rich.markup import escape
+from rich.tree import Tree
+
+from ..errors import CoordError
+from ..field_lineage import FieldEdge, FieldGraph, FieldRef, RootOrigin, root_origin, upstream_mapping
+from ..metadata.timefmt import format_timestamp
+from ..workspace import DatasetNotFound, Workspace
+from .console import out
+
+
+class NoSuchField(CoordError):
+    pass
+
+
+def show_field_lineage(ws: Workspace, dataset: str, field: str | None, direction: str,
+                       depth: int | None, since: datetime | None, until: datetime | None,
+                       output: str) -> None:
+    fields = FieldGraph(ws, since=since, until=until)
+    if not fields.graph.exists(dataset):
+        raise DatasetNotFound(dataset)
+    if output == "openlineage":
+        from ..openlineage_export import openlineage_events, to_json
+        click.echo(to_json(openlineage_events(fields, ws, dataset, since, until)))
+        return
+    if field is None:
+        edges = upstream_mapping(fields, dataset, depth)
+        if output == "json":
+            click.echo(json.dumps({"dataset": dataset, "edges": [_edge_json(e) for e in edges]}, indent=2))
+        else:
+            out.print(_mapping_tree(dataset, edges))
+        return
+    forward = direction in ("forward", "down")
+    _check_field(ws, fields, dataset, field)
+    walk = fields.forward if forward else fields.backward
+    edges = walk(dataset, field, depth)
+    start = FieldRef(dataset, field)
+    if output == "json":
+        roots = {} if forward else _roots(fields, start, edges)
+        click.echo(json.dumps({
+            "dataset": dataset, "field": field, "direction": "forward" if forward else "backward",
+            "edges": [_edge_json(e) for e in edges],
+            "roots": {str(r): str(o) for r, o in roots.items()}}, indent=2))
+    elif forward:
+        out.print(_tree(start, edges, lambda ref: [(e, e.target) for e in edges if e.source == ref],
+                        "used by", lambda ref: ""))
+    else:
+        roots = _roots(fields, start, edges)
+        out.print(_tree(start, edges, lambda ref: [(e, e.source) for e in edges if _into(e, ref)],
+                        "computed from", lambda ref: f"  [dim]({escape(str(roots[ref]))})[/dim]"
+                        if ref in roots else ""))
+
+
+def _check_field(ws: Workspace, fields: FieldGraph, dataset: str, field: str) -> None:
+    """A column of the dataset: in its data, its recorded lineage or its readers' lineage."""
+    known = {o.field for v in fields.versions(dataset) for o in v.lineage.fields}
+    known |= {e.source.field for r in fields.graph.readers(dataset) for e in fields.edges_into(r)
+              if e.source.dataset == dataset and e.source.field}
+    files = ws.dataset(dataset).data_files()
+    if files:
+        import pyarrow.parquet as pq
+        known |= set(pq.read_schema(files[-1]).names)
+    if field not in known:
+        hint = f"known columns: {', '.join(sorted(known))}" if known else \
+            "no field lineage is recorded for it yet: pull it (or its readers) first"
+        raise NoSuchField(f"{dataset} has no column '{field}' in its field lineage ({hint})")
+
+
+def _into(edge: FieldEdge, ref: FieldRef) -> bool:
+    return edge.target == ref or (edge.target.field is None and edge.target.dataset == ref.dataset)
+
+
+def _roots(fields: FieldGraph, start: FieldRef, edges: list[FieldEdge]) -> dict[FieldRef, RootOrigin]:
+    """Columns of root datasets reached backwards, with their dataset's source."""
+    roots = {}
+    for ref in {e.source for e in edges} | {start}:
+        origin = root_origin(fields.graph, ref.dataset)
+        if origin is not None:
+            roots[ref] = origin
+    return roots
+
+
+def _operation(edge: FieldEdge) -> str:
+    text = f"[cyan]{edge.kind}[/cyan]"
+    if edge.expression:
+        text += f" {escape(edge.expression)}"
+    return text
+
+
+def _tree(start: FieldRef, edges: list[FieldEdge],
+          next_of: Callable[[FieldRef], list[tuple[FieldEdge, FieldRef]]], relation: str,
+          note: Callable[[FieldRef], str]) -> Tree:
+    root = Tree(f"[bold]{escape(str(start))}[/bold]{note(start)}"
+                + ("" if next_of(start) else f": {relation} no other column"))
+    shown = {start}
+
+    def grow(branch: Tree, ref: FieldRef) -> None:
+        pairs = next_of(ref)
+        columns = [(e, r) for e, r in pairs if e.target.field is not None]
+        conditions = [(e, r) for e, r in pairs if e.target.field is None]
+        for edge, other in columns:
+            add(branch, edge, other)
+        if conditions:
+            rows = branch.add("[dim]rows decided by[/dim]" if relation == "computed from"
+                              else "[dim]decides the rows of[/dim]")
+            for edge, other in conditions:
+                add(rows, edge, other)
+
+    def add(branch: Tree, edge: FieldEdge, other: FieldRef) -> None:
+        label = f"{_operation(edge)} ← [bold]{escape(str(other))}[/bold]{note(other)}" \
+            if relation == "computed from" else \
+            f"{_operation(edge)} → [bold]{escape(str(other))}[/bold]"
+        if other in shown:
+            branch.add(label + " (see above)")
+            return
+        shown.add(other)
+        grow(branch.add(label), other)
+
+    grow(root, start)
+    return root
+
+
+def _mapping_tree(dataset: str, edges: list[FieldEdge]) -> Tree:
+    root = Tree(f"[bold]{escape(dataset)}[/bold]: fields and where they come from")
+    by_dataset: dict[str, list[FieldEdge]] = {}
+    for e in edges:
+        by_dataset.setdefault(e.target.dataset, []).append(e)
+    if not by_dataset:
+        root.add("no field lineage recorded (pull the derivatives to record it)")
+    for d, its in by_dataset.items():
+        branch = root.add(f"[bold]{escape(d)}[/bold]")
+        by_field: dict[str | None, list[FieldEdge]] = {}
+        for e in its:
+            by_field.setdefault(e.target.field, []).append(e)
+        for name, sources in by_field.items():
+            title = escape(name) if name is not None else "[dim]rows decided by[/dim]"
+            column = branch.add(title)
+            for e in sources:
+                column.add(f"{_operation(e)} ← {escape(str(e.source))}")
+    return root
+
+
+def _edge_json(e: FieldEdge) -> dict:
+    return {"source": {"dataset": e.source.dataset, "field": e.source.field},
+            "target": {"dataset": e.target.dataset, "field": e.target.field},
+            "kind": e.kind, "expression": e.expression, "version": format_timestamp(e.version)}
