@@ -10,7 +10,6 @@ import click
 from ..metadata.timefmt import format_timestamp, parse_timestamp
 from .console import out
 from .console import workspace as _ws
-from .field_lineage_view import show_field_lineage
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -47,6 +46,8 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
         if direction == "both" or output in ("dot", "html"):
             raise click.UsageError("field lineage: use --direction backward or forward, -o tree, "
                                    "json or openlineage")
+        from .field_lineage_view import show_field_lineage
+
         show_field_lineage(_ws(ctx), dataset, field, direction, depth,
                            parse_timestamp(since) if since else None,
                            parse_timestamp(until) if until else None, output)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.table import Table
 
 from ..errors import CoordError
 from .console import err, json_value, out
@@ -111,6 +110,8 @@ def _repl(session: SqlSession, max_rows: int) -> None:
 
 
 def _print_table(result: pa.Table, max_rows: int) -> None:
+    from rich.table import Table
+
     table = Table(*result.column_names, box=None)
     for row in result.slice(0, max_rows).to_pylist():
         table.add_row(*("NULL" if v is None else str(v) for v in row.values()))
