@@ -7,7 +7,8 @@ import sys
 
 from .conftest import ROOT
 
-HEAVY = ("pyarrow", "pandas", "jsonschema", "grpc", "boto3", "docker", "pyspark", "duckdb")
+HEAVY = ("pyarrow", "pandas", "jsonschema", "grpc", "boto3", "docker", "pyspark", "duckdb", "fastapi",
+         "uvicorn", "watchfiles")
 
 PROBE = """
 import io, json, sys

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from ..reaper import reap
 from ..workspace import Workspace
+from ..workspace.served import refuse_if_served
 
 # Piped output keeps whole lines: tables are not cut to 80 columns.
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 250)
@@ -22,6 +23,13 @@ def workspace(ctx: click.Context) -> Workspace:
     reaped = reap(ws)
     if reaped is not None:
         err.print(f"coord: {reaped}", markup=False)
+    return ws
+
+
+def writable_workspace(ctx: click.Context) -> Workspace:
+    """The workspace for a command that writes: refused while ``coord serve`` runs on it."""
+    ws = workspace(ctx)
+    refuse_if_served(ws.meta)
     return ws
 
 

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from ..lineage import Lineage, Node, lineage
+from ..lineage import as_json as _as_json
 from ..metadata.timefmt import format_timestamp
 from .console import out
 from .console import workspace as _ws
@@ -75,13 +76,3 @@ def _as_dot(graph: Lineage) -> str:
         lines.append(f"  {json.dumps(a)} -> {json.dumps(b)};")
     lines.append("}")
     return "\n".join(lines)
-
-
-def _as_json(graph: Lineage) -> dict:
-    return {
-        "dataset": graph.dataset,
-        "nodes": [{"id": n.id, "kind": n.kind, "inputs": list(n.inputs), "records": n.records,
-                   "watermark": format_timestamp(n.watermark) if n.watermark else None,
-                   "origin": n.origin} for n in graph.nodes.values()],
-        "edges": [list(e) for e in sorted(graph.edges)],
-    }

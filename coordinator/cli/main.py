@@ -12,9 +12,7 @@ import os
 import sys
 import traceback
 from contextlib import ExitStack
-from datetime import date, datetime, time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 import yaml
@@ -28,17 +26,15 @@ from ..metadata.objects import MetadataBlock
 from ..metadata.timefmt import format_timestamp
 from ..metadata.yaml_codec import render, to_dict
 from ..workspace import Workspace
-from .console import err, out, short
+from .console import err, out, short, writable_workspace
 from .console import workspace as _ws
 from .lineage import lineage_
 from .pull import pull
+from .serve import serve
 from .sharing import register as register_sharing
 from .status import print_builds, short_status, status_
 from .system import system
 from .trust import trust_
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -69,7 +65,7 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     from ..metadata.manifest import load_manifests
     from ..pull import EngineOnDemand
 
-    ws = _ws(ctx)
+    ws = writable_workspace(ctx)
     snapshots = load_manifests(paths)
     with ExitStack() as stack:
         def readable() -> list[str]:  # a changed query is validated against its inputs, old and new
@@ -138,15 +134,12 @@ def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | N
     """Show the last records of DATASET."""
     import pyarrow.csv as pacsv
 
-    ds = _ws(ctx).dataset(dataset)
-    if as_at is None:
-        files = ds.data_files()
-    else:
-        block = catalog.block_as_at(ds, as_at)
-        files = [] if block is None else ds.data_files(up_to=block)
-    data = _last_records(files, num)
+    from ..tail import json_value
+    from ..tail import tail as last_records
+
+    data = last_records(_ws(ctx).dataset(dataset), num, as_at)
     if output == "json":
-        click.echo(json.dumps(data.to_pylist(), indent=2, default=_json_value))
+        click.echo(json.dumps(data.to_pylist(), indent=2, default=json_value))
         return
     if output == "csv":
         sys.stdout.flush()
@@ -158,34 +151,6 @@ def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | N
     out.print(table)
 
 
-def _json_value(value):
-    """Record values JSON has no type for: times in RFC 3339, decimals as text, bytes as hex."""
-    if isinstance(value, datetime):
-        return format_timestamp(value) if value.tzinfo else value.isoformat()
-    if isinstance(value, (date, time)):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.hex()
-    return str(value)  # Decimal
-
-
-def _last_records(files: list[Path], num: int) -> pa.Table:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    parts, have = [], 0
-    for f in reversed(files):
-        if have >= num:
-            break
-        t = pq.read_table(f)
-        parts.insert(0, t)
-        have += t.num_rows
-    if not parts:
-        return pa.table({})
-    table = pa.concat_tables(parts, promote_options="permissive")
-    return table.slice(max(0, table.num_rows - num))
-
-
 @cli.command()
 @click.argument("dataset")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -194,7 +159,7 @@ def delete(ctx: click.Context, dataset: str, yes: bool) -> None:
     """Delete DATASET from the workspace."""
     if not yes and sys.stdin.isatty():
         click.confirm(f"Delete {dataset} and all its data?", abort=True)
-    catalog.delete_dataset(_ws(ctx), dataset)
+    catalog.delete_dataset(writable_workspace(ctx), dataset)
     out.print(f"deleted {dataset}")
 
 
@@ -204,7 +169,7 @@ def delete(ctx: click.Context, dataset: str, yes: bool) -> None:
 @click.pass_context
 def reset(ctx: click.Context, dataset: str, block: str) -> None:
     """Move the head of DATASET back to BLOCK (a hash or its prefix); later blocks go."""
-    h = catalog.reset_dataset(_ws(ctx), dataset, block)
+    h = catalog.reset_dataset(writable_workspace(ctx), dataset, block)
     out.print(f"{dataset} head is now {h.hex()}")
 
 
@@ -272,6 +237,7 @@ def block_hash(file: str) -> None:
 
 
 cli.add_command(pull)
+cli.add_command(serve)
 cli.add_command(lineage_)
 cli.add_command(trust_)
 cli.add_command(status_)

@@ -6,7 +6,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from ..metadata.ids import DatasetRef
 from ..metadata.timefmt import parse_timestamp
-from .console import out, workspace
+from .console import out, writable_workspace
 from .trust import signer_line
 
 
@@ -45,7 +45,7 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET."""
     from ..pull import PullOutcome, pull_datasets
 
-    ws = workspace(ctx)
+    ws = writable_workspace(ctx)
     refs = [DatasetRef.parse(d) for d in datasets]
     remote = [r for r in refs if r.repository]
     local = [r.dataset_id for r in refs if not r.repository]
