@@ -28,14 +28,11 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 
-from .. import lineage as lineage_service
-from .. import status as status_service
 from ..errors import CoordError
-from ..graph import DatasetGraph
 from ..metadata.ids import validate_dataset_id
-from ..metadata.timefmt import format_timestamp
 from ..metadata.yaml_codec import to_dict
 from ..workspace import Dataset, DatasetNotFound, Workspace
+from .answers import Answers
 from .events import EventBus
 from .page import PAGE
 from .service import BuildService
@@ -66,18 +63,19 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     app = FastAPI(title="coord serve", version="1",
                   description="Datasets of one workspace: status, chains, records, lineage, commits.")
     _errors(app)
+    answers = Answers(ws, service)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
         return HTMLResponse(PAGE)
 
     @app.get("/api/datasets", summary="Every dataset with its status")
-    def datasets() -> list[dict]:
-        return [_dataset_json(ws, ds, service) for ds in ws.datasets()]
+    def datasets() -> Response:
+        return _ok(answers.datasets())
 
     @app.get("/api/datasets/{dataset_id}", summary="One dataset with its status")
-    def dataset(dataset_id: str) -> dict:
-        return _dataset_json(ws, _existing(ws, dataset_id), service)
+    def dataset(dataset_id: str) -> Response:
+        return _ok(answers.dataset(validate_dataset_id(dataset_id)))
 
     @app.get("/api/datasets/{dataset_id}/chain", summary="The metadata chain, newest block first, paged")
     def chain(dataset_id: str, offset: int = Query(0, ge=0),
@@ -92,12 +90,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     def tail(dataset_id: str, n: int = Query(10, ge=1, le=10_000),
              as_at: str | None = Query(None, description="RFC 3339 system time, or a block hash prefix",
                                        max_length=100)) -> Response:
-        from ..tail import json_value
-        from ..tail import tail as last_records
-
-        data = last_records(_existing(ws, dataset_id), n, as_at)
-        body = json.dumps({"dataset": dataset_id, "records": data.to_pylist()}, default=json_value)
-        return Response(content=body, media_type="application/json")
+        return _ok(answers.tail(validate_dataset_id(dataset_id), n, as_at))
 
     @app.get("/api/datasets/{dataset_id}/schema", summary="The columns of the newest data slice")
     def schema(dataset_id: str) -> dict:
@@ -110,18 +103,12 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
 
     @app.get("/api/datasets/{dataset_id}/lineage", summary="Datasets it is computed from / computed from it")
     def lineage(dataset_id: str, direction: Direction = Direction.up,
-                depth: int | None = Query(None, ge=1, le=1000)) -> dict:
-        graph = lineage_service.lineage(ws, _existing(ws, dataset_id).id,
-                                        upstream=direction is not Direction.down,
-                                        downstream=direction is not Direction.up)
-        return lineage_service.as_json(graph if depth is None else lineage_service.within(graph, depth))
+                depth: int | None = Query(None, ge=1, le=1000)) -> Response:
+        return _ok(answers.lineage(validate_dataset_id(dataset_id), direction.value, depth))
 
     @app.get("/api/graph", summary="The whole workspace's dependency graph")
-    def graph() -> dict:
-        g = DatasetGraph(ws)
-        ids = g.ids()
-        return {"nodes": [{"id": d, "kind": g.summary(d).kind} for d in ids],
-                "edges": sorted([i, d] for d in ids for i in g.inputs(d))}
+    def graph() -> Response:
+        return _ok(answers.graph())
 
     @app.post("/api/datasets/{dataset_id}/pull", status_code=202, response_model=None,
               summary="Put a dataset in the build queue (needs --allow-writes)")
@@ -141,14 +128,16 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         async def stream() -> AsyncIterator[str]:
             try:
                 yield "retry: 1000\n\n"
-                for event in missed:
-                    yield _sse(event.id, event.kind, event.data)
+                for old in missed:
+                    yield _sse(old.id, old.kind, old.data)
                 while True:
                     try:
                         event = await asyncio.wait_for(queue.get(), HEARTBEAT_S)
                     except TimeoutError:
                         yield ": still here\n\n"  # keeps proxies from closing an idle stream
                         continue
+                    if event is None:  # the service is stopping
+                        return
                     yield _sse(event.id, event.kind, event.data)
             finally:
                 bus.unsubscribe(queue)
@@ -159,29 +148,15 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     return _Guard(app, access)
 
 
-def _dataset_json(ws: Workspace, ds: Dataset, service: BuildService) -> dict:
-    s = ds.summary()
-    st = status_service.dataset_status(ws, ds)
-    running = service.state(ds.id)
-    state, failure = running if running is not None else (None, None)
-    return {
-        "id": s.id, "kind": s.kind, "head": s.head.hex(), "blocks": s.blocks, "records": s.num_records,
-        "watermark": format_timestamp(s.watermark) if s.watermark else None,
-        "lastUpdated": format_timestamp(s.last_updated),
-        "outOfDate": not st.up_to_date, "reasons": [r.value for r in st.reasons],
-        "newInput": st.new_input, "newFiles": st.new_files, "waitingFor": st.waiting_for,
-        "state": state.value if state is not None else "not served",
-        "lastError": None if failure is None else {
-            "message": failure.message, "attempts": failure.attempts,
-            "at": format_timestamp(failure.at), "retryInSeconds": failure.retry_in_s},
-    }
-
-
 def _existing(ws: Workspace, dataset_id: str) -> Dataset:
     ds = ws.dataset(validate_dataset_id(dataset_id))
     if not ds.exists():
         raise DatasetNotFound(dataset_id)
     return ds
+
+
+def _ok(body: bytes) -> Response:
+    return Response(content=body, media_type="application/json")
 
 
 def _sse(event_id: int, kind: str, data: dict) -> str:

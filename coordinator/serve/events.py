@@ -30,7 +30,7 @@ class EventBus:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._recent: deque[Event] = deque(maxlen=KEPT)
-        self._subscribers: set[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event]]] = set()
+        self._subscribers: set[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event | None]]] = set()
 
     def publish(self, kind: str, data: dict[str, Any]) -> Event:
         with self._lock:
@@ -44,15 +44,25 @@ class EventBus:
                 pass
         return event
 
-    def subscribe(self, after: int | None = None) -> tuple[asyncio.Queue[Event], list[Event]]:
-        """A queue of the events from now on (call from the event loop), and the kept events
-        after id ``after`` that the subscriber missed."""
-        queue: asyncio.Queue[Event] = asyncio.Queue()
+    def close(self) -> None:
+        """Ends every subscriber's stream (a None in its queue): the server is stopping."""
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for loop, queue in subscribers:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+            except RuntimeError:
+                pass
+
+    def subscribe(self, after: int | None = None) -> tuple[asyncio.Queue[Event | None], list[Event]]:
+        """A queue of the events from now on (call from the event loop; None ends it), and
+        the kept events after id ``after`` that the subscriber missed."""
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
         with self._lock:
             self._subscribers.add((asyncio.get_running_loop(), queue))
             missed = [e for e in self._recent if after is not None and e.id > after]
         return queue, missed
 
-    def unsubscribe(self, queue: asyncio.Queue[Event]) -> None:
+    def unsubscribe(self, queue: asyncio.Queue[Event | None]) -> None:
         with self._lock:
             self._subscribers = {(lp, q) for lp, q in self._subscribers if q is not queue}

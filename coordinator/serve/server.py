@@ -94,19 +94,24 @@ def serve(ws: Workspace, listen: Listen) -> None:
         service.start()
         watch.start()
         try:
-            _server_class()(config).run(sockets=[sock])
+            _server_class(bus)(config).run(sockets=[sock])
         finally:
             watch.stop()
             service.stop()
             print("coord serve: stopped", file=sys.stderr, flush=True)
 
 
-def _server_class():
+def _server_class(bus: EventBus):
     import uvicorn
 
     class Server(uvicorn.Server):
         """uvicorn re-raises SIGTERM/SIGINT once it has stopped, which would end the process
-        before the build service finishes its pull; here the signal only stops the server."""
+        before the build service finishes its pull; here the signal only stops the server,
+        and ends the event streams, which would otherwise hold the shutdown up."""
+
+        def handle_exit(self, sig: int, frame: object) -> None:
+            bus.close()
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
 
         @contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -124,6 +129,9 @@ def _listening_socket(bind: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in bind else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # inherited by every accepted connection: a response written in two parts (head, body)
+    # must not wait ~40 ms for the client's delayed ACK
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((bind, port))
     except OSError as e:

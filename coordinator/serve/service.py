@@ -133,11 +133,14 @@ class BuildService:
             self._thread.join()
 
     def request(self, *ids: str) -> list[str]:
-        """Put datasets in the queue now (a watched file appeared, the API asked); returns the
-        ones this service manages."""
+        """Put datasets in the queue now (a watched file appeared, the API asked), failing ones
+        included: something changed, so their retry need not wait. Returns the ones this
+        service manages."""
         taken = [d for d in ids if d in self._states]
         with self._lock:
             self._queue.mark(*taken)
+            for d in taken:
+                self._queue.release(d)
             for d in taken:
                 if self._states[d] is State.IDLE:
                     self._set_state(d, State.QUEUED)
