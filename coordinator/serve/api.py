@@ -70,12 +70,12 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         return HTMLResponse(PAGE)
 
     @app.get("/api/datasets", summary="Every dataset with its status")
-    def datasets() -> Response:
-        return _ok(answers.datasets())
+    async def datasets() -> Response:
+        return _ok(await answers.datasets())
 
     @app.get("/api/datasets/{dataset_id}", summary="One dataset with its status")
-    def dataset(dataset_id: str) -> Response:
-        return _ok(answers.dataset(validate_dataset_id(dataset_id)))
+    async def dataset(dataset_id: str) -> Response:
+        return _ok(await answers.dataset(validate_dataset_id(dataset_id)))
 
     @app.get("/api/datasets/{dataset_id}/chain", summary="The metadata chain, newest block first, paged")
     def chain(dataset_id: str, offset: int = Query(0, ge=0),
@@ -87,10 +87,10 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
                             "block": to_dict(c.block)} for c in page]}
 
     @app.get("/api/datasets/{dataset_id}/tail", summary="The last records, now or as at a time or block")
-    def tail(dataset_id: str, n: int = Query(10, ge=1, le=10_000),
+    async def tail(dataset_id: str, n: int = Query(10, ge=1, le=10_000),
              as_at: str | None = Query(None, description="RFC 3339 system time, or a block hash prefix",
                                        max_length=100)) -> Response:
-        return _ok(answers.tail(validate_dataset_id(dataset_id), n, as_at))
+        return _ok(await answers.tail(validate_dataset_id(dataset_id), n, as_at))
 
     @app.get("/api/datasets/{dataset_id}/schema", summary="The columns of the newest data slice")
     def schema(dataset_id: str) -> dict:
@@ -102,13 +102,13 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         return {"dataset": dataset_id, "columns": columns, "vocab": to_dict(ds.summary().vocab)}
 
     @app.get("/api/datasets/{dataset_id}/lineage", summary="Datasets it is computed from / computed from it")
-    def lineage(dataset_id: str, direction: Direction = Direction.up,
+    async def lineage(dataset_id: str, direction: Direction = Direction.up,
                 depth: int | None = Query(None, ge=1, le=1000)) -> Response:
-        return _ok(answers.lineage(validate_dataset_id(dataset_id), direction.value, depth))
+        return _ok(await answers.lineage(validate_dataset_id(dataset_id), direction.value, depth))
 
     @app.get("/api/graph", summary="The whole workspace's dependency graph")
-    def graph() -> Response:
-        return _ok(answers.graph())
+    async def graph() -> Response:
+        return _ok(await answers.graph())
 
     @app.post("/api/datasets/{dataset_id}/pull", status_code=202, response_model=None,
               summary="Put a dataset in the build queue (needs --allow-writes)")

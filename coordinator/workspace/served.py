@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from ..errors import CoordError
+from .runs import _take as take_lease
 
 LEASE = "serve.lock"
 
@@ -61,16 +62,12 @@ def served_by(meta: Path) -> int | None:
     """The PID of the service holding the workspace at ``meta`` (its ``.coord``), or None;
     0 when one holds it but has not written its PID yet."""
     path = meta / LEASE
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    if not path.exists():  # never served (the file stays once created)
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
+    fd = take_lease(path)
+    if fd is None:
         return _pid_in(path) or 0
-    finally:
-        os.close(fd)
+    os.close(fd)
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,12 +45,37 @@ def settled(served: Served, expected_ids: int) -> bool:
                                                       for d in served.get("/api/datasets").json())
 
 
-def test_a_dropped_file_shows_downstream_in_the_browser_without_reloading(home):
+class EngineFolders:
+    """The engine run folders (``.coord/run/engine-*``, one per engine started) seen while
+    the block runs, polled every 20 ms: an engine lives for seconds, so none is missed."""
+
+    def __init__(self, home):
+        self.run, self.seen, self._stop = home / ".coord" / "run", set(), threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.02):
+            self.seen |= {p.name for p in self.run.glob("engine-*")}
+
+    def running(self) -> bool:
+        return any(self.run.glob("engine-*"))
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_a_dropped_file_shows_downstream_in_the_browser_without_reloading(tmp_path):
     from playwright.sync_api import sync_playwright
 
+    home = init_workspace(tmp_path, "serve: {poll: 1h, engineIdle: 5s}\n")
     chain(home)
     drop_csv(home / "people", "a.csv", FIRST)
-    with serving(home, env=SANDBOX) as served, sync_playwright() as pw:
+    with EngineFolders(home) as engines, serving(home, env=SANDBOX) as served, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = browser.new_page()
         page.goto(served.url + "/")
@@ -70,6 +96,8 @@ def test_a_dropped_file_shows_downstream_in_the_browser_without_reloading(home):
         browser.close()
         ids = served.get(f"/api/datasets/{IDS}/tail", params={"n": 100}).json()["records"]
         assert sorted(r["id"] for r in ids) == long_ids(FIRST, SECOND)
+        served.wait_for(lambda: not engines.running(), timeout=60, what="the idle engine stopped")
+        assert len(engines.seen) == 1  # one warm engine did four transforms in two propagations
 
 
 def content(home, dataset_id: str) -> tuple[list[int], list[dict]]:
