@@ -3,7 +3,7 @@
 It lists the datasets with their status from ``/api/datasets`` and draws the dependency
 graph from ``/api/graph`` as an inline SVG, one column per layer (roots on the left, each
 derivative one column right of its deepest input). It listens to ``/api/events`` and fetches
-the list again on every event, so a commit shows without reloading the page.
+the list again on events (one fetch at a time), so a commit shows without reloading.
 """
 from __future__ import annotations
 
@@ -46,7 +46,13 @@ function cell(row, text, cls) {
   return td;
 }
 
-async function refresh() {
+let refreshing = null, again = false;
+function refresh() {  // events in a burst make one fetch at a time, and one more after it
+  if (refreshing) { again = true; return; }
+  refreshing = load().finally(() => { refreshing = null; if (again) { again = false; refresh(); } });
+}
+
+async function load() {
   const response = await fetch("/api/datasets");
   if (!response.ok) { $("live").textContent = "error " + response.status; return; }
   const body = $("datasets");
