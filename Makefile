@@ -9,7 +9,7 @@ DEMO_DIR ?= demo
 install: system-deps python-deps proto
 
 # Debian packages: bubblewrap for the sandbox runtime; Podman for the container runtime;
-# chromium for the lineage page's browser tests.
+# chromium for the browser tests (the lineage page, coord serve's web view), driven by Playwright.
 system-deps:
 	@command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from .graph import DatasetGraph
 from .metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStepUrl
+from .metadata.timefmt import format_timestamp
 from .workspace import DatasetNotFound, Workspace
 
 
@@ -65,3 +66,32 @@ def _node(graph: DatasetGraph, dataset_id: str) -> Node:
     elif isinstance(s.source, DatasetSourceDerivative):
         origin = s.source.transform.engine
     return Node(dataset_id, s.kind, graph.inputs(dataset_id), s.num_records, s.watermark, origin)
+
+
+def within(graph: Lineage, depth: int) -> Lineage:
+    """The part of ``graph`` at most ``depth`` edges away from the dataset asked about (in the
+    direction each edge was reached)."""
+    distance = {graph.dataset: 0}
+    frontier = [graph.dataset]
+    for step in range(1, depth + 1):
+        nxt = []
+        for current in frontier:
+            for other in (*graph.inputs(current), *graph.readers(current)):
+                if other not in distance:
+                    distance[other] = step
+                    nxt.append(other)
+        frontier = nxt
+    edges = {(a, b) for a, b in graph.edges if a in distance and b in distance
+             and abs(distance[a] - distance[b]) == 1}
+    return Lineage(graph.dataset, {d: n for d, n in graph.nodes.items() if d in distance}, edges)
+
+
+def as_json(graph: Lineage) -> dict:
+    """Nodes and edges as plain JSON values (``coord lineage -o json``, the HTTP API)."""
+    return {
+        "dataset": graph.dataset,
+        "nodes": [{"id": n.id, "kind": n.kind, "inputs": list(n.inputs), "records": n.records,
+                   "watermark": format_timestamp(n.watermark) if n.watermark else None,
+                   "origin": n.origin} for n in graph.nodes.values()],
+        "edges": [list(e) for e in sorted(graph.edges)],
+    }

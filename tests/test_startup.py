@@ -19,7 +19,7 @@ from .conftest import ROOT, coord
 
 # data, schema, engine and cloud libraries: no metadata command needs any of them
 HEAVY = ("pyarrow", "pandas", "numpy", "jsonschema", "grpc", "boto3", "docker", "pyspark", "duckdb",
-         "flatbuffers")
+         "flatbuffers", "fastapi", "uvicorn", "watchfiles")
 # what the printing and key handling of a metadata command need not load either
 LIGHT_ONLY = HEAVY + ("rich", "cryptography.hazmat.primitives.serialization")
 

@@ -6,8 +6,6 @@ it, and the workspace when a command opens one, so ``coord --help`` pays for nei
 from __future__ import annotations
 
 import sys
-from datetime import date, datetime, time
-from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,20 +71,14 @@ class TextTable:
                              for row in self.rows))
 
 
+def writable_workspace(ctx: click.Context) -> Workspace:
+    """The workspace for a command that writes: refused while ``coord serve`` runs on it."""
+    from ..workspace.served import refuse_if_served
+
+    ws = workspace(ctx)
+    refuse_if_served(ws.meta)
+    return ws
+
+
 def short(h: bytes | None) -> str:
     return h.hex()[:12] if h else "-"
-
-
-def json_value(value):
-    """Record values JSON has no type for: times in RFC 3339, decimals as text, bytes as hex."""
-    if isinstance(value, datetime):
-        from ..metadata.timefmt import format_timestamp
-
-        return format_timestamp(value) if value.tzinfo else value.isoformat()
-    if isinstance(value, (date, time)):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, Decimal) and value.as_tuple().exponent == 0:
-        return int(value)  # whole numbers (DuckDB sums BIGINTs as HUGEINT, a DECIMAL(38,0) in Arrow)
-    return str(value)  # other decimals as text: exact

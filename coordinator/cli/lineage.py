@@ -67,7 +67,9 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
     graph = lineage(_ws(ctx), dataset, upstream=direction != "down",
                     downstream=direction != "up")
     if output == "json":
-        click.echo(json.dumps(_as_json(graph), indent=2))
+        from ..lineage import as_json
+
+        click.echo(json.dumps(as_json(graph), indent=2))
     elif output == "dot":
         click.echo(_as_dot(graph))
     else:
@@ -122,13 +124,3 @@ def _as_dot(graph: Lineage) -> str:
         lines.append(f"  {json.dumps(a)} -> {json.dumps(b)};")
     lines.append("}")
     return "\n".join(lines)
-
-
-def _as_json(graph: Lineage) -> dict:
-    return {
-        "dataset": graph.dataset,
-        "nodes": [{"id": n.id, "kind": n.kind, "inputs": list(n.inputs), "records": n.records,
-                   "watermark": format_timestamp(n.watermark) if n.watermark else None,
-                   "origin": n.origin} for n in graph.nodes.values()],
-        "edges": [list(e) for e in sorted(graph.edges)],
-    }

@@ -13,24 +13,21 @@ import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import CoordError
 from ..metadata.timefmt import format_timestamp
-from .console import TextTable, err, json_value, out, short
+from .console import TextTable, err, out, short, writable_workspace
 from .console import workspace as _ws
 from .lineage import lineage_
 from .pull import pull
+from .serve import serve
 from .sharing import register as register_sharing
 from .sql import sql
 from .status import print_builds, short_status, status_
 from .system import system
 from .trust import trust_
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,7 +61,7 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     from ..metadata.manifest import load_manifests
     from ..pull import EngineOnDemand
 
-    ws = _ws(ctx)
+    ws = writable_workspace(ctx)
     snapshots = load_manifests(paths)
     with ExitStack() as stack:
         def readable() -> list[str]:  # a changed query is validated against its inputs, old and new
@@ -140,15 +137,10 @@ def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | N
     import pyarrow.csv as pacsv
     from rich.table import Table
 
-    from .. import catalog
+    from ..tail import json_value
+    from ..tail import tail as last_records
 
-    ds = _ws(ctx).dataset(dataset)
-    if as_at is None:
-        files = ds.data_files()
-    else:
-        block = catalog.block_as_at(ds, as_at)
-        files = [] if block is None else ds.data_files(up_to=block)
-    data = _last_records(files, num)
+    data = last_records(_ws(ctx).dataset(dataset), num, as_at)
     if output == "json":
         click.echo(json.dumps(data.to_pylist(), indent=2, default=json_value))
         return
@@ -162,24 +154,6 @@ def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | N
     out.print(table)
 
 
-def _last_records(files: list[Path], num: int) -> pa.Table:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    parts: list[pa.Table] = []
-    have = 0
-    for f in reversed(files):
-        if have >= num:
-            break
-        t = pq.read_table(f)
-        parts.insert(0, t)
-        have += t.num_rows
-    if not parts:
-        return pa.table({})
-    table = pa.concat_tables(parts, promote_options="permissive")
-    return table.slice(max(0, table.num_rows - num))
-
-
 @cli.command()
 @click.argument("dataset")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -190,7 +164,7 @@ def delete(ctx: click.Context, dataset: str, yes: bool) -> None:
 
     if not yes and sys.stdin.isatty():
         click.confirm(f"Delete {dataset} and all its data?", abort=True)
-    catalog.delete_dataset(_ws(ctx), dataset)
+    catalog.delete_dataset(writable_workspace(ctx), dataset)
     out.print(f"deleted {dataset}")
 
 
@@ -202,7 +176,7 @@ def reset(ctx: click.Context, dataset: str, block: str) -> None:
     """Move the head of DATASET back to BLOCK (a hash or its prefix); later blocks go."""
     from .. import catalog
 
-    h = catalog.reset_dataset(_ws(ctx), dataset, block)
+    h = catalog.reset_dataset(writable_workspace(ctx), dataset, block)
     out.print(f"{dataset} head is now {h.hex()}")
 
 
@@ -257,6 +231,7 @@ def block_hash(file: str) -> None:
 
 
 cli.add_command(pull)
+cli.add_command(serve)
 cli.add_command(lineage_)
 cli.add_command(sql)
 cli.add_command(trust_)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..metadata.ids import DatasetRef
-from .console import out, workspace
+from .console import out, writable_workspace
 from .trust import signer_line
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     from ..metadata.timefmt import parse_timestamp
     from ..pull import pull_datasets
 
-    ws = workspace(ctx)
+    ws = writable_workspace(ctx)
     refs = [DatasetRef.parse(d) for d in datasets]
     remote = [r for r in refs if r.repository]
     local = [r.dataset_id for r in refs if not r.repository]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import CoordError
-from .console import err, json_value, out
+from .console import err, out
 from .console import workspace as _ws
 
 if TYPE_CHECKING:
@@ -131,6 +131,8 @@ def _write(result: pa.Table, output: str, out_file: str | None) -> None:
         elif output == "parquet":
             pq.write_table(result, sink)
         else:
+            from ..tail import json_value
+
             sink.write(json.dumps(result.to_pylist(), indent=2, default=json_value).encode() + b"\n")
 
     if out_file is None:

@@ -11,6 +11,7 @@ small machine shared with other work can give an engine without starving the coo
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,12 +53,36 @@ class TrustConfig:
 
 
 @dataclass(frozen=True)
+class ServeConfig:
+    """``coord serve``: how often roots are polled, how long an idle engine is kept.
+
+        serve:
+          poll: 30s             # every root is pulled this often (local filesGlob sources are
+                                # also watched, so a dropped file is ingested at once)
+          engineIdle: 60s       # the warm engine stops after this long without work
+          retryMax: 5m          # a failing dataset is retried after 1 s, 2 s, 4 s ... up to this
+          datasets:
+            org.example.prices: {poll: 5s}   # per root, overrides poll
+
+    A duration is a number of seconds or a number with ``ms``, ``s``, ``m`` or ``h``."""
+
+    poll_s: float = 30.0
+    engine_idle_s: float = 60.0
+    retry_max_s: float = 300.0
+    poll_per_dataset: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+    def poll_of(self, dataset_id: str) -> float:
+        return self.poll_per_dataset.get(dataset_id, self.poll_s)
+
+
+@dataclass(frozen=True)
 class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     repositories: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
     # Ed25519 public keys whose owners are trusted: "HEX [NAME]" (the key, then who it is)
     trusted_keys: tuple[str, ...] = ()
     trust: TrustConfig = field(default_factory=TrustConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
     # --- the on-disk form ---------------------------------------------------------------------
 
@@ -71,18 +96,25 @@ class Config:
         }
         if self.engine.image is not None:
             engine["image"] = self.engine.image
-        return {
+        doc: dict[str, Any] = {
             "engine": engine,
             "repositories": dict(self.repositories),
             "trustedKeys": list(self.trusted_keys),
             "trust": {"require": self.trust.require},
         }
+        if self.serve != ServeConfig():  # files of workspaces never served keep their old form
+            doc["serve"] = {
+                "poll": _seconds(self.serve.poll_s), "engineIdle": _seconds(self.serve.engine_idle_s),
+                "retryMax": _seconds(self.serve.retry_max_s),
+                "datasets": {d: {"poll": _seconds(p)} for d, p in self.serve.poll_per_dataset.items()},
+            }
+        return doc
 
     @staticmethod
     def from_dict(data: object, where: str = "config.yaml") -> Config:
         """Check and type a document; ``where`` names it in errors. Absent keys take defaults."""
         doc = _section(data, "", where)
-        _known(doc, ("engine", "repositories", "trustedKeys", "trust"), "", where)
+        _known(doc, ("engine", "repositories", "trustedKeys", "trust", "serve"), "", where)
         engine = _section(doc.get("engine"), "engine", where)
         _known(engine, ("runtime", "sparkMaster", "allowNetwork", "sparkConf", "image"), "engine.", where)
         runtime = _string(engine.get("runtime", DEFAULT_RUNTIME), "engine.runtime", where)
@@ -125,6 +157,7 @@ class Config:
                                   for k, v in repositories.items()}),
             trusted_keys=tuple(str(e) for e in keys),
             trust=TrustConfig(require=require),
+            serve=_serve(_section(doc.get("serve"), "serve", where), where),
         )
 
     @staticmethod
@@ -163,6 +196,41 @@ class Config:
                 raise ConfigError(f"{key}: {part} is not a group of settings")
         node[last] = value
         return Config.from_dict(doc, where)
+
+
+def _serve(section: dict, where: str) -> ServeConfig:
+    _known(section, ("poll", "engineIdle", "retryMax", "datasets"), "serve.", where)
+    per_dataset = {}
+    for dataset_id, value in _section(section.get("datasets"), "serve.datasets", where).items():
+        key = f"serve.datasets.{dataset_id}.poll"
+        if not isinstance(value, dict) or "poll" not in value:
+            raise ConfigError(f"{where}: {key}: expected {{poll: DURATION}}")
+        per_dataset[str(dataset_id)] = _duration(value["poll"], key, where)
+    default = ServeConfig()
+    return ServeConfig(
+        poll_s=_duration(section.get("poll", default.poll_s), "serve.poll", where),
+        engine_idle_s=_duration(section.get("engineIdle", default.engine_idle_s), "serve.engineIdle", where),
+        retry_max_s=_duration(section.get("retryMax", default.retry_max_s), "serve.retryMax", where),
+        poll_per_dataset=MappingProxyType(per_dataset),
+    )
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def _duration(value: object, key: str, where: str) -> float:
+    """Seconds from ``30``, ``30s``, ``500ms``, ``5m`` or ``1h``; it must be positive."""
+    match = _DURATION.match(str(value)) if isinstance(value, int | float | str) else None
+    seconds = float(match.group(1)) * _UNIT[match.group(2)] if match else 0.0
+    if seconds <= 0:
+        raise ConfigError(f"{where}: {key}: expected a positive duration such as 30s, 500ms or 5m "
+                          f"(got {value!r})")
+    return seconds
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
 
 
 def _section(value: object, key: str, where: str) -> dict:

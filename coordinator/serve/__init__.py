@@ -1,0 +1,1 @@
+"""``coord serve``: the build service, its HTTP API and web view (imports FastAPI lazily)."""

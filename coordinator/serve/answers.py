@@ -1,0 +1,168 @@
+"""The API's answers, computed by the services and kept while what they depend on is unchanged.
+
+A dataset changes only through a new head (the commit protocol), so an answer is cached under
+the heads it was computed from: a dataset's summary under its head, a derivative's status
+under its head and its inputs' heads, lineage and the graph under every head, records under
+the head and the question. Reading the heads is one small file per dataset; nothing else is
+read while they stay the same. The one answer that depends on more than heads, a root's
+status (new files in its folder), is kept for ``ROOT_STATUS_S`` at most. The build service's
+state of each dataset (queued, running, failed) is live, never cached.
+
+Invariant: an answer is never older than the heads read at the start of the request, except
+a root's status, by at most ``ROOT_STATUS_S``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from .. import lineage as lineage_service
+from .. import status as status_service
+from ..graph import DatasetGraph
+from ..metadata.timefmt import format_timestamp
+from ..workspace import DatasetNotFound, Workspace
+from .service import BuildService
+
+ROOT_STATUS_S = 1.0
+KEPT = 512
+
+
+class Answers:
+    """The answers of the read endpoints. Called from the event loop: a kept answer is
+    returned at once; one not kept is computed in a worker thread, once however many
+    requests ask for it meanwhile (they all wait for that one computation)."""
+
+    def __init__(self, ws: Workspace, service: BuildService):
+        self.ws, self.service = ws, service
+        self._lock = threading.Lock()  # the kept answers are also filled from worker threads
+        self._kept: OrderedDict[Hashable, Any] = OrderedDict()
+        self._computing: dict[Hashable, asyncio.Future[Any]] = {}
+
+    def heads(self) -> dict[str, str]:
+        """Every dataset's head (hex), read now."""
+        heads = {}
+        for folder in sorted((self.ws.meta / "datasets").iterdir()):
+            try:
+                heads[folder.name] = (folder / "meta" / "refs" / "head").read_text().strip()
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # being created or deleted: not a dataset now
+        return heads
+
+    async def datasets(self) -> bytes:
+        heads = self.heads()
+        key = ("datasets", tuple(heads.items()), int(time.monotonic() / ROOT_STATUS_S))
+        listed = await self._answer(key, lambda: [self._dataset(d, heads) for d in heads])
+        return _json([self._with_state(d) for d in listed])
+
+    async def dataset(self, dataset_id: str) -> bytes:
+        heads = self._heads_with(dataset_id)
+        key = ("dataset", dataset_id, tuple(heads.items()), int(time.monotonic() / ROOT_STATUS_S))
+        return _json(self._with_state(await self._answer(key, lambda: self._dataset(dataset_id, heads))))
+
+    async def lineage(self, dataset_id: str, direction: str, depth: int | None) -> bytes:
+        heads = self._heads_with(dataset_id)
+
+        def compute() -> bytes:
+            graph = lineage_service.lineage(self.ws, dataset_id, upstream=direction != "down",
+                                            downstream=direction != "up")
+            if depth is not None:
+                graph = lineage_service.within(graph, depth)
+            return _json(lineage_service.as_json(graph))
+
+        return await self._answer(("lineage", dataset_id, direction, depth, tuple(heads.items())), compute)
+
+    async def graph(self) -> bytes:
+        heads = self.heads()
+
+        def compute() -> bytes:
+            g = DatasetGraph(self.ws)
+            ids = g.ids()
+            return _json({"nodes": [{"id": d, "kind": g.state(d).kind} for d in ids],
+                          "edges": sorted([i, d] for d in ids for i in g.inputs(d))})
+
+        return await self._answer(("graph", tuple(heads.items())), compute)
+
+    async def tail(self, dataset_id: str, n: int, as_at: str | None) -> bytes:
+        from ..tail import json_value
+        from ..tail import tail as last_records
+
+        head = self._heads_with(dataset_id)[dataset_id]
+
+        def compute() -> bytes:
+            data = last_records(self.ws.dataset(dataset_id), n, as_at)
+            body = {"dataset": dataset_id, "records": data.to_pylist()}
+            return json.dumps(body, default=json_value).encode()
+
+        return await self._answer(("tail", dataset_id, head, n, as_at), compute)
+
+    # --- keeping and computing --------------------------------------------------------------------
+
+    def _heads_with(self, dataset_id: str) -> dict[str, str]:
+        heads = self.heads()
+        if dataset_id not in heads:
+            raise DatasetNotFound(dataset_id)
+        return heads
+
+    async def _answer(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        future = self._computing.get(key)
+        if future is None:
+            future = asyncio.get_running_loop().run_in_executor(None, self._kept_or, key, compute)
+            self._computing[key] = future
+            future.add_done_callback(lambda _: self._computing.pop(key, None))
+        return await asyncio.shield(future)  # a client that leaves does not cancel the others' answer
+
+    def _kept_or(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """(Worker thread.) The kept answer for ``key``, else ``compute()``, kept."""
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        value = compute()
+        with self._lock:
+            self._kept[key] = value
+            while len(self._kept) > KEPT:
+                self._kept.popitem(last=False)
+        return value
+
+    # --- one dataset ------------------------------------------------------------------------------
+
+    def _dataset(self, dataset_id: str, heads: dict[str, str]) -> dict:
+        """(Worker thread.) A dataset's facts from its chain, and its status."""
+        s = self._kept_or(("summary", dataset_id, heads[dataset_id]),
+                          lambda: self.ws.dataset(dataset_id).state())
+        inputs = getattr(s.source, "inputs", None)
+        if inputs is None:  # a root: its folder may have new files
+            key: tuple = ("status", dataset_id, heads[dataset_id], int(time.monotonic() / ROOT_STATUS_S))
+        else:
+            key = ("status", dataset_id, heads[dataset_id], tuple(heads.get(i) for i in inputs))
+        st = self._kept_or(key, lambda: status_service.dataset_status(self.ws, self.ws.dataset(dataset_id)))
+        return {
+            "id": s.id, "kind": s.kind, "head": s.head.hex(), "blocks": s.num_blocks,
+            "records": s.num_records,
+            "watermark": format_timestamp(s.watermark) if s.watermark else None,
+            "lastUpdated": format_timestamp(s.last_updated),
+            "outOfDate": not st.up_to_date, "reasons": [r.value for r in st.reasons],
+            "newInput": st.new_input, "newFiles": st.new_files, "waitingFor": st.waiting_for,
+        }
+
+    def _with_state(self, facts: dict) -> dict:
+        """The facts with the build service's live state of the dataset."""
+        running = self.service.state(facts["id"])
+        state, failure = running if running is not None else (None, None)
+        return {**facts, "state": state.value if state is not None else "not served",
+                "lastError": None if failure is None else {
+                    "message": failure.message, "attempts": failure.attempts,
+                    "at": format_timestamp(failure.at), "retryInSeconds": failure.retry_in_s}}
+
+
+def _json(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()

@@ -1,0 +1,246 @@
+"""The HTTP API of ``coord serve`` (FastAPI; OpenAPI page at ``/docs``) and its web view at ``/``.
+
+Every answer is built by the same services the CLI words (status, lineage, catalog, tail):
+one implementation, two front ends. Answers are JSON; errors are JSON too, ``{"error": ...}``
+with a 4xx status for anything the request got wrong, never a traceback.
+
+Security (the invariants ``server.py`` sets up and the tests check):
+- with a token, every request, ``/docs`` included, needs ``Authorization: Bearer TOKEN`` (or
+  the cookie the page at ``/?token=TOKEN`` sets) or gets 401; the comparison is constant-time;
+- without one (loopback only), the ``Host`` header must name the loopback, so a web page
+  cannot reach the API through DNS rebinding;
+- writes (``POST``) exist only with ``--allow-writes`` (else 403), and a browser request from
+  another origin is refused (403), so another site cannot post a form to it.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from enum import StrEnum
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+
+from ..errors import CoordError
+from ..metadata.ids import validate_dataset_id
+from ..metadata.yaml_codec import to_dict
+from ..workspace import Dataset, DatasetNotFound, Workspace
+from .answers import Answers
+from .events import EventBus
+from .page import PAGE
+from .service import BuildService
+
+COOKIE = "coord_token"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
+HEARTBEAT_S = 15.0
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class Direction(StrEnum):
+    up = "up"
+    down = "down"
+    both = "both"
+
+
+@dataclass(frozen=True)
+class Access:
+    token: str | None  # None: loopback only, no token asked
+    allow_writes: bool
+
+
+def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Access) -> Asgi:
+    app = FastAPI(title="coord serve", version="1",
+                  description="Datasets of one workspace: status, chains, records, lineage, commits.")
+    _errors(app)
+    answers = Answers(ws, service)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        return HTMLResponse(PAGE)
+
+    @app.get("/api/datasets", summary="Every dataset with its status")
+    async def datasets() -> Response:
+        return _ok(await answers.datasets())
+
+    @app.get("/api/datasets/{dataset_id}", summary="One dataset with its status")
+    async def dataset(dataset_id: str) -> Response:
+        return _ok(await answers.dataset(validate_dataset_id(dataset_id)))
+
+    @app.get("/api/datasets/{dataset_id}/chain", summary="The metadata chain, newest block first, paged")
+    def chain(dataset_id: str, offset: int = Query(0, ge=0),
+              limit: int = Query(50, ge=1, le=1000)) -> dict:
+        blocks = list(_existing(ws, dataset_id).chain())
+        page = blocks[offset:offset + limit]
+        return {"dataset": dataset_id, "total": len(blocks), "offset": offset, "limit": limit,
+                "blocks": [{"hash": c.hash.hex(), "signature": c.signature.value,
+                            "block": to_dict(c.block)} for c in page]}
+
+    @app.get("/api/datasets/{dataset_id}/tail", summary="The last records, now or as at a time or block")
+    async def tail(dataset_id: str, n: int = Query(10, ge=1, le=10_000),
+             as_at: str | None = Query(None, description="RFC 3339 system time, or a block hash prefix",
+                                       max_length=100)) -> Response:
+        return _ok(await answers.tail(validate_dataset_id(dataset_id), n, as_at))
+
+    @app.get("/api/datasets/{dataset_id}/schema", summary="The columns of the newest data slice")
+    def schema(dataset_id: str) -> dict:
+        import pyarrow.parquet as pq
+
+        ds = _existing(ws, dataset_id)
+        files = ds.data_files()
+        columns = [{"name": f.name, "type": str(f.type)} for f in pq.read_schema(files[-1])] if files else []
+        return {"dataset": dataset_id, "columns": columns, "vocab": to_dict(ds.state().vocab)}
+
+    @app.get("/api/datasets/{dataset_id}/lineage", summary="Datasets it is computed from / computed from it")
+    async def lineage(dataset_id: str, direction: Direction = Direction.up,
+                depth: int | None = Query(None, ge=1, le=1000)) -> Response:
+        return _ok(await answers.lineage(validate_dataset_id(dataset_id), direction.value, depth))
+
+    @app.get("/api/graph", summary="The whole workspace's dependency graph")
+    async def graph() -> Response:
+        return _ok(await answers.graph())
+
+    @app.post("/api/datasets/{dataset_id}/pull", status_code=202, response_model=None,
+              summary="Put a dataset in the build queue (needs --allow-writes)")
+    def pull(dataset_id: str) -> dict | JSONResponse:
+        if not access.allow_writes:
+            return _error(403, "this service is read-only (start it with --allow-writes)")
+        ds = _existing(ws, dataset_id)
+        if not service.request(ds.id):
+            return _error(409, f"{ds.id} is pulled from a repository; the service does not update it")
+        return {"queued": [ds.id]}
+
+    @app.get("/api/events", summary="Server-sent events: commit and state of datasets, as they happen")
+    async def events(request: Request) -> StreamingResponse:
+        last = request.headers.get("last-event-id", "")
+        queue, missed = bus.subscribe(int(last) if last.isdigit() else None)
+
+        async def stream() -> AsyncIterator[str]:
+            try:
+                yield "retry: 1000\n\n"
+                for old in missed:
+                    yield _sse(old.id, old.kind, old.data)
+                while True:
+                    try:
+                        event = await asyncio.wait_for(queue.get(), HEARTBEAT_S)
+                    except TimeoutError:
+                        yield ": still here\n\n"  # keeps proxies from closing an idle stream
+                        continue
+                    if event is None:  # the service is stopping
+                        return
+                    yield _sse(event.id, event.kind, event.data)
+            finally:
+                bus.unsubscribe(queue)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    return _Guard(app, access)
+
+
+def _existing(ws: Workspace, dataset_id: str) -> Dataset:
+    ds = ws.dataset(validate_dataset_id(dataset_id))
+    if not ds.exists():
+        raise DatasetNotFound(dataset_id)
+    return ds
+
+
+def _ok(body: bytes) -> Response:
+    return Response(content=body, media_type="application/json")
+
+
+def _sse(event_id: int, kind: str, data: dict) -> str:
+    return f"id: {event_id}\nevent: {kind}\ndata: {json.dumps(data)}\n\n"
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": message})
+
+
+def _errors(app: FastAPI) -> None:
+    """Every failure as JSON with a 4xx (the request's fault) or a bare 500 (ours)."""
+
+    @app.exception_handler(DatasetNotFound)
+    async def not_found(request: Request, exc: DatasetNotFound) -> JSONResponse:
+        return _error(404, str(exc))
+
+    @app.exception_handler(CoordError)
+    async def refused(request: Request, exc: CoordError) -> JSONResponse:
+        return _error(400, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{' '.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}"
+                             for e in exc.errors())
+        return _error(422, problems)
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, exc: Exception) -> JSONResponse:
+        import traceback
+
+        traceback.print_exception(exc)  # to the service's log, not to the client
+        return _error(500, "internal error (see the service's log)")
+
+
+class _Guard:
+    """The access rules of the module docstring, in front of every route."""
+
+    def __init__(self, app: Asgi, access: Access):
+        self.app, self.access = app, access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        problem = self._refusal(scope, headers)
+        if problem is not None:
+            await problem(scope, receive, send)
+            return
+        token = self.access.token
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if token is not None and scope["path"] == "/" and _same(query.get("token", [""])[0], token):
+            # the page's own requests (and EventSource, which cannot send headers) use a cookie
+            redirect = RedirectResponse("/", status_code=303)
+            redirect.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+            await redirect(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope: Scope, headers: dict[str, str]) -> JSONResponse | None:
+        token = self.access.token
+        if token is None:
+            host = headers.get("host", "")
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if name not in LOOPBACK_HOSTS:
+                return _error(421, f"host {host!r} is not this service's loopback address")
+        else:
+            given = headers.get("authorization", "")
+            bearer = given[7:] if given.lower().startswith("bearer ") else ""
+            cookie = SimpleCookie(headers.get("cookie", ""))
+            from_cookie = cookie[COOKIE].value if COOKIE in cookie else ""
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            from_query = query.get("token", [""])[0] if scope["path"] == "/" else ""
+            if not any(_same(t, token) for t in (bearer, from_cookie, from_query)):
+                response = _error(401, "a bearer token is required (Authorization: Bearer TOKEN)")
+                response.headers["www-authenticate"] = "Bearer"
+                return response
+        if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
+            origin = headers.get("origin")
+            if origin is not None and urlsplit(origin).netloc != headers.get("host"):
+                return _error(403, f"requests from {origin} may not write here")
+        return None
+
+
+def _same(given: str, token: str) -> bool:
+    return bool(given) and hmac.compare_digest(given.encode(), token.encode())

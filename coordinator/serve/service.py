@@ -1,0 +1,281 @@
+"""The build service of ``coord serve``: keeps every dataset of a workspace up to date.
+
+One thread works through a queue of datasets to pull, inputs before their readers:
+
+- a root enters the queue when its poll interval has passed (``serve.poll``), when the
+  folder watcher sees a file its source would take, or when the API asks;
+- a dataset that committed a block puts its readers in the queue;
+- at start every dataset is in the queue, so the queue is derived from the chains: the
+  pulls themselves find what is out of date (new files, input blocks not consumed), and a
+  restart loses nothing and, the commit protocol being exactly-once, redoes nothing.
+
+Invariants:
+- The queue is a set: a dataset marked several times before it runs is pulled once, and one
+  pull consumes every input block committed meanwhile (pending updates coalesce).
+- Order: the next dataset taken is the earliest due one in the workspace's dependency order.
+- One engine, started on first need and kept warm while there is work; it stops after
+  ``serve.engineIdle`` without any, and after an error that may have come from it.
+- A failing dataset is recorded (message, attempts), held back with exponential backoff
+  (1 s, 2 s, 4 s ... up to ``serve.retryMax``) and retried; the others go on meanwhile.
+- ``stop`` lets the current pull finish (its commit completes, or never starts) and returns.
+  A service killed outright leaves what the commit protocol leaves: the previous head.
+- Datasets pulled from a repository are not touched (they are updated from there).
+"""
+from __future__ import annotations
+
+import enum
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..engine.client import EngineError
+from ..errors import CoordError
+from ..graph import DatasetGraph
+from ..metadata.objects import DatasetSourceRoot
+from ..metadata.timefmt import format_timestamp, now_utc
+from ..pull import EngineOnDemand, _preprocess_with
+from ..repository import pull_source
+from ..workspace import Workspace
+from ..workspace.config import ServeConfig
+from .events import EventBus
+
+
+class State(enum.Enum):
+    IDLE = "idle"
+    QUEUED = "queued"
+    RUNNING = "running"
+    FAILED = "failed"  # held back until its retry is due
+
+
+@dataclass(frozen=True)
+class Failure:
+    message: str
+    attempts: int
+    at: datetime
+    retry_in_s: float
+
+
+class WorkQueue:
+    """Datasets waiting to be pulled: a set (marking twice is once), taken in dependency
+    order, a dataset held back for a retry only once that retry is due."""
+
+    def __init__(self, order: list[str]):
+        self._rank = {d: i for i, d in enumerate(order)}
+        self._pending: set[str] = set()
+        self._held: dict[str, float] = {}  # dataset -> when it may run again (monotonic)
+
+    def mark(self, *ids: str) -> None:
+        self._pending.update(i for i in ids if i in self._rank)
+
+    def hold(self, dataset_id: str, until: float) -> None:
+        self._pending.add(dataset_id)
+        self._held[dataset_id] = until
+
+    def release(self, dataset_id: str) -> None:
+        self._held.pop(dataset_id, None)
+
+    def take(self, now: float) -> str | None:
+        due = [d for d in self._pending if self._held.get(d, now) <= now]
+        if not due:
+            return None
+        first = min(due, key=self._rank.__getitem__)
+        self._pending.discard(first)
+        return first
+
+    def pending(self) -> set[str]:
+        return set(self._pending)
+
+    def next_retry(self) -> float | None:
+        times = [t for d, t in self._held.items() if d in self._pending]
+        return min(times) if times else None
+
+
+class BuildService:
+    def __init__(self, ws: Workspace, settings: ServeConfig, bus: EventBus,
+                 clock: Callable[[], float] = time.monotonic):
+        self.ws, self.settings, self.bus, self._clock = ws, settings, bus, clock
+        graph = DatasetGraph(ws)
+        self.managed = [d for d in graph.order(graph.ids(), recursive=False)
+                        if pull_source(ws, d) is None]
+        self.roots = [d for d in self.managed if isinstance(graph.state(d).source, DatasetSourceRoot)]
+        self._readers = {d: [r for r in graph.readers(d) if r in self.managed] for d in self.managed}
+        self._preprocess = {d for d in self.roots if getattr(graph.state(d).source, "preprocess", None)}
+        self._engine_reads = graph.with_inputs(self.managed)
+        self._lock = threading.Lock()  # guards the queue, the states and the failures
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._queue = WorkQueue(self.managed)
+        self._queue.mark(*self.managed)  # everything once at start: the chains say what is due
+        self._states = dict.fromkeys(self.managed, State.QUEUED)
+        self._failures: dict[str, Failure] = {}
+        now = clock()
+        self._next_poll = {d: now + settings.poll_of(d) for d in self.roots}
+        self._thread = threading.Thread(target=self._run, name="build-service", daemon=True)
+        self._stack = ExitStack()
+        self._engine: EngineOnDemand | None = None
+        self._engine_used = 0.0
+
+    # --- control (any thread) -----------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Finish the current pull, stop the engine, return."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def request(self, *ids: str) -> list[str]:
+        """Put datasets in the queue now (a watched file appeared, the API asked), failing ones
+        included: something changed, so their retry need not wait. Returns the ones this
+        service manages."""
+        taken = [d for d in ids if d in self._states]
+        with self._lock:
+            self._queue.mark(*taken)
+            for d in taken:
+                self._queue.release(d)
+            for d in taken:
+                if self._states[d] is State.IDLE:
+                    self._set_state(d, State.QUEUED)
+        self._wake.set()
+        return taken
+
+    def state(self, dataset_id: str) -> tuple[State, Failure | None] | None:
+        with self._lock:
+            if dataset_id not in self._states:
+                return None
+            return self._states[dataset_id], self._failures.get(dataset_id)
+
+    # --- the worker thread --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                dataset_id = self._next()
+                if dataset_id is None:
+                    self._idle()
+                else:
+                    self._pull(dataset_id)
+        finally:
+            self._close_engine()
+
+    def _next(self) -> str | None:
+        now = self._clock()
+        with self._lock:
+            for d, due in self._next_poll.items():
+                if due <= now:
+                    self._queue.mark(d)
+                    self._next_poll[d] = now + self.settings.poll_of(d)
+            return self._queue.take(now)
+
+    def _idle(self) -> None:
+        now = self._clock()
+        deadlines = list(self._next_poll.values())
+        with self._lock:
+            retry = self._queue.next_retry()
+        if retry is not None:
+            deadlines.append(retry)
+        if self._engine is not None:
+            idle_end = self._engine_used + self.settings.engine_idle_s
+            if idle_end <= now:
+                self._close_engine()
+            else:
+                deadlines.append(idle_end)
+        wait = max(0.0, min(deadlines, default=60.0) - now)
+        self._wake.wait(min(wait, 60.0))
+        self._wake.clear()
+
+    def _pull(self, dataset_id: str) -> None:
+        from ..ingest.service import pull_root
+        from ..transform.service import pull_derivative
+
+        with self._lock:
+            self._set_state(dataset_id, State.RUNNING)
+        started = time.time()
+        try:
+            if dataset_id in self.roots:
+                preprocess = (_preprocess_with(self._warm(), dataset_id)
+                              if dataset_id in self._preprocess else None)
+                ingested = pull_root(self.ws, dataset_id, preprocess=preprocess)
+                committed, message = ingested.blocks, ingested.message
+            else:
+                derived = pull_derivative(self.ws, dataset_id, lambda: self._warm().get())
+                committed = [derived.block_hash] if derived.block_hash else []
+                message = derived.message
+        except Exception as e:  # a dataset's failure never stops the service
+            self._failed(dataset_id, e)
+            return
+        finally:
+            if self._engine is not None:
+                self._engine_used = self._clock()
+        if committed:
+            self._committed(dataset_id, committed, message, started)
+        with self._lock:
+            self._failures.pop(dataset_id, None)
+            self._queue.release(dataset_id)
+            if committed:
+                self._queue.mark(*self._readers[dataset_id])
+                for reader in self._readers[dataset_id]:
+                    if self._states[reader] is State.IDLE:
+                        self._set_state(reader, State.QUEUED)
+            queued = dataset_id in self._queue.pending()
+            self._set_state(dataset_id, State.QUEUED if queued else State.IDLE)
+
+    def _committed(self, dataset_id: str, blocks: list[bytes], message: str, started: float) -> None:
+        summary = self.ws.dataset(dataset_id).state()
+        self.bus.publish("commit", {
+            "dataset": dataset_id, "head": summary.head.hex(), "blocks": [b.hex() for b in blocks],
+            "records": summary.num_records,
+            "watermark": format_timestamp(summary.watermark) if summary.watermark else None,
+            "message": message, "started": started, "finished": time.time(),
+        })
+
+    def _failed(self, dataset_id: str, error: Exception) -> None:
+        ours = isinstance(error, CoordError | OSError)
+        if not ours:  # a bug: the traceback goes to the service's log, the message to the API
+            traceback.print_exc(file=sys.stderr)
+        if not ours or (isinstance(error, EngineError) and error.kind in ("UNAVAILABLE", "INTERNAL")):
+            self._close_engine()  # it may be the engine that broke: the retry starts a new one
+        message = str(error) if ours else f"internal error: {type(error).__name__}: {error}"
+        with self._lock:
+            previous = self._failures.get(dataset_id)
+            attempts = previous.attempts + 1 if previous else 1
+            delay = min(2.0 ** (attempts - 1), self.settings.retry_max_s)
+            self._failures[dataset_id] = Failure(message, attempts, now_utc(), delay)
+            self._queue.hold(dataset_id, self._clock() + delay)
+            self._set_state(dataset_id, State.FAILED)
+        print(f"coord serve: {dataset_id}: {message} (attempt {attempts}, retry in {delay:g} s)",
+              file=sys.stderr, flush=True)
+
+    def _set_state(self, dataset_id: str, state: State) -> None:
+        """(Under ``_lock``.) Record and announce a change of a dataset's state."""
+        if self._states.get(dataset_id) is state:
+            return
+        self._states[dataset_id] = state
+        failure = self._failures.get(dataset_id)
+        self.bus.publish("state", {"dataset": dataset_id, "state": state.value,
+                                   "error": failure.message if failure else None})
+
+    # --- the warm engine ----------------------------------------------------------------------
+
+    def _warm(self) -> EngineOnDemand:
+        if self._engine is None:
+            self._engine = EngineOnDemand(self.ws, self._stack, lambda: self._engine_reads)
+        return self._engine
+
+    def _close_engine(self) -> None:
+        if self._engine is not None:
+            self._engine = None
+            self._stack.close()
+            self._stack = ExitStack()
+
+    @property
+    def engine_running(self) -> bool:
+        return self._engine is not None and self._engine.identity is not None

@@ -1,0 +1,59 @@
+"""The last records of a dataset, now or as at a system time or block (``coord tail``, the
+API's ``/tail``): one implementation for both front ends.
+
+Only the newest slices that hold the last ``n`` records are read.
+"""
+from __future__ import annotations
+
+from datetime import date, datetime, time
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .catalog import block_as_at
+from .metadata.timefmt import format_timestamp
+from .workspace import Dataset
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
+    """The last ``n`` records ``ds`` holds, or held at ``as_at`` (RFC 3339 time or block)."""
+    if as_at is None:
+        files = ds.data_files()
+    else:
+        block = block_as_at(ds, as_at)
+        files = [] if block is None else ds.data_files(up_to=block)
+    return last_records(files, n)
+
+
+def last_records(files: list[Path], num: int) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts: list[pa.Table] = []
+    have = 0
+    for f in reversed(files):
+        if have >= num:
+            break
+        t = pq.read_table(f)
+        parts.insert(0, t)
+        have += t.num_rows
+    if not parts:
+        return pa.table({})
+    table = pa.concat_tables(parts, promote_options="permissive")
+    return table.slice(max(0, table.num_rows - num))
+
+
+def json_value(value):
+    """Record values JSON has no type for: times in RFC 3339, decimals as text, bytes as hex."""
+    if isinstance(value, datetime):
+        return format_timestamp(value) if value.tzinfo else value.isoformat()
+    if isinstance(value, (date, time)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, Decimal) and value.as_tuple().exponent == 0:
+        return int(value)  # whole numbers (DuckDB sums BIGINTs as HUGEINT, a DECIMAL(38,0) in Arrow)
+    return str(value)  # other decimals as text: exact

@@ -1,0 +1,82 @@
+"""Who may use a running ``coord serve``: loopback by default, a bearer token on any other
+address, writes only with ``--allow-writes``."""
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+
+from ..conftest import coord
+from .conftest import add_root, serving
+
+TOKEN = "s3cret-token-for-the-tests-0123456789"
+
+
+@pytest.fixture
+def token_file(home):
+    path = home / "token"
+    path.write_text(TOKEN + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def test_an_address_other_than_loopback_needs_a_token_file(home):
+    result = coord("serve", "--bind", "0.0.0.0", "--port", "0", cwd=home, check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "coord: error: --bind 0.0.0.0 is reachable from other machines: give --token-file "
+        "(every request must then carry that token)"]
+
+
+def test_a_token_file_others_can_read_is_refused(home, token_file):
+    os.chmod(token_file, 0o644)
+    result = coord("serve", "--port", "0", "--token-file", str(token_file), cwd=home, check=False)
+    assert result.returncode == 1 and f"chmod 600 {token_file}" in result.stderr
+
+
+def test_with_a_token_every_request_without_it_gets_401(home, token_file):
+    add_root(home, "t.people", "people")
+    with serving(home, "--bind", "0.0.0.0", "--token-file", str(token_file)) as served:
+        url = served.url.replace("0.0.0.0", "127.0.0.1")
+        for path in ("/api/datasets", "/api/datasets/t.people/tail", "/api/events", "/docs",
+                     "/openapi.json", "/"):
+            assert httpx.get(url + path).status_code == 401, path
+        wrong = httpx.get(url + "/api/datasets", headers={"Authorization": "Bearer wrong"})
+        assert wrong.status_code == 401 and wrong.json()["error"].startswith("a bearer token is required")
+        right = httpx.get(url + "/api/datasets", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert right.status_code == 200 and right.json()[0]["id"] == "t.people"
+
+
+def test_the_page_opened_with_the_token_keeps_it_in_a_cookie(home, token_file):
+    with serving(home, "--bind", "0.0.0.0", "--token-file", str(token_file)) as served:
+        with httpx.Client(base_url=served.url.replace("0.0.0.0", "127.0.0.1"),
+                          follow_redirects=True) as browser:
+            assert browser.get("/", params={"token": TOKEN}).status_code == 200
+            assert browser.get("/api/datasets").status_code == 200  # the cookie, no header
+
+
+def test_on_loopback_a_foreign_host_name_is_refused(home):
+    with serving(home) as served:
+        assert served.get("/api/datasets").status_code == 200
+        rebound = served.get("/api/datasets", headers={"Host": "attacker.example:80"})
+        assert rebound.status_code == 421
+
+
+def test_with_allow_writes_a_post_queues_a_pull(home):
+    add_root(home, "t.people", "people")
+    (home / "people" / "a.csv").write_text("id,name\n1,ann\n")
+    with serving(home, "--allow-writes") as served:
+        served.wait_for(lambda: served.dataset("t.people")["records"] == 1)
+        (home / "people" / "b.csv").write_text("id,name\n2,bob\n")  # seen by the watcher too
+        r = served.post("/api/datasets/t.people/pull")
+        assert r.status_code == 202 and r.json() == {"queued": ["t.people"]}
+        served.wait_for(lambda: served.dataset("t.people")["records"] == 2)
+        assert served.post("/api/datasets/no.such/pull").status_code == 404
+
+
+def test_a_post_from_another_origin_is_refused(home):
+    add_root(home, "t.people", "people")
+    with serving(home, "--allow-writes") as served:
+        r = served.post("/api/datasets/t.people/pull", headers={"Origin": "https://attacker.example"})
+        assert r.status_code == 403
