@@ -73,7 +73,7 @@ def pull_from_repository(
             if ahead == 0:
                 return RemotePullResult(ds.id, ref, RemotePullStatus.UP_TO_DATE, 0, "up to date")
             return RemotePullResult(ds.id, ref, RemotePullStatus.AHEAD, ahead,
-                              f"local has {_blocks(ahead)} the remote lacks (ahead)")
+                                    f"local has {_blocks(ahead)} the remote lacks (ahead)")
         new, message = _compare(ws, remote, ref, remote_head, local)
         signers = admit_pull(ws, ds.id, local, new)
 
