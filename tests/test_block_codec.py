@@ -235,3 +235,17 @@ def test_yaml_block_yaml_block_round_trip_is_byte_stable(block):
     _, data2 = seal(again)
     assert data2 == data
     assert dump_yaml(manifest_to_dict(decode_block(data2))) == text
+
+
+def test_file_feed_fetch_step_is_fetch_union_tag_3_and_round_trips():
+    assert o.UNIONS["FetchStep"].index(o.FetchStepFileFeed) + 1 == 3
+    step = o.FetchStepFileFeed(url="s3://bucket/feed/v1.0/", partitions=1,
+                               success_marker=o.SuccessMarker.HADOOP)
+    block = with_source(conformance_block(), fetch=step)
+    assert decode_block(seal(block)[1]).source.fetch == step
+    assert seal(block)[0].block_hash.hex() != CONFORMANCE_HASH
+
+
+def test_blocks_without_a_file_feed_hash_as_before_it_was_added():
+    assert isinstance(conformance_block().source.fetch, o.FetchStepFilesGlob)
+    assert seal(conformance_block())[0].block_hash.hex() == CONFORMANCE_HASH

@@ -31,6 +31,7 @@ from ..workspace import Workspace
 from .console import err, out, short
 from .console import workspace as _ws
 from .lineage import lineage_
+from .publish import publish_
 from .pull import pull
 from .sharing import register as register_sharing
 from .status import print_builds, short_status, status_
@@ -276,6 +277,7 @@ cli.add_command(lineage_)
 cli.add_command(trust_)
 cli.add_command(status_)
 cli.add_command(system)
+cli.add_command(publish_)
 register_sharing(cli)
 
 

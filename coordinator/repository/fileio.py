@@ -124,7 +124,8 @@ class FileIO(ABC):
             dst.write(data)
 
     def _open_input(self, path: str):
-        return self.fs.open_input_stream(self.full_path(path))
+        # compression=None: the bytes as stored (pyarrow would un-gzip a name ending in .gz)
+        return self.fs.open_input_stream(self.full_path(path), compression=None)
 
     @abstractmethod
     def _open_output(self, path: str):
@@ -225,7 +226,7 @@ class S3FileIO(FileIO):
         # An S3 object becomes visible only when its upload completes. pyarrow has no abort: a
         # stream closed after an error still completes, so pushers compare sizes before
         # skipping a file that is already there, and pullers check every hash.
-        return self.fs.open_output_stream(self.full_path(path))
+        return self.fs.open_output_stream(self.full_path(path), compression=None)
 
     def _key(self, path: str) -> str:
         return f"{self.prefix}/{path}" if self.prefix else path

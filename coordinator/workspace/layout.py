@@ -28,3 +28,8 @@ def data_file(block_hash: bytes) -> str:
 
 def checkpoint_dir(block_hash: bytes) -> str:
     return f"checkpoint/{block_hash.hex()}"
+
+
+def published_record(dataset_id: str) -> str:
+    """Relative to ``.coord``: what ``coord publish`` wrote where (feed URL → update → blocks)."""
+    return f"cache/{dataset_id}/published.json"
