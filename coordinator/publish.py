@@ -4,20 +4,22 @@ Each block with data not yet published to the URL becomes one update (``--since-
 them one update). An update is named by its newest block's system time, ``YYYYMMDD.HHMMSS``;
 names only grow, so when that second is already taken the next free second is used. It holds
 one part file per block (the slice's records without the system time column, so its logical
-hash is the block's), ``_coord.json`` (dataset, blocks, data hashes) and ``_SUCCESS`` with the
-part count, written last (``repository.feed.write_update``).
+hash is the block's), ``_coord.json`` (dataset, blocks, logical hashes) and ``_SUCCESS`` with
+the part count, written after every other file of the update and after every older update's
+``_SUCCESS`` (``repository.feed.complete_update``).
 
 Invariants:
-- What was published where is recorded in ``.coord/cache/<id>/published.json`` after each
-  update's ``_SUCCESS``; a block recorded for a URL is never published there again.
-- A run interrupted before ``_SUCCESS`` left an update readers ignore; the next run computes
-  the same name for the same blocks and rewrites it whole. A run interrupted after
-  ``_SUCCESS`` but before the record finds the complete update naming the same blocks and
-  only records it.
+- What was published where is recorded in ``.coord/cache/<id>/published.json`` when a run
+  ends (also when it fails); a block recorded for a URL is never published there again.
+- A run interrupted before an update's ``_SUCCESS`` left an update readers ignore; the next
+  run computes the same name for the same blocks and rewrites it whole. A complete update
+  that is not recorded (interrupted before the record) is found by the next run's listing,
+  its ``_coord.json`` naming the same blocks: it is recorded, not rewritten.
 """
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,10 +30,10 @@ from .metadata.timefmt import UTC, format_timestamp
 from .progress import NoProgress, Progress
 from .workspace import DatasetNotFound, Workspace, layout
 from .workspace.fsutil import atomic_write
-from .workspace.runs import run_folder
 
 FORMATS = ("parquet", "csv")
 _MANIFEST_LIMIT = 1 << 20
+_UPLOADS = 4
 
 
 class PublishError(CoordError):
@@ -56,7 +58,7 @@ class PublishResult:
 
 def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
             since_last: bool = False, progress: Progress | None = None) -> PublishResult:
-    from .repository.feed import MANIFEST, MARKER, update_name, write_update
+    from .repository.feed import MANIFEST, complete_update
     from .repository.fileio import open_url
 
     if fmt not in FORMATS:
@@ -74,39 +76,61 @@ def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
     new = [(h, b) for h, b in reversed(chain)
            if b.output_slice is not None and h.hex() not in published]
     batches = [new] if since_last and new else [[x] for x in new]
+    plans = _name_updates(io, batches, max(updates, default=""))
     result = PublishResult(dataset_id, url)
     progress = progress or NoProgress()
-    last = max(updates, default="")
-    with run_folder(ws.run_dir, f"publish-{dataset_id}") as scratch:
-        for batch in batches:
-            hashes = [h.hex() for h, _ in batch]
-            name = update_name(batch[-1][1].system_time)
-            while True:
-                if name <= last:
-                    name = _next_second(last)
-                manifest = _existing_manifest(io, name, MANIFEST, MARKER)
-                if manifest is None or manifest.get("blocks") == hashes:
-                    break
-                last = name  # a complete update of other blocks: the name is taken
-            if manifest is None:
-                parts = [_part(ds.data_file(h), system_time, i, fmt, scratch)
-                         for i, (h, _) in enumerate(batch)]
-                body = _manifest(dataset_id, batch, parts)
-                size = sum(p.stat().st_size for _, p in parts)
-                progress.start(size, f"publish {dataset_id} → {name}")
-                try:
-                    write_update(io, name, parts, body, progress.advance)
-                finally:
-                    progress.finish()
-                for _, p in parts:
-                    p.unlink()
-            updates[name] = hashes
-            record_path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(record_path, json.dumps(record, indent=1, sort_keys=True).encode())
-            last = name
-            result.updates.append(name)
-            result.blocks += len(batch)
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    to_write = [(name, batch) for name, batch, written in plans if not written]
+    progress.start(sum(ds.data_file(h).stat().st_size for _, batch in to_write for h, _ in batch),
+                   f"publish {dataset_id}")
+    try:
+        with ThreadPoolExecutor(max_workers=_UPLOADS) as pool:
+            # parts are converted and uploaded in parallel (the pool bounds the memory held)
+            jobs = {name: [pool.submit(io.write_bytes, f"{name}/{MANIFEST}",
+                                       _manifest(dataset_id, batch, fmt))]
+                    + [pool.submit(_upload_part, io, ds.data_file(h), system_time,
+                                   f"{name}/part-{i:05d}.{fmt}", progress)
+                       for i, (h, _) in enumerate(batch)]
+                    for name, batch in to_write}
+            # updates complete in name order: a reader never sees a newer one before an older
+            for name, batch, _ in plans:
+                if name in jobs:
+                    for job in jobs[name]:
+                        job.result()
+                    complete_update(io, name, len(batch))
+                updates[name] = [h.hex() for h, _ in batch]
+                result.updates.append(name)
+                result.blocks += len(batch)
+    finally:
+        progress.finish()
+        # what completed is recorded even when a later update failed
+        atomic_write(record_path, json.dumps(record, indent=1, sort_keys=True).encode())
     return result
+
+
+def _name_updates(io, batches: list, last: str) -> list[tuple[str, list, bool]]:
+    """Each batch's update name, and whether a complete update of it is already there.
+
+    The name is the newest block's second, or the second after the last name used: names
+    only grow. A complete update of other blocks under a name makes it taken.
+    """
+    from .repository.feed import list_feed, update_name
+
+    complete = {u.name for u in list_feed(io).updates if u.has_marker} if batches else set()
+    plans = []
+    for batch in batches:
+        hashes = [h.hex() for h, _ in batch]
+        name = update_name(batch[-1][1].system_time)
+        while True:
+            if name <= last:
+                name = _next_second(last)
+            manifest = _existing_manifest(io, name) if name in complete else None
+            if manifest is None or manifest.get("blocks") == hashes:
+                break
+            last = name
+        plans.append((name, batch, manifest is not None))
+        last = name
+    return plans
 
 
 def _next_second(name: str) -> str:
@@ -116,45 +140,45 @@ def _next_second(name: str) -> str:
     return update_name(t + timedelta(seconds=1))
 
 
-def _existing_manifest(io, name: str, manifest: str, marker: str) -> dict | None:
-    """The ``_coord.json`` of a complete update of that name; None if there is none."""
-    if io.read_bytes(f"{name}/{marker}", 64) is None:
-        return None
-    data = io.read_bytes(f"{name}/{manifest}", _MANIFEST_LIMIT)
+def _existing_manifest(io, name: str) -> dict:
+    """The ``_coord.json`` of the complete update of that name ({} if it has none)."""
+    from .repository.feed import MANIFEST
+
+    data = io.read_bytes(f"{name}/{MANIFEST}", _MANIFEST_LIMIT)
     try:
         return json.loads(data) if data else {}
     except ValueError:
         return {}  # someone else's update: the name is taken
 
 
-def _part(source: Path, system_time: str, i: int, fmt: str, scratch: Path) -> tuple[str, Path]:
-    """The block's records without the system time column, as a part file."""
+def _upload_part(io, source: Path, system_time: str, path: str, progress: Progress) -> None:
+    """The block's records without the system time column, written to ``path`` in the feed
+    (Parquet or CSV by the extension)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(source)
-    if system_time in table.column_names:
-        table = table.drop_columns([system_time])
-    name = f"part-{i:05d}.{fmt}"
-    target = scratch / name
-    if fmt == "csv":
+    columns = [c for c in pq.read_schema(source).names if c != system_time]
+    table = pq.read_table(source, columns=columns)
+    sink = pa.BufferOutputStream()
+    if path.endswith(".csv"):
         import pyarrow.csv as pacsv
 
-        pacsv.write_csv(table, target)
+        pacsv.write_csv(table, sink)
     else:
-        pq.write_table(table, target)
-    return name, target
+        pq.write_table(table, sink)
+    io.write_bytes(path, sink.getvalue())
+    progress.advance(source.stat().st_size)
 
 
-def _manifest(dataset_id: str, batch: list[tuple[bytes, MetadataBlock]],
-              parts: list[tuple[str, Path]]) -> bytes:
-    from .data.hashing import physical_hash
-
+def _manifest(dataset_id: str, batch: list[tuple[bytes, MetadataBlock]], fmt: str) -> bytes:
+    """``_coord.json``: the dataset, the blocks, and per part its block's logical hash (which
+    the part's records hash to: the system time column is not hashed) and record count."""
     slices = []
-    for (h, b), (name, path) in zip(batch, parts, strict=True):
+    for i, (h, b) in enumerate(batch):
         s = b.output_slice
         assert s is not None  # only blocks with data are published
-        slices.append({"block": h.hex(), "systemTime": format_timestamp(b.system_time),
-                       "file": name, "logicalHash": s.hash.hex(), "numRecords": s.num_records,
-                       "fileHash": physical_hash(path).hex()})
+        slices.append({"file": f"part-{i:05d}.{fmt}", "block": h.hex(),
+                       "systemTime": format_timestamp(b.system_time),
+                       "logicalHash": s.hash.hex(), "numRecords": s.num_records})
     doc = {"dataset": dataset_id, "blocks": [h.hex() for h, _ in batch], "slices": slices}
     return json.dumps(doc, indent=1).encode()

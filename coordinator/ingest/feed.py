@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CoordError
-from ..metadata.objects import FetchStepFileFeed
+from ..metadata.objects import FetchStepFileFeed, SuccessMarker
 from ..progress import Progress
 from .errors import IngestError
 
@@ -43,7 +43,7 @@ class FeedPlan:
 
 def plan(step: FetchStepFileFeed, state: dict):
     """Open and list the feed; returns (the feed's FileIO, FeedPlan)."""
-    from ..repository.feed import UpdateStatus, judge, list_feed
+    from ..repository.feed import UpdateStatus, judge, list_feed, read_markers
     from ..repository.fileio import open_url
 
     partitions = step.partitions or 0
@@ -71,10 +71,14 @@ def plan(step: FetchStepFileFeed, state: dict):
         newest[partition] = max(newest.get(partition, name), name)
     chosen: dict[str, list] = {}
     waiting: set[str] = set()
-    for u in listing.updates:
-        if u.prefix in consumed or u.prefix in superseded or u.partition in waiting:
+    candidates = [u for u in listing.updates
+                  if u.prefix not in consumed and u.prefix not in superseded]
+    markers = read_markers(io, candidates) if step.success_marker is not SuccessMarker.HADOOP \
+        else {}
+    for u in candidates:
+        if u.partition in waiting:
             continue
-        verdict = judge(io, u, step.success_marker)
+        verdict = judge(u, step.success_marker, markers.get(u.prefix, b""))
         if u.name <= newest.get(u.partition, ""):
             if verdict.status is UpdateStatus.COMPLETE:
                 notes.append(f"{u.prefix}/: older than {newest[u.partition]}, already ingested; "

@@ -21,9 +21,9 @@ Invariants the readers and the writer rely on (docs/feeds.md):
 from __future__ import annotations
 
 import enum
+import hashlib
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -53,6 +53,7 @@ class Update:
     name: str  # "20180521.160000"
     files: dict[str, int]  # data file (relative to the update) → size, sorted by name
     has_marker: bool
+    marker_etag: str | None = None  # S3: the listed ETag of _SUCCESS (MD5 of a plain upload)
 
     @property
     def time(self) -> datetime:
@@ -81,9 +82,10 @@ def update_name(t: datetime) -> str:
 def list_feed(io: FileIO, partitions: int = 0) -> Listing:
     """Every update of the feed, from one listing of the location."""
     by_prefix: dict[str, dict[str, int]] = {}
-    markers: set[str] = set()
+    markers: dict[str, str | None] = {}
     strays: set[str] = set()
-    for path, size in list_objects(io).items():
+    etags: dict[str, str] = {}
+    for path, size in list_objects(io, etags).items():
         parts = path.split("/")
         if len(parts) < partitions + 2 or _hidden(parts[:partitions + 1]):
             continue  # not inside an update folder (a stray file, a _temporary folder)
@@ -94,12 +96,13 @@ def list_feed(io: FileIO, partitions: int = 0) -> Listing:
         files = by_prefix.setdefault(prefix, {})
         rest = parts[partitions + 1:]
         if rest == [MARKER]:
-            markers.add(prefix)
+            markers[prefix] = etags.get(path)
         elif not _hidden(rest):
             files["/".join(rest)] = size
     updates = [
         Update(prefix=p, partition=p.rpartition("/")[0], name=p.rpartition("/")[2],
-               files=dict(sorted(files.items())), has_marker=p in markers)
+               files=dict(sorted(files.items())), has_marker=p in markers,
+               marker_etag=markers.get(p))
         for p, files in by_prefix.items()
     ]
     updates.sort(key=lambda u: (u.name, u.partition))
@@ -110,14 +113,24 @@ def _hidden(parts: list[str]) -> bool:
     return any(p.startswith(("_", ".")) for p in parts)
 
 
-def list_objects(io: FileIO) -> dict[str, int]:
+def list_objects(io: FileIO, etags: dict[str, str] | None = None) -> dict[str, int]:
     """Every file under the location (relative path → size). On S3 one flat listing
-    (ListObjectsV2 pages of 1000 keys), not a walk folder by folder."""
+    (ListObjectsV2 pages of 1000 keys), not a walk folder by folder; ``etags`` receives
+    the ETags of the ``_SUCCESS`` objects listed."""
     if isinstance(io, S3FileIO):
         start = len(io.prefix) + 1 if io.prefix else 0
         pages = io.client.get_paginator("list_objects_v2").paginate(
             Bucket=io.bucket, Prefix=f"{io.prefix}/" if io.prefix else "")
-        return {o["Key"][start:]: o["Size"] for page in pages for o in page.get("Contents", ())}
+        found = {}
+        for page in pages:
+            for o in page.get("Contents", ()):
+                key = o["Key"]
+                if key.endswith("/"):  # an empty folder object (consoles, pyarrow), not a file
+                    continue
+                found[key[start:]] = o["Size"]
+                if etags is not None and key.endswith(f"/{MARKER}"):
+                    etags[key[start:]] = o.get("ETag", "").strip('"')
+        return found
     if isinstance(io, LocalFileIO):
         root = Path(io.root)
         found = {}
@@ -132,20 +145,45 @@ def list_objects(io: FileIO) -> dict[str, int]:
     return io.list_files("")
 
 
-def judge(io: FileIO, update: Update, marker: SuccessMarker | None) -> Verdict:
-    """Whether the update may be consumed; reads ``_SUCCESS`` for count markers."""
-    if not update.has_marker:
+def read_markers(io: FileIO, updates: list[Update]) -> dict[str, bytes | None]:
+    """The ``_SUCCESS`` bytes of these updates (None: gone since listed), read in parallel.
+
+    A marker whose listed ETag is the MD5 of the expected count holds that count (a plain S3
+    upload's ETag is its MD5): no GET. Others take one small GET each, in parallel.
+    A marker longer than a count is read as its first bytes only (and judged no count).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def read(u: Update) -> bytes | None:
+        expected = str(len(u.files)).encode()
+        if u.marker_etag == hashlib.md5(expected, usedforsecurity=False).hexdigest():
+            return expected  # the listing already shows the marker holds the count
+        if isinstance(io, S3FileIO):  # one GET (pyarrow would ask for the size first)
+            client = io.client
+            try:
+                obj = client.get_object(Bucket=io.bucket, Key=io._key(u.path(MARKER)),
+                                        Range=f"bytes=0-{_MARKER_LIMIT}")
+            except client.exceptions.NoSuchKey:
+                return None
+            with obj["Body"] as body:
+                return body.read()
+        try:
+            return io.read_bytes(u.path(MARKER), _MARKER_LIMIT)
+        except TooLarge:
+            return b"?" * (_MARKER_LIMIT + 1)
+
+    wanted = [u for u in updates if u.has_marker]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return dict(zip((u.prefix for u in wanted), pool.map(read, wanted), strict=True))
+
+
+def judge(update: Update, marker: SuccessMarker | None, content: bytes | None) -> Verdict:
+    """Whether the update may be consumed, given its ``_SUCCESS`` bytes (``read_markers``)."""
+    if not update.has_marker or content is None:
         return Verdict(UpdateStatus.PENDING, "no _SUCCESS yet")
     if marker is SuccessMarker.HADOOP:
         return Verdict(UpdateStatus.COMPLETE)
-    try:
-        raw = io.read_bytes(update.path(MARKER), _MARKER_LIMIT)
-    except TooLarge:
-        return Verdict(UpdateStatus.INVALID, f"_SUCCESS is larger than {_MARKER_LIMIT} bytes, "
-                                             "no file count (set successMarker: hadoop?)")
-    if raw is None:  # removed between the listing and the read
-        return Verdict(UpdateStatus.PENDING, "no _SUCCESS yet")
-    text = raw.decode(errors="replace").strip()
+    text = content.decode(errors="replace").strip()
     if not re.fullmatch(r"[0-9]{1,9}", text):
         hint = " (a Spark/Hadoop marker? set successMarker: hadoop)" if not text else ""
         return Verdict(UpdateStatus.INVALID, f"_SUCCESS holds no file count{hint}")
@@ -158,14 +196,8 @@ def judge(io: FileIO, update: Update, marker: SuccessMarker | None) -> Verdict:
     return Verdict(UpdateStatus.COMPLETE)
 
 
-def write_update(io: FileIO, prefix: str, parts: list[tuple[str, Path]], manifest: bytes,
-                 on_bytes: Callable[[int], None]) -> None:
-    """Write one update: the data files, ``_coord.json``, then ``_SUCCESS`` with the count.
-
-    Each file appears whole (FileIO). An interruption leaves an update without ``_SUCCESS``,
-    which readers ignore and the next call with the same prefix completes.
-    """
-    for name, local in parts:
-        io.put_file(local, f"{prefix}/{name}", on_bytes)
-    io.write_bytes(f"{prefix}/{MANIFEST}", manifest)
-    io.write_bytes(f"{prefix}/{MARKER}", str(len(parts)).encode())
+def complete_update(io: FileIO, prefix: str, parts: int) -> None:
+    """Mark an update whose ``parts`` data files (and ``_coord.json``) are written complete:
+    ``_SUCCESS`` with the count, written last. Until then readers ignore the update; a writer
+    interrupted before this rewrites the update and calls it again."""
+    io.write_bytes(f"{prefix}/{MARKER}", str(parts).encode())
