@@ -17,13 +17,10 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,7 +30,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import print_table
+from common import S3_ENV, print_table, start_moto
 
 from coordinator.data.hashing import logical_hash, physical_hash
 from coordinator.ingest.feed import plan
@@ -43,29 +40,9 @@ from coordinator.publish import publish
 from coordinator.repository import open_url
 from coordinator.workspace import Workspace
 
-S3_ENV = {
-    "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_REQUEST_CHECKSUM_CALCULATION": "WHEN_REQUIRED", "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
-}
 BUCKET = "bench-feed"
 DS = "org.example.feed"
 ROW_BYTES = 1024
-
-
-def start_moto() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
-            return proc, f"127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("moto server did not start")
 
 
 def timed(fn) -> float:

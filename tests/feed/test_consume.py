@@ -9,6 +9,7 @@ import pytest
 from coordinator.ingest import IngestError, pull_root
 from coordinator.status import dataset_status
 
+from ..conftest import coord
 from ..ingest.conftest import rows_of
 from .conftest import add_feed_dataset, csv_part, parquet_bytes
 
@@ -228,3 +229,14 @@ def test_bad_url_names_the_url(ws):
     add_feed_dataset(ws, type("F", (), {"url": "ftp://host/feed/"})())
     with pytest.raises(IngestError, match="ftp://host/feed/"):
         pull_root(ws, DS)
+
+
+def test_pull_from_the_command_line_prints_the_feeds_reports(ws, folder_feed):
+    folder_feed.update("20240101.000000", {"part-0.csv": csv_part(("a", 1))})
+    folder_feed.put("20240101.000000/extra", b"")
+    folder_feed.update("20240102.000000", {"part-0.csv": csv_part(("b", 2))})
+    add_feed_dataset(ws, folder_feed)
+    done = coord("pull", DS, cwd=ws.root)
+    assert done.stdout.splitlines() == [
+        f"{DS}: 1 new record; 20240101.000000/: invalidated (2 files listed, _SUCCESS says 1); "
+        "not ingested"]
