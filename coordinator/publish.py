@@ -2,7 +2,8 @@
 
 Each block with data not yet published to the URL becomes one update (``--since-last``: all of
 them one update). An update is named by its newest block's system time, ``YYYYMMDD.HHMMSS``;
-names only grow, so when that second is already taken the next free second is used. It holds
+names only grow, so when the feed holds that second or a later one the update takes the second
+after the feed's newest (``_name_updates``). It holds
 one part file per block (the slice's records without the system time column, so its logical
 hash is the block's), ``_coord.json`` (dataset, blocks, logical hashes) and ``_SUCCESS`` with
 the part count, written after every other file of the update and after every older update's
@@ -76,7 +77,7 @@ def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
     new = [(h, b) for h, b in reversed(chain)
            if b.output_slice is not None and h.hex() not in published]
     batches = [new] if since_last and new else [[x] for x in new]
-    plans = _name_updates(io, batches, max(updates, default=""))
+    plans = _name_updates(io, batches, updates)
     result = PublishResult(dataset_id, url)
     progress = progress or NoProgress()
     record_path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,27 +109,34 @@ def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
     return result
 
 
-def _name_updates(io, batches: list, last: str) -> list[tuple[str, list, bool]]:
+def _name_updates(io, batches: list, recorded: dict[str, list[str]]) -> list[tuple[str, list, bool]]:
     """Each batch's update name, and whether a complete update of it is already there.
 
-    The name is the newest block's second, or the second after the last name used: names
-    only grow. A complete update of other blocks under a name makes it taken.
+    A complete update this workspace did not record (a run stopped before recording) is
+    recognised by the blocks its ``_coord.json`` names and kept. Otherwise the name is the
+    newest block's second, or the second after the newest update of the feed (recorded or
+    complete) if that is later: names only grow, so no reader sees a new update as older
+    than one it took. An interrupted run's incomplete update gets the same name again.
     """
     from .repository.feed import list_feed, update_name
 
     complete = {u.name for u in list_feed(io).updates if u.has_marker} if batches else set()
+    found: dict[tuple, str] = {}
+    for name in sorted(complete - set(recorded)):
+        blocks = _existing_manifest(io, name).get("blocks")
+        if isinstance(blocks, list) and all(isinstance(b, str) for b in blocks):
+            found[tuple(blocks)] = name
+    last = max([*recorded, *complete], default="")
     plans = []
     for batch in batches:
-        hashes = [h.hex() for h, _ in batch]
+        hashes = tuple(h.hex() for h, _ in batch)
+        if hashes in found:
+            plans.append((found[hashes], batch, True))
+            continue
         name = update_name(batch[-1][1].system_time)
-        while True:
-            if name <= last:
-                name = _next_second(last)
-            manifest = _existing_manifest(io, name) if name in complete else None
-            if manifest is None or manifest.get("blocks") == hashes:
-                break
-            last = name
-        plans.append((name, batch, manifest is not None))
+        if name <= last:
+            name = _next_second(last)
+        plans.append((name, batch, False))
         last = name
     return plans
 
@@ -141,14 +149,15 @@ def _next_second(name: str) -> str:
 
 
 def _existing_manifest(io, name: str) -> dict:
-    """The ``_coord.json`` of the complete update of that name ({} if it has none)."""
+    """The ``_coord.json`` of the update of that name ({} if it has none or another kind)."""
     from .repository.feed import MANIFEST
 
     data = io.read_bytes(f"{name}/{MANIFEST}", _MANIFEST_LIMIT)
     try:
-        return json.loads(data) if data else {}
+        doc = json.loads(data) if data else {}
     except ValueError:
-        return {}  # someone else's update: the name is taken
+        return {}  # someone else's update
+    return doc if isinstance(doc, dict) else {}
 
 
 def _upload_part(io, source: Path, system_time: str, path: str, progress: Progress) -> None:

@@ -170,3 +170,19 @@ def test_publish_from_the_command_line(ws, folder_feed):
     assert any(n.endswith("/part-00000.csv") for n in folder_feed.names())
     again = coord("publish", SRC, "--to-feed", folder_feed.url, cwd=ws.root)
     assert "nothing new to publish" in again.stdout
+
+
+def test_updates_are_named_after_a_newer_update_already_in_the_feed(ws, folder_feed):
+    folder_feed.update("20991231.235959", {"part-0.csv": "x\n1\n"})  # another producer's
+    source_dataset(ws, pulls=2)
+    assert publish(ws, SRC, folder_feed.url).updates == ["21000101.000000", "21000101.000001"]
+
+
+def test_a_stopped_run_is_finished_under_the_same_names(ws, folder_feed):
+    source_dataset(ws, pulls=2)
+    first, second = publish(ws, SRC, folder_feed.url).updates
+    # stopped after the first update's _SUCCESS, before the second's and before the record
+    folder_feed.delete(f"{second}/_SUCCESS")
+    (ws.meta / layout.published_record(SRC)).unlink()
+    assert publish(ws, SRC, folder_feed.url).updates == [first, second]
+    assert folder_feed.get(f"{second}/_SUCCESS") == b"1"
