@@ -1,5 +1,5 @@
 # Two commands matter: `make demo` (set everything up, run the example pipeline) and
-# `make test` (the whole suite, as CI runs it). Both install what they need first.
+# `make test` (lint, then the whole suite, as CI runs it). Both install what they need first.
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 DEMO_DIR ?= demo
@@ -23,11 +23,11 @@ proto:
 engine-image: install
 	bash engines/spark/build-image.sh
 
-test: install engine-image
+test: install engine-image lint
 	$(PYTHON) -m pytest -q
 
 # Everything but the tests that start Spark or containers.
-test-fast: python-deps proto
+test-fast: python-deps proto lint
 	$(PYTHON) -m pytest -q -m "not slow"
 
 demo: install
@@ -36,8 +36,10 @@ demo: install
 bench: install
 	$(PYTHON) bench/run_all.py
 
+# ruff, then mypy over coordinator/ (settings in pyproject.toml): a type error fails CI.
 lint:
 	$(PYTHON) -m ruff check coordinator engines tests bench
+	$(PYTHON) -m mypy
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache .hypothesis build *.egg-info

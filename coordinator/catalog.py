@@ -1,6 +1,7 @@
 """Dataset management: add definitions from manifests, delete, reset (``coord add`` etc.)."""
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from .errors import CoordError
 from .graph import DatasetGraph, inputs_of
 from .metadata.objects import DatasetSnapshot, MetadataBlock
 from .metadata.timefmt import now_utc, parse_timestamp
-from .workspace import Dataset, DatasetNotFound, DatasetSummary, Workspace
+from .workspace import Dataset, DatasetNotFound, DatasetState, Workspace, layout
 from .workspace.fsutil import remove
 
 
@@ -17,14 +18,20 @@ class CatalogError(CoordError):
     pass
 
 
-@dataclass
+class AddAction(enum.StrEnum):
+    ADDED = "added"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
 class AddResult:
     dataset_id: str
-    action: str  # "added", "updated" or "unchanged"
+    action: AddAction
     block_hash: bytes | None
 
 
-ChangeCheck = Callable[[Dataset, DatasetSnapshot, DatasetSummary], None]
+ChangeCheck = Callable[[Dataset, DatasetSnapshot, DatasetState], None]
 
 
 def add_datasets(
@@ -56,20 +63,20 @@ def add_datasets(
 
 def _add_one(ds: Dataset, snapshot: DatasetSnapshot, check_change: ChangeCheck | None) -> AddResult:
     with ds.writer() as w:
-        if w.head is None:
+        current = w.state
+        if current is None:
             block = MetadataBlock(system_time=now_utc(), source=snapshot.source, vocab=snapshot.vocab)
-            return AddResult(ds.id, "added", w.commit(block))
-        current = ds.summary()
+            return AddResult(ds.id, AddAction.ADDED, w.commit(block))
         source = snapshot.source if snapshot.source != current.source else None
         vocab = snapshot.vocab if snapshot.vocab is not None and snapshot.vocab != current.vocab else None
         if source is None and vocab is None:
-            return AddResult(ds.id, "unchanged", None)
+            return AddResult(ds.id, AddAction.UNCHANGED, None)
         if source is not None and type(source) is not type(current.source):
             raise CatalogError(f"dataset {ds.id}: cannot turn a {current.kind} dataset into another kind")
         if check_change is not None:
             check_change(ds, snapshot, current)
         block = MetadataBlock(system_time=now_utc(), source=source, vocab=vocab)
-        return AddResult(ds.id, "updated", w.commit(block))
+        return AddResult(ds.id, AddAction.UPDATED, w.commit(block))
 
 
 def delete_dataset(ws: Workspace, dataset_id: str) -> None:
@@ -82,7 +89,7 @@ def delete_dataset(ws: Workspace, dataset_id: str) -> None:
     with ds.writer():
         remove(ds.head_path)  # invisible first: a crash below leaves no half-dataset behind
         remove(ds.root)
-        remove(ws.meta / "cache" / dataset_id)
+        remove(ws.meta / layout.cache_dir(dataset_id))
 
 
 def reset_dataset(ws: Workspace, dataset_id: str, block_prefix: str) -> bytes:

@@ -20,7 +20,7 @@ from graphlib import CycleError, TopologicalSorter
 
 from .errors import CoordError
 from .metadata.objects import DatasetSourceDerivative
-from .workspace import DatasetNotFound, DatasetSummary, Workspace
+from .workspace import DatasetNotFound, DatasetState, Workspace
 
 
 class DependencyCycle(CoordError):
@@ -42,23 +42,24 @@ class DatasetGraph:
         being checked before it is written."""
         self._ws = ws
         self._inputs: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (proposed or {}).items()}
-        self._summaries: dict[str, DatasetSummary] = {}
+        self._states: dict[str, DatasetState] = {}
 
     def exists(self, dataset_id: str) -> bool:
         return dataset_id in self._inputs or self._ws.dataset(dataset_id).exists()
 
-    def summary(self, dataset_id: str) -> DatasetSummary:
-        """The dataset's summary as this graph read it (once)."""
-        if dataset_id not in self._summaries:
+    def state(self, dataset_id: str) -> DatasetState:
+        """The dataset's read model as this graph read it (once): a command that holds the
+        graph hands it down instead of walking the chain again."""
+        if dataset_id not in self._states:
             ds = self._ws.dataset(dataset_id)
             if not ds.exists():
                 raise DatasetNotFound(dataset_id)
-            self._summaries[dataset_id] = ds.summary()
-        return self._summaries[dataset_id]
+            self._states[dataset_id] = ds.state()
+        return self._states[dataset_id]
 
     def inputs(self, dataset_id: str) -> tuple[str, ...]:
         if dataset_id not in self._inputs:
-            self._inputs[dataset_id] = tuple(inputs_of(self.summary(dataset_id).source))
+            self._inputs[dataset_id] = tuple(inputs_of(self.state(dataset_id).source))
         return self._inputs[dataset_id]
 
     def with_inputs(self, ids: Iterable[str]) -> list[str]:

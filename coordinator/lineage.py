@@ -57,7 +57,7 @@ def lineage(ws: Workspace, dataset_id: str, *, upstream: bool = True,
 def _node(graph: DatasetGraph, dataset_id: str) -> Node:
     if not graph.exists(dataset_id):
         return Node(dataset_id, "missing")
-    s = graph.summary(dataset_id)
+    s = graph.state(dataset_id)
     origin = None
     if isinstance(s.source, DatasetSourceRoot):
         fetch = s.source.fetch

@@ -8,7 +8,12 @@ class Progress(Protocol):
     def start(self, total_bytes: int | None, description: str) -> None: ...
     def advance(self, n: int) -> None: ...
     def finish(self) -> None: ...
-    def __call__(self, engine_progress: object) -> None: ...  # an engine's progress line
+
+
+class PullProgress(Progress, Protocol):
+    """A pull's progress: bytes, and the engine's lines while a transform runs."""
+
+    def __call__(self, engine_progress: object) -> None: ...
 
 
 class NoProgress:

@@ -68,7 +68,7 @@ def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
     if not ds.exists():
         raise DatasetNotFound(dataset_id)
     io = open_url(url)
-    record_path = ws.meta / layout.published_record(dataset_id)
+    record_path = ws.meta / layout.cache_dir(dataset_id, layout.PUBLISHED)
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
     updates: dict[str, list[str]] = record.setdefault(url, {})  # update name → block hashes
     published = {h for hashes in updates.values() for h in hashes}

@@ -14,7 +14,7 @@ from datetime import datetime
 from .errors import CoordError
 from .graph import DatasetGraph
 from .metadata.objects import DatasetSourceRoot
-from .progress import Progress
+from .progress import PullProgress
 from .repository import pull_from_repository, pull_source
 from .workspace import DatasetNotFound, Workspace
 
@@ -67,7 +67,7 @@ def pull_datasets(
     *,
     recursive: bool = False,
     set_watermark: datetime | None = None,
-    progress_factory: Callable[[str], Progress] | None = None,
+    progress_factory: Callable[[str], PullProgress] | None = None,
     report: Callable[[PullOutcome], None] = lambda outcome: None,
 ) -> list[PullOutcome]:
     from .ingest.service import pull_root
@@ -79,23 +79,24 @@ def pull_datasets(
     with ExitStack() as stack:
         engine = EngineOnDemand(ws, stack, lambda: graph.with_inputs(order))
         for dataset_id in order:
-            summary = graph.summary(dataset_id)  # read once: only its upstream changed since
+            state = graph.state(dataset_id)  # read once, handed to the writer that pulls it
             progress = progress_factory(dataset_id) if progress_factory else None
             origin = pull_source(ws, dataset_id)
             if origin is not None:
-                synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress)
+                synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress,
+                                              known=state)
                 outcome = PullOutcome(dataset_id, synced.message, signers=synced.signers)
-            elif isinstance(summary.source, DatasetSourceRoot):
+            elif isinstance(state.source, DatasetSourceRoot):
                 ingested = pull_root(
-                    ws, dataset_id, progress=progress,
+                    ws, dataset_id, progress=progress, state=state,
                     set_watermark=set_watermark if dataset_id in ids else None,
-                    preprocess=_preprocess_with(engine, dataset_id) if summary.source.preprocess else None,
+                    preprocess=_preprocess_with(engine, dataset_id) if state.source.preprocess else None,
                 )
                 outcome = PullOutcome(dataset_id, ingested.message, ingested.block_hash)
             else:
                 if set_watermark is not None:
                     raise CoordError(f"{dataset_id} is a derivative: its watermark follows its inputs")
-                derived = pull_derivative(ws, dataset_id, engine.get, progress=progress)
+                derived = pull_derivative(ws, dataset_id, engine.get, progress=progress, state=state)
                 outcome = PullOutcome(dataset_id, derived.message, derived.block_hash)
             report(outcome)
             outcomes.append(outcome)

@@ -17,7 +17,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engine.runtime import LABEL_RUN_ID
+from .engine.process import LABEL_RUN_ID
 from .workspace import Workspace
 from .workspace.runs import AbandonedRunFolder, abandoned_run_folders, run_folder_held
 
@@ -36,6 +36,7 @@ class Engine:
 
             container.stop_container(self._handle)
         else:
+            assert isinstance(self._handle, int)
             try:
                 os.kill(self._handle, signal.SIGKILL)  # bwrap: the engine dies with it
             except ProcessLookupError:

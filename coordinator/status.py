@@ -17,11 +17,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from .graph import DatasetGraph
 from .ingest.errors import IngestError
 from .ingest.fetch import probe
 from .metadata.objects import DatasetSourceDerivative, DatasetSourceRoot
 from .transform.builds import consumed_until, last_run_query
-from .workspace import Dataset, DatasetNotFound, Workspace
+from .workspace import Dataset, DatasetState, Workspace
 
 
 class Reason(enum.Enum):
@@ -50,37 +51,40 @@ class DatasetStatus:
 
 def status(ws: Workspace, ids: list[str] | None = None) -> list[DatasetStatus]:
     """The status of the named datasets, or of every dataset of the workspace."""
+    graph = DatasetGraph(ws)  # each chain is read once, also where it is another's input
     datasets = [ws.dataset(i) for i in ids] if ids else ws.datasets()
-    return [dataset_status(ws, ds) for ds in datasets]
+    return [dataset_status(ws, ds, graph) for ds in datasets]
 
 
-def dataset_status(ws: Workspace, ds: Dataset) -> DatasetStatus:
-    if not ds.exists():
-        raise DatasetNotFound(ds.id)
-    chain = list(ds.blocks())
-    source = next(b.source for _, b in chain if b.source is not None)
+def dataset_status(ws: Workspace, ds: Dataset, graph: DatasetGraph | None = None) -> DatasetStatus:
+    """``graph``: this command's graph, whose read models of ``ds`` and its inputs it takes."""
+    graph = graph or DatasetGraph(ws)
+    state = graph.state(ds.id)
+    source = state.source
     origin = ds.remote("pull")
     if isinstance(source, DatasetSourceDerivative):
         st = DatasetStatus(ds.id, "derivative")
         if origin is None:
-            _derivative(ws, chain, source, st)
+            _derivative(graph, state, source, st)
     else:
         st = DatasetStatus(ds.id, "root")
         if origin is None:
-            _root(ws, ds, source, st)
+            _root(ws, ds, state, source, st)
     if origin is not None:
         st.reasons.append(Reason.NOT_CHECKED)
         st.unchecked = f"pulled from {origin}"
     return st
 
 
-def _derivative(ws: Workspace, chain, source: DatasetSourceDerivative, st: DatasetStatus) -> None:
+def _derivative(graph: DatasetGraph, state: DatasetState, source: DatasetSourceDerivative,
+                st: DatasetStatus) -> None:
+    chain = state.blocks
     after = consumed_until(chain, len(source.inputs))
     for input_id, consumed in zip(source.inputs, after, strict=True):
-        blocks = [b for _, b in ws.dataset(input_id).blocks()]
-        if not any(b.output_slice is not None for b in blocks):
+        upstream = graph.state(input_id)
+        if not upstream.data_blocks:
             st.waiting_for.append(input_id)
-        new = sum(1 for b in blocks if consumed is None or b.system_time > consumed)
+        new = sum(1 for cb in upstream.chain if consumed is None or cb.block.system_time > consumed)
         if new:
             st.new_input[input_id] = new
     if st.waiting_for:
@@ -93,8 +97,9 @@ def _derivative(ws: Workspace, chain, source: DatasetSourceDerivative, st: Datas
         st.reasons.append(Reason.QUERY_CHANGED)
 
 
-def _root(ws: Workspace, ds: Dataset, source: DatasetSourceRoot, st: DatasetStatus) -> None:
-    state = ds.source_state()
+def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: DatasetSourceRoot,
+          st: DatasetStatus) -> None:
+    state = ds.source_state(dataset_state)
     try:
         files = probe(source.fetch, root=ws.root, state=state)
     except IngestError as e:

@@ -33,10 +33,8 @@ from dataclasses import dataclass
 from .errors import CoordError
 from .metadata.chain import ChainBlock
 from .metadata.signing import parse_public_key
-from .workspace import DatasetNotFound, Workspace
+from .workspace import DatasetNotFound, Workspace, layout
 from .workspace.fsutil import atomic_write
-
-PINS_FILE = "signers.json"
 
 
 class Authorship(enum.Enum):
@@ -84,18 +82,7 @@ class Signer:
 
 
 def policy(ws: Workspace) -> Policy:
-    value = (ws.config().get("trust") or {}).get("require", Policy.KNOWN.value)
-    try:
-        return Policy(value)
-    except ValueError:
-        raise TrustError(f"{ws.config_path}: trust.require: {value!r} is not one of trusted, "
-                         "known, any") from None
-
-
-def check_policy_value(value: object) -> None:
-    """Refuse a ``trust.require`` that ``policy`` could not read (``coord config set``)."""
-    if value not in {p.value for p in Policy}:
-        raise TrustError(f"trust.require: {value!r} is not one of trusted, known, any")
+    return Policy(ws.config().trust.require)  # the config checked it is one of them
 
 
 # --- trusted keys ------------------------------------------------------------------------------
@@ -104,10 +91,9 @@ def check_policy_value(value: object) -> None:
 def add_trusted(ws: Workspace, key_text: str, name: str = "") -> bytes:
     key = parse_public_key(key_text)
     config = ws.config()
-    entries = [e for e in config.get("trustedKeys") or [] if str(e).split(" ")[0] != key.hex()]
+    entries = [e for e in config.trusted_keys if e.split(" ")[0] != key.hex()]
     entries.append(f"{key.hex()} {name}".strip())
-    config["trustedKeys"] = entries
-    ws.save_config(config)
+    ws.save_config(config.set("trustedKeys", entries))
     return key
 
 
@@ -116,12 +102,11 @@ def remove_trusted(ws: Workspace, key_text: str) -> bytes:
     if key == ws.signing_key.public_key:
         raise TrustError("that is this workspace's own key: it is always trusted")
     config = ws.config()
-    entries = config.get("trustedKeys") or []
-    kept = [e for e in entries if str(e).split(" ")[0] != key.hex()]
+    entries = config.trusted_keys
+    kept = [e for e in entries if e.split(" ")[0] != key.hex()]
     if len(kept) == len(entries):
         raise TrustError(f"{key.hex()} is not a trusted key (see 'coord trust list')")
-    config["trustedKeys"] = kept
-    ws.save_config(config)
+    ws.save_config(config.set("trustedKeys", kept))
     return key
 
 
@@ -129,7 +114,7 @@ def remove_trusted(ws: Workspace, key_text: str) -> bytes:
 
 
 def pinned_keys(ws: Workspace, dataset_id: str) -> list[bytes]:
-    path = ws.meta / "cache" / dataset_id / PINS_FILE
+    path = ws.meta / layout.cache_dir(dataset_id, layout.SIGNERS)
     if not path.exists():
         return []
     return [bytes.fromhex(k) for k in json.loads(path.read_text()).get("pinned", [])]
@@ -168,7 +153,7 @@ def unpin_key(ws: Workspace, dataset_id: str, key_text: str) -> bytes:
 
 
 def _save_pins(ws: Workspace, dataset_id: str, keys: list[bytes]) -> None:
-    path = ws.cache_dir(dataset_id) / PINS_FILE
+    path = ws.meta / layout.cache_dir(dataset_id, layout.SIGNERS)
     atomic_write(path, json.dumps({"pinned": [k.hex() for k in keys]}, indent=1).encode())
 
 
@@ -246,7 +231,7 @@ def failures(authors: list[BlockAuthor], rule: Policy) -> list[BlockAuthor]:
 
 def explain(dataset_id: str, author: BlockAuthor, pinned: Iterable[bytes], rule: Policy) -> str:
     """Why ``rule`` refuses the block's signer, and what to do ("signed by ..." or "unsigned ...")."""
-    if author.status in (Authorship.UNSIGNED, Authorship.UNSIGNED_HISTORY):
+    if author.signer is None:  # UNSIGNED or UNSIGNED_HISTORY
         return (f"unsigned and trust.require is {rule.value} "
                 "(coord config set trust.require any accepts unsigned blocks)")
     key = author.signer.hex()

@@ -240,6 +240,8 @@ def _file_problems(
     slices = [e for e in expected if e.slice is not None]
 
     def check(e: ExpectedFiles) -> Problem | None:
+        if e.slice is None:
+            return None
         path = ds.data_file(e.block_hash)
         reason = check_data_file(path, e.slice, e.vocab, deep=deep)
         progress.advance(_size(path))

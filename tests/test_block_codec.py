@@ -138,6 +138,25 @@ def test_extension_fields_absent_leave_the_018_hash_unchanged():
     assert seal(block)[0].block_hash.hex() != CONFORMANCE_HASH
 
 
+def test_field_lineage_round_trips_and_is_covered_by_the_block_hash():
+    lineage = o.FieldLineage(
+        fields=[
+            o.FieldOrigin(field="route", sources=[
+                o.FieldSource(input="flights", field="origin", kind="transform",
+                              expression="concat(origin, '-', dest)"),
+                o.FieldSource(input="flights", field="dest", kind="transform",
+                              expression="concat(origin, '-', dest)"),
+            ]),
+            o.FieldOrigin(field="n", sources=[]),
+        ],
+        conditions=[o.FieldSource(input="flights", field="carrier", kind="filter")],
+    )
+    block = dataclasses.replace(derivative_block(), field_lineage=lineage)
+    sealed, encoded = seal(block)
+    assert decode_block(encoded).field_lineage == lineage
+    assert sealed.block_hash.hex() != DERIVATIVE_HASH
+
+
 def test_parquet_read_step_is_union_tag_5_as_in_later_odf():
     assert o.UNIONS["ReadStep"].index(o.ReadStepParquet) + 1 == 5
     block = with_source(conformance_block(), read=o.ReadStepParquet(schema=["a INT"]))

@@ -199,8 +199,8 @@ def test_an_ingest_killed_at_any_step_leaves_the_old_head_and_the_rerun_adds_the
     assert (ds.head() == before) == (point != "head-updated")
 
     coord("pull", ORDERS, cwd=home)
-    summary = ds.summary()
-    assert summary.num_records == 2 and summary.blocks == 2
+    summary = ds.state()
+    assert summary.num_records == 2 and summary.num_blocks == 2
     assert {p.name for p in (ds.root / "data").iterdir()} == {summary.head.hex()}
 
 
@@ -239,7 +239,7 @@ def test_a_full_disk_names_the_file_and_commits_nothing(small_disk):
 
     (home / "filler").unlink()
     coord("pull", ORDERS, cwd=home)
-    assert ds.summary().num_records == 20_000
+    assert ds.state().num_records == 20_000
     assert "integrity: ok" in coord("verify", ORDERS, cwd=home).stdout
 
 

@@ -93,13 +93,16 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
 @click.pass_context
 def list_(ctx: click.Context) -> None:
     """List the datasets of the workspace (status: see coord status)."""
+    from ..graph import DatasetGraph
+
     ws = _ws(ctx)
+    graph = DatasetGraph(ws)  # one read of each chain, for its row and for its readers' status
     table = Table("dataset", "kind", "head", "blocks", "records", "watermark", "status", box=None)
     for ds in ws.datasets():
-        s = ds.summary()
+        s = graph.state(ds.id)
         wm = format_timestamp(s.watermark) if s.watermark else "-"
-        table.add_row(s.id, s.kind, short(s.head), str(s.blocks), f"{s.num_records:,}", wm,
-                      short_status(status_service.dataset_status(ws, ds)))
+        table.add_row(s.id, s.kind, short(s.head), str(s.num_blocks), f"{s.num_records:,}", wm,
+                      short_status(status_service.dataset_status(ws, ds, graph)))
     out.print(table)
 
 
@@ -174,7 +177,8 @@ def _last_records(files: list[Path], num: int) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    parts, have = [], 0
+    parts: list[pa.Table] = []
+    have = 0
     for f in reversed(files):
         if have >= num:
             break
@@ -219,11 +223,7 @@ def config() -> None:
 @click.pass_context
 def config_get(ctx: click.Context, key: str | None) -> None:
     """Print a setting (dotted KEY such as engine.runtime), or all of them."""
-    value = _ws(ctx).config()
-    for part in key.split(".") if key else ():
-        if not isinstance(value, dict) or part not in value:
-            raise click.UsageError(f"no setting {key}")
-        value = value[part]
+    value = _ws(ctx).config().get(key)
     text = yaml.safe_dump(value, sort_keys=False).strip() if isinstance(value, (dict, list)) else str(value)
     out.print(text, markup=False)
 
@@ -235,24 +235,9 @@ def config_get(ctx: click.Context, key: str | None) -> None:
 def config_set(ctx: click.Context, key: str, value: str) -> None:
     """Change a setting: VALUE is read as YAML (true, 2, local[2], {a: b})."""
     ws = _ws(ctx)
-    cfg = ws.config()
-    *parents, last = key.split(".")
-    node = cfg
-    for part in parents:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
-            raise click.UsageError(f"{key}: {part} is not a group of settings")
-    node[last] = yaml.safe_load(value)
-    if parents[:1] == ["engine"]:
-        from ..transform.engine_session import settings_from_config
-
-        settings_from_config(cfg)  # refuses unknown runtimes, a remote master without network
-    if key == "trust.require":
-        from ..trust import check_policy_value
-
-        check_policy_value(node[last])
+    cfg = ws.config().set(key, yaml.safe_load(value), where=str(ws.config_path))
     ws.save_config(cfg)
-    out.print(f"{key} = {node[last]}")
+    out.print(f"{key} = {cfg.get(key)}")
 
 
 @cli.group()

@@ -51,7 +51,8 @@ class RichProgress:
         self._task = self._bar.add_task(description, total=total_bytes)
 
     def advance(self, n: int) -> None:
-        self._bar.advance(self._task, n)
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
 
     def finish(self) -> None:
         if self._bar is not None:

@@ -148,9 +148,9 @@ def _time_words() -> tuple[np.ndarray, ...]:
     micros3[:, 0, 7] = _DIGITS3[:, 0]  # byte 23
     micros3[:, 1, :2] = _DIGITS3[:, 1:]  # bytes 24-25
     micros3[:, 1, 2] = ord("Z")
-    clock, micros3 = clock.view(np.uint64)[..., 0], micros3.view(np.uint64)[..., 0]
-    return (clock[:, 0].copy(), clock[:, 1].copy(), millis.view(np.uint64)[:, 0],
-            micros3[:, 0].copy(), micros3[:, 1].copy())
+    clock64, micros64 = clock.view(np.uint64)[..., 0], micros3.view(np.uint64)[..., 0]
+    return (clock64[:, 0].copy(), clock64[:, 1].copy(), millis.view(np.uint64)[:, 0],
+            micros64[:, 0].copy(), micros64[:, 1].copy())
 
 
 def _string_array(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None) -> pa.Array:

@@ -171,14 +171,14 @@ def _event_time_order(column: pa.ChunkedArray) -> tuple[np.ndarray | None, np.nd
     t = column.type
     if pa.types.is_timestamp(t):
         key = column.cast(pa.timestamp(t.unit))  # the instant, whatever the zone
-        values = [numpy_values(c.view(pa.int64())) for c in key.chunks]
+        chunk_values = [numpy_values(c.view(pa.int64())) for c in key.chunks]
     elif pa.types.is_date(t):  # the day
         key = column.cast(pa.date32(), safe=False)  # date64 not whole days: refused later
-        values = [numpy_values(c.view(pa.int32())) for c in key.chunks]
+        chunk_values = [numpy_values(c.view(pa.int32())) for c in key.chunks]
     else:  # any other sortable type: equal values get equal dense ranks
         key = pa.chunked_array([pc.rank(column, tiebreaker="dense", null_placement="at_end")])
-        values = [numpy_values(c) for c in key.chunks]
-    values = np.concatenate(values) if values else np.empty(0, np.int64)
+        chunk_values = [numpy_values(c) for c in key.chunks]
+    values = np.concatenate(chunk_values) if chunk_values else np.empty(0, np.int64)
     order = None
     if key.null_count:
         valid = np.concatenate([pc.is_valid(c).to_numpy(zero_copy_only=False) for c in key.chunks])
@@ -303,4 +303,4 @@ def _has_quote(text: pa.Array) -> bool:
 def _values_buffer(arr: pa.Array) -> memoryview:
     """The bytes of a string array's values, i.e. its strings concatenated (no copy)."""
     offsets, data = offsets_and_data(arr)
-    return memoryview(data[offsets[0] : offsets[-1]])
+    return data[offsets[0] : offsets[-1]].data

@@ -157,10 +157,12 @@ class EngineClient:
     """A gRPC connection to one engine, over its unix socket (or a ``host:port`` target)."""
 
     def __init__(self, socket_path: Path | str | None = None, *, target: str | None = None):
-        if (socket_path is None) == (target is None):
-            raise ValueError("give exactly one of socket_path or target")
         self.socket_path = Path(socket_path) if socket_path is not None else None
-        self._channel = grpc.insecure_channel(target or socket_target(self.socket_path))
+        if self.socket_path is not None and target is None:
+            target = socket_target(self.socket_path)
+        elif target is None or self.socket_path is not None:
+            raise ValueError("give exactly one of socket_path or target")
+        self._channel = grpc.insecure_channel(target)
         self._stub = pb_grpc.EngineStub(self._channel)
 
     def close(self) -> None:

@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.metadata.objects import EngineIdentity
+from coordinator.workspace.config import DEFAULT_SPARK_MASTER
 
 from .client import socket_target
-from .runtime import LABEL_WORKSPACE, EngineStartError, engine_environment, shared_inputs_dir
+from .process import LABEL_WORKSPACE, EngineStartError, engine_environment, shared_inputs_dir
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ def api_url(socket: str | os.PathLike | None = None) -> str:
     return url if "://" in url else f"unix://{url}"
 
 
-def _client(socket=None, timeout: float = 120):
+def _client(socket=None, timeout: int = 120):
     import docker  # lazy: importing this module must stay cheap and dependency-light
 
     return docker.DockerClient(base_url=api_url(socket), timeout=timeout)
@@ -202,7 +203,7 @@ def start_container(
         )
     sock.unlink(missing_ok=True)  # a stale socket would look ready
 
-    master = getattr(settings, "spark_master", None) or "local[*]"
+    master = getattr(settings, "spark_master", None) or DEFAULT_SPARK_MASTER
     conf = dict(getattr(settings, "spark_conf", None) or {})
     isolated = not bool(getattr(settings, "allow_network", False))
     image_ref = getattr(settings, "image", None) or default_image()

@@ -1,7 +1,5 @@
-"""Starting an engine in the configured runtime.
-
-Both runtimes run the same engine code (engines/spark) and expose it the same way: a gRPC unix
-socket inside the engine's run folder, the only folder the engine may write to.
+"""Starting an engine in the configured runtime (sandbox or container, see ``process`` for
+what both share).
 
 An engine never outlives the process that started it: given a ``lease`` (a file the caller
 holds an exclusive ``flock`` on, see coordinator/workspace/runs.py) the engine watches it and
@@ -15,56 +13,11 @@ import importlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from types import ModuleType
 
-from ..errors import CoordError
-from ..metadata.objects import EngineIdentity
+from .process import EngineProcess, EngineStartError
+from .sandbox import start_sandbox
 from .settings import EngineSettings
-
-
-class EngineStartError(CoordError, RuntimeError):
-    """The engine could not be started (its log's last lines are in the message)."""
-
-
-class EngineProcess(Protocol):
-    socket_path: Path  # the engine's gRPC unix socket (EngineClient(socket_path))
-    identity: EngineIdentity  # goes into every block this engine produces
-
-    def stop(self) -> None:
-        """Stops the engine; idempotent."""
-
-
-SHARED_INPUTS_ENV = "ODF_ENGINE_INPUTS_ROOT"  # read by the engine (streaming.inputs_root)
-LABEL_WORKSPACE = "io.odf.coordinator.workspace"
-LABEL_RUN_ID = "io.odf.coordinator.run-id"
-
-
-def shared_inputs_dir(settings: EngineSettings, run_dir: Path) -> Path | None:
-    """With a cluster master the executors run outside the engine's sandbox or container and
-    cannot see its private /tmp: the engine then stages its inputs in this folder, mounted
-    writable at the same path (per workspace; the engine adds the output dataset's id)."""
-    if settings.spark_master.startswith("local"):
-        return None
-    shared = run_dir.resolve().parent / "engine-inputs"
-    shared.mkdir(exist_ok=True)
-    return shared
-
-
-def engine_environment(shared_inputs: Path | None) -> dict[str, str]:
-    """The environment every engine starts with, in both runtimes: this explicit list and
-    nothing of the coordinator's (its variables may hold credentials, and a query must not
-    depend on them). Each runtime adds where its Python and Java are: the sandbox PATH,
-    PYTHONPATH and JAVA_HOME; the container its image's (engines/spark/Dockerfile)."""
-    environment = {
-        "HOME": "/tmp",  # Spark and Ivy want a home; the real one is not there
-        "LANG": "C.UTF-8",
-        "TZ": "UTC",
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYTHONDONTWRITEBYTECODE": "1",  # the engine's code is read-only
-    }
-    if shared_inputs is not None:
-        environment[SHARED_INPUTS_ENV] = str(shared_inputs)
-    return environment
 
 
 def start_engine(
@@ -87,8 +40,6 @@ def start_engine(
         if container is None:
             raise EngineStartError("the container runtime is not available in this build")
         return container.start_container(settings, run_dir, read_only_paths, lease=lease, labels=labels)
-    from .sandbox import start_sandbox
-
     return start_sandbox(settings, run_dir, read_only_paths, lease=lease)
 
 
@@ -105,7 +56,7 @@ def running_engine(
         engine.stop()
 
 
-def _container_runtime():
+def _container_runtime() -> ModuleType | None:
     """The container runtime module, or None when it is not part of this build."""
     name = f"{__package__}.container"
     try:

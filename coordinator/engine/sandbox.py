@@ -35,7 +35,7 @@ from pathlib import Path
 from ..metadata.objects import EngineIdentity
 from . import stubs
 from .client import EngineClient, EngineError
-from .runtime import EngineStartError, engine_environment, shared_inputs_dir
+from .process import EngineStartError, engine_environment, shared_inputs_dir
 from .settings import EngineSettings
 
 SOCKET_NAME = "engine.sock"
@@ -155,9 +155,15 @@ class SandboxEngine:
         self.run_dir = run_dir
         self.socket_path = run_dir / SOCKET_NAME
         self.log_path = run_dir / LOG_NAME
-        self.identity: EngineIdentity | None = None
+        self._identity: EngineIdentity | None = None  # known once it answers
         self._log_file = log_file
         atexit.register(self.stop)
+
+    @property
+    def identity(self) -> EngineIdentity:
+        if self._identity is None:
+            raise EngineStartError("the engine has not answered yet")
+        return self._identity
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -212,7 +218,7 @@ def start_sandbox(
         raise EngineStartError(f"bubblewrap failed to start the engine; see {run_dir / LOG_NAME}")
     engine = SandboxEngine(process, json.loads(text)["child-pid"], run_dir.resolve(), log_file)
     try:
-        engine.identity = _wait_until_ready(engine, settings)
+        engine._identity = _wait_until_ready(engine, settings)
     except BaseException:
         engine.stop()
         raise

@@ -4,16 +4,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import CoordError
-
-RUNTIMES = ("sandbox", "container", "auto")
+from ..workspace.config import DEFAULT_RUNTIME, DEFAULT_SPARK_MASTER, RUNTIMES
 
 
 @dataclass
 class EngineSettings:
     # "sandbox": a local process under bubblewrap; "container": an OCI container through the
     # Docker Engine API; "auto": a container when a container API answers, else the sandbox.
-    runtime: str = "auto"
-    spark_master: str = "local[2]"
+    runtime: str = DEFAULT_RUNTIME
+    spark_master: str = DEFAULT_SPARK_MASTER  # the same for both runtimes (workspace/config.py)
     spark_conf: dict[str, str] = field(default_factory=dict)
     # Engines run without network. A non-local Spark master needs it, which the user must
     # allow explicitly; blocks then record network_isolated=False.

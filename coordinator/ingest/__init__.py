@@ -7,12 +7,12 @@ dataset already holds and ``service.pull_root`` runs a pull end to end.
 from ..progress import NoProgress, Progress
 from .errors import IngestError
 
-__all__ = ["IngestError", "NoProgress", "Progress", "PullResult", "pull_root"]
+__all__ = ["IngestError", "NoProgress", "Progress", "IngestResult", "pull_root"]
 
 
 def __getattr__(name: str):
     # The pull needs Arrow; imported on first use, so ``fetch.probe`` (coord status) stays light.
-    if name in ("PullResult", "pull_root"):
+    if name in ("IngestResult", "pull_root"):
         from . import service
 
         return getattr(service, name)

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CoordError
+from .errors import IngestError
 
 # a time part followed by a zone: "...T10:00:00Z", "... 10:00+01:00" (a bare date has none)
 _ZONED = r"\d[T ]\d\d:\d\d.*([Zz]|[+-]\d\d:?\d\d)$"
@@ -52,7 +53,7 @@ def to_strftime(fmt: str) -> str:
     for literal, letters, _, other in _JAVA_PART.findall(fmt):
         if letters:
             if letters not in _JAVA_TOKENS:
-                raise ConversionError(f"time format {fmt!r}: unsupported pattern letters {letters!r}")
+                raise IngestError(f"time format {fmt!r}: unsupported pattern letters {letters!r}")
             out.append(_JAVA_TOKENS[letters])
         else:
             out.append(literal if literal or not other else other)

@@ -140,6 +140,7 @@ def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[Fetche
         raise IngestError(f"fetch {step.url}: {e.strerror}") from None
     if state.get("mtime_ns") == st.st_mtime_ns and state.get("size") == st.st_size:
         return []
+    content_hash: str | Future[str]
     if state.get("size") == st.st_size:  # touched, maybe changed: compare the bytes
         content_hash = _file_hash(path)
         if state.get("sha256") == content_hash:

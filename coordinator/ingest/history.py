@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary
 from ..metadata.timefmt import now_utc
-from ..workspace import Dataset
+from ..workspace import Dataset, DatasetNotFound, DatasetState, layout
 from .errors import IngestError
 from .merge import SnapshotColumns, projection
 
@@ -30,14 +30,15 @@ class DatasetHistory:
     data_blocks: list[bytes] = field(default_factory=list)  # blocks with a slice, oldest first
 
     @staticmethod
-    def load(ds: Dataset) -> DatasetHistory:
-        s = ds.summary()
+    def load(ds: Dataset, s: DatasetState | None) -> DatasetHistory:
+        """From the dataset's state as its writer holds it."""
+        if s is None:
+            raise DatasetNotFound(ds.id)
         if not isinstance(s.source, DatasetSourceRoot):
             raise IngestError(f"{ds.id} is not a root dataset: it has no fetch/read/merge source")
-        data_blocks = [h for h, block in ds.blocks() if block.output_slice is not None]
         return DatasetHistory(ds=ds, source=s.source, vocab=s.vocab, watermark=s.watermark,
-                              last_system_time=s.last_updated, state=ds.source_state(),
-                              data_blocks=data_blocks[::-1])
+                              last_system_time=s.last_updated, state=ds.source_state(s),
+                              data_blocks=[b.hash for b in s.data_blocks])
 
     def next_system_time(self) -> datetime:
         """Now, but strictly after the previous block (clocks step back; intervals must not)."""
@@ -74,7 +75,7 @@ class DatasetHistory:
     # is missing or stale it is rebuilt from the slices it does not cover.
 
     def _projection_dir(self) -> Path:
-        return self.ds.ws.cache_dir(self.ds.id) / "snapshot-state"
+        return self.ds.ws.meta / layout.cache_dir(self.ds.id, layout.SNAPSHOT_STATE)
 
     def snapshot_state(self, roles: SnapshotColumns) -> pa.Table | None:
         if not self.data_blocks:

@@ -40,7 +40,7 @@ def check_key(table: pa.Table, key: list[str], name: str) -> None:
 def key_codes(tables: list[pa.Table], key: list[str]) -> list[np.ndarray]:
     """Per table, an int64 code per row such that equal key tuples have equal codes."""
     sizes = [t.num_rows for t in tables]
-    combined = None
+    combined: np.ndarray | None = None
     for column in key:
         first_type = tables[0].schema.field(column).type
         chunks = [c for t in tables for c in t.column(column).cast(first_type).chunks]
@@ -50,6 +50,7 @@ def key_codes(tables: list[pa.Table], key: list[str]) -> list[np.ndarray]:
         else:  # pair the codes so far with this column's, then make them dense again
             pairs = combined * (int(codes.max(initial=0)) + 1) + codes
             combined = _dense_codes(pa.chunked_array([pa.array(pairs)]))
+    assert combined is not None, "a merge key has at least one column"
     bounds = np.cumsum([0, *sizes])
     return [combined[bounds[i]:bounds[i + 1]] for i in range(len(tables))]
 

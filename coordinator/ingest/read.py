@@ -139,6 +139,7 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str) -> pa.Table:
         return str(path) if data is None else pa.BufferReader(data)
 
     if by_name:
+        assert schema is not None  # by_name implies a schema
         header_names = pacsv.open_csv(source(),
                                       read_options=pacsv.ReadOptions(encoding=read_opts["encoding"]),
                                       parse_options=parse_opts).schema.names

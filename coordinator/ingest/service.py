@@ -24,16 +24,16 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..data.hashing import canonical_rows, sha3_of
+from ..data.slices import output_slice
 from ..metadata.objects import (
-    DataSlice,
     MergeStrategyLedger,
     MergeStrategySnapshot,
     MetadataBlock,
     TransformSql,
 )
-from ..metadata.timefmt import TimeInterval, format_timestamp, parse_timestamp
+from ..metadata.timefmt import format_timestamp, parse_timestamp
 from ..progress import NoProgress, Progress
-from ..workspace import DatasetWriter, Workspace
+from ..workspace import DatasetState, DatasetWriter, Workspace
 from ..workspace.runs import run_folder
 from . import merge, slices
 from .errors import IngestError
@@ -46,7 +46,7 @@ Preprocess = Callable[[pa.Table, TransformSql], pa.Table]
 
 
 @dataclass
-class PullResult:
+class IngestResult:
     dataset_id: str
     block_hash: bytes | None  # the newest block this pull committed, None if none
     num_records: int
@@ -58,10 +58,11 @@ class PullResult:
 
 def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = None,
               set_watermark: datetime | str | None = None,
-              preprocess: Preprocess | None = None) -> PullResult:
+              preprocess: Preprocess | None = None, state: DatasetState | None = None) -> IngestResult:
+    """``state``: the dataset as this command already read it (taken if still current)."""
     ds = ws.dataset(dataset_id)
-    with ds.writer() as writer:
-        history = DatasetHistory.load(ds)
+    with ds.writer(state) as writer:
+        history = DatasetHistory.load(ds, writer.state)
         if set_watermark is not None:
             return _set_watermark(writer, history, parse_timestamp(set_watermark))
         if history.source.preprocess is not None and preprocess is None:
@@ -72,15 +73,15 @@ def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = Non
             return pull.run()
 
 
-def _set_watermark(writer: DatasetWriter, history: DatasetHistory, t: datetime) -> PullResult:
+def _set_watermark(writer: DatasetWriter, history: DatasetHistory, t: datetime) -> IngestResult:
     current = history.watermark
     if current is not None and t < current:
         raise IngestError(f"{history.ds.id}: watermark {format_timestamp(t)} is before the "
                           f"current watermark {format_timestamp(current)}")
     if t == current:
-        return PullResult(history.ds.id, None, 0, current, "watermark unchanged")
+        return IngestResult(history.ds.id, None, 0, current, "watermark unchanged")
     h = writer.commit(MetadataBlock(system_time=history.next_system_time(), output_watermark=t))
-    return PullResult(history.ds.id, h, 0, t, f"watermark set to {format_timestamp(t)}", [h])
+    return IngestResult(history.ds.id, h, 0, t, f"watermark set to {format_timestamp(t)}", [h])
 
 
 class _Pull:
@@ -93,7 +94,7 @@ class _Pull:
         self.snapshot_state: pa.Table | None = None
         self.snapshot_state_loaded = False
 
-    def run(self) -> PullResult:
+    def run(self) -> IngestResult:
         notes: list[str] = []
         files = fetch(self.source.fetch, root=self.ws.root, scratch=self.scratch,
                       state=self.history.state, progress=self.progress, notes=notes)
@@ -109,14 +110,14 @@ class _Pull:
                 blocks.append(h)
                 records += n
         message = "; ".join([self._message(blocks, records), *notes])
-        return PullResult(self.history.ds.id, blocks[-1] if blocks else None, records,
-                          self.history.watermark, message, blocks, notes)
+        return IngestResult(self.history.ds.id, blocks[-1] if blocks else None, records,
+                            self.history.watermark, message, blocks, notes)
 
     def _message(self, blocks: list[bytes], records: int) -> str:
         if not blocks:
             return "up to date"
         text = f"{records} new record{'s' if records != 1 else ''}"
-        if records == 0:
+        if records == 0 and self.history.watermark is not None:  # a block without records
             text = f"watermark advanced to {format_timestamp(self.history.watermark)}"
         return text + (f" in {len(blocks)} blocks" if len(blocks) > 1 else "")
 
@@ -147,9 +148,9 @@ class _Pull:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 logical = pool.submit(sha3_of, rows)
                 physical = slices.write(table, data_file)
-                block = dataclasses.replace(block, output_slice=DataSlice(
-                    hash=logical.result(), interval=TimeInterval.singleton(system_time),
-                    num_records=len(table), physical_hash=physical))
+                block = dataclasses.replace(block, output_slice=output_slice(
+                    logical_hash=logical.result(), physical_hash=physical,
+                    num_records=len(table), system_time=system_time))
         state = group[-1].source_state()
         h = self.writer.commit(block, data_file=data_file, source_state=state)
         self.history.committed(h, system_time, watermark, data_file is not None, state)
@@ -166,6 +167,7 @@ class _Pull:
                 path = prepare(f.path, self.source.prepare, self.scratch, f.name)
                 table = read(path, self.source.read, f.name)
                 if self.source.preprocess is not None:
+                    assert self.preprocess is not None  # pull_root refuses the step without one
                     table = self.preprocess(table, self.source.preprocess)
                 tables.append(slices.with_event_time(table, self.vocab,
                                                      f.event_time or system_time, f.name))
@@ -195,6 +197,7 @@ class _Pull:
 
     def _advance_snapshot_state(self, changes: pa.Table) -> None:
         """The state after this block = projection of (state before + its changes)."""
+        assert isinstance(self.source.merge, MergeStrategySnapshot)  # only snapshot merges keep a state
         roles = merge.SnapshotColumns.of(self.source.merge)
         parts = [changes] if self.snapshot_state is None else [self.snapshot_state, changes]
         self.snapshot_state = merge.projection(

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..data.hashing import physical_hash
+from ..data.slices import GROWTH_RULE, compare_schemas
 from ..metadata.objects import DatasetVocabulary
 from ..metadata.timefmt import UTC
 from .convert import ConversionError, TextOptions, convert_column
@@ -57,30 +58,24 @@ def _as_event_time(col: pa.ChunkedArray, column: str, name: str) -> pa.ChunkedAr
 
 
 def conform(table: pa.Table, previous: pa.Schema | None, vocab: DatasetVocabulary) -> pa.Table:
-    """Keep the earlier slices' columns and types; new columns may only be added at the end."""
+    """Keep the earlier slices' columns and types (converting a changed type when the values
+    allow); new columns may only be added at the end (``data.slices``)."""
     if previous is None:
         return table
-    columns, fields = [], []
-    for f in previous:
-        if f.name == vocab.system_time:
-            continue
-        if f.name not in table.column_names:
-            raise IngestError(f"column {f.name!r} of the earlier data is missing from the new data "
-                              "(a schema may only gain columns)")
-        col = table.column(f.name)
-        if col.type != f.type:
-            try:
-                col = col.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                raise IngestError(f"column {f.name!r} was {f.type} in the earlier data; the new "
-                                  f"data has {col.type} that does not convert") from None
-        columns.append(col)
-        fields.append(f)
-    for f in table.schema:
-        if f.name not in previous.names:
-            columns.append(table.column(f.name))
-            fields.append(f)
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+    change = compare_schemas(previous, table.schema, vocab.system_time)
+    if change.dropped:
+        raise IngestError(f"column {change.dropped[0]!r} of the earlier data is missing from the "
+                          f"new data ({GROWTH_RULE})")
+    columns = {f.name: table.column(f.name) for f in change.kept}
+    for f, new_type in change.retyped:
+        try:
+            columns[f.name] = columns[f.name].cast(f.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise IngestError(f"column {f.name!r} was {f.type} in the earlier data; the new "
+                              f"data has {new_type} that does not convert") from None
+    fields = [*change.kept, *change.added]
+    return pa.Table.from_arrays([*columns.values(), *(table.column(f.name) for f in change.added)],
+                                schema=pa.schema(fields))
 
 
 def finish(table: pa.Table, system_time: datetime, vocab: DatasetVocabulary) -> pa.Table:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from typing import NamedTuple
 
 from .flatbuffers_codec import BlockFormatError, block_hash_position, encode_block
 from .objects import MetadataBlock
@@ -19,16 +20,25 @@ from .objects import MetadataBlock
 HASH_LEN = 32
 
 
-def seal(block: MetadataBlock) -> tuple[MetadataBlock, bytes]:
+class Sealed(NamedTuple):
+    block: MetadataBlock  # with its blockHash set
+    stored: bytes  # the FlatBuffers bytes, digest last
+
+    @property
+    def hash(self) -> bytes:
+        return self.stored[-HASH_LEN:]
+
+
+def seal(block: MetadataBlock) -> Sealed:
     """Serialize a block, compute its hash and return (block with blockHash, stored bytes)."""
     buf = bytearray(encode_block(dataclasses.replace(block, block_hash=bytes(HASH_LEN))))
     digest = hashlib.sha3_256(buf[:-HASH_LEN]).digest()
     buf[-HASH_LEN:] = digest
-    return dataclasses.replace(block, block_hash=digest), bytes(buf)
+    return Sealed(dataclasses.replace(block, block_hash=digest), bytes(buf))
 
 
 def compute_hash(block: MetadataBlock) -> bytes:
-    return seal(block)[0].block_hash
+    return seal(block).hash
 
 
 def check_stored(buf: bytes, name: bytes) -> None:

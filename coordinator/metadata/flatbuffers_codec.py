@@ -88,13 +88,13 @@ def _build_child(b: flatbuffers.Builder, value, f: FieldInfo):
     if k == "union":
         return _build_table(b, value)
     if k == "list":
-        item = f.shape.item.kind
+        item = f.shape.element.kind
         if item == "str":
             offsets = [b.CreateString(s) for s in value]  # first element first
         elif item == "table":
             offsets = [_build_table(b, t) for t in value]
         elif item == "union":  # vector of unions -> vector of wrapper tables {value: Union}
-            offsets = [_build_wrapper(b, v, f.shape.item.cls) for v in value]
+            offsets = [_build_wrapper(b, v, f.shape.element.cls) for v in value]
         else:
             raise TypeError(f"unsupported list of {item}")
         b.StartVector(4, len(offsets), 4)
@@ -256,7 +256,7 @@ def _read_value(tab: Table, o: int, f: FieldInfo):
         for i in range(n):
             elem = start + 4 * i
             target = elem + encode.Get(N.UOffsetTFlags.packer_type, tab.Bytes, elem)
-            item = f.shape.item
+            item = f.shape.element
             if item.kind == "str":
                 length = encode.Get(N.UOffsetTFlags.packer_type, tab.Bytes, target)
                 items.append(bytes(tab.Bytes[target + 4 : target + 4 + length]).decode("utf-8"))

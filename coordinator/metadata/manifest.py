@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 from jsonschema import Draft202012Validator, ValidationError
@@ -116,12 +117,16 @@ _KEYWORD_RANK = {"additionalProperties": 2, "required": 1}
 
 def _relevance(error: ValidationError):
     # The deepest error is the most specific one: "primaryKey: expected a list" beats "merge: ..."
-    return len(error.absolute_path), _KEYWORD_RANK.get(error.validator, 0)
+    return len(error.absolute_path), _KEYWORD_RANK.get(str(error.validator), 0)
 
 
 def _describe(file: str, error: ValidationError) -> ManifestError:
     path = _render_path(error.absolute_path)
-    keyword, value, instance, schema = error.validator, error.validator_value, error.instance, error.schema
+    # A validator's errors always carry these; the stubs also allow `Unset` for hand-made ones.
+    keyword = str(error.validator)
+    value: Any = error.validator_value
+    instance: Any = error.instance
+    schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
     if keyword == "required":
         missing = next(name for name in value if name not in instance)
         return ManifestError(file, f"{path}.{missing}" if path else missing, "is required")
@@ -163,7 +168,7 @@ _TYPE_NAMES = {
 }
 
 
-def _type_name(schema: dict) -> str:
+def _type_name(schema: Mapping[str, Any]) -> str:
     if schema["type"] == "array" and schema.get("items", {}).get("type") == "string":
         return "a list of strings"
     return _TYPE_NAMES.get(schema["type"], f"a {schema['type']}")

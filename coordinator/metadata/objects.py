@@ -336,6 +336,46 @@ class EngineIdentity:
 
 
 @odf
+class FieldSource:
+    """Extension: one input column that an output column (or, under ``conditions``, every
+    output row) depends on, and how."""
+
+    input: str  # the input as named in the transform's ``inputs``
+    field: str
+    kind: str  # a FieldUse value: copy, transform, aggregate, filter, join, groupBy, window
+    expression: str | None = None  # the SQL of the output expression, for display
+
+
+@odf
+class FieldOrigin:
+    """Extension: where one output column's values come from."""
+
+    field: str
+    sources: list[FieldSource]
+
+
+@odf
+class FieldLineage:
+    """Extension: the column-level lineage of a derivative's transform over its input schemas
+    (see EXTENSIONS.md). A function of the query and the input schemas, both in the chains."""
+
+    fields: list[FieldOrigin]
+    conditions: list[FieldSource] | None = None  # used only to filter, join or group rows
+
+
+class FieldUse(enum.Enum):
+    """How an output depends on an input column (``FieldSource.kind``)."""
+
+    COPY = "copy"  # the value passes unchanged (renames included)
+    TRANSFORM = "transform"  # computed from it by a row-level expression
+    AGGREGATE = "aggregate"  # an aggregate (or window function) over it
+    FILTER = "filter"  # decides which rows pass a WHERE/HAVING
+    JOIN = "join"  # in a join condition
+    GROUP_BY = "groupBy"  # a grouping key
+    WINDOW = "window"  # the event-time window or window partition/order
+
+
+@odf
 class MetadataBlock:
     block_hash: bytes | None = None
     prev_block_hash: bytes | None = None
@@ -347,6 +387,7 @@ class MetadataBlock:
     vocab: DatasetVocabulary | None = None
     engine: EngineIdentity | None = None  # extension
     compatible_engine: EngineIdentity | None = None  # extension: spec "Engine Deprecation"
+    field_lineage: FieldLineage | None = None  # extension: column-level lineage
 
 
 

@@ -24,6 +24,13 @@ class Shape:
     cls: Any = None  # dataclass (table), Enum class (enum) or union name (union)
     item: Shape | None = None  # element shape for lists
 
+    @property
+    def element(self) -> Shape:
+        """The shape of a list's elements."""
+        if self.item is None:
+            raise TypeError(f"a {self.kind} field has no elements")
+        return self.item
+
 
 @dataclass(frozen=True)
 class FieldInfo:

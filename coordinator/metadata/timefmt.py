@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -39,10 +40,19 @@ class TimeParseError(CoordError, ValueError):
     pass
 
 
+def _comparison(test: Callable[[int], bool]) -> Callable[[Timestamp, object], bool]:
+    """A rich comparison method of ``Timestamp`` from a test on the order (-1, 0, 1)."""
+    def compare(self: Timestamp, other: object) -> bool:
+        order = self._order(other)
+        return NotImplemented if order is None else test(order)
+    return compare
+
+
 class Timestamp(datetime):
     """A ``datetime`` with the nanoseconds below its microseconds (see the module docstring)."""
 
     __slots__ = ("_nanosecond",)
+    _nanosecond: int
 
     def __new__(cls, *args, nanosecond: int = 0, **kwargs):
         if not 0 <= nanosecond <= 999:
@@ -67,19 +77,12 @@ class Timestamp(datetime):
         mine, theirs = self.nanosecond, nanosecond_of(other)
         return (mine > theirs) - (mine < theirs)
 
-    def _compare(test):  # noqa: N805 - builds the comparison methods below
-        def compare(self, other):
-            order = self._order(other)
-            return NotImplemented if order is None else test(order)
-        return compare
-
-    __eq__ = _compare(lambda order: order == 0)
-    __ne__ = _compare(lambda order: order != 0)
-    __lt__ = _compare(lambda order: order < 0)
-    __le__ = _compare(lambda order: order <= 0)
-    __gt__ = _compare(lambda order: order > 0)
-    __ge__ = _compare(lambda order: order >= 0)
-    del _compare
+    __eq__ = _comparison(lambda order: order == 0)
+    __ne__ = _comparison(lambda order: order != 0)
+    __lt__ = _comparison(lambda order: order < 0)
+    __le__ = _comparison(lambda order: order <= 0)
+    __gt__ = _comparison(lambda order: order > 0)
+    __ge__ = _comparison(lambda order: order >= 0)
 
     def __hash__(self):
         base = datetime.__hash__(self)
@@ -254,6 +257,7 @@ def format_interval(iv: TimeInterval) -> str:
     if k is IntervalType.UNBOUNDED:
         return "(-inf, inf)"
     if k is IntervalType.SINGLETON:
+        assert iv.left is not None, "a singleton interval has its time on the left"
         t = format_timestamp(iv.left)
         return f"[{t}, {t}]"
     lb, rb = _TYPE_BRACKETS[k]

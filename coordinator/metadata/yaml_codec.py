@@ -28,11 +28,12 @@ class DecodeError(CoordError, ValueError):
 # --- objects -> dicts ----------------------------------------------------------------------
 
 
-def to_dict(obj) -> dict:
+def to_dict(obj: object) -> dict:
     out: dict = {}
     if hasattr(obj, "KIND"):
         out["kind"] = obj.KIND
-    for f in fields_of(type(obj)):
+    # mypy does not see a class as Hashable (the unbound object.__hash__), hence the ignore
+    for f in fields_of(type(obj)):  # type: ignore[arg-type]
         value = getattr(obj, f.name)
         if value is not None:
             out[f.yaml] = _value_to_yaml(value, f.shape)
@@ -42,7 +43,7 @@ def to_dict(obj) -> dict:
 def _value_to_yaml(value, shape: Shape):
     k = shape.kind
     if k == "list":
-        return [_value_to_yaml(v, shape.item) for v in value]
+        return [_value_to_yaml(v, shape.element) for v in value]
     if k in ("table", "union"):
         return to_dict(value)
     if k == "bytes":
@@ -81,7 +82,7 @@ def _value_from_yaml(value, shape: Shape, path: str):
         if k == "list":
             if not isinstance(value, list):
                 raise DecodeError(path, "expected a list")
-            return [_value_from_yaml(v, shape.item, f"{path}[{i}]") for i, v in enumerate(value)]
+            return [_value_from_yaml(v, shape.element, f"{path}[{i}]") for i, v in enumerate(value)]
         if k == "table":
             return from_dict(shape.cls, value, path)
         if k == "union":

@@ -289,6 +289,7 @@ class RepositoryURL:
     def open(self) -> FileIO:
         if self.path is not None:
             return LocalFileIO(self.path)
+        assert self.bucket is not None  # parse_url gives a path or a bucket
         return S3FileIO(self.bucket, self.prefix, endpoint=self.endpoint, scheme=self.scheme)
 
 

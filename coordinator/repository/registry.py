@@ -37,19 +37,18 @@ def add_repository(ws: Workspace, name: str, url: str) -> Repository:
         raise RepositoryError(f"not a valid repository name: {name!r} (letters, digits, inner '-' and '.')")
     parse_url(url)
     config = ws.config()
-    if name in config["repositories"]:
-        raise RepositoryError(f"repository {name} already exists ({config['repositories'][name]})")
-    config["repositories"][name] = url
-    ws.save_config(config)
+    if name in config.repositories:
+        raise RepositoryError(f"repository {name} already exists ({config.repositories[name]})")
+    ws.save_config(config.set("repositories", {**config.repositories, name: url}))
     return Repository(name, url)
 
 
 def list_repositories(ws: Workspace) -> list[Repository]:
-    return [Repository(n, u) for n, u in sorted(ws.config()["repositories"].items())]
+    return [Repository(n, u) for n, u in sorted(ws.config().repositories.items())]
 
 
 def get_repository(ws: Workspace, name: str) -> Repository:
-    repos = ws.config()["repositories"]
+    repos = ws.config().repositories
     if name not in repos:
         known = ", ".join(sorted(repos)) or "none; add one with 'coord repo add NAME URL'"
         raise RepositoryError(f"no repository named {name} (known: {known})")
@@ -58,9 +57,9 @@ def get_repository(ws: Workspace, name: str) -> Repository:
 
 def delete_repository(ws: Workspace, name: str) -> None:
     config = ws.config()
-    if config["repositories"].pop(name, None) is None:
+    if name not in config.repositories:
         raise RepositoryError(f"no repository named {name}")
-    ws.save_config(config)
+    ws.save_config(config.set("repositories", {n: u for n, u in config.repositories.items() if n != name}))
 
 
 # --- remembered remotes ------------------------------------------------------------------------
@@ -96,4 +95,5 @@ def remember(ws: Workspace, dataset_id: str, direction: str, ref: DatasetRef) ->
 
 def open_remote(ws: Workspace, ref: DatasetRef) -> RemoteDataset:
     """The dataset ``ref`` names inside its repository (``ref.repository`` must be set)."""
+    assert ref.repository is not None
     return RemoteDataset(get_repository(ws, ref.repository).open(), remote_path(ref))

@@ -123,10 +123,10 @@ def _from_manifest(block_hash: bytes, data: bytes) -> bytes:
         block = load_block_manifest(data, "YAML block")
     except ManifestError as e:
         raise ChainError(block_hash, str(e)) from None
-    sealed, stored = seal(block)
-    if sealed.block_hash != block_hash:
+    sealed = seal(block)
+    if sealed.hash != block_hash:
         raise ChainError(block_hash, "content hash does not match its name (YAML block, hashed in "
                                      "its FlatBuffers form)")
     if block.block_hash != block_hash:
         raise ChainError(block_hash, "YAML block: content.blockHash is not its name")
-    return stored
+    return sealed.stored

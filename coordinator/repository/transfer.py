@@ -36,8 +36,8 @@ def run_parallel(
                 f.cancel()
         # The earliest failed job in list order, so callers can order jobs oldest block first.
         for f in futures:
-            if not f.cancelled() and f.exception() is not None:
-                raise f.exception()
+            if not f.cancelled() and (error := f.exception()) is not None:
+                raise error
         return [f.result() for f in futures]
     finally:
         progress.finish()

@@ -54,7 +54,7 @@ def query_in_force_at(chain: Chain, block_hash: bytes) -> tuple[bytes, Transform
     seen = False
     for h, b in chain:
         seen = seen or h == block_hash
-        if seen and b.source is not None:
+        if seen and isinstance(b.source, DatasetSourceDerivative):
             return h, b.source.transform
     raise ValueError("no source before the executed block")
 
@@ -95,4 +95,4 @@ def _blocks_in(chain: list[tuple[bytes, datetime]], interval: TimeInterval) -> l
     if interval.type is IntervalType.EMPTY:
         return []
     left, right = interval.left, interval.right
-    return [h for h, t in reversed(chain) if (left is None or t > left) and t <= right]
+    return [h for h, t in reversed(chain) if (left is None or t > left) and (right is None or t <= right)]

@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..engine.client import EngineClient
-from ..engine.runtime import LABEL_RUN_ID, LABEL_WORKSPACE, running_engine
+from ..engine.process import LABEL_RUN_ID, LABEL_WORKSPACE
+from ..engine.runtime import running_engine
 from ..engine.settings import EngineSettings
 from ..metadata.objects import EngineIdentity
 from ..workspace import Workspace
@@ -36,19 +37,15 @@ class EngineSession:
 
 
 def engine_settings(ws: Workspace) -> EngineSettings:
-    return settings_from_config(ws.config())
-
-
-def settings_from_config(config: dict) -> EngineSettings:
-    """The ``engine`` section of the workspace config; $COORD_ENGINE_RUNTIME wins."""
-    cfg = config.get("engine") or {}
-    return EngineSettings(
-        runtime=os.environ.get("COORD_ENGINE_RUNTIME") or cfg.get("runtime", "auto"),
-        spark_master=cfg.get("sparkMaster", "local[2]"),
-        spark_conf={str(k): str(v) for k, v in (cfg.get("sparkConf") or {}).items()},
-        allow_network=bool(cfg.get("allowNetwork", False)),
-        **({"image": cfg["image"]} if cfg.get("image") else {}),
+    """The ``engine`` settings of the workspace config; $COORD_ENGINE_RUNTIME wins."""
+    cfg = ws.config().engine
+    settings = EngineSettings(
+        runtime=os.environ.get("COORD_ENGINE_RUNTIME") or cfg.runtime,
+        spark_master=cfg.spark_master,
+        spark_conf=dict(cfg.spark_conf),
+        allow_network=cfg.allow_network,
     )
+    return replace(settings, image=cfg.image) if cfg.image else settings
 
 
 def dataset_folders(ws: Workspace, datasets: Iterable[str]) -> list[Path]:

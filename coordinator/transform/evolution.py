@@ -5,12 +5,11 @@ schema; every column the dataset already has must still be there with the same t
 """
 from __future__ import annotations
 
-import pyarrow.parquet as pq
-
+from ..data.slices import GROWTH_RULE, compare_schemas
 from ..engine.client import InputSchema
 from ..errors import CoordError
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
-from ..workspace import Dataset, DatasetSummary, Workspace
+from ..workspace import Dataset, DatasetState, Workspace
 from .engine_session import EngineSession
 from .plan import plan_input
 
@@ -19,13 +18,15 @@ class QueryChangeRefused(CoordError):
     pass
 
 
-def transform_changed(snapshot: DatasetSnapshot, current: DatasetSummary) -> bool:
+def transform_changed(snapshot: DatasetSnapshot, current: DatasetState) -> bool:
     return isinstance(snapshot.source, DatasetSourceDerivative) and snapshot.source != current.source
 
 
 def check_query_change(session: EngineSession, ws: Workspace, ds: Dataset, snapshot: DatasetSnapshot,
-                       current: DatasetSummary) -> None:
-    source = snapshot.source
+                       current: DatasetState) -> None:
+    source, previous = snapshot.source, current.source
+    # the catalog calls this for a changed derivative (transform_changed) of a derivative
+    assert isinstance(source, DatasetSourceDerivative) and isinstance(previous, DatasetSourceDerivative)
     inputs = [plan_input(ws.dataset(i), None) for i in source.inputs]
     missing = [i.dataset.id for i in inputs if i.schema is None]
     if missing:
@@ -33,18 +34,16 @@ def check_query_change(session: EngineSession, ws: Workspace, ds: Dataset, snaps
     vocab = snapshot.vocab or current.vocab
     new = session.client.validate(
         ds.id, [InputSchema(i.dataset.id, i.vocab, i.schema) for i in inputs],
-        source.transform, vocab, previous_transform=current.source.transform,
+        source.transform, vocab, previous_transform=previous.transform,
     ).schema
-    files = ds.data_files()
-    if not files:
+    old = current.schema(ds)
+    if old is None:
         return
-    old = pq.read_schema(files[-1])
-    for f in old:
-        if f.name == vocab.system_time:
-            continue
-        if f.name not in new.names:
-            raise QueryChangeRefused(f"{ds.id}: the new query drops column '{f.name}'; "
-                                     "a query may only add columns")
-        if not new.field(f.name).type.equals(f.type):
-            raise QueryChangeRefused(f"{ds.id}: the new query changes column '{f.name}' from "
-                                     f"{f.type} to {new.field(f.name).type}; a query may only add columns")
+    change = compare_schemas(old, new, vocab.system_time)
+    if change.dropped:
+        raise QueryChangeRefused(f"{ds.id}: the new query drops column '{change.dropped[0]}'; "
+                                 f"{GROWTH_RULE}")
+    if change.retyped:
+        f, new_type = change.retyped[0]
+        raise QueryChangeRefused(f"{ds.id}: the new query changes column '{f.name}' from "
+                                 f"{f.type} to {new_type}; {GROWTH_RULE}")

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from ..metadata.objects import DatasetVocabulary, DataSlice, MetadataBlock, TransformSql
 from ..metadata.timefmt import IntervalType, TimeInterval
-from ..workspace import Dataset, Workspace
+from ..workspace import Dataset, DatasetState, Workspace
 from .builds import consumed_until, query_in_force_at, source_of
 
 
@@ -88,15 +88,16 @@ class TransformPlan:
         return h.hexdigest()[:24]
 
 
-def plan_transform(ws: Workspace, ds: Dataset) -> TransformPlan:
-    chain = list(ds.blocks())
-    head, head_block = chain[0]
+def plan_transform(ws: Workspace, ds: Dataset, state: DatasetState | None = None) -> TransformPlan:
+    """The next step of ``ds``; ``state``: its read model when the caller holds it."""
+    state = state or ds.state()
+    chain = state.blocks
     source = source_of(chain, ds.id)
-    vocab = next((b.vocab for _, b in chain if b.vocab is not None), DatasetVocabulary())
+    vocab = state.vocab
 
     after = consumed_until(chain, len(source.inputs))
     prev_checkpoint = prev_transform = None
-    last_hash = next((h for h, b in chain if b.input_slices is not None), None)
+    last_hash = state.last_run
     if last_hash is not None:
         checkpoint = ds.checkpoint_dir(last_hash)
         prev_checkpoint = checkpoint if checkpoint.exists() else None
@@ -104,7 +105,7 @@ def plan_transform(ws: Workspace, ds: Dataset) -> TransformPlan:
         prev_transform = in_force if in_force != source.transform else None
 
     inputs = [plan_input(ws.dataset(i), a) for i, a in zip(source.inputs, after, strict=True)]
-    return TransformPlan(ds, head, head_block.system_time, source.transform, vocab, inputs,
+    return TransformPlan(ds, state.head, state.last_updated, source.transform, vocab, inputs,
                          prev_checkpoint, prev_transform)
 
 

@@ -9,10 +9,17 @@ block's problem and not run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from ..engine.client import EngineError
 from ..metadata.chain import ChainBlock
-from ..metadata.objects import DatasetVocabulary, EngineIdentity, MetadataBlock
+from ..metadata.objects import (
+    DatasetSourceDerivative,
+    DatasetVocabulary,
+    EngineIdentity,
+    MetadataBlock,
+    TransformSql,
+)
 from ..metadata.timefmt import IntervalType, now_utc
 from ..verify import Problem
 from ..workspace import Dataset
@@ -24,25 +31,31 @@ from .service import run_step
 def make_replay(engine: Callable[[], EngineSession]):
     def replay(ds: Dataset, chain: list[ChainBlock]) -> list[Problem]:
         problems: list[Problem] = []
-        source, vocab = None, DatasetVocabulary()
-        checkpoint = last_transform = None
+        source: DatasetSourceDerivative | None = None
+        vocab = DatasetVocabulary()
+        checkpoint: Path | None = None
+        last_transform: TransformSql | None = None
         for cb in chain:
             block = cb.block
-            source = block.source or source
+            if isinstance(block.source, DatasetSourceDerivative):
+                source = block.source
             vocab = block.vocab or vocab
             if block.input_slices is None:
                 continue
+            if source is None:
+                problems.append(Problem(cb.hash, "executed before any block sets its transform"))
+                return problems
             inputs = []
             for input_id, recorded in zip(source.inputs, block.input_slices, strict=True):
                 iv = recorded.interval
                 empty = iv.type is IntervalType.EMPTY
                 after = None if empty else iv.left
                 until = block.system_time if empty else iv.right
-                plan = plan_input(ds.ws.dataset(input_id), after if not empty else until, until)
-                if plan.consumed_slice().hash != recorded.hash and not empty:
+                input_plan = plan_input(ds.ws.dataset(input_id), after if not empty else until, until)
+                if input_plan.consumed_slice().hash != recorded.hash and not empty:
                     problems.append(Problem(cb.hash, f"input {input_id} no longer holds the data this "
                                                      "block consumed (its slices changed)"))
-                inputs.append(plan)
+                inputs.append(input_plan)
             migrate_from = last_transform if last_transform not in (None, source.transform) else None
             plan = TransformPlan(ds, block.prev_block_hash or b"", block.system_time, source.transform,
                                  vocab, inputs, checkpoint, migrate_from)
@@ -53,8 +66,8 @@ def make_replay(engine: Callable[[], EngineSession]):
                     raise
                 # A query from someone else: refused before it ran, and nothing after it can
                 # be replayed (each step starts from the previous one's checkpoint).
-                reason = f"not replayed, the engine refuses its query: {error.message}"
-                problems.append(Problem(cb.hash, reason))
+                refused = f"not replayed, the engine refuses its query: {error.message}"
+                problems.append(Problem(cb.hash, refused))
                 return problems
             last_transform = source.transform
             reason = _difference(block, replayed)
@@ -65,13 +78,12 @@ def make_replay(engine: Callable[[], EngineSession]):
     return replay
 
 
-def _difference(recorded, replayed) -> str | None:
+def _difference(recorded: MetadataBlock, replayed: MetadataBlock) -> str | None:
     a, b = recorded.output_slice, replayed.output_slice
-    if (a is None) != (b is None):
-        return f"recorded {a.num_records if a else 0} records, replay gave {b.num_records if b else 0}"
-    if a is not None and a.num_records != b.num_records:
-        return f"recorded {a.num_records} records, replay gave {b.num_records}"
-    if a is not None and a.hash != b.hash:
+    if a is None or b is None or a.num_records != b.num_records:
+        if a is not None or b is not None:
+            return f"recorded {a.num_records if a else 0} records, replay gave {b.num_records if b else 0}"
+    elif a.hash != b.hash:
         return "the replayed output's logical hash differs from the recorded one"
     if recorded.output_watermark != replayed.output_watermark:
         return f"recorded watermark {recorded.output_watermark}, replay gave {replayed.output_watermark}"

@@ -13,10 +13,11 @@ from datetime import datetime
 import pyarrow.parquet as pq
 
 from ..data.hashing import logical_hash, physical_hash
+from ..data.slices import output_slice as data_slice
 from ..engine.client import ExecuteInput, ExecuteRequest, Progress
-from ..metadata.objects import DataSlice, MetadataBlock
-from ..metadata.timefmt import TimeInterval, now_utc
-from ..workspace import Workspace
+from ..metadata.objects import MetadataBlock
+from ..metadata.timefmt import now_utc
+from ..workspace import DatasetState, Workspace
 from ..workspace.crash import crash_point
 from .engine_session import EngineSession
 from .plan import TransformPlan, plan_transform
@@ -37,10 +38,12 @@ def pull_derivative(
     engine: Callable[[], EngineSession],
     *,
     progress: Callable[[Progress], None] | None = None,
+    state: DatasetState | None = None,
 ) -> TransformResult:
+    """``state``: the dataset as this command already read it (taken if still current)."""
     ds = ws.dataset(dataset_id)
-    with ds.writer() as w:
-        plan = plan_transform(ws, ds)
+    with ds.writer(state) as w:
+        plan = plan_transform(ws, ds, w.state)
         if plan.waiting_for:
             return TransformResult(dataset_id, f"waiting for data from {', '.join(plan.waiting_for)}")
         if plan.up_to_date:
@@ -61,7 +64,7 @@ def run_step(session: EngineSession, plan: TransformPlan, *, system_time: dateti
     txn = plan.transaction_id()
     scratch = session.scratch(txn)
     prev_checkpoint = plan.prev_checkpoint
-    if plan.needs_migration:
+    if plan.prev_transform is not None:  # the query changed since the last executed block
         migrated = scratch / "migrated-checkpoint"
         session.client.migrate(txn, plan.dataset.id, plan.prev_transform, plan.transform,
                                prev_checkpoint, migrated)
@@ -88,11 +91,11 @@ def run_step(session: EngineSession, plan: TransformPlan, *, system_time: dateti
     output_slice = None
     if result.num_records:
         table = pq.read_table(result.output_path)
-        output_slice = DataSlice(
-            hash=logical_hash(table, plan.vocab.event_time, plan.vocab.system_time),
-            interval=TimeInterval.singleton(system_time),
-            num_records=table.num_rows,
+        output_slice = data_slice(
+            logical_hash=logical_hash(table, plan.vocab.event_time, plan.vocab.system_time),
             physical_hash=physical_hash(result.output_path),
+            num_records=table.num_rows,
+            system_time=system_time,
         )
     block = MetadataBlock(
         system_time=system_time,

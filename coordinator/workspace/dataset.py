@@ -6,20 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import CoordError
 from ..metadata import chain
-from ..metadata.objects import (
-    DatasetSource,
-    DatasetSourceDerivative,
-    DatasetVocabulary,
-    MetadataBlock,
-)
+from ..metadata.objects import MetadataBlock
 from . import layout
+from .state import DatasetState
 
 if TYPE_CHECKING:
     from .commit import DatasetWriter
@@ -30,24 +24,6 @@ class DatasetNotFound(CoordError):
     def __init__(self, dataset_id: str):
         super().__init__(f"dataset {dataset_id} does not exist in this workspace")
         self.dataset_id = dataset_id
-
-
-@dataclass
-class DatasetSummary:
-    """What one walk of the chain tells: the current definition and totals."""
-
-    id: str
-    head: bytes
-    source: DatasetSource
-    vocab: DatasetVocabulary
-    blocks: int
-    num_records: int
-    watermark: datetime | None
-    last_updated: datetime
-
-    @property
-    def kind(self) -> str:
-        return "derivative" if isinstance(self.source, DatasetSourceDerivative) else "root"
 
 
 class CheckedBlocks:
@@ -71,7 +47,7 @@ class CheckedBlocks:
         self._entries[block_hash] = (self._stamp(block_hash), checked)
 
     def _stamp(self, block_hash: bytes) -> tuple:
-        stamps = []
+        stamps: list[tuple[int, int, int] | None] = []
         for name in (layout.block_file(block_hash), layout.signature_file(block_hash)):
             try:
                 st = (self.root / name).stat()
@@ -85,7 +61,7 @@ class Dataset:
     def __init__(self, ws: Workspace, dataset_id: str):
         self.ws = ws
         self.id = dataset_id
-        self.root = ws.meta / "datasets" / dataset_id
+        self.root = ws.meta / layout.dataset_dir(dataset_id)
         self._checked = ws.checked_blocks(self.root)
 
     # --- paths --------------------------------------------------------------------------------
@@ -107,12 +83,16 @@ class Dataset:
         return self.root / layout.checkpoint_dir(block_hash)
 
     def state_path(self, block_hash: bytes) -> Path:
-        return self.ws.meta / "cache" / self.id / "state" / f"{block_hash.hex()}.json"
+        return self.ws.meta / layout.state_file(self.id, block_hash)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.ws.meta / layout.cache_dir(self.id, layout.STATE)
 
     @property
     def remotes_path(self) -> Path:
         """Where the dataset was last pushed to and pulled from (``repository.registry``)."""
-        return self.ws.meta / "cache" / self.id / "remotes.json"
+        return self.ws.meta / layout.cache_dir(self.id, layout.REMOTES)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -149,23 +129,14 @@ class Dataset:
         for cb in self.chain(stop_at):
             yield cb.hash, cb.block
 
-    def summary(self) -> DatasetSummary:
-        source = vocab = watermark = None
-        count = records = 0
-        head = last_updated = None
-        for h, block in self.blocks():
-            if head is None:
-                head, last_updated = h, block.system_time
-            count += 1
-            if block.output_slice is not None:
-                records += block.output_slice.num_records
-            source = source or block.source
-            vocab = vocab or block.vocab
-            watermark = watermark or block.output_watermark
-        return DatasetSummary(
-            id=self.id, head=head, source=source, vocab=vocab or DatasetVocabulary(),
-            blocks=count, num_records=records, watermark=watermark, last_updated=last_updated,
-        )
+    def state(self) -> DatasetState:
+        """The dataset's read model, built in one walk of its chain (``state.py``)."""
+        try:
+            names = [p.stem for p in self.state_dir.iterdir()]
+        except FileNotFoundError:
+            names = []
+        stored = frozenset(bytes.fromhex(n) for n in names if _is_hex(n))
+        return DatasetState.build(self.id, self.chain(), stored)
 
     def data_files(self, up_to: bytes | None = None) -> list[Path]:
         """The dataset's Parquet slices, oldest first; with ``up_to``, only those of that
@@ -180,17 +151,24 @@ class Dataset:
         path = self.remotes_path
         return json.loads(path.read_text()).get(direction) if path.exists() else None
 
-    def source_state(self) -> dict | None:
-        """The ingest state stored with the newest block that has one."""
-        for h, _ in self.blocks():
-            path = self.state_path(h)
-            if path.exists():
-                return json.loads(path.read_text())
-        return None
+    def source_state(self, state: DatasetState | None = None) -> dict | None:
+        """The ingest state stored with the newest block that has one (of ``state``'s chain)."""
+        h = (state or self.state()).fetch_state_block
+        return None if h is None else json.loads(self.state_path(h).read_text())
 
     # --- writing ------------------------------------------------------------------------------
 
-    def writer(self) -> DatasetWriter:
+    def writer(self, known: DatasetState | None = None) -> DatasetWriter:
+        """The dataset's writer; ``known``: a state read earlier in this command, taken as the
+        writer's if the head has not moved since (else the chain is read again)."""
         from .commit import DatasetWriter
 
-        return DatasetWriter(self)
+        return DatasetWriter(self, known)
+
+
+def _is_hex(name: str) -> bool:
+    try:
+        bytes.fromhex(name)
+    except ValueError:
+        return False
+    return True

@@ -1,5 +1,6 @@
-"""The spec's per-dataset sharing layout, as paths relative to the dataset's folder.
+"""Every path under ``.coord``, in one place: the workspace's folders and each dataset's.
 
+The per-dataset part is the spec's sharing layout, as paths relative to the dataset's folder.
 One definition for the local workspace and for repositories: push and pull copy these files
 unchanged, so both sides must name them the same way.
 
@@ -8,28 +9,76 @@ unchanged, so both sides must name them the same way.
     meta/signatures/<hash>       Ed25519 signature of the hash
     data/<block hash>            the Parquet slice the block added
     checkpoint/<block hash>/     engine state after that block
+
+The workspace's part is relative to ``.coord`` (docs/architecture.md, Workspace)::
+
+    config.yaml                  settings (config.py)
+    keys/ed25519.pem             the signing key (folder 0700)
+    datasets/<id>/               the sharing layout above
+    cache/<id>/                  per-dataset state that is not shared: ingest downloads,
+                                 state/<block hash>.json (the fetch state a block committed),
+                                 remotes.json, signers.json, snapshot-state/,
+                                 published.json (coord publish: feed URL → updates)
+    locks/<id>.lock              one writer per dataset
+    run/<kind>-<id>/             a running command's scratch, leased (runs.py)
+    run/pull/<id>/               a repository pull's staging (no lease: one writer per dataset)
 """
 from __future__ import annotations
 
 HEAD = "meta/refs/head"
+BLOCKS, SIGNATURES, REFS = "meta/blocks", "meta/signatures", "meta/refs"
+DATA, CHECKPOINT = "data", "checkpoint"
+# The folders of a dataset in which a writer puts files named by block hash (or temporaries).
+BLOCK_FOLDERS = (DATA, CHECKPOINT, BLOCKS, SIGNATURES)
 
 
 def block_file(block_hash: bytes) -> str:
-    return f"meta/blocks/{block_hash.hex()}"
+    return f"{BLOCKS}/{block_hash.hex()}"
 
 
 def signature_file(block_hash: bytes) -> str:
-    return f"meta/signatures/{block_hash.hex()}"
+    return f"{SIGNATURES}/{block_hash.hex()}"
 
 
 def data_file(block_hash: bytes) -> str:
-    return f"data/{block_hash.hex()}"
+    return f"{DATA}/{block_hash.hex()}"
 
 
 def checkpoint_dir(block_hash: bytes) -> str:
-    return f"checkpoint/{block_hash.hex()}"
+    return f"{CHECKPOINT}/{block_hash.hex()}"
 
 
-def published_record(dataset_id: str) -> str:
-    """Relative to ``.coord``: what ``coord publish`` wrote where (feed URL → update → blocks)."""
-    return f"cache/{dataset_id}/published.json"
+# --- the workspace, relative to .coord -----------------------------------------------------------
+
+CONFIG = "config.yaml"
+KEYS = "keys"
+SIGNING_KEY = f"{KEYS}/ed25519.pem"
+DATASETS, CACHE, LOCKS, RUN = "datasets", "cache", "locks", "run"
+WORKSPACE_FOLDERS = (DATASETS, CACHE, LOCKS, RUN, KEYS)
+
+
+def dataset_dir(dataset_id: str) -> str:
+    return f"{DATASETS}/{dataset_id}"
+
+
+# the files and folders of a dataset's cache folder
+STATE, REMOTES, SIGNERS, SNAPSHOT_STATE = "state", "remotes.json", "signers.json", "snapshot-state"
+PUBLISHED = "published.json"  # what ``coord publish`` wrote where (feed URL → update → blocks)
+
+
+def cache_dir(dataset_id: str, *inside: str) -> str:
+    """The dataset's cache folder, or a path inside it (``cache_dir(id, SIGNERS)``)."""
+    return "/".join((CACHE, dataset_id, *inside))
+
+
+def state_file(dataset_id: str, block_hash: bytes) -> str:
+    """The fetch state a block committed."""
+    return cache_dir(dataset_id, STATE, f"{block_hash.hex()}.json")
+
+
+def lock_file(dataset_id: str) -> str:
+    return f"{LOCKS}/{dataset_id}.lock"
+
+
+def pull_staging(dataset_id: str) -> str:
+    return f"{RUN}/pull/{dataset_id}"

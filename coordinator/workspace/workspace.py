@@ -1,15 +1,7 @@
 """The workspace: a ``.coord`` folder holding datasets, the signing key and the config.
 
-Layout (docs/architecture.md, Workspace)::
-
-    .coord/config.yaml                 repositories, engine runtime, spark settings
-    .coord/keys/ed25519.pem            the signing key (0600)
-    .coord/datasets/<id>/              the spec's sharing layout (meta/, data/, checkpoint/)
-    .coord/cache/<id>/                 ingest downloads, per-block source state, remotes.json
-                                       (remembered repositories), signers.json (pinned keys)
-    .coord/locks/<id>.lock             one writer per dataset
-    .coord/run/<kind>-<id>/            a running command's scratch (engine run folder, ingest
-                                       files), leased by its process (runs.py)
+Every path under ``.coord`` is named in ``layout.py``. The config (``config.py``) and the
+trusted keys are read once per Workspace object: again only when the file has changed.
 """
 from __future__ import annotations
 
@@ -21,24 +13,13 @@ import yaml
 from ..errors import CoordError
 from ..metadata.ids import validate_dataset_id
 from ..metadata.signing import SigningKey
+from . import layout
+from .config import Config
 from .dataset import CheckedBlocks, Dataset
 from .fsutil import atomic_write
 
 DIR = ".coord"
 ENV = "COORD_WORKSPACE"
-
-DEFAULT_CONFIG = {
-    "engine": {
-        "runtime": "auto",  # auto | container | sandbox
-        "sparkMaster": "local[2]",
-        "allowNetwork": False,  # must be true for a non-local spark master
-        "sparkConf": {},
-    },
-    "repositories": {},
-    # Ed25519 public keys whose owners are trusted: "HEX [NAME]" (the key, then who it is)
-    "trustedKeys": [],
-    "trust": {"require": "known"},  # trusted | known | any: see coordinator/trust.py
-}
 
 
 class WorkspaceError(CoordError):
@@ -51,6 +32,8 @@ class Workspace:
         self.meta = self.root / DIR
         self._key: SigningKey | None = None
         self._checked: dict[Path, CheckedBlocks] = {}  # shared by a dataset's Dataset objects
+        self._config: tuple[tuple, Config] | None = None  # (file stamp, what it said)
+        self._trusted: tuple[Config, dict[bytes, str]] | None = None
 
     # --- finding and creating ---------------------------------------------------------------
 
@@ -59,11 +42,11 @@ class Workspace:
         ws = Workspace(root)
         if ws.meta.exists():
             raise WorkspaceError(f"a workspace already exists at {ws.meta}")
-        for sub in ("datasets", "cache", "locks", "run", "keys"):
+        for sub in layout.WORKSPACE_FOLDERS:
             (ws.meta / sub).mkdir(parents=True)
-        os.chmod(ws.meta / "keys", 0o700)
+        os.chmod(ws.meta / layout.KEYS, 0o700)
         SigningKey.generate(ws.key_path)
-        atomic_write(ws.config_path, yaml.safe_dump(DEFAULT_CONFIG, sort_keys=False).encode())
+        ws.save_config(Config())
         return ws
 
     @staticmethod
@@ -88,24 +71,26 @@ class Workspace:
 
     @property
     def config_path(self) -> Path:
-        return self.meta / "config.yaml"
+        return self.meta / layout.CONFIG
 
     @property
     def key_path(self) -> Path:
-        return self.meta / "keys" / "ed25519.pem"
+        return self.meta / layout.SIGNING_KEY
 
-    def config(self) -> dict:
-        data = yaml.safe_load(self.config_path.read_text()) if self.config_path.exists() else None
-        merged = {k: (dict(v) if isinstance(v, dict) else v) for k, v in DEFAULT_CONFIG.items()}
-        for key, value in (data or {}).items():
-            if isinstance(value, dict) and isinstance(merged.get(key), dict):
-                merged[key].update(value)
-            else:
-                merged[key] = value
-        return merged
+    def config(self) -> Config:
+        """The settings, parsed once and again only when the file changes."""
+        try:
+            st = self.config_path.stat()
+            stamp: tuple = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            stamp = ()
+        if self._config is None or self._config[0] != stamp:
+            self._config = (stamp, Config.load(self.config_path))
+        return self._config[1]
 
-    def save_config(self, config: dict) -> None:
-        atomic_write(self.config_path, yaml.safe_dump(config, sort_keys=False).encode())
+    def save_config(self, config: Config) -> None:
+        atomic_write(self.config_path, yaml.safe_dump(config.to_dict(), sort_keys=False).encode())
+        self._config = None
 
     @property
     def signing_key(self) -> SigningKey:
@@ -118,15 +103,14 @@ class Workspace:
 
     def trusted_key_names(self) -> dict[bytes, str]:
         """The trusted public keys and who they belong to: this workspace's own key first."""
-        names = {self.signing_key.public_key: "this workspace"}
-        for entry in self.config().get("trustedKeys") or []:
-            key, _, name = str(entry).partition(" ")
-            try:
+        config = self.config()
+        if self._trusted is None or self._trusted[0] is not config:
+            names = {self.signing_key.public_key: "this workspace"}
+            for entry in config.trusted_keys:  # checked as hex when the config was loaded
+                key, _, name = entry.partition(" ")
                 names.setdefault(bytes.fromhex(key), name.strip())
-            except ValueError:
-                raise WorkspaceError(f"{self.config_path}: trustedKeys: {key!r} is not a hex "
-                                     "public key (fix it, or 'coord trust remove' it)") from None
-        return names
+            self._trusted = (config, names)
+        return dict(self._trusted[1])
 
     # --- datasets ---------------------------------------------------------------------------
 
@@ -139,17 +123,17 @@ class Workspace:
         return Dataset(self, dataset_id)
 
     def datasets(self) -> list[Dataset]:
-        root = self.meta / "datasets"
+        root = self.meta / layout.DATASETS
         ids = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []
         return [ds for ds in (Dataset(self, i) for i in ids) if ds.exists()]
 
     def cache_dir(self, dataset_id: str) -> Path:
-        path = self.meta / "cache" / dataset_id
+        path = self.meta / layout.cache_dir(dataset_id)
         path.mkdir(parents=True, exist_ok=True)
         return path
 
     @property
     def run_dir(self) -> Path:
-        path = self.meta / "run"
+        path = self.meta / layout.RUN
         path.mkdir(parents=True, exist_ok=True)
         return path

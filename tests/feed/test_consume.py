@@ -48,7 +48,7 @@ def test_event_time_is_the_update_timestamp(ws, feed):
     pull_root(ws, DS)
     [row] = rows_of(ws, DS)
     assert row["event_time"] == datetime(2024, 1, 1, 12, 34, 56, tzinfo=UTC)
-    assert ws.dataset(DS).summary().watermark == datetime(2024, 1, 1, 12, 34, 56, tzinfo=UTC)
+    assert ws.dataset(DS).state().watermark == datetime(2024, 1, 1, 12, 34, 56, tzinfo=UTC)
 
 
 def test_block_state_names_the_update_and_its_files(ws, feed):

@@ -112,7 +112,7 @@ def test_an_update_left_without_success_is_finished_by_the_next_run(ws, feed):
     # what an interrupted run leaves: a partial update, no _SUCCESS, nothing recorded
     feed.delete(f"{name}/_SUCCESS")
     feed.put(f"{name}/part-00000.parquet", b"half a file")
-    (ws.meta / layout.published_record(SRC)).unlink()
+    (ws.meta / layout.cache_dir(SRC, layout.PUBLISHED)).unlink()
 
     assert publish(ws, SRC, feed.url).updates == [name]
     assert feed.get(f"{name}/_SUCCESS") == b"1"
@@ -122,7 +122,7 @@ def test_an_update_left_without_success_is_finished_by_the_next_run(ws, feed):
 def test_a_complete_update_missing_from_the_record_is_recorded_not_rewritten(ws, folder_feed):
     source_dataset(ws, pulls=1)
     [name] = publish(ws, SRC, folder_feed.url).updates
-    (ws.meta / layout.published_record(SRC)).unlink()
+    (ws.meta / layout.cache_dir(SRC, layout.PUBLISHED)).unlink()
     marker = folder_feed.folder / name / "_SUCCESS"
     before = marker.stat().st_mtime_ns
     assert publish(ws, SRC, folder_feed.url).updates == [name]
@@ -183,6 +183,6 @@ def test_a_stopped_run_is_finished_under_the_same_names(ws, folder_feed):
     first, second = publish(ws, SRC, folder_feed.url).updates
     # stopped after the first update's _SUCCESS, before the second's and before the record
     folder_feed.delete(f"{second}/_SUCCESS")
-    (ws.meta / layout.published_record(SRC)).unlink()
+    (ws.meta / layout.cache_dir(SRC, layout.PUBLISHED)).unlink()
     assert publish(ws, SRC, folder_feed.url).updates == [first, second]
     assert folder_feed.get(f"{second}/_SUCCESS") == b"1"

@@ -85,7 +85,7 @@ def test_rows_are_ordered_by_event_time(ws):
     write(ws.root / "in" / "a.csv", "event_time,v\n2020-02-01,2\n2020-01-01,1\n")
     pull_root(ws, DATASET)
     assert [r["v"] for r in rows_of(ws)] == [1, 2]
-    assert ws.dataset(DATASET).summary().watermark == FEB
+    assert ws.dataset(DATASET).state().watermark == FEB
 
 
 def test_ledger_does_not_repeat_keys_across_or_within_pulls(ws):

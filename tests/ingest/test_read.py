@@ -98,6 +98,11 @@ def test_csv_date_and_timestamp_formats_in_java_or_strftime_syntax(tmp_path):
     assert t.to_pylist() == [{"d": date(2020, 12, 31), "t": datetime(2020, 12, 31, 23, 59, tzinfo=UTC)}]
 
 
+def test_csv_unknown_java_time_letters_are_refused_by_name(tmp_path):
+    with pytest.raises(IngestError, match="unsupported pattern letters 'QQ'"):
+        read_csv(tmp_path, "d\n2020-Q1\n", header=True, date_format="yyyy-QQ", schema=["d DATE"])
+
+
 def test_csv_timestamp_accepts_dates_zones_and_zoneless_values(tmp_path):
     t = read_csv(tmp_path, "t\n2020-01-01\n2020-01-01T10:00:00+02:00\n2020-01-01 10:00:00\n",
                  header=True, schema=["t TIMESTAMP"])

@@ -203,9 +203,7 @@ def test_blocks_pushed_on_top_of_a_reference_chain_are_read_back_with_it(ws, oth
     append_slices(grown, 1)
     push_dataset(other_ws, UP, "shared")  # FlatBuffers blocks beside the YAML ones
     third = with_repo(Workspace.init(tmp_path / "third"), reference_root)
-    config = third.config()
-    config["trustedKeys"] = [other_ws.signing_key.public_key.hex()]
-    third.save_config(config)
+    third.save_config(third.config().set("trustedKeys", [other_ws.signing_key.public_key.hex()]))
     pull_from_repository(third, DatasetRef.parse(f"shared/{UP}"))
     assert third.dataset(UP).head() == grown.head()
     report = verify_dataset(third, UP, integrity_only=True)

@@ -14,6 +14,7 @@ from coordinator.metadata.timefmt import format_timestamp, parse_timestamp
 from coordinator.repository import (
     RefConflict,
     RemoteDataset,
+    RemotePullStatus,
     RepositoryError,
     SyncError,
     add_repository,
@@ -81,7 +82,8 @@ def test_push_then_pull_copies_every_file_unchanged(ws, other_ws, repo_url):
     assert (pushed.blocks, pushed.files) == (4, 3 + 4 + 4)  # data, signatures, blocks
 
     pulled = pull_from_repository(with_repo(other_ws, repo_url), REF)
-    assert (pulled.status, pulled.blocks, pulled.message) == ("pulled", 4, "new dataset: pulling 4 blocks")
+    assert (pulled.status, pulled.blocks) == (RemotePullStatus.PULLED, 4)
+    assert pulled.message == "new dataset: pulling 4 blocks"
     assert snapshot(other_ws.dataset(DS)) == snapshot(ds)
     assert pull_source(other_ws, DS) == REF
 
@@ -97,9 +99,7 @@ def test_blocks_with_nanosecond_times_travel_unchanged(ws, other_ws, repo_url):
     _, newest = next(other_ws.dataset(DS).blocks())
     assert format_timestamp(newest.system_time) == format_timestamp(newest.output_watermark) == \
         "2099-01-01T00:00:00.123456789Z"
-    config = other_ws.config()
-    config["trustedKeys"] = [ws.signing_key.public_key.hex()]
-    other_ws.save_config(config)
+    other_ws.save_config(other_ws.config().set("trustedKeys", [ws.signing_key.public_key.hex()]))
     assert verify_dataset(other_ws, DS, integrity_only=True).ok
 
 
@@ -113,9 +113,7 @@ def test_pulled_blocks_keep_their_author_signature_pinned_until_trusted(ws, othe
     assert {a.signer for a in report.authors} == {ws.signing_key.public_key}
     assert {a.status for a in report.authors} == {Authorship.PINNED} and report.ok
 
-    config = other_ws.config()
-    config["trustedKeys"] = [ws.signing_key.public_key.hex()]
-    other_ws.save_config(config)
+    other_ws.save_config(other_ws.config().set("trustedKeys", [ws.signing_key.public_key.hex()]))
     report = verify_dataset(other_ws, DS, integrity_only=True)
     assert {a.status for a in report.authors} == {Authorship.TRUSTED} and report.ok
 
@@ -131,13 +129,14 @@ def test_only_new_blocks_travel_and_sides_report_in_words(ws, other_ws, repo_url
     assert push_dataset(ws, DS).message == "shared/org.example.events is up to date"
 
     behind = pull_from_repository(other_ws, REF)
-    assert (behind.status, behind.message) == ("pulled", "local is 2 blocks behind; pulling")
+    assert (behind.status, behind.message) == (RemotePullStatus.PULLED, "local is 2 blocks behind; pulling")
     assert snapshot(other_ws.dataset(DS)) == snapshot(ds)
     assert pull_from_repository(other_ws, REF).message == "up to date"
 
     append_slices(other_ws.dataset(DS), 1)
     ahead = pull_from_repository(other_ws, REF)
-    assert (ahead.status, ahead.message) == ("ahead", "local has 1 block the remote lacks (ahead)")
+    assert ahead.status is RemotePullStatus.AHEAD
+    assert ahead.message == "local has 1 block the remote lacks (ahead)"
 
 
 def test_diverged_copies_are_refused_both_ways(ws, other_ws, repo_url):

@@ -283,9 +283,8 @@ LOCAL_DAMAGE = {  # a pulled copy damaged on disk afterwards: what `coord verify
 @pytest.mark.parametrize("case", LOCAL_DAMAGE)
 def test_verify_of_a_pulled_copy_damaged_afterwards_says_what_did_not_match(pristine, tmp_path, capsys, case):
     ws = with_repo(Workspace.init(tmp_path / "ws"), pristine.folder.as_uri())
-    config = ws.config()
-    config["trustedKeys"] = [pristine.source.signing_key.public_key.hex()]  # only the damage is wrong
-    ws.save_config(config)
+    # only the damage is wrong
+    ws.save_config(ws.config().set("trustedKeys", [pristine.source.signing_key.public_key.hex()]))
     assert run_coord(capsys, "-w", str(ws.root), "pull", f"shared/{DER}")[0] == 0
     damage, reason = LOCAL_DAMAGE[case]
     damage(ws.dataset(DER), pristine.transform)

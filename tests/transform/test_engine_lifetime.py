@@ -17,7 +17,7 @@ import docker
 import pytest
 
 from coordinator.engine.container import api_url
-from coordinator.engine.runtime import LABEL_WORKSPACE
+from coordinator.engine.process import LABEL_WORKSPACE
 
 from ..conftest import coord, coord_started
 from .pipeline import HOURLY, ORDERS, expected_hourly, order_rows, write_manifests, write_orders_file

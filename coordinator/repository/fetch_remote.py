@@ -1,4 +1,7 @@
-"""Pull from a repository: check everything, then make it visible at once.
+"""Pull a dataset from a repository (a remote): check everything, then make it visible at once.
+
+(``coordinator/pull.py`` brings local datasets up to date and calls this for one that came
+from a repository; ``cli/pull.py`` is the command.)
 
 1. Read the remote head and walk the remote chain back to the first block known locally,
    checking every block hash, link and signature (``metadata.chain.walk``).
@@ -9,48 +12,58 @@
    listed, checkpoint names checked before they become paths) and check every data file's
    hash against its block's DataSlice before Parquet reads it and before anything is visible
    locally.
-4. Under the dataset lock, install in the commit order data → checkpoints → blocks →
-   signatures → head; the blocks are installed byte for byte as fetched (they are already
-   sealed and signed by their author), and the head moves only if it is still the one the
-   pull started from.
+4. Under the dataset lock, install them through the one append path
+   (``DatasetWriter.install_sealed``: data → checkpoint → block → signature per block, then
+   the head); the blocks are installed byte for byte as fetched (they are already sealed and
+   signed by their author), and the head moves only if it is still the one the pull started
+   from.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..metadata.chain import ChainBlock, ChainError, walk
 from ..metadata.ids import DatasetRef
+from ..metadata.objects import DataSlice
 from ..progress import Progress
 from ..trust import Signer, admit_pull, record_pull
 from ..verify import ExpectedFiles, check_data_file, expected_files
-from ..workspace import Dataset, DatasetWriter, Workspace, layout
-from ..workspace.crash import crash_point
-from ..workspace.fsutil import atomic_write, install, remove
+from ..workspace import DatasetState, SealedBlock, Workspace, layout
+from ..workspace.fsutil import remove
 from .fileio import OutsideRepository, TooLarge
 from .registry import open_remote, remember, remembered
 from .remote import RemoteDataset, SyncError, checked_name
 from .transfer import Job, run_parallel
 
 
+class RemotePullStatus(enum.StrEnum):
+    PULLED = "pulled"
+    UP_TO_DATE = "up to date"
+    AHEAD = "ahead"  # the local copy has blocks the remote lacks: nothing to pull
+
+
 @dataclass(frozen=True)
-class PullResult:
+class RemotePullResult:
     dataset_id: str  # the local dataset
     source: DatasetRef
-    status: str  # "pulled", "up to date" or "ahead"
+    status: RemotePullStatus
     blocks: int  # blocks pulled (or, when ahead, blocks the remote lacks)
     message: str
     signers: list[Signer] = field(default_factory=list)  # of the blocks pulled
 
 
 def pull_from_repository(
-    ws: Workspace, ref: DatasetRef, as_name: str | None = None, *, progress: Progress | None = None
-) -> PullResult:
-    """Bring the local copy of ``ref`` (``REPO/[USER/]ID``) up to date; ``as_name`` names it locally."""
+    ws: Workspace, ref: DatasetRef, as_name: str | None = None, *, progress: Progress | None = None,
+    known: DatasetState | None = None,
+) -> RemotePullResult:
+    """Bring the local copy of ``ref`` (``REPO/[USER/]ID``) up to date; ``as_name`` names it
+    locally; ``known``: the local copy as this command already read it."""
     remote = open_remote(ws, ref)
     ds = ws.dataset(as_name or ref.dataset_id)
-    with ds.writer() as writer:
-        local = list(ds.chain()) if ds.exists() else []  # newest first
+    with ds.writer(known) as writer:
+        local = list(writer.state.chain) if writer.state is not None else []  # newest first
         remote_head, _ = remote.read_head()
         if remote_head is None:
             raise SyncError(f"{ref}: the repository has no dataset {remote.path}")
@@ -58,8 +71,8 @@ def pull_from_repository(
         if ahead is not None:
             remember(ws, ds.id, "pull", ref)
             if ahead == 0:
-                return PullResult(ds.id, ref, "up to date", 0, "up to date")
-            return PullResult(ds.id, ref, "ahead", ahead,
+                return RemotePullResult(ds.id, ref, RemotePullStatus.UP_TO_DATE, 0, "up to date")
+            return RemotePullResult(ds.id, ref, RemotePullStatus.AHEAD, ahead,
                               f"local has {_blocks(ahead)} the remote lacks (ahead)")
         new, message = _compare(ws, remote, ref, remote_head, local)
         signers = admit_pull(ws, ds.id, local, new)
@@ -67,16 +80,16 @@ def pull_from_repository(
         vocab = next((cb.block.vocab for cb in local if cb.block.vocab), None)
         source = next((cb.block.source for cb in local if cb.block.source), None)
         expected = expected_files(new, vocab, source)
-        staging = ws.run_dir / "pull" / ds.id
+        staging = ws.meta / layout.pull_staging(ds.id)
         remove(staging)  # what an interrupted pull of this dataset left
         try:
             _download(remote, expected, staging, progress)
-            _install(writer, remote, new, staging, expected_head=local[0].hash if local else None)
+            writer.install_sealed([_sealed(remote, cb, staging) for cb in new])
             record_pull(ws, ds.id, local, new)
         finally:
             remove(staging)
     remember(ws, ds.id, "pull", ref)
-    return PullResult(ds.id, ref, "pulled", len(new), message, signers)
+    return RemotePullResult(ds.id, ref, RemotePullStatus.PULLED, len(new), message, signers)
 
 
 def pull_source(ws: Workspace, dataset_id: str) -> DatasetRef | None:
@@ -130,7 +143,7 @@ def _download(
             if rel not in listed:
                 raise SyncError(f"block {h}: {remote.file(rel)} is missing in the repository "
                                 "(nothing was pulled)")
-            jobs.append(Job(listed[rel], _fetch_data(remote, rel, listed[rel], staging / rel, e)))
+            jobs.append(Job(listed[rel], _fetch_data(remote, rel, listed[rel], staging / rel, e, e.slice)))
         folder = layout.checkpoint_dir(e.block_hash) + "/"
         files = [checked_name(rel) for rel in listed if rel.startswith(folder)]
         if e.checkpoint and not files:
@@ -152,41 +165,26 @@ def _fetch(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedF
     return run
 
 
-def _fetch_data(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedFiles):
+def _fetch_data(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedFiles,
+                expected: DataSlice):
     fetch = _fetch(remote, rel, size, local, e, digest=True)
 
     def run(on_bytes) -> None:
-        reason = check_data_file(local, e.slice, e.vocab, digest=fetch(on_bytes))
+        reason = check_data_file(local, expected, e.vocab, digest=fetch(on_bytes))
         if reason:
             raise SyncError(f"block {e.block_hash.hex()}: {remote.file(rel)}: {reason} (nothing was pulled)")
 
     return run
 
 
-def _install(
-    writer: DatasetWriter, remote: RemoteDataset, new: list[ChainBlock], staging: Path,
-    expected_head: bytes | None,
-) -> None:
-    """Append already sealed and signed blocks, in the commit protocol's order.
-
-    A crash before the head moves leaves files no chain reaches; the next writer's
-    ``recover`` removes them.
-    """
-    ds: Dataset = writer.ds
-    hashes = [cb.hash for cb in new]
-    for h in hashes:
-        staged = staging / layout.data_file(h)
-        if staged.exists():
-            install(staged, ds.data_file(h))
-    for h in hashes:
-        staged = staging / layout.checkpoint_dir(h)
-        if staged.exists():
-            install(staged, ds.checkpoint_dir(h))
-    for h in hashes:  # the bytes the walk checked (the remote keeps what it read)
-        atomic_write(ds.block_path(h), remote.read_block(h))
-    for h in hashes:
-        signature = remote.read_signature(h)
-        if signature is not None:
-            atomic_write(ds.signature_path(h), signature)
-    crash_point("pull-files-installed")
-    writer.move_head(expected_head, new[-1].hash)
+def _sealed(remote: RemoteDataset, cb: ChainBlock, staging: Path) -> SealedBlock:
+    """A checked remote block with its downloaded files, for the append path."""
+    data = remote.read_block(cb.hash)  # the bytes the walk checked (the remote keeps what it read)
+    if data is None:
+        raise SyncError(f"block {cb.hash.hex()}: {remote.file(layout.block_file(cb.hash))} "
+                        "vanished during the pull (nothing was pulled)")
+    staged_data = staging / layout.data_file(cb.hash)
+    staged_checkpoint = staging / layout.checkpoint_dir(cb.hash)
+    return SealedBlock(cb, data, remote.read_signature(cb.hash),
+                       staged_data if staged_data.exists() else None,
+                       staged_checkpoint if staged_checkpoint.exists() else None)

@@ -1,0 +1,139 @@
+"""Field-level lineage across the workspace, read from the metadata chains.
+
+Each derivative block that carries ``fieldLineage`` starts a *version* of its dataset's field
+lineage, in force from that block's system time until the next version (a changed query or
+changed input schemas). Without a time range the newest version of each dataset is used;
+with ``since``/``until`` every version in force at some moment of the range is, and each edge
+names the version it comes from.
+
+An edge runs from an input column to an output column: ``(input dataset, column) ->
+(dataset, column)``. Columns that only decide which rows exist (a filter, a join condition, a
+grouping key) reach every output row, so their edges end at the dataset with ``field=None``.
+Walks expand each (dataset, column) once, so they terminate whatever the chains say.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from .graph import DatasetGraph
+from .metadata.objects import FieldLineage, FieldSource
+from .workspace import Workspace
+
+
+@dataclass(frozen=True)
+class FieldRef:
+    dataset: str
+    field: str | None  # None: every row of the dataset (a condition's target)
+
+    def __str__(self) -> str:
+        return f"{self.dataset}.{self.field}" if self.field is not None else f"{self.dataset}.*"
+
+
+@dataclass(frozen=True)
+class FieldVersion:
+    """One dataset's field lineage as recorded by one block."""
+
+    dataset: str
+    block_hash: bytes
+    since: datetime  # the recording block's system time
+    until: datetime | None  # the next version's, or None while in force
+    lineage: FieldLineage
+
+
+@dataclass(frozen=True)
+class FieldEdge:
+    source: FieldRef
+    target: FieldRef
+    kind: str  # a FieldUse value
+    expression: str | None
+    version: datetime  # the ``since`` of the version the edge belongs to
+
+
+def field_versions(ws: Workspace, dataset_id: str) -> list[FieldVersion]:
+    """Every recorded field lineage of a dataset, oldest first (one walk of its chain)."""
+    recorded = [(h, b.system_time, b.field_lineage)
+                for h, b in ws.dataset(dataset_id).blocks() if b.field_lineage is not None]
+    recorded.reverse()
+    ends = [t for _, t, _ in recorded[1:]] + [None]
+    return [FieldVersion(dataset_id, h, t, end, lineage)
+            for (h, t, lineage), end in zip(recorded, ends, strict=True)]
+
+
+def _in_force(versions: list[FieldVersion], since: datetime | None,
+              until: datetime | None) -> list[FieldVersion]:
+    if since is None and until is None:
+        return versions[-1:]
+    return [v for v in versions
+            if (until is None or v.since <= until) and (since is None or v.until is None
+                                                        or v.until > since)]
+
+
+class FieldGraph:
+    """Column-level lineage over a workspace's dataset graph, read lazily per dataset."""
+
+    def __init__(self, ws: Workspace, *, since: datetime | None = None,
+                 until: datetime | None = None, graph: DatasetGraph | None = None):
+        self._ws = ws
+        self._since, self._until = since, until
+        self.graph = graph or DatasetGraph(ws)
+        self._versions: dict[str, list[FieldVersion]] = {}
+
+    def versions(self, dataset_id: str) -> list[FieldVersion]:
+        """The versions of ``dataset_id`` this graph uses (by its time range)."""
+        if dataset_id not in self._versions:
+            held = self.graph.exists(dataset_id) and self.graph.state(dataset_id).kind == "derivative"
+            every = field_versions(self._ws, dataset_id) if held else []
+            self._versions[dataset_id] = _in_force(every, self._since, self._until)
+        return self._versions[dataset_id]
+
+    def edges_into(self, dataset_id: str) -> list[FieldEdge]:
+        """Every edge that ends in ``dataset_id``, conditions included."""
+        edges = []
+        for v in self.versions(dataset_id):
+            for origin in v.lineage.fields:
+                edges += _edges(origin.sources, FieldRef(dataset_id, origin.field), v.since)
+            edges += _edges(v.lineage.conditions or [], FieldRef(dataset_id, None), v.since)
+        return edges
+
+    def backward(self, dataset_id: str, field: str, depth: int | None = None) -> list[FieldEdge]:
+        """Edges reachable backwards from ``dataset.field`` towards the roots' columns."""
+        def step(ref: FieldRef) -> Iterable[FieldEdge]:
+            return [e for e in self.edges_into(ref.dataset)
+                    if e.target.field == ref.field or e.target.field is None]
+        return _walk(FieldRef(dataset_id, field), step, lambda e: e.source, depth)
+
+    def forward(self, dataset_id: str, field: str, depth: int | None = None) -> list[FieldEdge]:
+        """Edges reachable forwards from ``dataset.field`` to every dependent column."""
+        def step(ref: FieldRef) -> Iterable[FieldEdge]:
+            return [e for reader in self.graph.readers(ref.dataset)
+                    for e in self.edges_into(reader) if e.source == ref]
+        return _walk(FieldRef(dataset_id, field), step, lambda e: e.target, depth)
+
+
+def _edges(sources: Iterable[FieldSource], target: FieldRef, version: datetime) -> list[FieldEdge]:
+    return [FieldEdge(FieldRef(s.input, s.field), target, s.kind, s.expression, version)
+            for s in sources]
+
+
+def _walk(start: FieldRef, step, next_ref, depth: int | None) -> list[FieldEdge]:
+    """Breadth first, ``depth`` hops at most; each column expanded once."""
+    found: list[FieldEdge] = []
+    seen = {start}
+    frontier = [start]
+    hops = 0
+    while frontier and (depth is None or hops < depth):
+        hops += 1
+        following = []
+        for ref in frontier:
+            for edge in step(ref):
+                found.append(edge)
+                nxt = next_ref(edge)
+                # a condition edge's target names no column: the walk does not go on from it
+                if nxt.field is not None and nxt not in seen:
+                    seen.add(nxt)
+                    following.append(nxt)
+        frontier = following
+    return found
+

@@ -1,0 +1,185 @@
+"""``.coord/config.yaml`` as one typed, frozen ``Config``: defaults declared here and only here.
+
+On disk the file keeps the keys it always had (``engine.sparkMaster``, ``trustedKeys``, ...);
+a file written by an earlier version, which lacks newer sections, loads with their defaults.
+Every value is checked when the file is loaded, so a bad value is refused as one line naming
+the file and the key path (``config.yaml: engine.runtime: ...``) before any command uses it.
+Settings are read and changed by dotted path in the on-disk spelling (``engine.runtime``).
+
+The default Spark master is ``local[2]`` for both engine runtimes: two worker threads, what a
+small machine shared with other work can give an engine without starving the coordinator.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import CoordError
+
+RUNTIMES = ("auto", "container", "sandbox")
+DEFAULT_RUNTIME = "auto"
+DEFAULT_SPARK_MASTER = "local[2]"
+TRUST_POLICIES = ("trusted", "known", "any")  # see coordinator/trust.py
+
+
+class ConfigError(CoordError):
+    pass
+
+
+def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    # "sandbox": a local process under bubblewrap; "container": an OCI container through the
+    # Docker Engine API; "auto": a container when a container API answers, else the sandbox.
+    runtime: str = DEFAULT_RUNTIME
+    spark_master: str = DEFAULT_SPARK_MASTER
+    # Engines run without network. A non-local Spark master needs it, which the user must
+    # allow explicitly; blocks then record network_isolated=False.
+    allow_network: bool = False
+    spark_conf: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    image: str | None = None  # the container runtime's image (None: the engine's default)
+
+
+@dataclass(frozen=True)
+class TrustConfig:
+    require: str = "known"
+
+
+@dataclass(frozen=True)
+class Config:
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    repositories: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    # Ed25519 public keys whose owners are trusted: "HEX [NAME]" (the key, then who it is)
+    trusted_keys: tuple[str, ...] = ()
+    trust: TrustConfig = field(default_factory=TrustConfig)
+
+    # --- the on-disk form ---------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML document, in the spelling and order the file has always had."""
+        engine: dict[str, Any] = {
+            "runtime": self.engine.runtime,
+            "sparkMaster": self.engine.spark_master,
+            "allowNetwork": self.engine.allow_network,
+            "sparkConf": dict(self.engine.spark_conf),
+        }
+        if self.engine.image is not None:
+            engine["image"] = self.engine.image
+        return {
+            "engine": engine,
+            "repositories": dict(self.repositories),
+            "trustedKeys": list(self.trusted_keys),
+            "trust": {"require": self.trust.require},
+        }
+
+    @staticmethod
+    def from_dict(data: object, where: str = "config.yaml") -> Config:
+        """Check and type a document; ``where`` names it in errors. Absent keys take defaults."""
+        doc = _section(data, "", where)
+        _known(doc, ("engine", "repositories", "trustedKeys", "trust"), "", where)
+        engine = _section(doc.get("engine"), "engine", where)
+        _known(engine, ("runtime", "sparkMaster", "allowNetwork", "sparkConf", "image"), "engine.", where)
+        runtime = _string(engine.get("runtime", DEFAULT_RUNTIME), "engine.runtime", where)
+        if runtime not in RUNTIMES:
+            raise ConfigError(f"{where}: engine.runtime: must be one of {', '.join(RUNTIMES)}, "
+                              f"not {runtime!r}")
+        master = _string(engine.get("sparkMaster", DEFAULT_SPARK_MASTER), "engine.sparkMaster", where)
+        allow_network = engine.get("allowNetwork", False)
+        if not isinstance(allow_network, bool):
+            raise ConfigError(f"{where}: engine.allowNetwork: expected true or false, not {allow_network!r}")
+        if not master.startswith("local") and not allow_network:
+            raise ConfigError(f"{where}: engine.sparkMaster: {master!r} needs network access; allow it "
+                              "to use a non-local master (coord config set engine.allowNetwork true)")
+        spark_conf = _section(engine.get("sparkConf"), "engine.sparkConf", where)
+        image = engine.get("image")
+        repositories = _section(doc.get("repositories"), "repositories", where)
+        keys = doc.get("trustedKeys") or []
+        if not isinstance(keys, list):
+            raise ConfigError(f"{where}: trustedKeys: expected a list of \"HEX [NAME]\" lines")
+        for entry in keys:
+            key = str(entry).partition(" ")[0]
+            try:
+                bytes.fromhex(key)
+            except ValueError:
+                raise ConfigError(f"{where}: trustedKeys: {key!r} is not a hex public key (fix it, "
+                                  "or 'coord trust remove' it)") from None
+        trust = _section(doc.get("trust"), "trust", where)
+        _known(trust, ("require",), "trust.", where)
+        require = trust.get("require", "known")
+        if require not in TRUST_POLICIES:
+            raise ConfigError(f"{where}: trust.require: {require!r} is not one of "
+                              f"{', '.join(TRUST_POLICIES)}")
+        return Config(
+            engine=EngineConfig(
+                runtime=runtime, spark_master=master, allow_network=allow_network,
+                spark_conf=_frozen({str(k): str(v) for k, v in spark_conf.items()}),
+                image=None if image is None else _string(image, "engine.image", where),
+            ),
+            repositories=_frozen({str(k): _string(v, f"repositories.{k}", where)
+                                  for k, v in repositories.items()}),
+            trusted_keys=tuple(str(e) for e in keys),
+            trust=TrustConfig(require=require),
+        )
+
+    @staticmethod
+    def load(path: Path) -> Config:
+        import yaml
+
+        if not path.exists():
+            return Config()
+        try:
+            data = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f" (line {mark.line + 1})" if mark is not None else ""
+            raise ConfigError(f"{path}: not valid YAML{at}; fix or remove the file") from None
+        return Config.from_dict(data or {}, str(path))
+
+    # --- by dotted path -----------------------------------------------------------------------
+
+    def get(self, key: str | None = None) -> Any:
+        """The value at a dotted path of the on-disk form (all of it for None)."""
+        value: Any = self.to_dict()
+        for part in key.split(".") if key else ():
+            if not isinstance(value, dict) or part not in value:
+                raise ConfigError(f"no setting {key}")
+            value = value[part]
+        return value
+
+    def set(self, key: str, value: Any, where: str = "config.yaml") -> Config:
+        """A new Config with ``key`` (a dotted path) set to ``value``, checked as a load is."""
+        doc = self.to_dict()
+        *parents, last = key.split(".")
+        node = doc
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{key}: {part} is not a group of settings")
+        node[last] = value
+        return Config.from_dict(doc, where)
+
+
+def _section(value: object, key: str, where: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: {key or 'the document'}: expected a mapping, not {value!r}")
+    return value
+
+
+def _known(section: dict, keys: tuple[str, ...], prefix: str, where: str) -> None:
+    for name in section:
+        if name not in keys:
+            raise ConfigError(f"{where}: {prefix}{name}: unknown setting (known: {', '.join(keys)})")
+
+
+def _string(value: object, key: str, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {key}: expected a string, not {value!r}")
+    return value
