@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .graph import DatasetGraph
-from .metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStepUrl
+from .metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStepFilesGlob
 from .workspace import DatasetNotFound, Workspace
 
 
@@ -61,7 +61,7 @@ def _node(graph: DatasetGraph, dataset_id: str) -> Node:
     origin = None
     if isinstance(s.source, DatasetSourceRoot):
         fetch = s.source.fetch
-        origin = fetch.url if isinstance(fetch, FetchStepUrl) else fetch.path
+        origin = fetch.path if isinstance(fetch, FetchStepFilesGlob) else fetch.url
     elif isinstance(s.source, DatasetSourceDerivative):
         origin = s.source.transform.engine
     return Node(dataset_id, s.kind, graph.inputs(dataset_id), s.num_records, s.watermark, origin)

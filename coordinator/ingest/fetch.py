@@ -245,7 +245,8 @@ def _fetch_glob(step: FetchStepFilesGlob, root: Path, state: dict) -> list[Fetch
 # --- event time --------------------------------------------------------------------------------
 
 
-def _event_time(step: FetchStep, path: str, modified: datetime | None) -> datetime | None:
+def _event_time(step: FetchStepUrl | FetchStepFilesGlob, path: str,
+                modified: datetime | None) -> datetime | None:
     source = step.event_time
     if isinstance(source, EventTimeSourceFromMetadata):
         return modified
