@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +28,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import print_table
+from common import S3_ENV, print_table, start_moto
 
 from coordinator.data.hashing import logical_hash, physical_hash
 from coordinator.metadata import objects as o
@@ -44,10 +42,6 @@ DS = "org.example.bench"
 OPERATIONS = {"push": "push", "pull": "pull", "verify": "verify --integrity",
               "deep": "verify --integrity --deep"}
 ROW_BYTES = 1024
-S3_ENV = {
-    "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_REQUEST_CHECKSUM_CALCULATION": "WHEN_REQUIRED", "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
-}
 
 
 def make_slice(rows: int, index: int) -> pa.Table:
@@ -80,22 +74,6 @@ def build_dataset(ws: Workspace, size_mb: int, slices: int) -> list[Path]:
                             num_records=rows, physical_hash=physical_hash(path))
             w.commit(o.MetadataBlock(system_time=t, output_slice=s, output_watermark=t), data_file=path)
     return ds.data_files()
-
-
-def start_moto() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
-            return proc, f"127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("moto server did not start")
 
 
 def timed(fn) -> float:

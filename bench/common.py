@@ -1,8 +1,12 @@
 """Small helpers shared by the benchmarks: timing and a printed table."""
 from __future__ import annotations
 
+import socket
 import statistics
+import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 
 from rich.console import Console
@@ -47,3 +51,27 @@ def _cell(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)
+
+
+# moto (like some S3-compatible stores) mishandles trailing checksums
+S3_ENV = {
+    "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REQUEST_CHECKSUM_CALCULATION": "WHEN_REQUIRED", "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
+}
+
+
+def start_moto() -> tuple[subprocess.Popen, str]:
+    """A moto S3 server on a free loopback port: the process and its ``host:port``."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
+            return proc, f"127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("moto server did not start")

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .graph import DatasetGraph
-from .metadata.objects import DatasetSourceRoot, FetchStepUrl, FieldLineage, FieldSource
+from .lineage import fetch_location
+from .metadata.objects import DatasetSourceRoot, FieldLineage, FieldSource
 from .workspace import Workspace
 
 
@@ -158,9 +159,7 @@ def root_origin(graph: DatasetGraph, dataset_id: str) -> RootOrigin | None:
     source = graph.state(dataset_id).source
     if not isinstance(source, DatasetSourceRoot):
         return None
-    fetch = source.fetch
-    where = fetch.url if isinstance(fetch, FetchStepUrl) else fetch.path
-    return RootOrigin(where, source.read.KIND)
+    return RootOrigin(fetch_location(source.fetch), source.read.KIND)
 
 
 def upstream_mapping(fields: FieldGraph, dataset_id: str, depth: int | None = None) -> list[FieldEdge]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .graph import DatasetGraph
-from .metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStepUrl
+from .metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep, FetchStepFilesGlob
 from .metadata.timefmt import format_timestamp
 from .workspace import DatasetNotFound, Workspace
 
@@ -55,14 +55,18 @@ def lineage(ws: Workspace, dataset_id: str, *, upstream: bool = True,
     return Lineage(dataset_id, {d: _node(graph, d) for d in sorted(involved)}, edges)
 
 
+def fetch_location(fetch: FetchStep) -> str:
+    """Where a root's data comes from: a glob's path, any other fetch step's URL."""
+    return fetch.path if isinstance(fetch, FetchStepFilesGlob) else fetch.url
+
+
 def _node(graph: DatasetGraph, dataset_id: str) -> Node:
     if not graph.exists(dataset_id):
         return Node(dataset_id, "missing")
     s = graph.state(dataset_id)
     origin = None
     if isinstance(s.source, DatasetSourceRoot):
-        fetch = s.source.fetch
-        origin = fetch.url if isinstance(fetch, FetchStepUrl) else fetch.path
+        origin = fetch_location(s.source.fetch)
     elif isinstance(s.source, DatasetSourceDerivative):
         origin = s.source.transform.engine
     return Node(dataset_id, s.kind, graph.inputs(dataset_id), s.num_records, s.watermark, origin)

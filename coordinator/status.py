@@ -9,7 +9,7 @@ computed or downloaded and no data file is opened, so this module imports no Arr
   an input has no data at all (a pull would do nothing yet).
 - A root is behind when its source has files a pull would ingest: local files are checked by
   the stat and hash its fetch state records (``ingest.fetch.probe``); a remote URL is not
-  checked (only a download could tell).
+  checked (only a download could tell); a File Feed is listed (its new complete updates).
 - A dataset pulled from a repository is updated from there; the repository is not contacted.
 """
 from __future__ import annotations

@@ -11,6 +11,7 @@ from coordinator.metadata import flatbuffers_codec as fbc
 from coordinator.metadata import objects as o
 from coordinator.metadata.block_hash import check_stored, seal
 from coordinator.metadata.flatbuffers_codec import BlockFormatError, decode_block, encode_block
+from coordinator.metadata.shape import union_tag
 from coordinator.metadata.timefmt import IntervalType, TimeInterval, format_timestamp, parse_timestamp
 from coordinator.metadata.yaml_codec import dump_yaml, from_dict, load_yaml, manifest_to_dict
 
@@ -254,3 +255,26 @@ def test_yaml_block_yaml_block_round_trip_is_byte_stable(block):
     _, data2 = seal(again)
     assert data2 == data
     assert dump_yaml(manifest_to_dict(decode_block(data2))) == text
+
+
+def test_file_feed_fetch_step_is_extension_union_tag_128_and_round_trips():
+    assert union_tag(o.FetchStepFileFeed) == 128
+    step = o.FetchStepFileFeed(url="s3://bucket/feed/v1.0/", partitions=1,
+                               success_marker=o.SuccessMarker.HADOOP)
+    block = with_source(conformance_block(), fetch=step)
+    assert decode_block(seal(block)[1]).source.fetch == step
+    assert seal(block)[0].block_hash.hex() != CONFORMANCE_HASH
+
+
+def test_a_later_odf_fetch_step_is_refused_by_name_not_read_as_another(monkeypatch):
+    step = o.FetchStepFileFeed(url="s3://bucket/feed/v1.0/")
+    monkeypatch.setattr(o.FetchStepFileFeed, "TAG", 3)  # the tag later ODF gives its container step
+    _, data = seal(with_source(conformance_block(), fetch=step))
+    monkeypatch.undo()
+    with pytest.raises(BlockFormatError, match="FetchStep 'container' .a later ODF version"):
+        decode_block(data)
+
+
+def test_blocks_without_a_file_feed_hash_as_before_it_was_added():
+    assert isinstance(conformance_block().source.fetch, o.FetchStepFilesGlob)
+    assert seal(conformance_block())[0].block_hash.hex() == CONFORMANCE_HASH

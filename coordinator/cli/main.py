@@ -21,6 +21,7 @@ from ..metadata.timefmt import format_timestamp
 from .console import TextTable, err, out, short, writable_workspace
 from .console import workspace as _ws
 from .lineage import lineage_
+from .publish import publish_
 from .pull import pull
 from .serve import serve
 from .sharing import register as register_sharing
@@ -237,6 +238,7 @@ cli.add_command(sql)
 cli.add_command(trust_)
 cli.add_command(status_)
 cli.add_command(system)
+cli.add_command(publish_)
 register_sharing(cli)
 
 

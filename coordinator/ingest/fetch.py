@@ -7,7 +7,8 @@ commit leaves the old state and the next pull fetches the same files again.
 
 State keys: ``fetch`` (a fingerprint of the fetch step: when the step changes, old progress
 no longer applies), ``etag`` / ``last_modified`` / ``sha256`` (url), ``mtime_ns`` / ``size``
-(file:// urls), ``last_file`` and ``last_event_time`` (filesGlob). ``sha256`` only tells an
+(file:// urls), ``last_file`` and ``last_event_time`` (filesGlob), ``update`` / ``files`` /
+``consumed`` / ``superseded`` (fileFeed, see feed.py). ``sha256`` only tells an
 unchanged source from a changed one; SHA-256 is hardware-accelerated here, a third of the
 cost of SHA3.
 
@@ -32,6 +33,7 @@ from ..metadata.objects import (
     EventTimeSourceFromMetadata,
     EventTimeSourceFromPath,
     FetchStep,
+    FetchStepFileFeed,
     FetchStepFilesGlob,
     FetchStepUrl,
     SourceOrdering,
@@ -64,6 +66,7 @@ class FetchedFile:
     event_time: datetime | None  # from metadata or path; None when the source has none
     # source state once this file is ingested; a value may still be computing (a Future)
     state: dict = field(default_factory=dict)
+    batch: str | None = None  # files of one batch (a feed update) are ingested as one block
 
     def source_state(self) -> dict:
         """The state to store with the block, once the file has been read.
@@ -91,12 +94,23 @@ def fingerprint(step: FetchStep) -> str:
 
 
 def fetch(step: FetchStep, *, root: Path, scratch: Path, state: dict | None,
-          progress: Progress | None = None) -> list[FetchedFile]:
-    """The new files in ingest order; empty when nothing changed since ``state``."""
+          progress: Progress | None = None, notes: list[str] | None = None) -> list[FetchedFile]:
+    """The new files in ingest order; empty when nothing changed since ``state``.
+
+    ``notes`` receives what the user should hear about the source (a feed's invalidated
+    updates), one line each.
+    """
     progress = progress or NoProgress()
     fp = fingerprint(step)
     state = state if state and state.get("fetch") == fp else {}
-    if isinstance(step, FetchStepFilesGlob):
+    if isinstance(step, FetchStepFileFeed):
+        from . import feed
+
+        io, feed_plan = feed.plan(step, state)
+        if notes is not None:
+            notes += feed_plan.notes
+        files = feed.download(io, feed_plan, scratch, progress)
+    elif isinstance(step, FetchStepFilesGlob):
         files = _fetch_glob(step, root, state)
     elif urllib.parse.urlparse(step.url).scheme in ("", "file"):
         files = _fetch_local_url(step, root, state)
@@ -111,6 +125,11 @@ def probe(step: FetchStep, *, root: Path, state: dict | None) -> list[str] | Non
     """The files a pull would ingest now, found without downloading anything (``coord
     status``): local files by the stat and hash the state records; None for a remote URL,
     which only a request could tell (unless its ``cache`` says it is fetched once)."""
+    if isinstance(step, FetchStepFileFeed):  # a listing, no download
+        from .feed import plan
+
+        state = state if state and state.get("fetch") == fingerprint(step) else {}
+        return [f"{u.prefix}/ ({len(u.files)} files)" for u in plan(step, state)[1].take]
     if isinstance(step, FetchStepUrl) and urllib.parse.urlparse(step.url).scheme not in ("", "file"):
         fetched_once = step.cache is not None and state and state.get("fetch") == fingerprint(step)
         if not fetched_once:
@@ -242,7 +261,8 @@ def _fetch_glob(step: FetchStepFilesGlob, root: Path, state: dict) -> list[Fetch
 # --- event time --------------------------------------------------------------------------------
 
 
-def _event_time(step: FetchStep, path: str, modified: datetime | None) -> datetime | None:
+def _event_time(step: FetchStepUrl | FetchStepFilesGlob, path: str,
+                modified: datetime | None) -> datetime | None:
     source = step.event_time
     if isinstance(source, EventTimeSourceFromMetadata):
         return modified

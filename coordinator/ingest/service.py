@@ -6,7 +6,8 @@ One pull, under the dataset's writer lock:
           → merge → conform → slice (Parquet, hashes) → commit block + source state
 
 For append and ledger merges all new files of a pull form one slice. For a snapshot merge each
-file is its own block, because each snapshot is diffed against the state just before it.
+file is its own block, because each snapshot is diffed against the state just before it. Files
+the fetch step batches (a feed's update) form one block whatever the merge.
 A block is committed when there are new records or the watermark moves; otherwise nothing is
 written. Any error leaves the dataset as it was (the commit is the last step). Arrow and the
 data steps are imported once there is something to read: nothing new costs no Arrow.
@@ -14,6 +15,7 @@ data steps are imported once there is something to read: nothing new costs no Ar
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -49,6 +51,7 @@ class IngestResult:
     watermark: datetime | None
     message: str  # "3 new records", "up to date", ...
     blocks: list[bytes] = field(default_factory=list)  # every block committed, in order
+    notes: list[str] = field(default_factory=list)  # the source's news (a feed's invalid updates)
 
 
 def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = None,
@@ -90,18 +93,23 @@ class _Pull:
         self.snapshot_state_loaded = False
 
     def run(self) -> IngestResult:
+        notes: list[str] = []
         files = fetch(self.source.fetch, root=self.ws.root, scratch=self.scratch,
-                      state=self.history.state, progress=self.progress)
+                      state=self.history.state, progress=self.progress, notes=notes)
         is_snapshot = isinstance(self.source.merge, MergeStrategySnapshot)
-        groups = [[f] for f in files] if is_snapshot else [files] if files else []
+        if files and files[0].batch is not None:
+            groups = [list(g) for _, g in itertools.groupby(files, key=lambda f: f.batch)]
+        else:
+            groups = [[f] for f in files] if is_snapshot else [files] if files else []
         blocks, records = [], 0
         for group in groups:
             h, n = self._ingest(group)
             if h is not None:
                 blocks.append(h)
                 records += n
+        message = "; ".join([self._message(blocks, records), *notes])
         return IngestResult(self.history.ds.id, blocks[-1] if blocks else None, records,
-                          self.history.watermark, self._message(blocks, records), blocks)
+                            self.history.watermark, message, blocks, notes)
 
     def _message(self, blocks: list[bytes], records: int) -> str:
         if not blocks:

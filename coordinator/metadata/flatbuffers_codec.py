@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import CoordError
 from . import objects
-from .shape import FieldInfo, fields_of, variants
+from .shape import FieldInfo, fields_of, union_tag, variant_by_tag
 from .timefmt import UTC, IntervalType, TimeInterval, nanosecond_of, with_nanosecond
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def _build_wrapper(b: flatbuffers.Builder, value, union: str) -> int:
 
 
 def _union_tag(union: str, value) -> int:
-    return variants(union).index(type(value)) + 1
+    return union_tag(type(value))
 
 
 def _write_scalar(b: flatbuffers.Builder, slot: int, value, f: FieldInfo):
@@ -265,10 +265,13 @@ def _read_table(cls, tab: _Table):
 
 
 def _read_union(union: str, tag: int, tab: _Table):
-    options = variants(union)
-    if not 1 <= tag <= len(options):
+    cls = variant_by_tag(union, tag)
+    if cls is None:
+        later = objects.LATER_ODF_TAGS.get(union, {}).get(tag)
+        if later is not None:
+            raise BlockFormatError(f"{union} {later!r} (a later ODF version's) is not supported")
         raise BlockFormatError(f"unknown {union} type tag {tag}")
-    return _read_table(options[tag - 1], tab)
+    return _read_table(cls, tab)
 
 
 def _read_value(tab: _Table, o: int, f: FieldInfo):

@@ -31,6 +31,13 @@ class CompressionFormat(enum.Enum):
     ZIP = ("zip", 1)
 
 
+class SuccessMarker(enum.Enum):
+    """*Extension*: what a File Feed update's ``_SUCCESS`` holds (``FetchStepFileFeed``)."""
+
+    COUNT = ("count", 0)  # the number of data files of the update (the File Feed convention)
+    HADOOP = ("hadoop", 1)  # anything, often nothing (Hadoop/Spark jobs): presence alone counts
+
+
 @dataclass_transform(kw_only_default=True, frozen_default=True)
 def odf(cls):
     """An ODF object: keyword-only, so fields can be declared in schema order whatever their
@@ -92,7 +99,20 @@ class FetchStepFilesGlob:
     order: SourceOrdering | None = None
 
 
-FetchStep = FetchStepUrl | FetchStepFilesGlob
+@odf
+class FetchStepFileFeed:
+    """*Extension* (union tag 128): the updates of a File Feed, one block per update
+    (``schemas/EXTENSIONS.md``, docs/feeds.md)."""
+
+    UNION: ClassVar[str] = "FetchStep"
+    KIND: ClassVar[str] = "fileFeed"
+    TAG: ClassVar[int] = 128  # an extension's tag: far from the ones ODF gives its own variants
+    url: str
+    partitions: int | None = None  # path levels between the feed root and its updates
+    success_marker: SuccessMarker | None = None  # None: count
+
+
+FetchStep = FetchStepUrl | FetchStepFilesGlob | FetchStepFileFeed
 
 # --- prepare -------------------------------------------------------------------------------
 
@@ -375,7 +395,7 @@ class MetadataBlock:
 UNIONS = {
     "EventTimeSource": (EventTimeSourceFromMetadata, EventTimeSourceFromPath),
     "SourceCaching": (SourceCachingForever,),
-    "FetchStep": (FetchStepUrl, FetchStepFilesGlob),
+    "FetchStep": (FetchStepUrl, FetchStepFilesGlob, FetchStepFileFeed),
     "PrepStep": (PrepStepDecompress, PrepStepPipe),
     "ReadStep": (ReadStepCsv, ReadStepJsonLines, ReadStepGeoJson, ReadStepEsriShapefile,
                  ReadStepParquet),
@@ -383,6 +403,10 @@ UNIONS = {
     "MergeStrategy": (MergeStrategyAppend, MergeStrategyLedger, MergeStrategySnapshot),
     "DatasetSource": (DatasetSourceRoot, DatasetSourceDerivative),
 }
+
+# Union tags later ODF versions give variants this coordinator does not read: a block using one
+# is refused by name rather than decoded as something else.
+LATER_ODF_TAGS = {"FetchStep": {3: "container", 4: "mqtt", 5: "ethereumLogs"}}
 
 # Top-level objects a manifest may wrap (``kind:`` of the manifest).
 MANIFEST_KINDS = {"DatasetSnapshot": DatasetSnapshot, "MetadataBlock": MetadataBlock}

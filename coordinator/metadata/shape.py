@@ -101,6 +101,17 @@ def variants(union: str) -> tuple:
     return objects.UNIONS[union]
 
 
+def union_tag(cls) -> int:
+    """A variant's FlatBuffers type tag: its 1-based place in the union, unless it declares
+    one (an extension variant, ``TAG``)."""
+    return getattr(cls, "TAG", None) or objects.UNIONS[cls.UNION].index(cls) + 1
+
+
+def variant_by_tag(union: str, tag: int):
+    """The variant of ``union`` with type tag ``tag`` (None if there is none)."""
+    return next((v for v in objects.UNIONS[union] if union_tag(v) == tag), None)
+
+
 def variant_by_kind(union: str, kind: str):
     for v in objects.UNIONS[union]:
         if v.KIND == kind:

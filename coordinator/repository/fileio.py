@@ -26,6 +26,7 @@ from ..errors import CoordError
 from ..workspace.fsutil import atomic_write, install, tmp_name
 
 CHUNK = 4 << 20  # stream copies move this many bytes at a time
+_SMALL = 1 << 20  # S3 objects written from memory below this size: a single PutObject
 
 OnBytes = Callable[[int], None]
 
@@ -124,7 +125,8 @@ class FileIO(ABC):
             dst.write(data)
 
     def _open_input(self, path: str):
-        return self.fs.open_input_stream(self.full_path(path))
+        # compression=None: the bytes as stored (pyarrow would un-gzip a name ending in .gz)
+        return self.fs.open_input_stream(self.full_path(path), compression=None)
 
     @abstractmethod
     def _open_output(self, path: str):
@@ -225,7 +227,13 @@ class S3FileIO(FileIO):
         # An S3 object becomes visible only when its upload completes. pyarrow has no abort: a
         # stream closed after an error still completes, so pushers compare sizes before
         # skipping a file that is already there, and pullers check every hash.
-        return self.fs.open_output_stream(self.full_path(path))
+        return self.fs.open_output_stream(self.full_path(path), compression=None)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        if len(data) < _SMALL:  # one PutObject; pyarrow's stream costs several requests
+            self.client.put_object(Bucket=self.bucket, Key=self._key(path), Body=bytes(data))
+        else:
+            super().write_bytes(path, data)
 
     def _key(self, path: str) -> str:
         return f"{self.prefix}/{path}" if self.prefix else path

@@ -17,7 +17,8 @@ The workspace's part is relative to ``.coord`` (docs/architecture.md, Workspace)
     datasets/<id>/               the sharing layout above
     cache/<id>/                  per-dataset state that is not shared: ingest downloads,
                                  state/<block hash>.json (the fetch state a block committed),
-                                 remotes.json, signers.json, snapshot-state/
+                                 remotes.json, signers.json, snapshot-state/,
+                                 published.json (coord publish: feed URL → updates)
     locks/<id>.lock              one writer per dataset
     run/<kind>-<id>/             a running command's scratch, leased (runs.py)
     run/pull/<id>/               a repository pull's staging (no lease: one writer per dataset)
@@ -62,6 +63,7 @@ def dataset_dir(dataset_id: str) -> str:
 
 # the files and folders of a dataset's cache folder
 STATE, REMOTES, SIGNERS, SNAPSHOT_STATE = "state", "remotes.json", "signers.json", "snapshot-state"
+PUBLISHED = "published.json"  # what ``coord publish`` wrote where (feed URL → update → blocks)
 
 
 def cache_dir(dataset_id: str, *inside: str) -> str:
