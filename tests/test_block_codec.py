@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.metadata import flatbuffers_codec as fbc
 from coordinator.metadata import objects as o
@@ -278,3 +279,18 @@ def test_a_later_odf_fetch_step_is_refused_by_name_not_read_as_another(monkeypat
 def test_blocks_without_a_file_feed_hash_as_before_it_was_added():
     assert isinstance(conformance_block().source.fetch, o.FetchStepFilesGlob)
     assert seal(conformance_block())[0].block_hash.hex() == CONFORMANCE_HASH
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_garbled_bytes_decode_to_a_block_or_a_block_format_error(data):
+    """The decoder reads bytes a stranger chose (a repository's block only has to hash to its
+    name): any change or cut ends as a block or a BlockFormatError, never another exception."""
+    buf = bytearray(seal(derivative_block())[1])
+    for _ in range(data.draw(st.integers(1, 8))):
+        buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+    buf = buf[:data.draw(st.integers(0, len(buf)))]
+    try:
+        decode_block(bytes(buf))
+    except BlockFormatError:
+        pass

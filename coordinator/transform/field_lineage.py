@@ -18,11 +18,17 @@ from ..workspace import DatasetState
 from .plan import TransformPlan
 
 
-def derive_field_lineage(engine: Engine, plan: TransformPlan) -> FieldLineage:
-    """The engine's field lineage for ``plan``'s transform over its inputs' schemas."""
+def derive_field_lineage(engine: Engine, plan: TransformPlan) -> FieldLineage | None:
+    """The engine's field lineage for ``plan``'s transform over its inputs' schemas; None when
+    the engine cannot trace it column by column (an older build, or a plan shape it refuses)."""
     inputs = [InputSchema(i.dataset.id, i.vocab, i.schema) for i in plan.inputs if i.schema is not None]
-    return engine.derive_field_lineage(plan.dataset.id, inputs, plan.transform, plan.vocab,
-                                       transaction_id=plan.transaction_id())
+    try:
+        return engine.derive_field_lineage(plan.dataset.id, inputs, plan.transform, plan.vocab,
+                                           transaction_id=plan.transaction_id())
+    except EngineError as error:
+        if error.kind != "UNSUPPORTED":
+            raise
+        return None
 
 
 def recorded_field_lineage(state: DatasetState | None) -> FieldLineage | None:
@@ -35,13 +41,8 @@ def with_field_lineage(engine: Engine, plan: TransformPlan, block: MetadataBlock
                        state: DatasetState | None) -> MetadataBlock:
     """``block`` carrying the plan's field lineage if that starts a new version. A query the
     engine cannot trace column by column still runs: its blocks record no field lineage."""
-    try:
-        lineage = derive_field_lineage(engine, plan)
-    except EngineError as error:
-        if error.kind != "UNSUPPORTED":
-            raise
-        return block
-    if lineage == recorded_field_lineage(state):
+    lineage = derive_field_lineage(engine, plan)
+    if lineage is None or lineage == recorded_field_lineage(state):
         return block
     return replace(block, field_lineage=lineage)
 
