@@ -17,9 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from .errors import CoordError
 from .graph import DatasetGraph
 from .lineage import fetch_location
 from .metadata.objects import DatasetSourceRoot, FieldLineage, FieldSource
+from .metadata.timefmt import format_timestamp
 from .workspace import Workspace
 
 
@@ -77,7 +79,7 @@ class FieldGraph:
 
     def __init__(self, ws: Workspace, *, since: datetime | None = None,
                  until: datetime | None = None, graph: DatasetGraph | None = None):
-        self._ws = ws
+        self.workspace = ws
         self._since, self._until = since, until
         self.graph = graph or DatasetGraph(ws)
         self._versions: dict[str, list[FieldVersion]] = {}
@@ -86,7 +88,7 @@ class FieldGraph:
         """The versions of ``dataset_id`` this graph uses (by its time range)."""
         if dataset_id not in self._versions:
             held = self.graph.exists(dataset_id) and self.graph.state(dataset_id).kind == "derivative"
-            every = field_versions(self._ws, dataset_id) if held else []
+            every = field_versions(self.workspace, dataset_id) if held else []
             self._versions[dataset_id] = _in_force(every, self._since, self._until)
         return self._versions[dataset_id]
 
@@ -178,3 +180,49 @@ def upstream_mapping(fields: FieldGraph, dataset_id: str, depth: int | None = No
                     following.append(i)
         level = following
     return edges
+
+
+class NoSuchField(CoordError):
+    pass
+
+
+def check_field(fields: FieldGraph, dataset: str, field: str) -> None:
+    """A column of the dataset: in its data, its recorded lineage or its readers' lineage."""
+    known = {o.field for v in fields.versions(dataset) for o in v.lineage.fields}
+    known |= {e.source.field for r in fields.graph.readers(dataset) for e in fields.edges_into(r)
+              if e.source.dataset == dataset and e.source.field}
+    files = fields.workspace.dataset(dataset).data_files()
+    if files:
+        import pyarrow.parquet as pq
+        known |= set(pq.read_schema(files[-1]).names)
+    if field not in known:
+        hint = f"known columns: {', '.join(sorted(known))}" if known else \
+            "no field lineage is recorded for it yet: pull it (or its readers) first"
+        raise NoSuchField(f"{dataset} has no column '{field}' in its field lineage ({hint})")
+
+
+def root_origins(fields: FieldGraph, start: FieldRef, edges: list[FieldEdge]) -> dict[FieldRef, RootOrigin]:
+    """Columns of root datasets reached backwards, with their dataset's source."""
+    roots = {}
+    for ref in {e.source for e in edges} | {start}:
+        origin = root_origin(fields.graph, ref.dataset)
+        if origin is not None:
+            roots[ref] = origin
+    return roots
+
+
+def edge_json(e: FieldEdge) -> dict:
+    return {"source": {"dataset": e.source.dataset, "field": e.source.field},
+            "target": {"dataset": e.target.dataset, "field": e.target.field},
+            "kind": e.kind, "expression": e.expression, "version": format_timestamp(e.version)}
+
+
+def column_lineage_json(fields: FieldGraph, dataset: str, field: str, forward: bool,
+                        depth: int | None) -> dict:
+    """One column's lineage as JSON (``coord lineage --field -o json`` and the HTTP API)."""
+    check_field(fields, dataset, field)
+    edges = (fields.forward if forward else fields.backward)(dataset, field, depth)
+    roots = {} if forward else root_origins(fields, FieldRef(dataset, field), edges)
+    return {"dataset": dataset, "field": field, "direction": "forward" if forward else "backward",
+            "edges": [edge_json(e) for e in edges],
+            "roots": {str(r): str(o) for r, o in roots.items()}}

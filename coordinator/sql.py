@@ -15,7 +15,8 @@ Invariants:
   installed nor loaded, and the configuration is locked, so ``read_csv('/etc/passwd')``,
   ``COPY``, ``ATTACH`` or ``SET`` cannot reach the host whatever the statement says.
 - A query may come from a stranger: it can compute anything from the datasets and nothing
-  else. It has no time limit beyond the user's patience (Ctrl-C interrupts it).
+  else. From the command line it has no time limit beyond the user's patience (Ctrl-C
+  interrupts it); ``query_limited`` (the HTTP API's) bounds its time and its rows.
 """
 from __future__ import annotations
 
@@ -160,12 +161,15 @@ class SqlSession:
         self._con.close()
         self._spill.cleanup()
 
-    def query(self, statement: Statement, script: str) -> pa.Table:
-        """Run one checked statement; errors name their place in ``script``."""
+    def query(self, statement: Statement, script: str, max_rows: int | None = None) -> pa.Table:
+        """Run one checked statement (its first ``max_rows`` rows only, if given); errors name
+        their place in ``script``."""
         import duckdb
 
         try:
             relation = self._con.sql(statement.text)
+            if max_rows is not None:
+                relation = relation.limit(max_rows)
         except duckdb.Error as e:
             error: Exception = e
             try:  # the relational API drops the position; the same bind error again carries it
@@ -200,6 +204,33 @@ class SqlSession:
 
     def _when(self) -> str:
         return self.as_at.describe() if self.as_at else "yet"
+
+
+class QueryTimeout(SqlError):
+    pass
+
+
+def query_limited(ws: Workspace, text: str, *, max_rows: int, seconds: float,
+                  as_at: str | None = None) -> tuple[pa.Table, bool]:
+    """One query's first ``max_rows`` rows, and whether there were more; interrupted (and
+    refused) after ``seconds``."""
+    import threading
+
+    statements = split_script(text)
+    if len(statements) != 1:
+        raise SqlError(f"give exactly one query, not {len(statements)}")
+    with SqlSession(ws, resolve_as_at(ws, as_at) if as_at else None) as session:
+        timer = threading.Timer(seconds, session.interrupt)
+        timer.start()
+        try:
+            table = session.query(statements[0], text, max_rows + 1)
+        except SqlError:
+            if not timer.is_alive():
+                raise QueryTimeout(f"the query ran longer than {seconds:g} s and was stopped") from None
+            raise
+        finally:
+            timer.cancel()
+    return table.slice(0, max_rows), table.num_rows > max_rows
 
 
 def explain_error(e: Exception, script: str, offset: int = 0) -> str:

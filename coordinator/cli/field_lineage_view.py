@@ -14,15 +14,18 @@ import click
 from rich.markup import escape
 from rich.tree import Tree
 
-from ..errors import CoordError
-from ..field_lineage import FieldEdge, FieldGraph, FieldRef, RootOrigin, root_origin, upstream_mapping
-from ..metadata.timefmt import format_timestamp
+from ..field_lineage import (
+    FieldEdge,
+    FieldGraph,
+    FieldRef,
+    check_field,
+    column_lineage_json,
+    edge_json,
+    root_origins,
+    upstream_mapping,
+)
 from ..workspace import DatasetNotFound, Workspace
 from .console import out
-
-
-class NoSuchField(CoordError):
-    pass
 
 
 def show_field_lineage(ws: Workspace, dataset: str, field: str | None, direction: str,
@@ -38,58 +41,30 @@ def show_field_lineage(ws: Workspace, dataset: str, field: str | None, direction
     if field is None:
         edges = upstream_mapping(fields, dataset, depth)
         if output == "json":
-            click.echo(json.dumps({"dataset": dataset, "edges": [_edge_json(e) for e in edges]}, indent=2))
+            click.echo(json.dumps({"dataset": dataset, "edges": [edge_json(e) for e in edges]}, indent=2))
         else:
             out.print(_mapping_tree(dataset, edges))
         return
     forward = direction in ("forward", "down")
-    _check_field(ws, fields, dataset, field)
+    if output == "json":
+        click.echo(json.dumps(column_lineage_json(fields, dataset, field, forward, depth), indent=2))
+        return
+    check_field(fields, dataset, field)
     walk = fields.forward if forward else fields.backward
     edges = walk(dataset, field, depth)
     start = FieldRef(dataset, field)
-    if output == "json":
-        roots = {} if forward else _roots(fields, start, edges)
-        click.echo(json.dumps({
-            "dataset": dataset, "field": field, "direction": "forward" if forward else "backward",
-            "edges": [_edge_json(e) for e in edges],
-            "roots": {str(r): str(o) for r, o in roots.items()}}, indent=2))
-    elif forward:
+    if forward:
         out.print(_tree(start, edges, lambda ref: [(e, e.target) for e in edges if e.source == ref],
                         "used by", lambda ref: ""))
     else:
-        roots = _roots(fields, start, edges)
+        roots = root_origins(fields, start, edges)
         out.print(_tree(start, edges, lambda ref: [(e, e.source) for e in edges if _into(e, ref)],
                         "computed from", lambda ref: f"  [dim]({escape(str(roots[ref]))})[/dim]"
                         if ref in roots else ""))
 
 
-def _check_field(ws: Workspace, fields: FieldGraph, dataset: str, field: str) -> None:
-    """A column of the dataset: in its data, its recorded lineage or its readers' lineage."""
-    known = {o.field for v in fields.versions(dataset) for o in v.lineage.fields}
-    known |= {e.source.field for r in fields.graph.readers(dataset) for e in fields.edges_into(r)
-              if e.source.dataset == dataset and e.source.field}
-    files = ws.dataset(dataset).data_files()
-    if files:
-        import pyarrow.parquet as pq
-        known |= set(pq.read_schema(files[-1]).names)
-    if field not in known:
-        hint = f"known columns: {', '.join(sorted(known))}" if known else \
-            "no field lineage is recorded for it yet: pull it (or its readers) first"
-        raise NoSuchField(f"{dataset} has no column '{field}' in its field lineage ({hint})")
-
-
 def _into(edge: FieldEdge, ref: FieldRef) -> bool:
     return edge.target == ref or (edge.target.field is None and edge.target.dataset == ref.dataset)
-
-
-def _roots(fields: FieldGraph, start: FieldRef, edges: list[FieldEdge]) -> dict[FieldRef, RootOrigin]:
-    """Columns of root datasets reached backwards, with their dataset's source."""
-    roots = {}
-    for ref in {e.source for e in edges} | {start}:
-        origin = root_origin(fields.graph, ref.dataset)
-        if origin is not None:
-            roots[ref] = origin
-    return roots
 
 
 def _operation(edge: FieldEdge) -> str:
@@ -150,9 +125,3 @@ def _mapping_tree(dataset: str, edges: list[FieldEdge]) -> Tree:
             for e in sources:
                 column.add(f"{_operation(e)} ← {escape(str(e.source))}")
     return root
-
-
-def _edge_json(e: FieldEdge) -> dict:
-    return {"source": {"dataset": e.source.dataset, "field": e.source.field},
-            "target": {"dataset": e.target.dataset, "field": e.target.field},
-            "kind": e.kind, "expression": e.expression, "version": format_timestamp(e.version)}

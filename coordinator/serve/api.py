@@ -53,6 +53,15 @@ class Direction(StrEnum):
     both = "both"
 
 
+class FieldDirection(StrEnum):
+    backward = "backward"
+    forward = "forward"
+
+
+SQL_MAX_ROWS = 10_000
+SQL_MAX_SECONDS = 30.0
+
+
 @dataclass(frozen=True)
 class Access:
     token: str | None  # None: loopback only, no token asked
@@ -105,6 +114,41 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     async def lineage(dataset_id: str, direction: Direction = Direction.up,
                 depth: int | None = Query(None, ge=1, le=1000)) -> Response:
         return _ok(await answers.lineage(validate_dataset_id(dataset_id), direction.value, depth))
+
+    @app.get("/api/datasets/{dataset_id}/fields/{field}/lineage",
+             summary="Where a column's values come from (backward) or go (forward), with the operations")
+    def field_lineage(dataset_id: str, field: str, direction: FieldDirection = FieldDirection.backward,
+                      depth: int | None = Query(None, ge=1, le=1000),
+                      since: str | None = Query(None, max_length=40, description="RFC 3339 system time"),
+                      until: str | None = Query(None, max_length=40)) -> dict:
+        from ..field_lineage import FieldGraph, column_lineage_json
+        from ..metadata.timefmt import parse_timestamp
+
+        ds = _existing(ws, dataset_id)
+        fields = FieldGraph(ws, since=parse_timestamp(since) if since else None,
+                            until=parse_timestamp(until) if until else None)
+        return column_lineage_json(fields, ds.id, field, direction is FieldDirection.forward, depth)
+
+    @app.get("/lineage/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
+    def lineage_page(dataset_id: str) -> HTMLResponse:
+        from ..lineage_document import lineage_document
+        from ..lineage_page import render_lineage_page
+
+        ds = _existing(ws, dataset_id)
+        return HTMLResponse(render_lineage_page(lineage_document(ws, ds.id, upstream=True,
+                                                                 downstream=True)))
+
+    @app.get("/api/sql", summary="One read-only query over the datasets (DuckDB SQL), time and rows bounded")
+    def sql(q: str = Query(..., min_length=1, max_length=100_000),
+            limit: int = Query(1000, ge=1, le=SQL_MAX_ROWS),
+            timeout_s: float = Query(10.0, gt=0, le=SQL_MAX_SECONDS),
+            as_at: str | None = Query(None, max_length=100)) -> dict:
+        from ..sql import query_limited
+        from ..tail import json_value
+
+        table, truncated = query_limited(ws, q, max_rows=limit, seconds=timeout_s, as_at=as_at)
+        rows = json.loads(json.dumps(table.to_pylist(), default=json_value))
+        return {"columns": table.column_names, "rows": rows, "truncated": truncated}
 
     @app.get("/api/graph", summary="The whole workspace's dependency graph")
     async def graph() -> Response:
