@@ -20,6 +20,7 @@ run tail nyc.airlines -n 5
 run tail nyc.weather.daily -n 5
 run tail nyc.flights.long-delays -n 5
 run lineage nyc.flights.long-delays
+run lineage nyc.weather.daily --field avg_temp   # where a column comes from, recorded by the engine
 run sql -c 'SELECT origin, count(*) AS flights, round(avg(dep_delay), 1) AS mean_delay FROM "nyc.flights" GROUP BY origin ORDER BY origin'
 printf '\n\033[1m$ coord lineage nyc.weather.daily --direction both -o html > lineage.html\033[0m\n'
 coord lineage nyc.weather.daily --direction both -o html > lineage.html
