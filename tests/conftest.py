@@ -16,6 +16,20 @@ ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = ROOT / "tests" / "fixtures" / "manifests"
 
 
+def derivative_manifest(dataset_id: str, inputs: list[str], query: str) -> str:
+    """A manifest of a Spark SQL derivative (one query step)."""
+    return f"""\
+apiVersion: 1
+kind: DatasetSnapshot
+content:
+  id: {dataset_id}
+  source:
+    kind: derivative
+    inputs: [{", ".join(inputs)}]
+    transform: {{kind: sql, engine: spark, query: "{query}"}}
+"""
+
+
 @pytest.fixture
 def ws(tmp_path) -> Workspace:
     return Workspace.init(tmp_path / "ws")

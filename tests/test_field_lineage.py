@@ -13,22 +13,10 @@ from coordinator.field_lineage import FieldGraph, FieldRef, field_versions
 from coordinator.metadata.objects import FieldLineage, FieldOrigin, FieldSource, MetadataBlock
 from coordinator.workspace import Workspace
 
-from .conftest import MANIFESTS, coord
+from .conftest import MANIFESTS, coord, derivative_manifest
 
 ORDERS, DAILY, REPORT = "com.example.orders", "com.example.orders.daily", "com.example.report"
-REPORT_MANIFEST = f"""
-apiVersion: 1
-kind: DatasetSnapshot
-content:
-  id: {REPORT}
-  source:
-    kind: derivative
-    inputs: [{DAILY}]
-    transform:
-      kind: sql
-      engine: spark
-      query: SELECT day, total * 2 AS doubled FROM `{DAILY}`
-"""
+REPORT_MANIFEST = derivative_manifest(REPORT, [DAILY], f"SELECT day, total * 2 AS doubled FROM `{DAILY}`")
 T1, T2, T3 = (datetime(2030, 1, d, tzinfo=UTC) for d in (1, 2, 3))
 
 

@@ -9,24 +9,12 @@ import pytest
 from coordinator.lineage import lineage
 from coordinator.workspace import Workspace
 
-from .conftest import MANIFESTS, coord
+from .conftest import MANIFESTS, coord, derivative_manifest
 
 ORDERS, DAILY, REPORT = "com.example.orders", "com.example.orders.daily", "com.example.report"
 
 # reads the daily roll-up and the orders themselves: a diamond over com.example.orders
-REPORT_MANIFEST = f"""
-apiVersion: 1
-kind: DatasetSnapshot
-content:
-  id: {REPORT}
-  source:
-    kind: derivative
-    inputs: [{DAILY}, {ORDERS}]
-    transform:
-      kind: sql
-      engine: spark
-      query: SELECT * FROM `{DAILY}`
-"""
+REPORT_MANIFEST = derivative_manifest(REPORT, [DAILY, ORDERS], f"SELECT * FROM `{DAILY}`")
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from coordinator.catalog import add_datasets
 from coordinator.metadata.manifest import load_manifest
 from coordinator.workspace import Workspace
 
-from ..conftest import coord_started
+from ..conftest import coord_started, derivative_manifest
 
 ROOT_MANIFEST = """\
 apiVersion: 1
@@ -31,18 +31,6 @@ content:
     read: {{kind: csv, header: true, schema: ["id BIGINT", "name STRING"]}}
     merge: {{kind: append}}
 """
-
-DERIVATIVE_MANIFEST = """\
-apiVersion: 1
-kind: DatasetSnapshot
-content:
-  id: {id}
-  source:
-    kind: derivative
-    inputs: [{inputs}]
-    transform: {{kind: sql, engine: spark, query: "{query}"}}
-"""
-
 
 @dataclass
 class Served:
@@ -93,7 +81,7 @@ def add_root(home: Path, dataset_id: str, folder: str) -> None:
 
 def add_derivative(home: Path, dataset_id: str, inputs: list[str], query: str) -> None:
     path = home / f"{dataset_id}.yaml"
-    path.write_text(DERIVATIVE_MANIFEST.format(id=dataset_id, inputs=", ".join(inputs), query=query))
+    path.write_text(derivative_manifest(dataset_id, inputs, query))
     add_datasets(Workspace.open(home), [load_manifest(path)])
 
 
