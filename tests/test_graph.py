@@ -6,22 +6,13 @@ import pytest
 from coordinator.graph import DatasetGraph, DependencyCycle
 from coordinator.workspace import DatasetNotFound, Workspace
 
-from .conftest import MANIFESTS, coord
+from .conftest import MANIFESTS, coord, derivative_manifest
 
 ORDERS, DAILY = "com.example.orders", "com.example.orders.daily"
 
 
 def derivative(dataset_id: str, *inputs: str) -> str:
-    return f"""
-apiVersion: 1
-kind: DatasetSnapshot
-content:
-  id: {dataset_id}
-  source:
-    kind: derivative
-    inputs: [{', '.join(inputs)}]
-    transform: {{kind: sql, engine: spark, query: "SELECT * FROM `{inputs[0]}`"}}
-"""
+    return derivative_manifest(dataset_id, list(inputs), f"SELECT * FROM `{inputs[0]}`")
 
 
 @pytest.fixture
