@@ -127,12 +127,12 @@ def test_a_service_killed_mid_propagation_ends_where_an_uninterrupted_one_does(t
                                           and e["state"] == "running" for e in es), timeout=300)
         os.kill(served.proc.pid, signal.SIGKILL)
         served.proc.wait()
-    assert Workspace.open(homes["killed"]).dataset(IDS).summary().num_records == 0  # nothing yet
+    assert Workspace.open(homes["killed"]).dataset(IDS).state().num_records == 0  # nothing yet
     with serving(homes["killed"], env=SANDBOX) as served:
         served.wait_for(lambda: settled(served, expected), timeout=300)
 
     for dataset_id in (PEOPLE, LONG, IDS):
         assert content(homes["killed"], dataset_id) == content(homes["uninterrupted"], dataset_id), dataset_id
-        blocks = [Workspace.open(h).dataset(dataset_id).summary().blocks for h in homes.values()]
+        blocks = [Workspace.open(h).dataset(dataset_id).state().num_blocks for h in homes.values()]
         assert blocks[0] == blocks[1], dataset_id
     assert content(homes["killed"], IDS)[1] == [{"id": i} for i in long_ids(FIRST, SECOND)]
