@@ -16,6 +16,20 @@ ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = ROOT / "tests" / "fixtures" / "manifests"
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium driven by Playwright (``make system-deps`` installs it; no
+    ``playwright install``). Flags keep it off this machine's closed network."""
+    from playwright.sync_api import sync_playwright
+
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"]
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        yield b
+        b.close()
+
+
 def derivative_manifest(dataset_id: str, inputs: list[str], query: str) -> str:
     """A manifest of a Spark SQL derivative (one query step)."""
     return f"""\

@@ -16,22 +16,6 @@ from coordinator.workspace import Workspace
 from .conftest import MANIFESTS, coord
 from .test_field_lineage import DAILY, DAILY_V1, ORDERS, REPORT, REPORT_MANIFEST, REPORT_V1, T1, record
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (make system-deps installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
 
 @pytest.fixture
 def page_file(tmp_path) -> Path:

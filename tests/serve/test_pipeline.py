@@ -24,8 +24,6 @@ SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
 PEOPLE, LONG, IDS = "t.people", "t.long", "t.long-ids"
 FIRST = [(1, "ann"), (2, "bo"), (3, "cid")]
 SECOND = [(4, "di"), (5, "eve"), (6, "fay"), (7, "gus")]
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def chain(home) -> None:
@@ -69,14 +67,11 @@ class EngineFolders:
         self._thread.join()
 
 
-def test_a_dropped_file_shows_downstream_in_the_browser_without_reloading(tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_a_dropped_file_shows_downstream_in_the_browser_without_reloading(tmp_path, browser):
     home = init_workspace(tmp_path, "serve: {poll: 1h, engineIdle: 5s}\n")
     chain(home)
     drop_csv(home / "people", "a.csv", FIRST)
-    with EngineFolders(home) as engines, serving(home, env=SANDBOX) as served, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    with EngineFolders(home) as engines, serving(home, env=SANDBOX) as served:
         page = browser.new_page()
         page.goto(served.url + "/")
         ids_cell = page.locator(f'tr[data-id="{IDS}"] td.records')
@@ -93,7 +88,7 @@ def test_a_dropped_file_shows_downstream_in_the_browser_without_reloading(tmp_pa
             timeout=120_000)
         assert ids_cell.text_content() == str(after)
         assert page.evaluate("window.notReloaded") is True
-        browser.close()
+        page.close()
         ids = served.get(f"/api/datasets/{IDS}/tail", params={"n": 100}).json()["records"]
         assert sorted(r["id"] for r in ids) == long_ids(FIRST, SECOND)
         served.wait_for(lambda: not engines.running(), timeout=60, what="the idle engine stopped")
