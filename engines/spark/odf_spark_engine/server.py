@@ -61,14 +61,19 @@ class EngineService(pb_grpc.EngineServicer):
             python_version=platform.python_version(),
         )
 
-    def ValidateQuery(self, request, context):
-        with self._spark_lock, _logged("validate", request):
+    def _answer(self, name, request, response, field, compute):
+        """``response(field=compute())``, or the failure as the response's error."""
+        with self._spark_lock, _logged(name, request):
             try:
-                return pb.ValidateResponse(schema=streaming.validate(self.spark, request))
+                return response(**{field: compute()})
             except EngineFailure as failure:
-                return pb.ValidateResponse(error=failure.to_proto())
+                return response(error=failure.to_proto())
             except Exception as exc:
-                return pb.ValidateResponse(error=_internal(exc))
+                return response(error=_internal(exc))
+
+    def ValidateQuery(self, request, context):
+        return self._answer("validate", request, pb.ValidateResponse, "schema",
+                            lambda: streaming.validate(self.spark, request))
 
     def ExecuteQuery(self, request, context):
         with self._spark_lock, _logged("execute", request):
@@ -81,31 +86,16 @@ class EngineService(pb_grpc.EngineServicer):
                 yield pb.ExecuteResponse(error=_internal(exc))
 
     def MigrateQuery(self, request, context):
-        with self._spark_lock, _logged("migrate", request):
-            try:
-                return pb.MigrateResponse(migrated=streaming.migrate(request))
-            except EngineFailure as failure:
-                return pb.MigrateResponse(error=failure.to_proto())
-            except Exception as exc:
-                return pb.MigrateResponse(error=_internal(exc))
+        return self._answer("migrate", request, pb.MigrateResponse, "migrated",
+                            lambda: streaming.migrate(request))
 
     def Preprocess(self, request, context):
-        with self._spark_lock, _logged("preprocess", request):
-            try:
-                return pb.PreprocessResponse(result=batch.preprocess(self.spark, request))
-            except EngineFailure as failure:
-                return pb.PreprocessResponse(error=failure.to_proto())
-            except Exception as exc:
-                return pb.PreprocessResponse(error=_internal(exc))
+        return self._answer("preprocess", request, pb.PreprocessResponse, "result",
+                            lambda: batch.preprocess(self.spark, request))
 
     def DeriveLineage(self, request, context):
-        with self._spark_lock, _logged("lineage", request):
-            try:
-                return pb.LineageResponse(lineage=lineage.derive(self.spark, request))
-            except EngineFailure as failure:
-                return pb.LineageResponse(error=failure.to_proto())
-            except Exception as exc:
-                return pb.LineageResponse(error=_internal(exc))
+        return self._answer("lineage", request, pb.LineageResponse, "lineage",
+                            lambda: lineage.derive(self.spark, request))
 
     def DeriveProvenance(self, request, context):
         return pb.ProvenanceResponse(
