@@ -42,6 +42,7 @@ from coordinator.engine import factory
 from coordinator.engine.port import (
     EngineError,
     EngineProgress,
+    ExecuteInput,
     ExecuteRequest,
     ExecuteResult,
     InputSchema,
@@ -133,6 +134,11 @@ class FakeEngine:
     def derive_field_lineage(self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
                              vocab: DatasetVocabulary, transaction_id: str = "") -> FieldLineage:
         raise EngineError("UNSUPPORTED", "the test engine derives no field lineage")
+
+    def derive_provenance(self, dataset_id: str, inputs: list[ExecuteInput], transform: TransformSql,
+                          vocab: DatasetVocabulary, records: pa.Table, transaction_id: str = ""):
+        raise EngineError("UNSUPPORTED", "provenance: not supported for this query: the test engine "
+                                         "derives no provenance")
 
     def close(self) -> None:
         pass

@@ -21,6 +21,7 @@ from ..metadata.timefmt import format_timestamp
 from .console import TextTable, err, out, short, writable_workspace
 from .console import workspace as _ws
 from .lineage import lineage_
+from .provenance import provenance_
 from .publish import publish_
 from .pull import pull
 from .serve import serve
@@ -234,6 +235,7 @@ def block_hash(file: str) -> None:
 cli.add_command(pull)
 cli.add_command(serve)
 cli.add_command(lineage_)
+cli.add_command(provenance_)
 cli.add_command(sql)
 cli.add_command(trust_)
 cli.add_command(status_)

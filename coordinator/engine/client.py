@@ -38,6 +38,7 @@ from .port import (
     ExecuteResult,
     InputSchema,
     MigrateResult,
+    ProvenanceResult,
     SourcePosition,
     ValidateResult,
 )
@@ -233,6 +234,25 @@ class EngineClient:
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         return _field_lineage(reply.lineage)
+
+    def derive_provenance(
+        self, dataset_id: str, inputs: list[ExecuteInput], transform: TransformSql,
+        vocab: DatasetVocabulary, records: pa.Table, transaction_id: str = "",
+    ) -> ProvenanceResult:
+        """Which input rows make each of ``records`` (see proto/engine.proto)."""
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, records.schema) as writer:
+            writer.write_table(records)
+        request = pb.ProvenanceRequest(
+            transaction_id=transaction_id, dataset_id=dataset_id,
+            inputs=[_execute_input(i) for i in inputs], transform=_transform(transform),
+            vocab=_vocab(vocab), records=sink.getvalue().to_pybytes(),
+        )
+        reply = self._call(self._stub.DeriveProvenance, request)
+        if reply.HasField("error"):
+            raise _engine_error(reply.error)
+        derivations = pa.ipc.open_stream(reply.result.derivations).read_all()
+        return ProvenanceResult(derivations, reply.result.stateful)
 
     def _call(self, method, request):
         try:

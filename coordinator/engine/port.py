@@ -50,6 +50,14 @@ class ExecuteInput:
 
 
 @dataclass(frozen=True)
+class ProvenanceResult:
+    # one row per input row of a derivation: record (the caller's key), derivation (the
+    # replayed row equal to the record), input (dataset id), file (data file name), row
+    derivations: pa.Table
+    stateful: bool  # the plan joins or aggregates: a derivation may reach into older slices
+
+
+@dataclass(frozen=True)
 class ExecuteRequest:
     transaction_id: str
     dataset_id: str  # the output dataset
@@ -165,6 +173,14 @@ class Engine(Protocol):
     ) -> FieldLineage:
         """The column-level lineage of ``transform`` over the inputs' schemas (no data read);
         EngineError UNSUPPORTED for a plan it cannot trace."""
+
+    def derive_provenance(
+        self, dataset_id: str, inputs: list[ExecuteInput], transform: TransformSql,
+        vocab: DatasetVocabulary, records: pa.Table, transaction_id: str = "",
+    ) -> ProvenanceResult:
+        """Replays ``transform`` over the inputs' slices and answers which input rows make each
+        of ``records`` (the query's columns and ``__odf_record``); EngineError UNSUPPORTED for
+        a plan shape it cannot trace."""
 
     def close(self) -> None:
         """Releases the connection (the factory stops the engine itself)."""

@@ -51,11 +51,17 @@ def consumed_until(chain: Chain, num_inputs: int) -> list[datetime | None]:
 
 def query_in_force_at(chain: Chain, block_hash: bytes) -> tuple[bytes, TransformSql]:
     """The newest block at or before ``block_hash`` that sets the source, and its transform."""
+    h, source = source_in_force_at(chain, block_hash)
+    return h, source.transform
+
+
+def source_in_force_at(chain: Chain, block_hash: bytes) -> tuple[bytes, DatasetSourceDerivative]:
+    """The newest block at or before ``block_hash`` that sets the source, and that source."""
     seen = False
     for h, b in chain:
         seen = seen or h == block_hash
         if seen and isinstance(b.source, DatasetSourceDerivative):
-            return h, b.source.transform
+            return h, b.source
     raise ValueError("no source before the executed block")
 
 

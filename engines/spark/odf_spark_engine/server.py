@@ -29,7 +29,7 @@ from concurrent import futures
 
 import grpc
 
-from . import __version__, batch, lease, lineage, streaming
+from . import __version__, batch, lease, lineage, provenance, streaming
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 from .generated import engine_pb2_grpc as pb_grpc
@@ -98,9 +98,8 @@ class EngineService(pb_grpc.EngineServicer):
                             lambda: lineage.derive(self.spark, request))
 
     def DeriveProvenance(self, request, context):
-        return pb.ProvenanceResponse(
-            error=pb.Error(kind=Kind.UNSUPPORTED, message="DeriveProvenance is not implemented")
-        )
+        return self._answer("provenance", request, pb.ProvenanceResponse, "result",
+                            lambda: provenance.derive(self.spark, request))
 
 
 class _logged:

@@ -1,0 +1,71 @@
+"""``coord provenance``: the input records behind records of one block (record provenance)."""
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+
+import click
+
+from .console import out
+from .console import workspace as _ws
+
+
+@click.command("provenance")
+@click.argument("dataset")
+@click.option("--block", "block", required=True, metavar="HASH",
+              help="A data block of DATASET (its hash or a prefix of it).")
+@click.option("--row", "rows", type=click.IntRange(min=0), multiple=True,
+              help="A record of the block by its 0-based row (repeatable).")
+@click.option("--where", default=None, metavar="SQL",
+              help="The records of the block matching a SQL condition over its columns (DuckDB).")
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def provenance_(ctx: click.Context, dataset: str, block: str, rows: tuple[int, ...], where: str | None,
+                output: str) -> None:
+    """For records of a block of a derivative DATASET: the input records that made each one
+    (dataset, block, row, values) and, per column, the input values it was computed from.
+    Replays the block's query in the engine; exact for projections, filters, inner/outer joins
+    and (windowed) aggregations; other queries are refused by name."""
+    from ..graph import inputs_of
+    from ..provenance import as_json, block_provenance
+    from ..pull import EngineOnDemand
+
+    if rows and where:
+        raise click.UsageError("give --row or --where, not both")
+    ws = _ws(ctx)
+    with ExitStack() as stack:
+        def readable() -> list[str]:  # every input of every query version: the block's is one
+            blocks = ws.dataset(dataset).blocks()
+            return [dataset, *{i for _, b in blocks if b.source is not None for i in inputs_of(b.source)}]
+
+        engine = EngineOnDemand(ws, stack, readable)
+        result = block_provenance(ws, dataset, block, engine.get, rows=list(rows) or None, where=where)
+    if output == "json":
+        out.print_json(json.dumps(as_json(result)))
+        return
+    for record in result.records:
+        out.print(f"row {record.row}: {_values(record.values)}", markup=False)
+        if not record.derivations:
+            out.print("  not produced by a replay of its query over its inputs (e.g. input rows "
+                      "the watermark dropped as late)", markup=False)
+        if len(record.derivations) > 1:
+            out.print(f"  {len(record.derivations)} derivations: the replay makes identical records "
+                      "from different input rows", markup=False)
+        for d in record.derivations:
+            out.print(f"  made from {len(d.inputs)} input record(s):", markup=False)
+            for i in d.inputs:
+                out.print(f"    {i.dataset} block {i.block.hex()[:12]} row {i.row}: {_values(i.values)}",
+                          markup=False)
+            for c in d.columns:
+                shown = ", ".join(map(_text, c.values[:10])) + (", ..." if len(c.values) > 10 else "")
+                out.print(f"    {c.column} <- {c.kind} {c.dataset}.{c.field} [{shown}]", markup=False)
+
+
+def _values(row: dict) -> str:
+    return ", ".join(f"{k}={_text(v)}" for k, v in row.items())
+
+
+def _text(value) -> str:
+    from ..tail import json_value
+
+    return "null" if value is None else str(json_value(value))

@@ -1,0 +1,220 @@
+"""Record provenance (``coord provenance``): the input records behind output records of a block.
+
+For chosen records of one block of a derivative, the engine replays the query in force at
+that block over every slice its inputs had up to what the block consumed, carrying a row
+identity through the plan (DeriveProvenance, see engines/spark/README.md). Each replayed row
+equal to a chosen record is a *derivation* of it; its identities name the input records
+(dataset, block, row) that made it: why-provenance. For each output column, the recorded
+field lineage says which input columns it is computed from, and how; their values in those
+input records are its where-provenance.
+
+Invariants:
+- Exact or refused: a plan shape the engine cannot trace is refused by name, and a record the
+  replay does not produce (e.g. rows a watermark dropped as late) is reported as such, never
+  approximated.
+- A query that neither joins nor aggregates makes each record from one row of the slices the
+  block consumed, so only those are candidates; otherwise older slices are candidates too (a
+  window is fed by every slice since it opened).
+- Several derivations of one record mean the replay made identical records from different
+  input rows; all are listed, none is picked.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .catalog import find_block
+from .engine.port import Engine, ExecuteInput
+from .errors import CoordError
+from .metadata.objects import FieldLineage, MetadataBlock
+from .metadata.timefmt import IntervalType
+from .transform.builds import source_in_force_at
+from .transform.plan import InputPlan, plan_input
+from .workspace import Dataset, Workspace
+
+RECORD = "__odf_record"  # the engine's key of each record to explain
+
+
+class ProvenanceError(CoordError):
+    pass
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    dataset: str
+    block: bytes
+    row: int  # 0-based, in that block's slice
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ColumnOrigin:
+    """Where-provenance: an output column's source column and its values in the derivation."""
+
+    column: str
+    kind: str  # copy | transform | aggregate | window
+    dataset: str
+    field: str
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Derivation:
+    inputs: tuple[InputRecord, ...]
+    columns: tuple[ColumnOrigin, ...]  # empty when the block's field lineage is not recorded
+
+
+@dataclass(frozen=True)
+class RecordProvenance:
+    row: int  # 0-based, in the block's slice
+    values: dict[str, Any]
+    derivations: tuple[Derivation, ...]  # none: the replay does not produce this record
+
+
+@dataclass(frozen=True)
+class BlockProvenance:
+    dataset: str
+    block: bytes
+    records: tuple[RecordProvenance, ...]
+
+
+def block_provenance(ws: Workspace, dataset_id: str, block_prefix: str, engine: Callable[[], Engine], *,
+                     rows: list[int] | None = None, where: str | None = None) -> BlockProvenance:
+    """The provenance of the records of block ``block_prefix`` of ``dataset_id`` chosen by
+    ``rows`` (0-based) or ``where`` (a SQL condition over its columns); all when neither."""
+    ds = ws.dataset(dataset_id)
+    state = ds.state()
+    block_hash = find_block(ds, block_prefix)
+    block = dict(state.blocks)[block_hash]
+    if block.input_slices is None:
+        raise ProvenanceError(f"block {block_hash.hex()[:12]} of {dataset_id} ran no transform; "
+                              "provenance is for the data blocks of a derivative")
+    if block.output_slice is None:
+        raise ProvenanceError(f"block {block_hash.hex()[:12]} of {dataset_id} added no records")
+    table = pq.read_table(ds.data_file(block_hash))
+    chosen = _choose(ws, ds, block_hash, table, rows, where)
+    _, source = source_in_force_at(list(state.blocks), block_hash)
+    vocab = state.vocab
+    history, new = [], []
+    for input_id, consumed in zip(source.inputs, block.input_slices, strict=True):
+        iv = consumed.interval
+        until = block.system_time if iv.type is IntervalType.EMPTY else iv.right
+        history.append(plan_input(ws.dataset(input_id), None, until))
+        new.append(set() if iv.type is IntervalType.EMPTY else
+                   {p.name for p in plan_input(ws.dataset(input_id), iv.left, iv.right).data_paths})
+    waiting = [p.dataset.id for p in history if p.schema is None]
+    if waiting:
+        raise ProvenanceError(f"input {waiting[0]} had no data when block {block_hash.hex()[:12]} ran")
+    query_columns = [c for c in table.column_names if c != vocab.system_time]
+    records = table.select(query_columns).take(chosen).append_column(RECORD, pa.array(chosen, pa.int64()))
+    answer = engine().derive_provenance(
+        dataset_id, [ExecuteInput(p.dataset.id, p.vocab, p.schema, p.data_paths) for p in history],
+        source.transform, vocab, records, transaction_id=f"provenance-{block_hash.hex()[:12]}")
+    derivations = answer.derivations
+    if not answer.stateful:  # one row of a slice this block consumed makes each record
+        keep = [f in new[source.inputs.index(i)] for i, f in
+                zip(derivations.column("input").to_pylist(), derivations.column("file").to_pylist(),
+                    strict=True)]
+        derivations = derivations.filter(pa.array(keep, pa.bool_()))
+    lineage = _field_lineage_at(state.blocks, block_hash)
+    inputs = _InputRows(history)
+    found: dict[int, dict[int, list[dict]]] = {}
+    for d in derivations.to_pylist():
+        found.setdefault(d["record"], {}).setdefault(d["derivation"], []).append(d)
+    out = []
+    for row in chosen:
+        derivation_rows = found.get(row, {})
+        out.append(RecordProvenance(row, table.slice(row, 1).to_pylist()[0], tuple(
+            _derivation(inputs, parts, lineage) for _, parts in sorted(derivation_rows.items()))))
+    return BlockProvenance(dataset_id, block_hash, tuple(out))
+
+
+def _choose(ws: Workspace, ds: Dataset, block_hash: bytes, table: pa.Table,
+            rows: list[int] | None, where: str | None) -> list[int]:
+    if rows is not None:
+        bad = [r for r in rows if not 0 <= r < table.num_rows]
+        if bad:
+            raise ProvenanceError(f"--row {bad[0]}: block {block_hash.hex()[:12]} of {ds.id} has rows "
+                                  f"0 to {table.num_rows - 1}")
+        return list(dict.fromkeys(rows))
+    if where is None:
+        return list(range(table.num_rows))
+    from .sql import SqlError, SqlSession, resolve_as_at, split_script
+
+    path = str(ds.data_file(block_hash)).replace("'", "''")
+    script = (f"SELECT file_row_number FROM read_parquet('{path}', file_row_number = true) "
+              f"WHERE {where}")
+    try:
+        statements = split_script(script)
+        if len(statements) != 1:
+            raise SqlError("--where must be one condition")
+        with SqlSession(ws, resolve_as_at(ws, block_hash.hex())) as session:
+            numbers = session.query(statements[0], script).column(0).to_pylist()
+    except SqlError as e:
+        raise ProvenanceError(f"--where {where!r}: {e}") from None
+    if not numbers:
+        raise ProvenanceError(f"--where {where!r}: no record of block {block_hash.hex()[:12]} matches")
+    return sorted(numbers)
+
+
+def _field_lineage_at(blocks, block_hash: bytes) -> FieldLineage | None:
+    """The newest field lineage recorded at or before ``block_hash``."""
+    seen = False
+    for h, b in blocks:
+        seen = seen or h == block_hash
+        if seen and b.field_lineage is not None:
+            return b.field_lineage
+    return None
+
+
+class _InputRows:
+    """The input records a derivation names, read from their slices once per file."""
+
+    def __init__(self, plans: list[InputPlan]):
+        self._files: dict[tuple[str, str], tuple[Dataset, bytes, MetadataBlock]] = {}
+        for p in plans:
+            for h, b in p.blocks:
+                if b.output_slice is not None:
+                    self._files[(p.dataset.id, p.dataset.data_file(h).name)] = (p.dataset, h, b)
+        self._tables: dict[Path, pa.Table] = {}
+
+    def record(self, dataset_id: str, file: str, row: int) -> InputRecord:
+        ds, h, _ = self._files[(dataset_id, file)]
+        path = ds.data_file(h)
+        if path not in self._tables:
+            self._tables[path] = pq.read_table(path)
+        return InputRecord(dataset_id, h, row, self._tables[path].slice(row, 1).to_pylist()[0])
+
+
+def _derivation(inputs: _InputRows, parts: list[dict], lineage: FieldLineage | None) -> Derivation:
+    records = tuple(inputs.record(p["input"], p["file"], p["row"])
+                    for p in sorted(parts, key=lambda p: (p["input"], p["file"], p["row"])))
+    columns = []
+    for origin in lineage.fields if lineage is not None else []:
+        for s in origin.sources:
+            values = tuple(r.values.get(s.field) for r in records if r.dataset == s.input)
+            columns.append(ColumnOrigin(origin.field, s.kind, s.input, s.field, values))
+    return Derivation(records, tuple(columns))
+
+
+def as_json(result: BlockProvenance) -> dict:
+    """The answer as JSON (the CLI's ``-o json`` and the HTTP API's body)."""
+    from .tail import json_value
+
+    def values(row: dict[str, Any]) -> dict[str, Any]:
+        return {k: json_value(v) if v is not None else None for k, v in row.items()}
+
+    return {"dataset": result.dataset, "block": result.block.hex(), "records": [{
+        "row": r.row, "values": values(r.values), "derivations": [{
+            "inputs": [{"dataset": i.dataset, "block": i.block.hex(), "row": i.row,
+                        "values": values(i.values)} for i in d.inputs],
+            "columns": [{"column": c.column, "kind": c.kind, "dataset": c.dataset, "field": c.field,
+                         "values": [json_value(v) if v is not None else None for v in c.values]}
+                        for c in d.columns],
+        } for d in r.derivations],
+    } for r in result.records]}
