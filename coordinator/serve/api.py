@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from enum import StrEnum
 from http.cookies import SimpleCookie
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import FastAPI, Query, Request
@@ -60,6 +60,7 @@ class FieldDirection(StrEnum):
 
 SQL_MAX_ROWS = 10_000
 SQL_MAX_SECONDS = 30.0
+PROVENANCE_MAX_SECONDS = 600.0  # an engine start and a replay
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,20 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         fields = FieldGraph(ws, since=parse_timestamp(since) if since else None,
                             until=parse_timestamp(until) if until else None)
         return column_lineage_json(fields, ds.id, field, direction is FieldDirection.forward, depth)
+
+    @app.get("/api/datasets/{dataset_id}/provenance",
+             summary="The input records behind records of one block (replayed in the warm engine)")
+    def provenance(dataset_id: str, block: str = Query(..., pattern="^[0-9a-fA-F]{4,64}$"),
+                   row: Annotated[list[int] | None, Query(ge=0)] = None,
+                   where: str | None = Query(None, min_length=1, max_length=10_000)) -> dict:
+        from ..provenance import as_json, block_provenance
+
+        if row and where:
+            raise CoordError("give row or where, not both")
+        ds = _existing(ws, dataset_id)
+        job = service.with_engine(lambda engine: block_provenance(ws, ds.id, block, engine,
+                                                                  rows=row, where=where))
+        return as_json(job.result(timeout=PROVENANCE_MAX_SECONDS))
 
     @app.get("/lineage/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
     def lineage_page(dataset_id: str) -> HTMLResponse:

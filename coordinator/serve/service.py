@@ -20,20 +20,26 @@ Invariants:
 - ``stop`` lets the current pull finish (its commit completes, or never starts) and returns.
   A service killed outright leaves what the commit protocol leaves: the previous head.
 - Datasets pulled from a repository are not touched (they are updated from there).
+- Other engine work (record provenance for the API) runs on the worker thread too, between
+  pulls, with the same warm engine: ``with_engine``.
 """
 from __future__ import annotations
 
 import enum
+import queue
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from ..engine.client import EngineError
+from ..engine.port import Engine
 from ..errors import CoordError
 from ..graph import DatasetGraph
 from ..metadata.objects import DatasetSourceRoot
@@ -119,6 +125,8 @@ class BuildService:
         self._stack = ExitStack()
         self._engine: EngineOnDemand | None = None
         self._engine_used = 0.0
+        self._engine_jobs: queue.SimpleQueue[tuple[Callable[[Callable[[], Engine]], Any], Future]] = \
+            queue.SimpleQueue()
 
     # --- control (any thread) -----------------------------------------------------------------
 
@@ -147,6 +155,16 @@ class BuildService:
         self._wake.set()
         return taken
 
+    def with_engine(self, job: Callable[[Callable[[], Engine]], Any]) -> Future:
+        """Run ``job(engine)`` on the worker thread with the warm engine, between pulls."""
+        done: Future = Future()
+        if self._stopping.is_set():
+            done.set_exception(CoordError("the service is stopping"))
+            return done
+        self._engine_jobs.put((job, done))
+        self._wake.set()
+        return done
+
     def state(self, dataset_id: str) -> tuple[State, Failure | None] | None:
         with self._lock:
             if dataset_id not in self._states:
@@ -158,6 +176,7 @@ class BuildService:
     def _run(self) -> None:
         try:
             while not self._stopping.is_set():
+                self._run_engine_jobs()
                 dataset_id = self._next()
                 if dataset_id is None:
                     self._idle()
@@ -165,6 +184,20 @@ class BuildService:
                     self._pull(dataset_id)
         finally:
             self._close_engine()
+            while not self._engine_jobs.empty():
+                _, done = self._engine_jobs.get()
+                done.set_exception(CoordError("the service stopped"))
+
+    def _run_engine_jobs(self) -> None:
+        while not self._engine_jobs.empty():
+            job, done = self._engine_jobs.get()
+            try:
+                done.set_result(job(lambda: self._warm().get()))
+            except Exception as e:  # the caller gets it; the service goes on
+                done.set_exception(e)
+            finally:
+                if self._engine is not None:
+                    self._engine_used = self._clock()
 
     def _next(self) -> str | None:
         now = self._clock()

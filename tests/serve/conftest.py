@@ -39,7 +39,7 @@ class Served:
     home: Path
 
     def get(self, path: str, **kw) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=30, **kw)
+        return httpx.get(self.url + path, **{"timeout": 30, **kw})
 
     def post(self, path: str, **kw) -> httpx.Response:
         return httpx.post(self.url + path, timeout=30, **kw)

@@ -90,3 +90,13 @@ def test_the_lineage_page_of_a_dataset_is_served(served):
     r = served.get(f"/lineage/{NAMES}")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     assert INITIALS in r.text and EMPTY in r.text
+
+
+def test_provenance_of_a_block_that_is_not_a_hash_is_a_422(served):
+    r = served.get(f"/api/datasets/{NAMES}/provenance", params={"block": "not-hex"})
+    assert r.status_code == 422 and "block" in r.json()["error"]
+
+
+def test_provenance_of_an_unknown_block_is_a_400_naming_it(served):
+    r = served.get(f"/api/datasets/{PEOPLE}/provenance", params={"block": "abcdef"})
+    assert r.status_code == 400 and "no block of t.people starts with abcdef" in r.json()["error"]

@@ -7,6 +7,7 @@ The chain: ``t.people`` (CSV files) → ``t.long`` (names of three letters or mo
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -17,6 +18,7 @@ import pytest
 
 from coordinator.workspace import Workspace
 
+from ..conftest import coord
 from .conftest import Served, add_derivative, add_root, drop_csv, init_workspace, serving, sse_events
 
 pytestmark = pytest.mark.slow
@@ -131,3 +133,22 @@ def test_a_service_killed_mid_propagation_ends_where_an_uninterrupted_one_does(t
         blocks = [Workspace.open(h).dataset(dataset_id).state().num_blocks for h in homes.values()]
         assert blocks[0] == blocks[1], dataset_id
     assert content(homes["killed"], IDS)[1] == [{"id": i} for i in long_ids(FIRST, SECOND)]
+
+
+def test_record_provenance_is_answered_with_the_warm_engine_as_the_cli_answers_it(tmp_path):
+    home = init_workspace(tmp_path, "serve: {poll: 1h, engineIdle: 60s}\n")
+    chain(home)
+    drop_csv(home / "people", "a.csv", FIRST)
+    with serving(home, env=SANDBOX) as served:
+        served.wait_for(lambda: settled(served, len(long_ids(FIRST))), timeout=300, what="propagated")
+        block = Workspace.open(home).dataset(LONG).head().hex()
+        r = served.get(f"/api/datasets/{LONG}/provenance", params={"block": block, "where": "name = 'cid'"},
+                       timeout=300)
+        assert r.status_code == 200, r.text
+        cli = coord("provenance", LONG, "--block", block, "--where", "name = 'cid'", "-o", "json",
+                    cwd=home, env=SANDBOX).stdout
+    assert r.json() == json.loads(cli)
+    [record] = r.json()["records"]
+    [derivation] = record["derivations"]
+    [person] = derivation["inputs"]
+    assert (person["dataset"], person["values"]["id"], person["values"]["name"]) == (PEOPLE, "3", "cid")
