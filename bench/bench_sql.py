@@ -82,19 +82,21 @@ def main() -> None:
                           repeat)
     rows = []
     for medians, ours_name in ((whole, "coord sql -c (whole process)"), (inner, "SqlSession (in-process)")):
-        base = next(t for name, t in medians.items() if name != ours_name)
-        for name, t in medians.items():
-            rows.append({"GROUP BY over 336,776 flights": name, "median s": t, "vs duckdb": t / base,
+        base_wall, base_cpu = next(t for name, t in medians.items() if name != ours_name)
+        for name, (wall, cpu) in medians.items():
+            rows.append({"GROUP BY over 336,776 flights": name, "wall s": wall, "CPU s": cpu,
+                         "wall vs duckdb": wall / base_wall, "CPU vs duckdb": cpu / base_cpu,
                          "target": "<= 2x" if name == ours_name else ""})
     print_table(rows, title="coord sql vs DuckDB on the same Parquet slices")
 
 
-def _timed(fn) -> float:
+def _timed(fn) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``fn()`` in this process."""
     import time
 
-    began = time.perf_counter()
+    began, began_cpu = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - began
+    return time.perf_counter() - began, time.process_time() - began_cpu
 
 
 if __name__ == "__main__":

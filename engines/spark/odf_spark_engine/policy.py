@@ -109,15 +109,17 @@ class Policy:
         self._session = session
         self._walker = _Walker(session)
         self._relations = set(inputs)
-        self._inputs = [_analysed(frame) for frame in inputs.values()]
+        self._inputs = {name: _analysed(frame) for name, frame in inputs.items()}
+        self._steps: set[str] = set()  # aliases of the steps already checked
 
     def add_step(self, alias: str) -> None:
         self._relations.add(alias)
+        self._steps.add(alias)
 
     def check_statement(self, sql: str, step: Step) -> None:
         """The parsed plan (raises Spark's ParseException for text that is not SQL)."""
         parsed = self._session._jsparkSession.sessionState().sqlParser().parsePlan(sql)
-        nodes = list(self._walker.nodes(parsed))
+        nodes = [node for node, _ in self._walker.nodes(parsed)]
         ctes = {name for node in nodes if _class(node) == "UnresolvedWith"
                 for name in _cte_names(node)}
         for node in nodes:
@@ -137,14 +139,14 @@ class Policy:
                         raise step.refuse(f"function {name}() is not allowed: it {DENIED_FUNCTIONS[name]}")
 
     def check_plan(self, frame: DataFrame, step: Step) -> None:
-        """The analysed plan: what the leaves read and what the expressions compute."""
-        plan = _analysed(frame)
-        for leaf in self._walker.leaves(plan, self._is_input):
-            if _class(leaf) not in SAFE_LEAVES and not self._is_input(leaf):
-                raise step.refuse(f"relation {_describe(leaf)} is not allowed: read the declared inputs")
-        for node in self._walker.nodes(plan, self._is_input):
-            if self._is_input(node):
-                continue  # the engine's own input plan (its marker filter is not the user's)
+        """The analysed plan: what the leaves read and what the expressions compute. The
+        engine's input views (their marker filter is not the user's) and the views of earlier
+        steps (checked when they were planned) are not entered."""
+        for node, checked in self._walker.nodes(_analysed(frame), self._checked):
+            if checked:
+                continue
+            if node.children().isEmpty() and _class(node) not in SAFE_LEAVES:
+                raise step.refuse(f"relation {_describe(node)} is not allowed: read the declared inputs")
             for expression in _expressions(node):
                 name = expression.prettyName().lower()
                 if name in DENIED_FUNCTIONS:
@@ -157,9 +159,16 @@ class Policy:
                         "so verify could not reproduce the result"
                     )
 
-    def _is_input(self, node) -> bool:
-        """An input view as the engine made it; a query cannot make a View node itself."""
-        return _class(node) == "View" and any(node.sameResult(p) for p in self._inputs)
+    def _checked(self, node) -> bool:
+        """An input view as the engine made it, or the view of an earlier step (a query cannot
+        make a View node itself: the only views are the ones the engine registers)."""
+        if _class(node) != "View":
+            return False
+        name = node.desc().identifier().table()
+        if name in self._steps:
+            return True
+        plan = self._inputs.get(name)
+        return plan is not None and node.sameResult(plan)
 
     def _check_relation(self, parts: list[str], ctes: set[str], step: Step) -> None:
         if len(parts) == 1 and (parts[0] in self._relations or parts[0] in ctes):
@@ -199,20 +208,19 @@ class _Walker:
     def __init__(self, session: SparkSession):
         self._gateway = session.sparkContext._gateway
 
-    def nodes(self, plan, opaque: Callable[[Any], bool] = lambda node: False) -> Iterator:
-        """Every operator of ``plan``; an ``opaque`` one is yielded but not entered."""
-        yield plan
-        if opaque(plan):
+    def nodes(self, plan, opaque: Callable[[Any], bool] = lambda node: False) -> Iterator[tuple[Any, bool]]:
+        """Every operator of ``plan`` and whether it is ``opaque`` (yielded, not entered)."""
+        closed = opaque(plan)
+        yield plan, closed
+        if closed:
             return
-        for child in [*_scala(plan.children()), *_scala(plan.innerChildren())]:
-            if is_instance_of(self._gateway, child, LOGICAL_PLAN):
-                yield from self.nodes(child, opaque)
-
-    def leaves(self, plan, opaque: Callable[[Any], bool] = lambda node: False) -> Iterator:
-        """The operators without children, and the ``opaque`` ones."""
-        for node in self.nodes(plan, opaque):
-            if node.children().isEmpty() or opaque(node):
-                yield node
+        for child in _scala(plan.children()):  # operators' children are operators
+            yield from self.nodes(child, opaque)
+        inner = plan.innerChildren()
+        if not inner.isEmpty():  # subquery plans, CTE definitions (or expressions)
+            for child in _scala(inner):
+                if is_instance_of(self._gateway, child, LOGICAL_PLAN):
+                    yield from self.nodes(child, opaque)
 
 
 def _expressions(node) -> Iterator:
