@@ -103,8 +103,8 @@ class WorkQueue:
 
 class BuildService:
     def __init__(self, ws: Workspace, settings: ServeConfig, bus: EventBus,
-                 clock: Callable[[], float] = time.monotonic):
-        self.ws, self.settings, self.bus, self._clock = ws, settings, bus, clock
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], datetime] = now_utc):
+        self.ws, self.settings, self.bus, self._clock, self._wall = ws, settings, bus, clock, wall
         graph = DatasetGraph(ws)
         self.managed = [d for d in graph.order(graph.ids(), recursive=False)
                         if pull_source(ws, d) is None]
@@ -120,7 +120,7 @@ class BuildService:
         self._states = dict.fromkeys(self.managed, State.QUEUED)
         self._failures: dict[str, Failure] = {}
         now = clock()
-        self._next_poll = {d: now + settings.poll_of(d) for d in self.roots}
+        self._next_poll = {d: now + settings.poll_of(d).next_delay(wall()) for d in self.roots}
         self._thread = threading.Thread(target=self._run, name="build-service", daemon=True)
         self._stack = ExitStack()
         self._engine: EngineOnDemand | None = None
@@ -205,7 +205,7 @@ class BuildService:
             for d, due in self._next_poll.items():
                 if due <= now:
                     self._queue.mark(d)
-                    self._next_poll[d] = now + self.settings.poll_of(d)
+                    self._next_poll[d] = now + self.settings.poll_of(d).next_delay(self._wall())
             return self._queue.take(now)
 
     def _idle(self) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -53,8 +54,29 @@ class TrustConfig:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """When a root is polled: every ``every_s`` seconds, or at the times of a 5-field cron
+    expression (minute hour day-of-month month day-of-week, in UTC)."""
+
+    every_s: float | None = None
+    cron: str | None = None
+
+    def next_delay(self, now: datetime) -> float:
+        """Seconds from ``now`` (aware) to the next poll."""
+        if self.cron is None:
+            assert self.every_s is not None
+            return self.every_s
+        from croniter import croniter
+
+        return (croniter(self.cron, now).get_next(datetime) - now).total_seconds()
+
+    def to_config(self) -> object:
+        return {"cron": self.cron} if self.cron is not None else _seconds(self.every_s or 0)
+
+
+@dataclass(frozen=True)
 class ServeConfig:
-    """``coord serve``: how often roots are polled, how long an idle engine is kept.
+    """``coord serve``: when roots are polled, how long an idle engine is kept.
 
         serve:
           poll: 30s             # every root is pulled this often (local filesGlob sources are
@@ -62,17 +84,19 @@ class ServeConfig:
           engineIdle: 60s       # the warm engine stops after this long without work
           retryMax: 5m          # a failing dataset is retried after 1 s, 2 s, 4 s ... up to this
           datasets:
-            org.example.prices: {poll: 5s}   # per root, overrides poll
+            org.example.prices: {poll: 5s}                    # per root, overrides poll
+            org.example.daily: {poll: {cron: "15 6 * * *"}}   # at 06:15 UTC every day
 
-    A duration is a number of seconds or a number with ``ms``, ``s``, ``m`` or ``h``."""
+    A duration is a number of seconds or a number with ``ms``, ``s``, ``m`` or ``h``; a poll
+    is a duration or ``{cron: EXPRESSION}`` (5 fields, UTC)."""
 
-    poll_s: float = 30.0
+    poll: Schedule = Schedule(every_s=30.0)
     engine_idle_s: float = 60.0
     retry_max_s: float = 300.0
-    poll_per_dataset: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    poll_per_dataset: Mapping[str, Schedule] = field(default_factory=lambda: MappingProxyType({}))
 
-    def poll_of(self, dataset_id: str) -> float:
-        return self.poll_per_dataset.get(dataset_id, self.poll_s)
+    def poll_of(self, dataset_id: str) -> Schedule:
+        return self.poll_per_dataset.get(dataset_id, self.poll)
 
 
 @dataclass(frozen=True)
@@ -104,9 +128,9 @@ class Config:
         }
         if self.serve != ServeConfig():  # files of workspaces never served keep their old form
             doc["serve"] = {
-                "poll": _seconds(self.serve.poll_s), "engineIdle": _seconds(self.serve.engine_idle_s),
+                "poll": self.serve.poll.to_config(), "engineIdle": _seconds(self.serve.engine_idle_s),
                 "retryMax": _seconds(self.serve.retry_max_s),
-                "datasets": {d: {"poll": _seconds(p)} for d, p in self.serve.poll_per_dataset.items()},
+                "datasets": {d: {"poll": p.to_config()} for d, p in self.serve.poll_per_dataset.items()},
             }
         return doc
 
@@ -204,15 +228,30 @@ def _serve(section: dict, where: str) -> ServeConfig:
     for dataset_id, value in _section(section.get("datasets"), "serve.datasets", where).items():
         key = f"serve.datasets.{dataset_id}.poll"
         if not isinstance(value, dict) or "poll" not in value:
-            raise ConfigError(f"{where}: {key}: expected {{poll: DURATION}}")
-        per_dataset[str(dataset_id)] = _duration(value["poll"], key, where)
+            raise ConfigError(f"{where}: {key}: expected {{poll: DURATION}} "
+                              "or {poll: {cron: EXPRESSION}}")
+        per_dataset[str(dataset_id)] = _schedule(value["poll"], key, where)
     default = ServeConfig()
     return ServeConfig(
-        poll_s=_duration(section.get("poll", default.poll_s), "serve.poll", where),
+        poll=_schedule(section.get("poll", default.poll.every_s), "serve.poll", where),
         engine_idle_s=_duration(section.get("engineIdle", default.engine_idle_s), "serve.engineIdle", where),
         retry_max_s=_duration(section.get("retryMax", default.retry_max_s), "serve.retryMax", where),
         poll_per_dataset=MappingProxyType(per_dataset),
     )
+
+
+def _schedule(value: object, key: str, where: str) -> Schedule:
+    """A duration, or ``{cron: "m h dom mon dow"}``."""
+    if not isinstance(value, dict):
+        return Schedule(every_s=_duration(value, key, where))
+    _known(value, ("cron",), f"{key}.", where)
+    expression = value.get("cron")
+    from croniter import croniter
+
+    if not isinstance(expression, str) or len(expression.split()) != 5 or not croniter.is_valid(expression):
+        raise ConfigError(f"{where}: {key}.cron: expected 5 fields, minute hour day-of-month month "
+                          f"day-of-week, such as \"*/5 * * * *\" (got {expression!r})")
+    return Schedule(cron=" ".join(expression.split()))
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")

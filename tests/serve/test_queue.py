@@ -48,7 +48,7 @@ def test_datasets_the_queue_does_not_know_are_ignored():
 def test_durations_in_the_config_are_read_with_their_units():
     settings = Config.from_dict({"serve": {"poll": "5m", "engineIdle": "500ms",
                                            "datasets": {"a.root": {"poll": 2}}}}).serve
-    assert (settings.poll_of("b.root"), settings.poll_of("a.root")) == (300.0, 2.0)
+    assert (settings.poll_of("b.root").every_s, settings.poll_of("a.root").every_s) == (300.0, 2.0)
     assert settings.engine_idle_s == 0.5
 
 
