@@ -1,8 +1,11 @@
 """The workspace's dependency graph: which dataset reads which, in one place for every service.
 
 A derivative's inputs are those of its newest ``SetTransform`` (``DatasetSourceDerivative``);
-a root has none. ``add``, ``pull``, ``verify``, ``delete`` and ``lineage`` ask this graph for
-dependency order, upstream and downstream instead of walking the chains themselves.
+a root has none. A graph over a system-time range (``since``/``until``) takes instead every
+input of every source in force at some moment of the range: a source is in force from its
+block's system time until the next source's. ``add``, ``pull``, ``verify``, ``delete`` and
+``lineage`` ask this graph for dependency order, upstream and downstream instead of walking
+the chains themselves.
 
 Invariants:
 - A dataset's inputs are read from its chain at most once per graph (lazily: ordering a few
@@ -16,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from graphlib import CycleError, TopologicalSorter
 
 from .errors import CoordError
@@ -36,13 +40,26 @@ def inputs_of(snapshot_or_source) -> list[str]:
     return list(source.inputs) if isinstance(source, DatasetSourceDerivative) else []
 
 
+def inputs_in_force(state: DatasetState, since: datetime | None, until: datetime | None) -> list[str]:
+    """Every input of the sources of ``state`` in force at some moment of [since, until]."""
+    sources = [(b.system_time, b.source) for _, b in reversed(state.blocks) if b.source is not None]
+    ends: list[datetime | None] = [t for t, _ in sources[1:]] + [None]
+    found: dict[str, None] = {}
+    for (begins, source), end in zip(sources, ends, strict=True):
+        if (until is None or begins <= until) and (since is None or end is None or end > since):
+            found.update(dict.fromkeys(inputs_of(source)))
+    return list(found)
+
+
 class DatasetGraph:
-    def __init__(self, ws: Workspace, proposed: Mapping[str, Iterable[str]] | None = None):
+    def __init__(self, ws: Workspace, proposed: Mapping[str, Iterable[str]] | None = None, *,
+                 since: datetime | None = None, until: datetime | None = None):
         """The graph of ``ws``; ``proposed`` overrides (or adds) datasets' inputs, as a change
-        being checked before it is written."""
+        being checked before it is written; ``since``/``until``: over that range of system time."""
         self._ws = ws
         self._inputs: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (proposed or {}).items()}
         self._states: dict[str, DatasetState] = {}
+        self._range = (since, until) if since is not None or until is not None else None
 
     def exists(self, dataset_id: str) -> bool:
         return dataset_id in self._inputs or self._ws.dataset(dataset_id).exists()
@@ -59,7 +76,9 @@ class DatasetGraph:
 
     def inputs(self, dataset_id: str) -> tuple[str, ...]:
         if dataset_id not in self._inputs:
-            self._inputs[dataset_id] = tuple(inputs_of(self.state(dataset_id).source))
+            state = self.state(dataset_id)
+            self._inputs[dataset_id] = tuple(inputs_of(state.source) if self._range is None
+                                             else inputs_in_force(state, *self._range))
         return self._inputs[dataset_id]
 
     def with_inputs(self, ids: Iterable[str]) -> list[str]:

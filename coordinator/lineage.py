@@ -40,10 +40,12 @@ class Lineage:
         return sorted(b for a, b in self.edges if a == dataset_id)
 
 
-def lineage(ws: Workspace, dataset_id: str, *, upstream: bool = True,
-            downstream: bool = False) -> Lineage:
-    """The datasets ``dataset_id`` is computed from and/or those computed from it."""
-    graph = DatasetGraph(ws)
+def lineage(ws: Workspace, dataset_id: str, *, upstream: bool = True, downstream: bool = False,
+            since: datetime | None = None, until: datetime | None = None) -> Lineage:
+    """The datasets ``dataset_id`` is computed from and/or those computed from it; with
+    ``since``/``until``, through every query version in force over that system-time range
+    (the nodes' records and watermarks are their current ones)."""
+    graph = DatasetGraph(ws, since=since, until=until)
     if not graph.exists(dataset_id):
         raise DatasetNotFound(dataset_id)
     edges: set[tuple[str, str]] = set()

@@ -60,3 +60,37 @@ def test_an_input_missing_from_the_workspace_is_a_node_of_kind_missing(home):
 def test_an_unknown_dataset_is_an_error(home):
     proc = coord("lineage", "com.example.nothing", cwd=home, check=False)
     assert proc.returncode == 1 and "does not exist" in proc.stderr
+
+
+def report_reads_only_daily_from(home, moment: str) -> None:
+    """REPORT's query changed at ``moment`` to read DAILY alone (a SetTransform written by hand)."""
+    from dataclasses import replace
+
+    from coordinator.metadata.objects import MetadataBlock
+    from coordinator.metadata.timefmt import parse_timestamp
+
+    ds = Workspace.open(home).dataset(REPORT)
+    source = replace(ds.state().source, inputs=[DAILY])
+    with ds.writer() as w:
+        w.commit(MetadataBlock(system_time=parse_timestamp(moment), source=source))
+
+
+def inputs_over(home, *range_args: str) -> list[str]:
+    graph = json.loads(coord("lineage", REPORT, "-o", "json", *range_args, cwd=home).stdout)
+    return sorted(a for a, b in map(tuple, graph["edges"]) if b == REPORT)
+
+
+def test_lineage_over_a_time_range_follows_every_query_version_in_force_then(home):
+    report_reads_only_daily_from(home, "2031-01-01T00:00:00Z")
+    assert inputs_over(home) == [DAILY]  # now
+    assert inputs_over(home, "--until", "2030-12-31T00:00:00Z") == [ORDERS, DAILY]  # before the change
+    assert inputs_over(home, "--since", "2031-06-01T00:00:00Z") == [DAILY]
+    assert inputs_over(home, "--since", "2030-06-01T00:00:00Z", "--until", "2031-06-01T00:00:00Z") \
+        == [ORDERS, DAILY]  # both versions were in force in the range
+
+
+def test_downstream_lineage_over_a_range_leaves_out_readers_of_other_times(home):
+    report_reads_only_daily_from(home, "2031-01-01T00:00:00Z")
+    later = json.loads(coord("lineage", ORDERS, "--direction", "down", "-o", "json",
+                             "--since", "2031-06-01T00:00:00Z", cwd=home).stdout)
+    assert sorted(map(tuple, later["edges"])) == [(ORDERS, DAILY), (DAILY, REPORT)]

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
               help="The dataset-level mapping of fields, through every upstream derivative.")
 @click.option("--depth", type=click.IntRange(min=1), default=None, help="Hops to follow at most.")
 @click.option("--since", default=None, metavar="T",
-              help="Field lineage of every query version in force from system time T.")
+              help="The lineage of every query version in force from system time T (datasets "
+                   "or, with --field/--fields, columns).")
 @click.option("--until", default=None, metavar="T", help="... up to system time T.")
 @click.pass_context
 def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, field: str | None,
@@ -42,19 +43,22 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
     """Show the datasets DATASET is computed from, or the ones computed from it; with
     --field/--fields/-o openlineage, the lineage of its columns (recorded on the chains: no
     engine needed)."""
-    if field is not None or all_fields or output == "openlineage" or since or until:
+    begins = parse_timestamp(since) if since else None
+    ends = parse_timestamp(until) if until else None
+    if field is not None or all_fields or output == "openlineage":
         if direction == "both" or output in ("dot", "html"):
             raise click.UsageError("field lineage: use --direction backward or forward, -o tree, "
                                    "json or openlineage")
         from .field_lineage_view import show_field_lineage
 
-        show_field_lineage(_ws(ctx), dataset, field, direction, depth,
-                           parse_timestamp(since) if since else None,
-                           parse_timestamp(until) if until else None, output)
+        show_field_lineage(_ws(ctx), dataset, field, direction, depth, begins, ends, output)
         return
     if direction in ("backward", "forward"):
         direction = "up" if direction == "backward" else "down"
     if output == "html":
+        if since or until:
+            raise click.UsageError("-o html draws the lineage in force now: --since/--until go with "
+                                   "tree, dot or json")
         from ..lineage_document import lineage_document
         from ..lineage_page import render_lineage_page
 
@@ -62,10 +66,12 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
                                     downstream=direction != "up")
         click.echo(render_lineage_page(document), nl=False)
         return
-    from ..lineage import lineage
+    from ..lineage import lineage, within
 
-    graph = lineage(_ws(ctx), dataset, upstream=direction != "down",
-                    downstream=direction != "up")
+    graph = lineage(_ws(ctx), dataset, upstream=direction != "down", downstream=direction != "up",
+                    since=begins, until=ends)
+    if depth is not None:
+        graph = within(graph, depth)
     if output == "json":
         from ..lineage import as_json
 

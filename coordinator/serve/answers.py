@@ -19,6 +19,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from datetime import datetime
 from typing import Any
 
 from .. import lineage as lineage_service
@@ -64,17 +65,19 @@ class Answers:
         key = ("dataset", dataset_id, tuple(heads.items()), int(time.monotonic() / ROOT_STATUS_S))
         return _json(self._with_state(await self._answer(key, lambda: self._dataset(dataset_id, heads))))
 
-    async def lineage(self, dataset_id: str, direction: str, depth: int | None) -> bytes:
+    async def lineage(self, dataset_id: str, direction: str, depth: int | None,
+                      since: datetime | None = None, until: datetime | None = None) -> bytes:
         heads = self._heads_with(dataset_id)
 
         def compute() -> bytes:
             graph = lineage_service.lineage(self.ws, dataset_id, upstream=direction != "down",
-                                            downstream=direction != "up")
+                                            downstream=direction != "up", since=since, until=until)
             if depth is not None:
                 graph = lineage_service.within(graph, depth)
             return _json(lineage_service.as_json(graph))
 
-        return await self._answer(("lineage", dataset_id, direction, depth, tuple(heads.items())), compute)
+        key = ("lineage", dataset_id, direction, depth, since, until, tuple(heads.items()))
+        return await self._answer(key, compute)
 
     async def graph(self) -> bytes:
         heads = self.heads()

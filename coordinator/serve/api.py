@@ -113,8 +113,14 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
 
     @app.get("/api/datasets/{dataset_id}/lineage", summary="Datasets it is computed from / computed from it")
     async def lineage(dataset_id: str, direction: Direction = Direction.up,
-                depth: int | None = Query(None, ge=1, le=1000)) -> Response:
-        return _ok(await answers.lineage(validate_dataset_id(dataset_id), direction.value, depth))
+                depth: int | None = Query(None, ge=1, le=1000),
+                since: str | None = Query(None, max_length=40, description="RFC 3339 system time"),
+                until: str | None = Query(None, max_length=40)) -> Response:
+        from ..metadata.timefmt import parse_timestamp
+
+        return _ok(await answers.lineage(validate_dataset_id(dataset_id), direction.value, depth,
+                                         parse_timestamp(since) if since else None,
+                                         parse_timestamp(until) if until else None))
 
     @app.get("/api/datasets/{dataset_id}/fields/{field}/lineage",
              summary="Where a column's values come from (backward) or go (forward), with the operations")

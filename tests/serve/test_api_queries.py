@@ -100,3 +100,21 @@ def test_provenance_of_a_block_that_is_not_a_hash_is_a_422(served):
 def test_provenance_of_an_unknown_block_is_a_400_naming_it(served):
     r = served.get(f"/api/datasets/{PEOPLE}/provenance", params={"block": "abcdef"})
     assert r.status_code == 400 and "no block of t.people starts with abcdef" in r.json()["error"]
+
+
+def test_dataset_lineage_over_a_time_range_is_what_the_cli_answers(served):
+    params = {"direction": "up", "since": "2000-01-01T00:00:00Z", "until": "2999-01-01T00:00:00Z"}
+    api = served.get(f"/api/datasets/{INITIALS}/lineage", params=params).json()
+    cli = json.loads(coord("lineage", INITIALS, "-o", "json", "--since", params["since"],
+                           "--until", params["until"], cwd=served.home).stdout)
+    assert api == cli and sorted(map(tuple, api["edges"])) == [(EMPTY, NAMES), (NAMES, INITIALS)]
+
+
+def test_dataset_lineage_before_the_datasets_existed_has_no_edges(served):
+    api = served.get(f"/api/datasets/{INITIALS}/lineage", params={"until": "2000-01-01T00:00:00Z"}).json()
+    assert api["edges"] == []
+
+
+def test_dataset_lineage_with_a_bad_time_is_a_400(served):
+    r = served.get(f"/api/datasets/{INITIALS}/lineage", params={"since": "yesterday"})
+    assert r.status_code == 400 and "yesterday" in r.json()["error"]
