@@ -72,7 +72,7 @@ def abandoned_run_folders(run_root: Path) -> Iterator[list[AbandonedRunFolder]]:
         for lease in sorted(run_root.glob(f"*/{LEASE_NAME}")) if run_root.is_dir() else []:
             if lease.parent.name.startswith(TMP_PREFIX):
                 continue  # being created (its lease may not be taken yet)
-            fd = _take(lease)
+            fd = take_lease(lease)
             if fd is not None:
                 held.append((AbandonedRunFolder(lease.parent, _owner(fd)), fd))
         yield [folder for folder, _ in held]
@@ -84,14 +84,14 @@ def abandoned_run_folders(run_root: Path) -> Iterator[list[AbandonedRunFolder]]:
 
 def run_folder_held(path: Path) -> bool:
     """True while a live process holds the run folder at ``path``."""
-    fd = _take(path / LEASE_NAME)
+    fd = take_lease(path / LEASE_NAME)
     if fd is None:
         return (path / LEASE_NAME).exists()
     os.close(fd)
     return False
 
 
-def _take(lease: Path) -> int | None:
+def take_lease(lease: Path) -> int | None:
     """An fd holding ``lease`` exclusively, or None if a live process holds it (or it's gone)."""
     try:
         fd = os.open(lease, os.O_RDWR)

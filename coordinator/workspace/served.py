@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from ..errors import CoordError
-from .runs import _take as take_lease
+from .runs import take_lease
 
 LEASE = "serve.lock"
 
