@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -26,7 +27,7 @@ from .. import lineage as lineage_service
 from .. import status as status_service
 from ..graph import DatasetGraph
 from ..metadata.timefmt import format_timestamp
-from ..workspace import DatasetNotFound, Workspace
+from ..workspace import DatasetNotFound, Workspace, layout
 from .service import BuildService
 
 ROOT_STATUS_S = 1.0
@@ -40,16 +41,19 @@ class Answers:
 
     def __init__(self, ws: Workspace, service: BuildService):
         self.ws, self.service = ws, service
+        self._datasets = str(ws.meta / "datasets")
         self._lock = threading.Lock()  # the kept answers are also filled from worker threads
         self._kept: OrderedDict[Hashable, Any] = OrderedDict()
         self._computing: dict[Hashable, asyncio.Future[Any]] = {}
 
     def heads(self) -> dict[str, str]:
-        """Every dataset's head (hex), read now."""
+        """Every dataset's head (hex), read now: on every request, so with plain os calls
+        (pathlib objects cost more than the reads)."""
         heads = {}
-        for folder in sorted((self.ws.meta / "datasets").iterdir()):
+        for name in sorted(os.listdir(self._datasets)):
             try:
-                heads[folder.name] = (folder / "meta" / "refs" / "head").read_text().strip()
+                with open(f"{self._datasets}/{name}/{layout.HEAD}", "rb") as f:
+                    heads[name] = f.read().decode().strip()
             except (FileNotFoundError, NotADirectoryError):
                 continue  # being created or deleted: not a dataset now
         return heads
