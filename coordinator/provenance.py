@@ -104,9 +104,11 @@ def block_provenance(ws: Workspace, dataset_id: str, block_prefix: str, engine: 
     for input_id, consumed in zip(source.inputs, block.input_slices, strict=True):
         iv = consumed.interval
         until = block.system_time if iv.type is IntervalType.EMPTY else iv.right
-        history.append(plan_input(ws.dataset(input_id), None, until))
+        every = plan_input(ws.dataset(input_id), None, until)
+        history.append(every)
         new.append(set() if iv.type is IntervalType.EMPTY else
-                   {p.name for p in plan_input(ws.dataset(input_id), iv.left, iv.right).data_paths})
+                   {every.dataset.data_file(h).name for h, b in every.blocks
+                    if b.output_slice is not None and (iv.left is None or b.system_time > iv.left)})
     waiting = [p.dataset.id for p in history if p.schema is None]
     if waiting:
         raise ProvenanceError(f"input {waiting[0]} had no data when block {block_hash.hex()[:12]} ran")
