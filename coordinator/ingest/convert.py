@@ -29,9 +29,13 @@ _ZONED = r"\d[T ]\d\d:\d\d.*([Zz]|[+-]\d\d:?\d\d)$"
 
 class ConversionError(CoordError, ValueError):
     def __init__(self, column: str, row: int, value, target: str, reason: str = ""):
-        self.column, self.row, self.value = column, row, value
+        self.column, self.row, self.value, self.target, self.reason = column, row, value, target, reason
         why = f" ({reason})" if reason else ""
         super().__init__(f"row {row + 1}, column {column!r}: cannot read {value!r} as {target}{why}")
+
+    def shifted(self, rows: int) -> ConversionError:
+        """The same error in a file whose piece started after ``rows`` records."""
+        return ConversionError(self.column, self.row + rows, self.value, self.target, self.reason)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -45,7 +47,7 @@ def read(path: Path, step: ReadStep, name: str) -> pa.Table:
     """Read one prepared file; ``name`` is how messages call it (the fetched file's name)."""
     try:
         if isinstance(step, ReadStepCsv):
-            return _read_csv(path, step, name)
+            return _read_csv(path, step, name, None)
         if isinstance(step, ReadStepJsonLines):
             return _read_json_lines(path, step, name)
         if isinstance(step, ReadStepGeoJson):
@@ -58,6 +60,30 @@ def read(path: Path, step: ReadStep, name: str) -> pa.Table:
     raise IngestError(f"{name}: reading Esri shapefiles is not supported (no shapefile library "
                       "is installed); convert it to GeoJSON in a prepare 'pipe' step, e.g. with "
                       "ogr2ogr -f GeoJSON /vsistdout/ /vsistdin/")
+
+
+def read_pieces(path: Path, step: ReadStep, name: str, piece_bytes: int) -> Iterator[pa.Table]:
+    """The file's records in order, in tables read from about ``piece_bytes`` of the file each,
+    so a file larger than memory can be ingested; at least one table, maybe empty.
+
+    The records and types are those ``read`` gives, with one difference: without a schema,
+    a CSV file is typed by its first piece (``read`` types it by all of it), and a later value
+    that does not fit that type is an error asking for a schema. Split: CSV of a one-byte-
+    newline encoding without ``multiLine`` (a piece ends at a line end and gets the header
+    line again), and Parquet (by batches of rows). Other files are read whole.
+    """
+    size = path.stat().st_size
+    try:
+        if size > piece_bytes and isinstance(step, ReadStepCsv) and not step.multi_line \
+                and _codec(step.encoding).replace("-", "").lower() in _SPLITTABLE_CODECS:
+            yield from _csv_pieces(path, step, name, piece_bytes)
+            return
+        if size > piece_bytes and isinstance(step, ReadStepParquet):
+            yield from _parquet_pieces(path, step, name, piece_bytes)
+            return
+    except ConversionError as e:
+        raise IngestError(f"{name}: {e}") from None
+    yield read(path, step, name)
 
 
 def _schema(step: ReadStep) -> pa.Schema | None:
@@ -107,7 +133,65 @@ def _apply_schema(table: pa.Table, schema: pa.Schema, text: TextOptions) -> pa.T
 # --- CSV ---------------------------------------------------------------------------------------
 
 
-def _read_csv(path: Path, step: ReadStepCsv, name: str) -> pa.Table:
+# where a piece's newlines are the byte 0x0A and nothing else is
+_SPLITTABLE_CODECS = ("utf8", "ascii", "usascii", "latin1", "iso88591", "cp1252", "windows1252")
+
+
+@dataclass(frozen=True)
+class _CsvPiece:
+    data: bytes  # whole lines of the file (after the first piece: the header line first)
+    rows_before: int  # records of the file in earlier pieces
+    types: dict[str, pa.DataType] | None  # without a schema: the first piece's, by column
+
+
+def _csv_pieces(path: Path, step: ReadStepCsv, name: str, piece_bytes: int) -> Iterator[pa.Table]:
+    comment = step.comment.encode() if step.comment else None
+    header = b""
+    rows = 0
+    types = None
+    with open(path, "rb") as f:
+        for line in iter(f.readline, b"") if step.header else ():
+            if not (comment and line.startswith(comment)):  # the first line not a comment
+                header = line
+                break
+        while True:
+            data = f.read(piece_bytes)
+            if data and not data.endswith(b"\n"):
+                data += f.readline()  # the rest of the line
+            if not data and types is not None:
+                return
+            table = _read_csv(path, step, name, _CsvPiece(header + data, rows, types))
+            if types is None:  # later pieces are typed like the first (with a schema: as it says)
+                raw = table.column_names if step.header else [f"f{i}" for i in range(table.num_columns)]
+                types = {n: t for n, t in zip(raw, table.schema.types, strict=True)} \
+                    if step.schema is None else {}
+            rows += table.num_rows
+            yield table
+            if not data:
+                return
+
+
+def _parquet_pieces(path: Path, step: ReadStepParquet, name: str, piece_bytes: int) -> Iterator[pa.Table]:
+    schema = _schema(step)
+    try:
+        f = pq.ParquetFile(path)
+        md = f.metadata
+        stored = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+        batch = max(1, md.num_rows * piece_bytes // max(stored, 1))
+        columns = None if schema is None else [c for c in schema.names if c in f.schema_arrow.names]
+        batches = f.iter_batches(batch_size=batch, columns=columns)
+        tables = (pa.Table.from_batches([b]) for b in batches)
+        rows = 0
+        for table in tables:
+            yield _parquet_table(table, schema, rows)
+            rows += table.num_rows
+        if not rows:
+            yield _parquet_table(f.schema_arrow.empty_table(), schema, 0)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise IngestError(f"{name}: not a readable Parquet file: {e}") from None
+
+
+def _read_csv(path: Path, step: ReadStepCsv, name: str, piece: _CsvPiece | None) -> pa.Table:
     schema, text = _schema(step), _text_options(step)
     if step.separator is not None and len(step.separator) != 1:
         raise IngestError(f"{name}: csv separator must be one character, got {step.separator!r}")
@@ -128,13 +212,17 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str) -> pa.Table:
         read_opts["autogenerate_column_names"] = not header
         if text.timestamp_format:
             convert_opts["timestamp_parsers"] = [text.timestamp_format, pacsv.ISO8601]
+        if piece is not None and piece.types:  # typed like the first piece
+            convert_opts["column_types"] = piece.types
     parse_opts = pacsv.ParseOptions(
         delimiter=step.separator or ",",
         quote_char=(step.quote or False) if step.quote is not None else '"',
         escape_char=step.escape or False,
         newlines_in_values=bool(step.multi_line),
     )
-    data = _without_comments(path, step.comment) if step.comment else None
+    data = piece.data if piece is not None else path.read_bytes() if step.comment else None
+    if data is not None and step.comment:
+        data = _without_comments(data, step.comment)
 
     def source():  # the file, or its bytes without comment lines
         return str(path) if data is None else pa.BufferReader(data)
@@ -156,22 +244,30 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str) -> pa.Table:
             convert_options=pacsv.ConvertOptions(**{**convert_opts, **extra_convert}),
         )
 
+    typed = "column_types" in convert_opts
+    rows_before = piece.rows_before if piece is not None else 0
     try:
         table = attempt(True)
-        if schema is None and step.infer_schema is False:  # every column as text
+        if not typed and step.infer_schema is False:  # every column as text
             table = attempt(True, column_types={n: pa.string() for n in table.column_names})
     except pa.ArrowInvalid:
         # Arrow knows the row number of a bad row only when reading on one thread
         try:
             attempt(False)
         except pa.ArrowInvalid as e:
-            raise IngestError(_csv_error(name, str(e), path, step, read_opts)) from None
+            hint = ("; the file is read in pieces, typed by the first: declare the column types "
+                    "in the read step's schema") if rows_before and schema is None else ""
+            raise IngestError(_csv_error(name, str(e), path, step, read_opts, rows_before)
+                              + hint) from None
         raise
-    if schema is None:
-        if not header:  # Spark's names for headerless files
-            table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
-        return _apply_text_options(table, text)
-    return _apply_schema(table, schema, text)
+    try:
+        if schema is None:
+            if not header:  # Spark's names for headerless files
+                table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
+            return _apply_text_options(table, text)
+        return _apply_schema(table, schema, text)
+    except ConversionError as e:
+        raise e.shifted(rows_before) from None
 
 
 def _apply_text_options(table: pa.Table, text: TextOptions) -> pa.Table:
@@ -186,18 +282,19 @@ def _codec(encoding: str | None) -> str:
     return encoding or "utf8"
 
 
-def _without_comments(path: Path, comment: str) -> bytes:
-    """The file without its comment lines (``_line_of_row`` skips them too when counting)."""
-    data = path.read_bytes()
+def _without_comments(data: bytes, comment: str) -> bytes:
+    """The lines without comment lines (``_line_of_row`` skips them too when counting)."""
     return re.sub(rb"(?m)^" + re.escape(comment.encode()) + rb"[^\n]*(?:\n|$)", b"", data)
 
 
-def _csv_error(name: str, message: str, path: Path, step: ReadStepCsv, read_opts: dict) -> str:
-    """``file.csv:LINE: column 'x': ...`` from Arrow's 'Row #N' message."""
+def _csv_error(name: str, message: str, path: Path, step: ReadStepCsv, read_opts: dict,
+               rows_before: int = 0) -> str:
+    """``file.csv:LINE: column 'x': ...`` from Arrow's 'Row #N' message (N counted in a piece
+    whose records start after ``rows_before`` of the file's)."""
     m = _CSV_ROW_ERROR.match(message)
     if not m:
         return f"{name}: {message}"
-    column, row, detail = m.group(1), int(m.group(2)), m.group(3)
+    column, row, detail = m.group(1), int(m.group(2)) + rows_before, m.group(3)
     where = f"column {_column_name(int(column), read_opts, path, step)!r}: " if column else ""
     line = None if step.multi_line else _line_of_row(path, row, step.comment)
     place = f"{name}:{line}" if line else f"{name}: row {row}"
@@ -306,4 +403,13 @@ def _read_parquet(path: Path, step: ReadStepParquet, name: str) -> pa.Table:
         table = pq.read_table(path, columns=columns)
     except (pa.ArrowInvalid, OSError) as e:
         raise IngestError(f"{name}: not a readable Parquet file: {e}") from None
-    return table if schema is None else _apply_schema(table, schema, TextOptions())
+    return _parquet_table(table, schema, 0)
+
+
+def _parquet_table(table: pa.Table, schema: pa.Schema | None, rows_before: int) -> pa.Table:
+    if schema is None:
+        return table
+    try:
+        return _apply_schema(table, schema, TextOptions())
+    except ConversionError as e:
+        raise e.shifted(rows_before) from None

@@ -5,18 +5,27 @@ One pull, under the dataset's writer lock:
     fetch → for each group of new files: prepare → read → preprocess → event time
           → merge → conform → slice (Parquet, hashes) → commit block + source state
 
-For append and ledger merges all new files of a pull form one slice. For a snapshot merge each
-file is its own block, because each snapshot is diffed against the state just before it. Files
-the fetch step batches (a feed's update) form one block whatever the merge.
+For append and ledger merges all new files of a pull form one slice, up to
+``ingest.maxSliceBytes`` of read data: past that the pull commits a block and goes on, and a
+file larger than that is read in pieces (``read.read_pieces``), so memory stays bounded by
+the slice size whatever the input. For a snapshot merge each file is its own block, because
+each snapshot is diffed against the state just before it. Files the fetch step batches (a
+feed's update) form one block whatever the merge, unless the size limit splits it.
+
 A block is committed when there are new records or the watermark moves; otherwise nothing is
-written. Any error leaves the dataset as it was (the commit is the last step). Arrow and the
-data steps are imported once there is something to read: nothing new costs no Arrow.
+written. Any error leaves the dataset as it was after its last committed block (the commit is
+the last step of each block). A block that ends within a file or a batch stores the state
+before it plus ``resume: {file, records, of}``: the next pull fetches the same files again
+and skips the records already in if the file is still the same (``of``: its source state,
+size and, read in place, modification time), so each record is ingested exactly once.
+Arrow and the data steps are imported once there is something to read: nothing new costs no
+Arrow.
 """
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -82,6 +91,21 @@ def _set_watermark(writer: DatasetWriter, history: DatasetHistory, t: datetime) 
     return IngestResult(history.ds.id, h, 0, t, f"watermark set to {format_timestamp(t)}", [h])
 
 
+@dataclass(frozen=True)
+class _Piece:
+    """Records of one file as read, in file order (a file is one piece unless split)."""
+
+    file: FetchedFile
+    index: int  # of the file in its group
+    table: pa.Table
+    rows_before: int  # the file's records in earlier pieces
+    last: bool  # the file's last piece
+
+    @property
+    def end(self) -> int:
+        return self.rows_before + self.table.num_rows
+
+
 class _Pull:
     def __init__(self, ws: Workspace, writer: DatasetWriter, history: DatasetHistory,
                  scratch: Path, progress: Progress, preprocess: Preprocess | None):
@@ -91,22 +115,33 @@ class _Pull:
         # snapshot merges: the state before the next file, loaded once, advanced per block
         self.snapshot_state: pa.Table | None = None
         self.snapshot_state_loaded = False
+        # ledger merges: the keys seen so far, loaded once, extended per block
+        self.seen_keys: pa.Table | None = None
+        self.seen_keys_loaded = False
+        # append and ledger merges without a preprocess step cut a block at this size;
+        # a snapshot is diffed whole, and a preprocess query sees whole files
+        whole = isinstance(self.source.merge, MergeStrategySnapshot) or self.source.preprocess
+        self.max_slice_bytes = None if whole else max_slice_bytes(ws)
 
     def run(self) -> IngestResult:
         notes: list[str] = []
+        state = self.history.state or {}
+        base = {k: v for k, v in state.items() if k != "resume"}
         files = fetch(self.source.fetch, root=self.ws.root, scratch=self.scratch,
-                      state=self.history.state, progress=self.progress, notes=notes)
+                      state=base, progress=self.progress, notes=notes)
         is_snapshot = isinstance(self.source.merge, MergeStrategySnapshot)
         if files and files[0].batch is not None:
             groups = [list(g) for _, g in itertools.groupby(files, key=lambda f: f.batch)]
         else:
             groups = [[f] for f in files] if is_snapshot else [files] if files else []
         blocks, records = [], 0
-        for group in groups:
-            h, n = self._ingest(group)
-            if h is not None:
+        for k, group in enumerate(groups):
+            skip = _resume_point(group, state["resume"], self.scratch, notes) \
+                if k == 0 and "resume" in state else (0, 0)
+            for h, n in self._ingest(group, base, skip):
                 blocks.append(h)
                 records += n
+            base = group[-1].source_state()
         message = "; ".join([self._message(blocks, records), *notes])
         return IngestResult(self.history.ds.id, blocks[-1] if blocks else None, records,
                             self.history.watermark, message, blocks, notes)
@@ -119,24 +154,91 @@ class _Pull:
             text = f"watermark advanced to {format_timestamp(self.history.watermark)}"
         return text + (f" in {len(blocks)} blocks" if len(blocks) > 1 else "")
 
-    def _ingest(self, group: list[FetchedFile]) -> tuple[bytes | None, int]:
+    def _ingest(self, group: list[FetchedFile], base: dict,
+                skip: tuple[int, int]) -> Iterator[tuple[bytes, int]]:
+        """Commit the group's records: one block, or one per ``max_slice_bytes`` of them, each
+        with the source state that resumes after its last record."""
+        from . import slices
+
+        pending: list[_Piece] = []
+        size, system_time = 0, None
+        for piece in self._pieces(group, skip):
+            if system_time is None:
+                system_time = self.history.next_system_time()
+            f = piece.file
+            table = piece.table
+            if self.source.preprocess is not None:
+                assert self.preprocess is not None  # pull_root refuses the step without one
+                table = self.preprocess(table, self.source.preprocess)
+            table = slices.with_event_time(table, self.vocab, f.event_time or system_time,
+                                           f.name, piece.rows_before)
+            pending.append(dataclasses.replace(piece, table=table))
+            size += table.nbytes
+            if self.max_slice_bytes is not None and size >= self.max_slice_bytes:
+                committed = self._commit(pending, system_time,
+                                         _state_at(group, base, piece, self.scratch))
+                if committed is not None:
+                    yield committed
+                pending, size, system_time = [], 0, None
+        if pending:
+            assert system_time is not None
+            committed = self._commit(pending, system_time, group[-1].source_state())
+            if committed is not None:
+                yield committed
+
+    def _pieces(self, group: list[FetchedFile], skip: tuple[int, int]) -> Iterator[_Piece]:
+        """The group's records in order, from file ``skip[0]`` on, less that file's first
+        ``skip[1]`` (which an earlier pull ingested)."""
+        from .prepare import prepare
+        from .read import read, read_pieces
+
+        skip_files, skip_rows = skip
+        self.progress.start(sum(f.path.stat().st_size for f in group[skip_files:]),
+                            f"{self.history.ds.id}: {len(group)} file{'s' * (len(group) > 1)}")
+        try:
+            for i, f in enumerate(group[skip_files:], start=skip_files):
+                path = prepare(f.path, self.source.prepare, self.scratch, f.name)
+                tables = read_pieces(path, self.source.read, f.name, _piece_bytes(self.max_slice_bytes)) \
+                    if self.max_slice_bytes is not None else iter([read(path, self.source.read, f.name)])
+                drop = skip_rows if i == skip_files else 0
+                rows, held = 0, None  # the file's records read so far; the piece not yet given
+                for table in tables:
+                    start, rows = rows, rows + table.num_rows
+                    if drop > start:  # records an earlier pull took
+                        table = table.slice(min(drop - start, table.num_rows))
+                    if held is not None:
+                        yield dataclasses.replace(held, last=False)
+                    held = _Piece(f, i, table, rows - table.num_rows, last=True)
+                assert held is not None  # a file reads as one table at least
+                yield held
+                self.progress.advance(f.path.stat().st_size)
+        finally:
+            self.progress.finish()
+
+    def _commit(self, pieces: list[_Piece], system_time: datetime,
+                state: dict) -> tuple[bytes, int] | None:
+        """Merge, hash, write and commit one slice of ``pieces`` (None: nothing to commit)."""
+        import pyarrow as pa
+
         from ..data.hashing import canonical_rows, sha3_of
         from ..data.slices import output_slice
         from . import slices
 
-        system_time = self.history.next_system_time()
-        table = self._read_group(group, system_time)
-        name = group[0].name if len(group) == 1 else f"{group[0].name}..{group[-1].name}"
-        table = self._merge(table, group[-1].event_time or system_time, name)
+        tables = [p.table for p in pieces]
+        table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
+            else tables[0]
+        files = list({id(p.file): p.file for p in pieces}.values())
+        name = files[0].name if len(files) == 1 else f"{files[0].name}..{files[-1].name}"
+        table = self._merge(table, files[-1].event_time or system_time, name)
         table = slices.conform(table, self.history.schema(), self.vocab)
 
         # the watermark also moves with the source's own times (a snapshot with no changes)
         previous = self.history.watermark
         known = [previous, slices.max_event_time(table, self.vocab) if len(table) else None,
-                 *(f.event_time for f in group)]
+                 *(f.event_time for f in files)]
         watermark = max((t for t in known if t is not None), default=None)
         if len(table) == 0 and watermark == previous:
-            return None, 0  # nothing new: no block (the fetch progress is not recorded either)
+            return None  # nothing new: no block (the fetch progress is not recorded either)
 
         block = MetadataBlock(system_time=system_time, output_watermark=watermark)
         data_file = None
@@ -153,37 +255,12 @@ class _Pull:
                 block = dataclasses.replace(block, output_slice=output_slice(
                     logical_hash=logical.result(), physical_hash=physical,
                     num_records=len(table), system_time=system_time))
-        state = group[-1].source_state()
+            del rows
         h = self.writer.commit(block, data_file=data_file, source_state=state)
         self.history.committed(h, system_time, watermark, data_file is not None, state)
-        if self.snapshot_state_loaded and data_file is not None:
-            self._advance_snapshot_state(table)
+        if data_file is not None:
+            self._advance_states(table)
         return h, len(table)
-
-    def _read_group(self, group: list[FetchedFile], system_time: datetime) -> pa.Table:
-        import pyarrow as pa
-
-        from . import slices
-        from .prepare import prepare
-        from .read import read
-
-        tables = []
-        self.progress.start(sum(f.path.stat().st_size for f in group),
-                            f"{self.history.ds.id}: {len(group)} file{'s' * (len(group) > 1)}")
-        try:
-            for f in group:
-                path = prepare(f.path, self.source.prepare, self.scratch, f.name)
-                table = read(path, self.source.read, f.name)
-                if self.source.preprocess is not None:
-                    assert self.preprocess is not None  # pull_root refuses the step without one
-                    table = self.preprocess(table, self.source.preprocess)
-                tables.append(slices.with_event_time(table, self.vocab,
-                                                     f.event_time or system_time, f.name))
-                self.progress.advance(f.path.stat().st_size)
-        finally:
-            self.progress.finish()
-        return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
-            else tables[0]
 
     # --- merge --------------------------------------------------------------------------------
 
@@ -193,8 +270,10 @@ class _Pull:
         strategy = self.source.merge
         if isinstance(strategy, MergeStrategyLedger):
             merge.check_key(table, strategy.primary_key, name)
-            seen = self.history.read(columns=list(strategy.primary_key))
-            return merge.ledger(table, strategy.primary_key, seen)
+            if not self.seen_keys_loaded:
+                self.seen_keys = self.history.read(columns=list(strategy.primary_key))
+                self.seen_keys_loaded = True
+            return merge.ledger(table, strategy.primary_key, self.seen_keys)
         if isinstance(strategy, MergeStrategySnapshot):
             roles = merge.SnapshotColumns.of(strategy)
             merge.check_key(table, roles.key, name)
@@ -205,15 +284,78 @@ class _Pull:
                                   snapshot_time, name)
         return table
 
-    def _advance_snapshot_state(self, changes: pa.Table) -> None:
-        """The state after this block = projection of (state before + its changes)."""
+    def _advance_states(self, committed: pa.Table) -> None:
+        """After a block: the keys seen (ledger), or the state = projection of (state before +
+        the block's changes) (snapshot), where this pull has loaded them."""
         import pyarrow as pa
 
         from . import merge
 
-        assert isinstance(self.source.merge, MergeStrategySnapshot)  # only snapshot merges keep a state
-        roles = merge.SnapshotColumns.of(self.source.merge)
-        parts = [changes] if self.snapshot_state is None else [self.snapshot_state, changes]
-        self.snapshot_state = merge.projection(
-            pa.concat_tables(parts, promote_options="permissive"), roles)
-        self.history.remember_snapshot_state(self.snapshot_state)
+        strategy = self.source.merge
+        if isinstance(strategy, MergeStrategyLedger) and self.seen_keys_loaded:
+            keys = committed.select(list(strategy.primary_key))
+            parts = [keys] if self.seen_keys is None else [self.seen_keys, keys]
+            self.seen_keys = pa.concat_tables(parts, promote_options="permissive")
+        elif isinstance(strategy, MergeStrategySnapshot) and self.snapshot_state_loaded:
+            roles = merge.SnapshotColumns.of(strategy)
+            parts = [committed] if self.snapshot_state is None else [self.snapshot_state, committed]
+            self.snapshot_state = merge.projection(
+                pa.concat_tables(parts, promote_options="permissive"), roles)
+            self.history.remember_snapshot_state(self.snapshot_state)
+
+
+def max_slice_bytes(ws: Workspace) -> int:
+    """``ingest.maxSliceBytes``, or for ``auto`` 1/128 of the machine's memory within
+    [64 MiB, 192 MiB]: a pull's peak memory is about four times its slice (read, rendered for
+    the hash, encoded, the next piece), which stays under 1 GB."""
+    configured = ws.config().ingest.max_slice_bytes
+    if configured is not None:
+        return configured
+    import os
+
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return min(max(memory // 128, 64 << 20), 192 << 20)
+
+
+def _piece_bytes(max_slice_bytes: int) -> int:
+    """How much of a large file is read at once: a slice in a few pieces, so the slice
+    limit is overshot by little."""
+    return max(1 << 20, min(max_slice_bytes // 4, 64 << 20))
+
+
+def _state_at(group: list[FetchedFile], base: dict, piece: _Piece, scratch: Path) -> dict:
+    """The source state once ``piece`` and all before it are ingested: a file's own state
+    when it was the last of its group or the group is not a batch, else the state before
+    the file (or the batch) plus where to resume."""
+    f, i, records = piece.file, piece.index, piece.end
+    batch = f.batch is not None
+    if piece.last:
+        if not batch or i == len(group) - 1:
+            return f.source_state()
+        f, i, records = group[i + 1], i + 1, 0
+    before = group[i - 1].source_state() if i > 0 and not batch else base
+    return {**before, "resume": {"file": f.name, "records": records, "of": _identity(f, scratch)}}
+
+
+def _identity(f: FetchedFile, scratch: Path) -> dict:
+    """What tells the file apart from a changed one: its source state, its size, and for a
+    file read in place (not downloaded to ``scratch``) its modification time, since a glob's
+    state is only its name."""
+    st = f.path.stat()
+    local = not f.path.is_relative_to(scratch)
+    return {"state": f.source_state(), "size": st.st_size, **({"mtime_ns": st.st_mtime_ns} if local else {})}
+
+
+def _resume_point(group: list[FetchedFile], resume: dict, scratch: Path,
+                  notes: list[str]) -> tuple[int, int]:
+    """(files to skip, records of the next file to skip) where an earlier pull stopped
+    within a file, if that file is still the same; else everything is ingested."""
+    name, records = resume.get("file"), int(resume.get("records", 0))
+    for i, f in enumerate(group):
+        if f.name == name:
+            if _identity(f, scratch) == resume.get("of"):
+                return i, records
+            break
+    notes.append(f"{name} is gone or changed since an earlier pull ingested its first {records} "
+                 "records; what the source holds now is ingested whole")
+    return 0, 0

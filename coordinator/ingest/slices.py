@@ -24,10 +24,11 @@ TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 
 def with_event_time(table: pa.Table, vocab: DatasetVocabulary, default: datetime,
-                    name: str) -> pa.Table:
+                    name: str, rows_before: int = 0) -> pa.Table:
     """Give the table its event time column: the data's own, or ``default`` for every row.
 
     ``default`` is the event time the fetch step found (file or path), else the system time.
+    ``rows_before``: the file's records before this table (a piece of it), for messages.
     """
     if vocab.system_time in table.column_names:
         raise IngestError(f"{name}: the data has a column {vocab.system_time!r}, which is the "
@@ -35,21 +36,22 @@ def with_event_time(table: pa.Table, vocab: DatasetVocabulary, default: datetime
     column = vocab.event_time
     if column not in table.column_names:
         return table.add_column(0, column, pa.repeat(pa.scalar(default, TIMESTAMP), len(table)))
-    values = _as_event_time(table.column(column), column, name)
+    values = _as_event_time(table.column(column), column, name, rows_before)
     if values.null_count:
         row = pc.index(pc.is_null(values), True).as_py()
-        raise IngestError(f"{name}: row {row + 1}: event time column {column!r} is null "
+        raise IngestError(f"{name}: row {rows_before + row + 1}: event time column {column!r} is null "
                           "(every record needs an event time)")
     return table.set_column(table.column_names.index(column), column, values)
 
 
-def _as_event_time(col: pa.ChunkedArray, column: str, name: str) -> pa.ChunkedArray:
+def _as_event_time(col: pa.ChunkedArray, column: str, name: str, rows_before: int) -> pa.ChunkedArray:
     t = col.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         try:
             return convert_column(column, col, TIMESTAMP, TextOptions())
         except ConversionError as e:
-            raise IngestError(f"{name}: {e}; the event time column must hold timestamps") from None
+            raise IngestError(f"{name}: {e.shifted(rows_before)}; the event time column must hold "
+                              "timestamps") from None
     if pa.types.is_timestamp(t):
         return col.cast(pa.timestamp(t.unit, tz=t.tz or "UTC")).cast(TIMESTAMP)
     if pa.types.is_date(t):

@@ -100,6 +100,20 @@ class ServeConfig:
 
 
 @dataclass(frozen=True)
+class IngestConfig:
+    """``coord pull`` of roots.
+
+        ingest:
+          maxSliceBytes: 128MiB   # the most data one block of an append or ledger pull holds
+
+    A pull with more new data commits several blocks (``docs/architecture.md``, Bounded
+    memory). A size is a number of bytes or a number with KB, MB, GB, KiB, MiB or GiB;
+    ``auto`` (the default) chooses from the machine's memory."""
+
+    max_slice_bytes: int | None = None  # None: auto
+
+
+@dataclass(frozen=True)
 class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     repositories: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
@@ -107,6 +121,7 @@ class Config:
     trusted_keys: tuple[str, ...] = ()
     trust: TrustConfig = field(default_factory=TrustConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
 
     # --- the on-disk form ---------------------------------------------------------------------
 
@@ -132,13 +147,15 @@ class Config:
                 "retryMax": _seconds(self.serve.retry_max_s),
                 "datasets": {d: {"poll": p.to_config()} for d, p in self.serve.poll_per_dataset.items()},
             }
+        if self.ingest != IngestConfig():
+            doc["ingest"] = {"maxSliceBytes": self.ingest.max_slice_bytes}
         return doc
 
     @staticmethod
     def from_dict(data: object, where: str = "config.yaml") -> Config:
         """Check and type a document; ``where`` names it in errors. Absent keys take defaults."""
         doc = _section(data, "", where)
-        _known(doc, ("engine", "repositories", "trustedKeys", "trust", "serve"), "", where)
+        _known(doc, ("engine", "repositories", "trustedKeys", "trust", "serve", "ingest"), "", where)
         engine = _section(doc.get("engine"), "engine", where)
         _known(engine, ("runtime", "sparkMaster", "allowNetwork", "sparkConf", "image"), "engine.", where)
         runtime = _string(engine.get("runtime", DEFAULT_RUNTIME), "engine.runtime", where)
@@ -182,6 +199,7 @@ class Config:
             trusted_keys=tuple(str(e) for e in keys),
             trust=TrustConfig(require=require),
             serve=_serve(_section(doc.get("serve"), "serve", where), where),
+            ingest=_ingest(_section(doc.get("ingest"), "ingest", where), where),
         )
 
     @staticmethod
@@ -240,6 +258,13 @@ def _serve(section: dict, where: str) -> ServeConfig:
     )
 
 
+def _ingest(section: dict, where: str) -> IngestConfig:
+    _known(section, ("maxSliceBytes",), "ingest.", where)
+    value = section.get("maxSliceBytes", "auto")
+    return IngestConfig(max_slice_bytes=None if value == "auto"
+                        else _size(value, "ingest.maxSliceBytes", where))
+
+
 def _schedule(value: object, key: str, where: str) -> Schedule:
     """A duration, or ``{cron: "m h dom mon dow"}``."""
     if not isinstance(value, dict):
@@ -266,6 +291,22 @@ def _duration(value: object, key: str, where: str) -> float:
         raise ConfigError(f"{where}: {key}: expected a positive duration such as 30s, 500ms or 5m "
                           f"(got {value!r})")
     return seconds
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B)?\s*$", re.I)
+_SIZE_UNIT = {None: 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+
+
+def _size(value: object, key: str, where: str) -> int:
+    """Bytes from ``1000000``, ``512MB`` or ``256MiB``; at least 1 MiB."""
+    match = _SIZE.match(str(value)) if isinstance(value, int | str) and not isinstance(value, bool) \
+        else None
+    size = int(float(match.group(1)) * _SIZE_UNIT[(match.group(2) or "").upper() or None]) \
+        if match else 0
+    if size < 2**20:
+        raise ConfigError(f"{where}: {key}: expected a size of at least 1MiB such as 256MiB or "
+                          f"1GB, or auto (got {value!r})")
+    return size
 
 
 def _seconds(value: float) -> str:

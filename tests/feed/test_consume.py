@@ -240,3 +240,23 @@ def test_pull_from_the_command_line_prints_the_feeds_reports(ws, folder_feed):
     assert done.stdout.splitlines() == [
         f"{DS}: 1 new record; 20240101.000000/: invalidated (2 files listed, _SUCCESS says 1); "
         "not ingested"]
+
+
+def test_an_update_larger_than_the_slice_limit_killed_midway_resumes_exactly_once(ws, feed):
+    rows = [[(f"u1p{p}r{r}", p * 100_000 + r) for r in range(40_000)] for p in range(3)]
+    feed.update("20240101.000000", {f"part-{p}.csv": csv_part(*rows[p]) for p in range(3)})
+    feed.update("20240102.000000", {"part-0.csv": csv_part(("late", 1))})
+    add_feed_dataset(ws, feed)
+    ws.save_config(ws.config().set("ingest.maxSliceBytes", "1MiB"))
+    killed = coord("pull", DS, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"}, check=False)
+    assert killed.returncode == -9
+    [(h, _)] = blocks_with_data(ws)
+    assert "20240101.000000/part-" in state_of(ws, h)["resume"]["file"]  # within the update
+
+    result = pull_root(ws, DS)
+
+    expected = [v for part in rows for v in part] + [("late", 1)]
+    assert sorted(values(ws)) == sorted(expected)  # none lost, none twice
+    last = blocks_with_data(ws)[-1][0]
+    assert "resume" not in state_of(ws, last) and state_of(ws, last)["update"] == "20240102.000000"
+    assert len(result.blocks) >= 3

@@ -1,0 +1,140 @@
+"""Scale: peak memory and throughput of `coord pull` on inputs larger than the slice limit.
+
+    python bench/bench_scale.py [--sizes-gb 1.3 6] [--files 4 1] [--quick]
+
+For each size, CSV files of that many GB in all (``--files`` of them; default one size in 4
+files as a daily drop, the other as one large file) are ingested by a whole ``coord pull``
+process into a fresh append root, with the default ``ingest.maxSliceBytes`` (``auto``). Beside
+it, in the same run, a Python process reads each file with pyarrow's CSV reader and writes it
+as Parquet (the least a pull must do). Peak memory is each process's maximum resident set
+(``wait4``), throughput is GB of CSV per second of wall time.
+
+Targets (issue 15): peak RSS < 1 GB for both sizes, the larger no higher than the smaller;
+throughput within 1.5x of pyarrow's. ``--quick``: 0.3 and 1 GB.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_cli import coord_command
+from common import print_table
+
+from coordinator.workspace import Workspace
+
+HERE = Path(__file__).resolve().parent
+DS = "bench.scale"
+MANIFEST = f"""apiVersion: 1
+kind: DatasetSnapshot
+content:
+  id: {DS}
+  source:
+    kind: root
+    fetch: {{kind: filesGlob, path: "in/*.csv"}}
+    read: {{kind: csv, header: true,
+           schema: ["id BIGINT", "at TIMESTAMP", "city STRING", "amount DOUBLE", "note STRING"]}}
+    merge: {{kind: append}}
+  vocab: {{eventTimeColumn: at}}
+"""
+BASELINE = """
+import sys, pyarrow.csv as c, pyarrow.parquet as p
+for i, f in enumerate(sys.argv[2:]):
+    p.write_table(c.read_csv(f), f"{sys.argv[1]}/{i}.parquet")
+"""
+CITIES = np.array(["Amsterdam", "Berlin", "Cairo", "Delhi", "Lima", "Oslo", "Quito", "Seoul"])
+
+
+def write_csv(path: Path, gb: float, start: int) -> int:
+    """About ``gb`` GB of rows (~70 bytes each), written in chunks; returns the rows written."""
+    rng = np.random.default_rng(start)
+    rows_per_chunk, written = 250_000, 0
+    base = np.datetime64("2024-01-01T00:00:00", "s")
+    with pacsv.CSVWriter(path, pa.schema([("id", pa.int64()), ("at", pa.timestamp("s", "UTC")),
+                                          ("city", pa.string()), ("amount", pa.float64()),
+                                          ("note", pa.string())])) as w:
+        while path.stat().st_size < gb * 1e9:
+            ids = np.arange(start + written, start + written + rows_per_chunk)
+            table = pa.table({
+                "id": ids,
+                "at": pa.array(base + (ids // 1000).astype("timedelta64[s]"), pa.timestamp("s", "UTC")),
+                "city": CITIES[rng.integers(0, len(CITIES), rows_per_chunk)],
+                "amount": np.round(rng.random(rows_per_chunk) * 1000, 2),
+                "note": pa.array(np.char.add("n", (ids % 9973).astype(str))),
+            })
+            w.write_table(table)
+            written += rows_per_chunk
+    return written
+
+
+def measured(command: list[str], cwd: Path, env: dict) -> tuple[float, float]:
+    """(wall seconds, peak RSS in GB) of one process."""
+    began = time.perf_counter()
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - began
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{command[:3]} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    return wall, usage.ru_maxrss * 1024 / 1e9
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes-gb", type=float, nargs="+", default=[1.3, 6.0])
+    ap.add_argument("--files", type=int, nargs="+", default=[4, 1], help="files per size")
+    ap.add_argument("--quick", action="store_true", help="0.3 and 1 GB")
+    args = ap.parse_args()
+    if args.quick:
+        args.sizes_gb = [0.3, 1.0]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent),
+                                                                      os.environ.get("PYTHONPATH")]))}
+    coord = coord_command()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=os.environ.get("BENCH_TMP")))
+    rows = []
+    try:
+        for gb, files in zip(args.sizes_gb, args.files, strict=False):
+            ws = tmp / f"{gb}gb"
+            (ws / "in").mkdir(parents=True)
+            paths, records = [], 0
+            for k in range(files):
+                paths.append(ws / "in" / f"part-{k}.csv")
+                records += write_csv(paths[-1], gb / files, start=records)
+            size = sum(p.stat().st_size for p in paths) / 1e9
+            (ws / "m.yaml").write_text(MANIFEST)
+            for step in (["init"], ["add", "m.yaml"]):
+                subprocess.run([*coord, *step], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
+            out = tmp / "baseline"
+            out.mkdir()
+            base_wall, base_rss = measured([sys.executable, "-c", BASELINE, str(out), *map(str, paths)],
+                                           ws, env)
+            shutil.rmtree(out)
+            wall, rss = measured([*coord, "pull", DS], ws, env)
+            blocks = len(Workspace.open(ws).dataset(DS).state().data_blocks)
+            rows.append({"input": f"{size:.2f} GB CSV, {files} file{'s' * (files > 1)}, {records:,} rows",
+                         "coord pull s": wall, "GB/s": size / wall, "peak RSS GB": rss,
+                         "blocks": blocks,
+                         "pyarrow s": base_wall, "pyarrow peak GB": base_rss,
+                         "ratio": wall / base_wall, "targets": "RSS < 1 GB; ratio ≤ 1.5",
+                         "met": "yes" if rss < 1 and wall / base_wall <= 1.5 else "no"})
+            shutil.rmtree(ws)
+        if len(rows) > 1:
+            rows[-1]["met"] += "" if rows[-1]["peak RSS GB"] <= rows[0]["peak RSS GB"] * 1.05 \
+                else " (RSS grew with size)"
+        print_table(rows, title="coord pull of large CSV (whole processes, default slice limit)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

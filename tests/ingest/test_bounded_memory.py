@@ -1,0 +1,166 @@
+"""Pulls larger than ``ingest.maxSliceBytes``: several blocks, files read in pieces, exactly once.
+
+The expected records are computed independently of the ingest path (pyarrow's own reader over
+the whole file), and the blocks are compared with a pull of the same input in one go.
+"""
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+from coordinator.ingest import IngestError, pull_root
+from coordinator.ingest.read import read_pieces
+from coordinator.metadata.objects import ReadStepCsv, ReadStepParquet
+from coordinator.workspace import Workspace
+
+from ..conftest import coord
+from .conftest import DATASET, add_dataset, rows_of, slices_of
+
+MiB = 1 << 20
+
+SOURCE = """
+source:
+  kind: root
+  fetch: {kind: filesGlob, path: "in/*.csv"}
+  read: {kind: csv, header: true%s}
+  merge: %s
+"""
+TYPED = ', schema: ["id BIGINT", "at TIMESTAMP", "name STRING"]'
+
+
+def big_csv(path, rows, start=0):
+    """``rows`` records of about 40 bytes (ids from ``start``), event times in file order."""
+    lines = "".join(f"{i},2024-01-{1 + i % 28:02d}T00:00:00Z,name {i} {'x' * (i % 17)}\n"
+                    for i in range(start, start + rows))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("id,at,name\n" + lines)
+    return path
+
+
+def expected_ids(*paths):
+    return sorted(i for p in paths for i in pacsv.read_csv(p).column("id").to_pylist())
+
+
+def limit(ws: Workspace, size: str) -> None:
+    ws.save_config(ws.config().set("ingest.maxSliceBytes", size))
+
+
+def dataset(ws, merge="{kind: append}", schema=TYPED):
+    return add_dataset(ws, (SOURCE % (schema, merge)) +
+                       "vocab: {eventTimeColumn: at}\n")
+
+
+def test_a_pull_larger_than_the_slice_limit_commits_several_blocks_holding_every_record_once(ws):
+    dataset(ws)
+    files = [big_csv(ws.root / "in" / f"{k}.csv", 60_000, start=k * 60_000) for k in range(2)]
+    limit(ws, "1MiB")
+    result = pull_root(ws, DATASET)
+    assert len(result.blocks) >= 3 and result.num_records == 120_000
+    assert sorted(r["id"] for r in rows_of(ws)) == expected_ids(*files)
+    for table in slices_of(ws):  # each block stays near the limit
+        assert table.nbytes < 3 * MiB
+
+
+def test_a_file_read_in_pieces_into_one_block_is_identical_to_reading_it_whole(tmp_path):
+    path = big_csv(tmp_path / "in" / "one.csv", 80_000)  # ~3.7 MB: 4 pieces of 1 MiB
+    blocks = {}
+    for size in ("4MiB", "1GiB"):
+        ws = Workspace.init(tmp_path / size)
+        dataset(ws)
+        (ws.root / "in").mkdir()
+        (ws.root / "in" / "one.csv").write_bytes(path.read_bytes())
+        limit(ws, size)
+        pull_root(ws, DATASET)
+        [(h, block)] = [(h, b) for h, b in ws.dataset(DATASET).blocks() if b.output_slice]
+        blocks[size] = block.output_slice
+    assert blocks["4MiB"].hash == blocks["1GiB"].hash
+    assert blocks["4MiB"].num_records == 80_000
+
+
+def test_pieces_of_an_untyped_csv_are_typed_by_the_first_piece(tmp_path):
+    path = big_csv(tmp_path / "a.csv", 50_000)
+    pieces = list(read_pieces(path, ReadStepCsv(header=True), "a.csv", MiB))
+    assert len(pieces) > 1
+    assert {p.schema for p in pieces} == {pieces[0].schema}
+    assert pa.concat_tables(pieces).equals(pacsv.read_csv(path))
+
+
+def test_a_late_value_that_does_not_fit_the_first_pieces_type_asks_for_a_schema(tmp_path):
+    path = big_csv(tmp_path / "a.csv", 50_000)
+    with open(path, "a") as f:
+        f.write("1.5,2024-01-01T00:00:00Z,late\n")
+    with pytest.raises(IngestError, match=r"a\.csv:50002: column 'id': .*declare the column types"):
+        list(read_pieces(path, ReadStepCsv(header=True), "a.csv", MiB))
+
+
+def test_a_bad_value_in_a_later_piece_is_reported_at_its_line_in_the_file(tmp_path):
+    path = big_csv(tmp_path / "a.csv", 50_000)
+    with open(path, "a") as f:
+        f.write("oops,2024-01-01T00:00:00Z,late\n")
+    step = ReadStepCsv(header=True, schema=["id BIGINT", "at STRING", "name STRING"])
+    with pytest.raises(IngestError, match=r"a\.csv:50002: column 'id'"):
+        list(read_pieces(path, step, "a.csv", MiB))
+
+
+def test_comment_lines_and_a_commented_header_are_skipped_in_every_piece(tmp_path):
+    path = big_csv(tmp_path / "a.csv", 40_000)
+    text = path.read_text().splitlines(keepends=True)
+    commented = ["# made by a test\n", text[0]] + [
+        line for i, line in enumerate(text[1:]) for line in (["# note\n", line] if i % 1000 == 0 else [line])]
+    path.write_text("".join(commented))
+    step = ReadStepCsv(header=True, comment="#")
+    pieces = list(read_pieces(path, step, "a.csv", MiB))
+    assert len(pieces) > 1
+    assert pa.concat_tables(pieces).column("id").to_pylist() == list(range(40_000))
+
+
+def test_a_parquet_file_is_read_in_batches_of_rows(tmp_path):
+    pq.write_table(pacsv.read_csv(big_csv(tmp_path / "a.csv", 60_000)), tmp_path / "a.parquet",
+                   row_group_size=10_000)
+    table = pq.read_table(tmp_path / "a.parquet")
+    pieces = list(read_pieces(tmp_path / "a.parquet", ReadStepParquet(), "a.parquet", MiB // 2))
+    assert len(pieces) > 1 and pa.concat_tables(pieces).equals(table)
+
+
+def test_a_ledger_split_into_blocks_keeps_the_first_record_of_each_key(ws):
+    dataset(ws, merge="{kind: ledger, primaryKey: [id]}")
+    first = big_csv(ws.root / "in" / "1.csv", 60_000)
+    again = big_csv(ws.root / "in" / "2.csv", 60_000, start=30_000)  # half of them seen
+    limit(ws, "1MiB")
+    result = pull_root(ws, DATASET)
+    assert len(result.blocks) > 2
+    ids = [r["id"] for r in rows_of(ws)]
+    assert sorted(ids) == sorted(set(expected_ids(first, again))) == list(range(90_000))
+
+
+def test_a_pull_killed_between_blocks_resumes_within_the_file_exactly_once(tmp_path):
+    ws = Workspace.init(tmp_path / "w")
+    dataset(ws)
+    path = big_csv(ws.root / "in" / "one.csv", 120_000)
+    limit(ws, "1MiB")
+    killed = coord("pull", DATASET, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"}, check=False)
+    assert killed.returncode == -9
+    ds = ws.dataset(DATASET)
+    [first] = [b for _, b in ds.blocks() if b.output_slice]
+    state = ds.source_state()
+    assert state["resume"]["file"] == "one.csv" and state["resume"]["records"] > 0
+
+    coord("pull", DATASET, cwd=ws.root)
+    ids = [r["id"] for r in rows_of(ws)]
+    assert sorted(ids) == expected_ids(path)  # none lost, none twice
+    assert "resume" not in ds.source_state()
+    assert "up to date" in coord("pull", DATASET, cwd=ws.root).stdout
+
+
+def test_a_file_changed_after_a_partial_pull_is_ingested_whole_with_a_note(tmp_path):
+    ws = Workspace.init(tmp_path / "w")
+    dataset(ws)
+    path = big_csv(ws.root / "in" / "one.csv", 120_000)
+    limit(ws, "1MiB")
+    coord("pull", DATASET, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"}, check=False)
+    partial = ws.dataset(DATASET).state().num_records
+    big_csv(path, 10, start=500_000)  # rewritten before the next pull
+    result = pull_root(ws, DATASET)
+    assert result.num_records == 10
+    assert result.notes == [f"one.csv is gone or changed since an earlier pull ingested its first "
+                            f"{partial} records; what the source holds now is ingested whole"]
