@@ -10,7 +10,15 @@ as Parquet (the least a pull must do). Peak memory is each process's maximum res
 (``wait4``), throughput is GB of CSV per second of wall time.
 
 Targets (issue 15): peak RSS < 1 GB for both sizes, the larger no higher than the smaller;
-throughput within 1.5x of pyarrow's. ``--quick``: 0.3 and 1 GB.
+throughput within 1.5x of pyarrow's.
+
+Then a snapshot merge: a root with a snapshot merge pulls a first snapshot of
+``--snapshot-rows`` rows, then a second one (1 % of rows changed, 0.5 % removed, 0.5 % new);
+the second pull (whole process: read, diff against the state, hash and commit the changes)
+is timed beside DuckDB computing the same change set from the same two CSV files with a 2 GB
+memory limit. Target: within 2x of DuckDB, peak RSS < 2 GB.
+
+``--quick``: 0.3 and 1 GB, 2 M-row snapshots.
 """
 from __future__ import annotations
 
@@ -77,6 +85,73 @@ def write_csv(path: Path, gb: float, start: int) -> int:
     return written
 
 
+SNAPSHOT_MANIFEST = f"""apiVersion: 1
+kind: DatasetSnapshot
+content:
+  id: {DS}
+  source:
+    kind: root
+    fetch: {{kind: filesGlob, path: "in/*.csv",
+            eventTime: {{kind: fromPath, pattern: 'day-(\\d{{4}}-\\d\\d-\\d\\d)\\.csv'}}}}
+    read: {{kind: csv, header: true, schema: ["id BIGINT", "city STRING", "amount DOUBLE", "note STRING"]}}
+    merge: {{kind: snapshot, primaryKey: [id]}}
+"""
+DUCKDB_DIFF = """
+import sys, duckdb
+con = duckdb.connect(config={"memory_limit": "2GB", "temp_directory": sys.argv[1]})
+cols = "{'id': 'BIGINT', 'city': 'VARCHAR', 'amount': 'DOUBLE', 'note': 'VARCHAR'}"
+prev, cur = (f"read_csv('{path}', header=true, columns={cols})" for path in sys.argv[2:4])
+con.execute(f\"\"\"COPY (
+  SELECT CASE WHEN p.id IS NULL THEN 'I' ELSE 'U' END AS observed, c.*
+  FROM {cur} c LEFT JOIN {prev} p USING (id)
+  WHERE p.id IS NULL OR c.city IS DISTINCT FROM p.city OR c.amount IS DISTINCT FROM p.amount
+     OR c.note IS DISTINCT FROM p.note
+  UNION ALL SELECT 'D', p.* FROM {prev} p ANTI JOIN {cur} c USING (id)
+) TO '{sys.argv[4]}' (FORMAT parquet)\"\"\")
+"""
+
+
+def write_snapshot(path: Path, rows: int, day: int) -> None:
+    """Day 1: ids 0..rows-1. Day 2: 0.5 % removed, 1 % changed, 0.5 % new."""
+    ids = np.arange(rows, dtype=np.int64)
+    if day == 2:
+        ids = np.concatenate([ids[ids % 200 != 0], np.arange(rows, rows + rows // 200)])
+    amount = np.round((ids % 10007) * 1.25, 2)
+    if day == 2:
+        amount = np.where(ids % 100 == 1, amount + 1, amount)
+    table = pa.table({"id": ids, "city": CITIES[ids % len(CITIES)], "amount": amount,
+                      "note": pa.array(np.char.add("n", (ids % 9973).astype(str)))})
+    pacsv.write_csv(table, path)
+
+
+def bench_snapshot(tmp: Path, rows: int, coord: list[str], env: dict) -> dict:
+    ws = tmp / "snapshot"
+    (ws / "in").mkdir(parents=True)
+    days = [ws / "in" / f"day-2024-01-0{d}.csv" for d in (1, 2)]
+    for d, path in enumerate(days, start=1):
+        write_snapshot(path, rows, d)
+    (ws / "m.yaml").write_text(SNAPSHOT_MANIFEST)
+    for step in (["init"], ["add", "m.yaml"]):
+        subprocess.run([*coord, *step], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
+    held = tmp / "held"
+    held.mkdir()
+    days[1].rename(held / days[1].name)  # the first pull sees day 1 only
+    first, first_rss = measured([*coord, "pull", DS], ws, env)
+    (held / days[1].name).rename(days[1])
+    second, rss = measured([*coord, "pull", DS], ws, env)
+    spill = tmp / "duckdb-spill"
+    spill.mkdir()
+    duck, duck_rss = measured([sys.executable, "-c", DUCKDB_DIFF, str(spill), str(days[0]),
+                               str(days[1]), str(tmp / "changes.parquet")], ws, env)
+    state = Workspace.open(ws).dataset(DS).state()
+    shutil.rmtree(ws)
+    return {"snapshots": f"2 x {rows:,} rows", "first pull s": first, "first peak GB": first_rss,
+            "diff pull s": second, "peak RSS GB": rss, "changes": state.num_records - rows,
+            "DuckDB diff s (2 GB limit)": duck, "DuckDB peak GB": duck_rss,
+            "ratio": second / duck, "targets": "ratio ≤ 2; RSS < 2 GB",
+            "met": "yes" if second / duck <= 2 and rss < 2 else "no"}
+
+
 def measured(command: list[str], cwd: Path, env: dict) -> tuple[float, float]:
     """(wall seconds, peak RSS in GB) of one process."""
     began = time.perf_counter()
@@ -91,12 +166,14 @@ def measured(command: list[str], cwd: Path, env: dict) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes-gb", type=float, nargs="+", default=[1.3, 6.0])
+    ap.add_argument("--sizes-gb", type=float, nargs="*", default=[1.3, 6.0],
+                    help="none: the snapshot merge only")
     ap.add_argument("--files", type=int, nargs="+", default=[4, 1], help="files per size")
     ap.add_argument("--quick", action="store_true", help="0.3 and 1 GB")
+    ap.add_argument("--snapshot-rows", type=int, default=20_000_000)
     args = ap.parse_args()
     if args.quick:
-        args.sizes_gb = [0.3, 1.0]
+        args.sizes_gb, args.snapshot_rows = [0.3, 1.0], 2_000_000
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent),
                                                                       os.environ.get("PYTHONPATH")]))}
     coord = coord_command()
@@ -131,7 +208,10 @@ def main() -> None:
         if len(rows) > 1:
             rows[-1]["met"] += "" if rows[-1]["peak RSS GB"] <= rows[0]["peak RSS GB"] * 1.05 \
                 else " (RSS grew with size)"
-        print_table(rows, title="coord pull of large CSV (whole processes, default slice limit)")
+        if rows:
+            print_table(rows, title="coord pull of large CSV (whole processes, default slice limit)")
+        print_table([bench_snapshot(tmp, args.snapshot_rows, coord, env)],
+                    title="snapshot merge of two large snapshots (whole processes)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -82,8 +82,21 @@ class DatasetHistory:
     # kept in the cache folder, named by the newest block it includes. It is scratch: when it
     # is missing or stale it is rebuilt from the slices it does not cover.
 
-    def _projection_dir(self) -> Path:
+    def projection_dir(self) -> Path:
         return self.ds.ws.meta / layout.cache_dir(self.ds.id, layout.SNAPSHOT_STATE)
+
+    def snapshot_state_bytes(self) -> int:
+        """About how large the snapshot state is in memory: the cached one's size as stored in
+        Parquet's metadata (uncompressed), else four times the slices' files."""
+        import pyarrow.parquet as pq
+
+        if not self.data_blocks:
+            return 0
+        cached = self.projection_dir() / f"{self.data_blocks[-1].hex()}.parquet"
+        if cached.exists():
+            md = pq.read_metadata(cached)
+            return sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+        return 4 * sum(self.ds.data_file(h).stat().st_size for h in self.data_blocks)
 
     def snapshot_state(self, roles: SnapshotColumns) -> pa.Table | None:
         import pyarrow as pa
@@ -93,7 +106,7 @@ class DatasetHistory:
 
         if not self.data_blocks:
             return None
-        folder = self._projection_dir()
+        folder = self.projection_dir()
         for i in range(len(self.data_blocks) - 1, -1, -1):
             cached = folder / f"{self.data_blocks[i].hex()}.parquet"
             if cached.exists():
@@ -112,7 +125,7 @@ class DatasetHistory:
     def remember_snapshot_state(self, state: pa.Table) -> None:
         import pyarrow.parquet as pq
 
-        folder = self._projection_dir()
+        folder = self.projection_dir()
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{self.data_blocks[-1].hex()}.parquet"
         tmp = target.with_suffix(".tmp")

@@ -25,8 +25,9 @@ from ..metadata.objects import MergeStrategySnapshot
 from .errors import IngestError
 
 
-def check_key(table: pa.Table, key: list[str], name: str) -> None:
-    """Every key column present and never null (a null key matches nothing)."""
+def check_key(table: pa.Table, key: list[str], name: str, rows_before: int = 0) -> None:
+    """Every key column present and never null (a null key matches nothing); ``rows_before``:
+    the file's rows before ``table`` (a piece of it), for messages."""
     for column in key:
         if column not in table.column_names:
             raise IngestError(f"{name}: primary key column {column!r} is not in the data "
@@ -34,7 +35,8 @@ def check_key(table: pa.Table, key: list[str], name: str) -> None:
         col = table.column(column)
         if col.null_count:
             row = pc.index(pc.is_null(col), True).as_py()
-            raise IngestError(f"{name}: row {row + 1}: primary key column {column!r} is null")
+            raise IngestError(f"{name}: row {rows_before + row + 1}: primary key column "
+                              f"{column!r} is null")
 
 
 def key_codes(tables: list[pa.Table], key: list[str]) -> list[np.ndarray]:
@@ -127,17 +129,25 @@ def projection(history: pa.Table, roles: SnapshotColumns) -> pa.Table:
     return latest
 
 
-def snapshot(previous: pa.Table | None, current: pa.Table, roles: SnapshotColumns,
-             event_time_column: str, snapshot_time: datetime, name: str) -> pa.Table:
-    """The change events turning ``previous`` into ``current``: observation column first."""
-    if roles.observation in current.column_names:
+def compare_columns(schema: pa.Schema, roles: SnapshotColumns, event_time_column: str,
+                    name: str) -> list[str]:
+    """The columns whose change makes a ``U`` (by default every data column but the key and
+    the event time); refuses data that has the observation column itself."""
+    if roles.observation in schema.names:
         raise IngestError(f"{name}: the data already has a column {roles.observation!r}, the "
                           "snapshot merge's observation column")
     compare = roles.compare if roles.compare is not None else [
-        c for c in current.column_names if c not in roles.key and c != event_time_column]
-    missing = [c for c in compare if c not in current.column_names]
+        c for c in schema.names if c not in roles.key and c != event_time_column]
+    missing = [c for c in compare if c not in schema.names]
     if missing:
         raise IngestError(f"{name}: compare column {missing[0]!r} is not in the data")
+    return compare
+
+
+def snapshot(previous: pa.Table | None, current: pa.Table, roles: SnapshotColumns,
+             event_time_column: str, snapshot_time: datetime, name: str) -> pa.Table:
+    """The change events turning ``previous`` into ``current``: observation column first."""
+    compare = compare_columns(current.schema, roles, event_time_column, name)
 
     if previous is None:
         previous = current.schema.empty_table()

@@ -49,6 +49,8 @@ from .history import DatasetHistory
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from .snapshot_disk import DiskSnapshot
+
 Preprocess = Callable[["pa.Table", TransformSql], "pa.Table"]
 
 
@@ -118,10 +120,14 @@ class _Pull:
         # ledger merges: the keys seen so far, loaded once, extended per block
         self.seen_keys: pa.Table | None = None
         self.seen_keys_loaded = False
-        # append and ledger merges without a preprocess step cut a block at this size;
-        # a snapshot is diffed whole, and a preprocess query sees whole files
-        whole = isinstance(self.source.merge, MergeStrategySnapshot) or self.source.preprocess
-        self.max_slice_bytes = None if whole else max_slice_bytes(ws)
+        # snapshot merges larger than a slice: diffed out of core, from the first such on
+        self.disk_snapshot: DiskSnapshot | None = None
+        # Append and ledger merges without a preprocess step cut a block at this size and
+        # read large files in pieces; a snapshot is one block, and a preprocess query sees
+        # whole files.
+        self.max_slice_bytes = max_slice_bytes(ws)
+        self.split = not isinstance(self.source.merge, MergeStrategySnapshot) \
+            and self.source.preprocess is None
 
     def run(self) -> IngestResult:
         notes: list[str] = []
@@ -135,13 +141,17 @@ class _Pull:
         else:
             groups = [[f] for f in files] if is_snapshot else [files] if files else []
         blocks, records = [], 0
-        for k, group in enumerate(groups):
-            skip = _resume_point(group, state["resume"], self.scratch, notes) \
-                if k == 0 and "resume" in state else (0, 0)
-            for h, n in self._ingest(group, base, skip):
-                blocks.append(h)
-                records += n
-            base = group[-1].source_state()
+        try:
+            for k, group in enumerate(groups):
+                skip = _resume_point(group, state["resume"], self.scratch, notes) \
+                    if k == 0 and "resume" in state else (0, 0)
+                for h, n in self._ingest(group, base, skip):
+                    blocks.append(h)
+                    records += n
+                base = group[-1].source_state()
+        finally:
+            if self.disk_snapshot is not None:
+                self.disk_snapshot.close()
         message = "; ".join([self._message(blocks, records), *notes])
         return IngestResult(self.history.ds.id, blocks[-1] if blocks else None, records,
                             self.history.watermark, message, blocks, notes)
@@ -158,23 +168,17 @@ class _Pull:
                 skip: tuple[int, int]) -> Iterator[tuple[bytes, int]]:
         """Commit the group's records: one block, or one per ``max_slice_bytes`` of them, each
         with the source state that resumes after its last record."""
-        from . import slices
-
+        if self._snapshot_on_disk(group):
+            yield from self._ingest_snapshot_on_disk(group)
+            return
         pending: list[_Piece] = []
         size, system_time = 0, None
-        for piece in self._pieces(group, skip):
+        for piece in self._pieces(group, skip, self.split):
             if system_time is None:
                 system_time = self.history.next_system_time()
-            f = piece.file
-            table = piece.table
-            if self.source.preprocess is not None:
-                assert self.preprocess is not None  # pull_root refuses the step without one
-                table = self.preprocess(table, self.source.preprocess)
-            table = slices.with_event_time(table, self.vocab, f.event_time or system_time,
-                                           f.name, piece.rows_before)
-            pending.append(dataclasses.replace(piece, table=table))
-            size += table.nbytes
-            if self.max_slice_bytes is not None and size >= self.max_slice_bytes:
+            pending.append(self._prepared(piece, system_time))
+            size += pending[-1].table.nbytes
+            if self.split and size >= self.max_slice_bytes:
                 committed = self._commit(pending, system_time,
                                          _state_at(group, base, piece, self.scratch))
                 if committed is not None:
@@ -186,9 +190,48 @@ class _Pull:
             if committed is not None:
                 yield committed
 
-    def _pieces(self, group: list[FetchedFile], skip: tuple[int, int]) -> Iterator[_Piece]:
+    def _prepared(self, piece: _Piece, system_time: datetime) -> _Piece:
+        """The piece through the preprocess query, with its event time column."""
+        from . import slices
+
+        table = piece.table
+        if self.source.preprocess is not None:
+            assert self.preprocess is not None  # pull_root refuses the step without one
+            table = self.preprocess(table, self.source.preprocess)
+        f = piece.file
+        return dataclasses.replace(piece, table=slices.with_event_time(
+            table, self.vocab, f.event_time or system_time, f.name, piece.rows_before))
+
+    def _snapshot_on_disk(self, group: list[FetchedFile]) -> bool:
+        """Whether this snapshot, or the state it is diffed against, is larger than a slice
+        (once a pull has gone out of core it stays there: the state lives on disk)."""
+        if self.disk_snapshot is None and isinstance(self.source.merge, MergeStrategySnapshot) \
+                and (sum(f.path.stat().st_size for f in group) > self.max_slice_bytes
+                     or self.history.snapshot_state_bytes() > self.max_slice_bytes):
+            from .merge import SnapshotColumns
+            from .snapshot_disk import DiskSnapshot
+
+            self.disk_snapshot = DiskSnapshot(self.history, SnapshotColumns.of(self.source.merge),
+                                              self.scratch, 2 * self.max_slice_bytes)
+        return self.disk_snapshot is not None
+
+    def _ingest_snapshot_on_disk(self, group: list[FetchedFile]) -> Iterator[tuple[bytes, int]]:
+        assert self.disk_snapshot is not None
+        system_time = self.history.next_system_time()
+        files = [f.name for f in group]
+        name = files[0] if len(files) == 1 else f"{files[0]}..{files[-1]}"
+        tables = (self._prepared(p, system_time).table
+                  for p in self._pieces(group, (0, 0), split=self.source.preprocess is None))
+        changes = self.disk_snapshot.diff(tables, self.vocab.event_time,
+                                          group[-1].event_time or system_time, name)
+        committed = self._commit_table(changes, group, system_time, group[-1].source_state())
+        if committed is not None:
+            yield committed
+
+    def _pieces(self, group: list[FetchedFile], skip: tuple[int, int],
+                split: bool) -> Iterator[_Piece]:
         """The group's records in order, from file ``skip[0]`` on, less that file's first
-        ``skip[1]`` (which an earlier pull ingested)."""
+        ``skip[1]`` (which an earlier pull ingested); large files in pieces if ``split``."""
         from .prepare import prepare
         from .read import read, read_pieces
 
@@ -199,7 +242,7 @@ class _Pull:
             for i, f in enumerate(group[skip_files:], start=skip_files):
                 path = prepare(f.path, self.source.prepare, self.scratch, f.name)
                 tables = read_pieces(path, self.source.read, f.name, _piece_bytes(self.max_slice_bytes)) \
-                    if self.max_slice_bytes is not None else iter([read(path, self.source.read, f.name)])
+                    if split else iter([read(path, self.source.read, f.name)])
                 drop = skip_rows if i == skip_files else 0
                 rows, held = 0, None  # the file's records read so far; the piece not yet given
                 for table in tables:
@@ -220,16 +263,21 @@ class _Pull:
         """Merge, hash, write and commit one slice of ``pieces`` (None: nothing to commit)."""
         import pyarrow as pa
 
-        from ..data.hashing import canonical_rows, sha3_of
-        from ..data.slices import output_slice
-        from . import slices
-
         tables = [p.table for p in pieces]
         table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
             else tables[0]
         files = list({id(p.file): p.file for p in pieces}.values())
         name = files[0].name if len(files) == 1 else f"{files[0].name}..{files[-1].name}"
         table = self._merge(table, files[-1].event_time or system_time, name)
+        return self._commit_table(table, files, system_time, state)
+
+    def _commit_table(self, table: pa.Table, files: list[FetchedFile], system_time: datetime,
+                      state: dict) -> tuple[bytes, int] | None:
+        """Conform, hash, write and commit the merged records of ``files``."""
+        from ..data.hashing import canonical_rows, sha3_of
+        from ..data.slices import output_slice
+        from . import slices
+
         table = slices.conform(table, self.history.schema(), self.vocab)
 
         # the watermark also moves with the source's own times (a snapshot with no changes)
@@ -292,7 +340,9 @@ class _Pull:
         from . import merge
 
         strategy = self.source.merge
-        if isinstance(strategy, MergeStrategyLedger) and self.seen_keys_loaded:
+        if self.disk_snapshot is not None:
+            self.disk_snapshot.advance(committed)
+        elif isinstance(strategy, MergeStrategyLedger) and self.seen_keys_loaded:
             keys = committed.select(list(strategy.primary_key))
             parts = [keys] if self.seen_keys is None else [self.seen_keys, keys]
             self.seen_keys = pa.concat_tables(parts, promote_options="permissive")

@@ -164,3 +164,65 @@ def test_a_file_changed_after_a_partial_pull_is_ingested_whole_with_a_note(tmp_p
     assert result.num_records == 10
     assert result.notes == [f"one.csv is gone or changed since an earlier pull ingested its first "
                             f"{partial} records; what the source holds now is ingested whole"]
+
+
+SNAPSHOT = """
+source:
+  kind: root
+  fetch: {kind: filesGlob, path: "in/*.csv",
+          eventTime: {kind: fromPath, pattern: 'snap-(\\d{4}-\\d\\d-\\d\\d)\\.csv'}}
+  read: {kind: csv, header: true, schema: [%s]}
+  merge: {kind: snapshot, primaryKey: [region, id]%s}
+"""
+
+
+def snapshot_file(path, day: int, rows: int, extra: bool) -> None:
+    """Day ``day``'s snapshot: keys come and go with the day, some values change, some are
+    NaN or null on some days (which must compare equal to themselves)."""
+    out = ["region,id,price,label,note"]
+    for i in range(rows):
+        if (i + day) % 11 == 0:  # removed this day
+            continue
+        price = "NaN" if i % 13 == 0 else "" if i % 17 == 0 else f"{(i * (1 + (i % 7 == day % 7))) / 4}"
+        line = f"r{i % 3},{i},{price},label {i % 5 if i % 19 else day}"
+        out.append(line + (f",n{day}" if extra else ","))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out) + "\n")
+
+
+@pytest.mark.parametrize("compare", ["", ", compareColumns: [price]"])
+def test_a_snapshot_larger_than_the_slice_limit_is_merged_on_disk_into_the_same_blocks(tmp_path, compare):
+    results = {}
+    for size in ("1MiB", "1GiB"):
+        ws = Workspace.init(tmp_path / f"{size}{bool(compare)}")
+        columns = '"region STRING", "id BIGINT", "price DOUBLE", "label STRING", "note STRING"'
+        add_dataset(ws, SNAPSHOT % (columns, compare))
+        limit(ws, size)
+        for day in (1, 2):  # two snapshots in one pull
+            snapshot_file(ws.root / "in" / f"snap-2024-01-0{day}.csv", day, 60_000, extra=False)
+        assert (ws.root / "in" / "snap-2024-01-01.csv").stat().st_size > MiB  # so merged on disk
+        pull_root(ws, DATASET)
+        for day in (3, 4):  # then one pull each, the second with notes (nulls before)
+            snapshot_file(ws.root / "in" / f"snap-2024-01-0{day}.csv", day, 60_000, extra=day == 4)
+            pull_root(ws, DATASET)
+        ds = ws.dataset(DATASET)
+        results[size] = [(b.output_slice.hash, b.output_slice.num_records,
+                          repr(pq.read_table(ds.data_file(h)).drop_columns(["system_time"]).to_pylist()))
+                         for h, b in reversed(list(ds.blocks())) if b.output_slice]
+    on_disk, in_memory = results["1MiB"], results["1GiB"]
+    assert len(in_memory) == 4 and all(n > 0 for _, n, _ in in_memory)
+    assert on_disk == in_memory  # the same records in the same order (NaN as NaN), hashes
+
+
+def test_a_snapshot_merged_on_disk_refuses_a_key_given_twice_naming_both_rows(ws):
+    add_dataset(ws, SNAPSHOT % ('"region STRING", "id BIGINT", "price DOUBLE", "label STRING", '
+                                '"note STRING"', ""))
+    limit(ws, "1MiB")
+    path = ws.root / "in" / "snap-2024-01-01.csv"
+    snapshot_file(path, 1, 60_000, extra=False)
+    with open(path, "a") as f:
+        f.write("r0,3,1.0,again,\n")
+    with pytest.raises(IngestError, match=r"rows 4 and 54547 have the same primary key "
+                                          r"\{'region': 'r0', 'id': 3\}"):
+        pull_root(ws, DATASET)
+    assert not ws.dataset(DATASET).state().data_blocks  # nothing committed
