@@ -123,8 +123,8 @@ class _Pull:
         # snapshot merges larger than a slice: diffed out of core, from the first such on
         self.disk_snapshot: DiskSnapshot | None = None
         # Append and ledger merges without a preprocess step cut a block at this size and
-        # read large files in pieces; a snapshot is one block, and a preprocess query sees
-        # whole files.
+        # read large files in pieces; a preprocess query sees whole files. A snapshot is one
+        # block, unless it goes out of core with a change set larger than this.
         self.max_slice_bytes = max_slice_bytes(ws)
         self.split = not isinstance(self.source.merge, MergeStrategySnapshot) \
             and self.source.preprocess is None
@@ -169,7 +169,7 @@ class _Pull:
         """Commit the group's records: one block, or one per ``max_slice_bytes`` of them, each
         with the source state that resumes after its last record."""
         if self._snapshot_on_disk(group):
-            yield from self._ingest_snapshot_on_disk(group)
+            yield from self._ingest_snapshot_on_disk(group, base)
             return
         pending: list[_Piece] = []
         size, system_time = 0, None
@@ -203,19 +203,24 @@ class _Pull:
             table, self.vocab, f.event_time or system_time, f.name, piece.rows_before))
 
     def _snapshot_on_disk(self, group: list[FetchedFile]) -> bool:
-        """Whether this snapshot, or the state it is diffed against, is larger than a slice
-        (once a pull has gone out of core it stays there: the state lives on disk)."""
+        """Whether this snapshot is larger than a quarter of a slice (merged in memory, it is
+        held several times over: read, diffed, rendered for the hash), or the state it is
+        diffed against larger than a slice; once a pull has gone out of core it stays there
+        (the state lives on disk)."""
         if self.disk_snapshot is None and isinstance(self.source.merge, MergeStrategySnapshot) \
-                and (sum(f.path.stat().st_size for f in group) > self.max_slice_bytes
+                and (4 * sum(f.path.stat().st_size for f in group) > self.max_slice_bytes
                      or self.history.snapshot_state_bytes() > self.max_slice_bytes):
             from .merge import SnapshotColumns
             from .snapshot_disk import DiskSnapshot
 
             self.disk_snapshot = DiskSnapshot(self.history, SnapshotColumns.of(self.source.merge),
-                                              self.scratch, 2 * self.max_slice_bytes)
+                                              self.scratch, 4 * self.max_slice_bytes)
         return self.disk_snapshot is not None
 
-    def _ingest_snapshot_on_disk(self, group: list[FetchedFile]) -> Iterator[tuple[bytes, int]]:
+    def _ingest_snapshot_on_disk(self, group: list[FetchedFile],
+                                 base: dict) -> Iterator[tuple[bytes, int]]:
+        """One block per slice of the change set; all but the last keep the state ``base``
+        from before the snapshot (see ``snapshot_disk``)."""
         assert self.disk_snapshot is not None
         system_time = self.history.next_system_time()
         files = [f.name for f in group]
@@ -223,10 +228,18 @@ class _Pull:
         tables = (self._prepared(p, system_time).table
                   for p in self._pieces(group, (0, 0), split=self.source.preprocess is None))
         changes = self.disk_snapshot.diff(tables, self.vocab.event_time,
-                                          group[-1].event_time or system_time, name)
-        committed = self._commit_table(changes, group, system_time, group[-1].source_state())
+                                          group[-1].event_time or system_time, name,
+                                          self.max_slice_bytes)
+        held = next(changes)
+        for table in changes:
+            committed = self._commit_table(held, group, system_time, base)
+            if committed is not None:
+                yield committed
+            held, system_time = table, self.history.next_system_time()
+        committed = self._commit_table(held, group, system_time, group[-1].source_state())
         if committed is not None:
             yield committed
+        self.disk_snapshot.current_state()
 
     def _pieces(self, group: list[FetchedFile], skip: tuple[int, int],
                 split: bool) -> Iterator[_Piece]:
@@ -341,8 +354,8 @@ class _Pull:
 
         strategy = self.source.merge
         if self.disk_snapshot is not None:
-            self.disk_snapshot.advance(committed)
-        elif isinstance(strategy, MergeStrategyLedger) and self.seen_keys_loaded:
+            return  # its state is rebuilt once all of a snapshot's blocks are committed
+        if isinstance(strategy, MergeStrategyLedger) and self.seen_keys_loaded:
             keys = committed.select(list(strategy.primary_key))
             parts = [keys] if self.seen_keys is None else [self.seen_keys, keys]
             self.seen_keys = pa.concat_tables(parts, promote_options="permissive")

@@ -226,3 +226,57 @@ def test_a_snapshot_merged_on_disk_refuses_a_key_given_twice_naming_both_rows(ws
                                           r"\{'region': 'r0', 'id': 3\}"):
         pull_root(ws, DATASET)
     assert not ws.dataset(DATASET).state().data_blocks  # nothing committed
+
+
+def test_a_download_split_into_blocks_and_killed_resumes_in_the_same_version_once(tmp_path, site):
+    ws = Workspace.init(tmp_path / "w")
+    body = big_csv(tmp_path / "d.csv", 120_000).read_bytes()
+    url = site.put("/d.csv", body, etag='"v1"')
+    add_dataset(ws, f"""
+        source:
+          kind: root
+          fetch: {{kind: url, url: "{url}"}}
+          read: {{kind: csv, header: true{TYPED}}}
+          merge: {{kind: append}}
+        vocab: {{eventTimeColumn: at}}
+    """)
+    limit(ws, "1MiB")
+    coord("pull", DATASET, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"}, check=False)
+    assert ws.dataset(DATASET).source_state()["resume"]["of"]["state"]["etag"] == '"v1"'
+
+    result = pull_root(ws, DATASET)
+
+    assert site.requests[-1].get("If-None-Match") is None  # fetched again from the start
+    assert sorted(r["id"] for r in rows_of(ws)) == list(range(120_000)) and not result.notes
+    assert pull_root(ws, DATASET).message == "up to date"
+
+
+def latest_values(ws) -> list[tuple]:
+    """What the snapshot history says holds now, computed with pandas: the last row per key,
+    unless it is a removal."""
+    table = pa.concat_tables(slices_of(ws), promote_options="permissive").to_pandas()
+    latest = table.drop_duplicates(["region", "id"], keep="last")
+    latest = latest[latest["observed"] != "D"]
+    return sorted(latest[["region", "id", "price", "label", "note"]].astype(str).itertuples(index=False))
+
+
+def test_a_change_set_larger_than_a_slice_is_committed_in_blocks_and_resumed_after_a_kill(tmp_path):
+    columns = '"region STRING", "id BIGINT", "price DOUBLE", "label STRING", "note STRING"'
+    outcomes = {}
+    for case in ("in memory", "on disk", "killed"):
+        ws = Workspace.init(tmp_path / case.replace(" ", "-"))
+        add_dataset(ws, SNAPSHOT % (columns, ""))
+        limit(ws, "1GiB" if case == "in memory" else "1MiB")
+        snapshot_file(ws.root / "in" / "snap-2024-01-01.csv", 1, 150_000, extra=False)
+        if case == "killed":
+            coord("pull", DATASET, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"}, check=False)
+            assert len(ws.dataset(DATASET).state().data_blocks) == 1
+        first = pull_root(ws, DATASET)
+        snapshot_file(ws.root / "in" / "snap-2024-01-02.csv", 2, 150_000, extra=True)
+        second = pull_root(ws, DATASET)
+        day2 = pa.concat_tables([pq.read_table(ws.dataset(DATASET).data_file(h)) for h in second.blocks])
+        outcomes[case] = (len(first.blocks), sorted(map(str, day2.drop_columns(["system_time"]).to_pylist())),
+                          latest_values(ws), ws.dataset(DATASET).state().num_records)
+    memory, disk, killed = outcomes["in memory"], outcomes["on disk"], outcomes["killed"]
+    assert memory[0] == 1 and disk[0] > 1 and killed[0] == disk[0] - 1
+    assert memory[1:] == disk[1:] == killed[1:]  # same changes, same state, no record twice
