@@ -214,7 +214,7 @@ class _Pull:
             from .snapshot_disk import DiskSnapshot
 
             self.disk_snapshot = DiskSnapshot(self.history, SnapshotColumns.of(self.source.merge),
-                                              self.scratch, 4 * self.max_slice_bytes)
+                                              self.scratch, 2 * self.max_slice_bytes)
         return self.disk_snapshot is not None
 
     def _ingest_snapshot_on_disk(self, group: list[FetchedFile],
@@ -227,9 +227,11 @@ class _Pull:
         name = files[0] if len(files) == 1 else f"{files[0]}..{files[-1]}"
         tables = (self._prepared(p, system_time).table
                   for p in self._pieces(group, (0, 0), split=self.source.preprocess is None))
+        # a quarter slice: a snapshot's changes share one event time, so the hash orders
+        # each block's rows by their whole text, which holds the block several times over
         changes = self.disk_snapshot.diff(tables, self.vocab.event_time,
                                           group[-1].event_time or system_time, name,
-                                          self.max_slice_bytes)
+                                          self.max_slice_bytes // 4)
         held = next(changes)
         for table in changes:
             committed = self._commit_table(held, group, system_time, base)

@@ -52,7 +52,7 @@ class DiskSnapshot:
         spill = scratch / "duckdb"
         spill.mkdir(exist_ok=True)
         # every query orders its rows itself, so DuckDB need not keep insertion order
-        self.con = duckdb.connect(config={"memory_limit": f"{max(memory_bytes >> 20, 512)}MiB",
+        self.con = duckdb.connect(config={"memory_limit": f"{max(memory_bytes >> 20, 256)}MiB",
                                           "temp_directory": str(spill),
                                           "preserve_insertion_order": False})
         self.state = self.current_state()
@@ -144,10 +144,8 @@ class DiskSnapshot:
                    f"SELECT $3, {gone}, (1::BIGINT << 62) + p.{_POS} FROM {prev} p "
                    f"WHERE NOT EXISTS (SELECT 1 FROM {cur} c WHERE {on})")
             params = [self.roles.added, self.roles.changed, self.roles.removed]
-        self.con.execute("DROP TABLE IF EXISTS coord_changes")
-        self.con.execute(f"CREATE TEMP TABLE coord_changes AS {sql}", params)
-        reader = self.con.sql(f"SELECT * EXCLUDE ({_POS}) FROM coord_changes ORDER BY {_POS}"
-                              ).to_arrow_reader(1 << 16)
+        reader = self.con.sql(f"SELECT * EXCLUDE ({_POS}) FROM ({sql}) ORDER BY {_POS}",
+                              params=params).to_arrow_reader(1 << 16)
         assert reader is not None
         i = target.get_field_index(event_time_column)
         pending: list[pa.Table] = []
