@@ -41,6 +41,8 @@ class DatasetStatus:
     reasons: list[Reason] = field(default_factory=list)
     new_input: dict[str, int] = field(default_factory=dict)  # input → blocks not consumed yet
     new_files: list[str] = field(default_factory=list)  # root: the files a pull would ingest
+    # root: records of the first new file already in (a pull committed part of it and stopped)
+    partly_in: int = 0
     waiting_for: list[str] = field(default_factory=list)  # inputs without any data yet
     unchecked: str = ""  # NOT_CHECKED: the remote URL, repository or error that stopped the check
 
@@ -112,3 +114,6 @@ def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: Datas
     elif files:
         st.reasons.append(Reason.SOURCE_CHANGED if state is not None else Reason.NEVER_PULLED)
         st.new_files = files
+        resume = (state or {}).get("resume") or {}
+        if resume.get("file") in files:  # a file name; fetched again, skipped up to there
+            st.partly_in = int(resume.get("records", 0))

@@ -48,7 +48,8 @@ def _reason_words(st: DatasetStatus, reason: Reason) -> str:
         return f"{_count(n, 'new input block')} behind ({per_input})"
     if reason in (Reason.SOURCE_CHANGED, Reason.NEVER_PULLED):
         names = ", ".join(st.new_files[:3]) + (", ..." if len(st.new_files) > 3 else "")
-        return f"{reason.value}: {_count(len(st.new_files), 'file')} to ingest ({names})"
+        partly = f"; {_count(st.partly_in, 'record')} of the first already in" if st.partly_in else ""
+        return f"{reason.value}: {_count(len(st.new_files), 'file')} to ingest ({names}{partly})"
     if reason is Reason.WAITING:
         return f"waiting for data from {', '.join(st.waiting_for)}"
     if reason is Reason.NOT_CHECKED:

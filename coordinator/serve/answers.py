@@ -158,7 +158,8 @@ class Answers:
             "watermark": format_timestamp(s.watermark) if s.watermark else None,
             "lastUpdated": format_timestamp(s.last_updated),
             "outOfDate": not st.up_to_date, "reasons": [r.value for r in st.reasons],
-            "newInput": st.new_input, "newFiles": st.new_files, "waitingFor": st.waiting_for,
+            "newInput": st.new_input, "newFiles": st.new_files, "partlyIn": st.partly_in,
+            "waitingFor": st.waiting_for,
         }
 
     def _with_state(self, facts: dict) -> dict:

@@ -280,3 +280,15 @@ def test_a_change_set_larger_than_a_slice_is_committed_in_blocks_and_resumed_aft
     memory, disk, killed = outcomes["in memory"], outcomes["on disk"], outcomes["killed"]
     assert memory[0] == 1 and disk[0] > 1 and killed[0] == disk[0] - 1
     assert memory[1:] == disk[1:] == killed[1:]  # same changes, same state, no record twice
+
+
+def test_status_says_how_much_of_a_partly_ingested_file_is_in(tmp_path):
+    ws = Workspace.init(tmp_path / "w")
+    dataset(ws)
+    big_csv(ws.root / "in" / "one.csv", 120_000)
+    limit(ws, "1MiB")
+    coord("pull", DATASET, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"}, check=False)
+    records = ws.dataset(DATASET).state().num_records
+    assert 0 < records < 120_000
+    shown = coord("status", cwd=ws.root).stdout
+    assert f"source changed: 1 file to ingest (one.csv; {records} records of the first already in)" in shown
