@@ -125,12 +125,19 @@ class DatasetHistory:
     def remember_snapshot_state(self, state: pa.Table) -> None:
         import pyarrow.parquet as pq
 
+        tmp = self.projection_dir() / "state.tmp"
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(state, tmp)
+        self.install_snapshot_state(tmp)
+
+    def install_snapshot_state(self, written: Path) -> Path:
+        """Make the Parquet file ``written`` (on the cache's file system) the cached state of
+        the newest block, replacing any older one; returns where it now is."""
         folder = self.projection_dir()
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{self.data_blocks[-1].hex()}.parquet"
-        tmp = target.with_suffix(".tmp")
-        pq.write_table(state, tmp)
-        tmp.replace(target)
+        written.replace(target)
         for old in folder.iterdir():
             if old != target:
                 old.unlink(missing_ok=True)
+        return target

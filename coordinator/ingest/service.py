@@ -232,16 +232,24 @@ class _Pull:
         changes = self.disk_snapshot.diff(tables, self.vocab.event_time,
                                           group[-1].event_time or system_time, name,
                                           self.max_slice_bytes // 4)
-        held = next(changes)
-        for table in changes:
-            committed = self._commit_table(held, group, system_time, base)
+        import duckdb
+
+        try:
+            held = next(changes)
+            for table in changes:
+                committed = self._commit_table(held, group, system_time, base)
+                if committed is not None:
+                    yield committed
+                held, system_time = table, self.history.next_system_time()
+            committed = self._commit_table(held, group, system_time, group[-1].source_state())
             if committed is not None:
                 yield committed
-            held, system_time = table, self.history.next_system_time()
-        committed = self._commit_table(held, group, system_time, group[-1].source_state())
-        if committed is not None:
-            yield committed
-        self.disk_snapshot.current_state()
+            self.disk_snapshot.current_state()
+        except duckdb.Error as e:  # blocks already committed stay; the next pull goes on
+            raise IngestError(f"{name}: the out-of-core snapshot merge failed: "
+                              f"{str(e).splitlines()[0]}; give it more memory (coord config set "
+                              "ingest.maxSliceBytes, DuckDB gets two slices) or more disk under "
+                              ".coord/run, and pull again") from None
 
     def _pieces(self, group: list[FetchedFile], skip: tuple[int, int],
                 split: bool) -> Iterator[_Piece]:

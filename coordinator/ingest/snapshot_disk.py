@@ -1,13 +1,14 @@
 """Snapshot merges out of core: the state and the new snapshot as Parquet files, diffed by
 DuckDB under a memory limit, spilling under the pull's run folder.
 
-Used when a snapshot or the state it is diffed against is larger than ``ingest.maxSliceBytes``
-(``service._Pull``); smaller ones are merged in memory by ``merge.snapshot``. Both give the
+Used when a snapshot is larger than a quarter of ``ingest.maxSliceBytes`` or the state it is
+diffed against larger than that limit (``service._Pull``); smaller ones are merged in memory by
+``merge.snapshot``. Both give the
 same change events in the same order (tests/ingest/test_bounded_memory.py): upserts (``I``,
 or ``U`` when a compared column is distinct, null-aware, NaN equal to NaN) in the snapshot's
 row order, then removals (``D``, the previous values, event time = the snapshot's time) in
-the state's order. Out of core, a change set larger than a slice is committed as several
-blocks; every block but the last keeps the source state from before the snapshot, so a pull
+the state's order. Out of core, a change set larger than a quarter slice is committed as
+several blocks; every block but the last keeps the source state from before the snapshot, so a pull
 stopped between them diffs the same snapshot again against the state the committed blocks
 left, which yields exactly the changes not yet committed.
 
@@ -97,19 +98,14 @@ class DiskSnapshot:
                    f"(SELECT 1 FROM {hist} l WHERE {on}) UNION ALL {sql}")
         sql = f"SELECT * EXCLUDE ({_POS}) FROM ({sql}) ORDER BY {_POS}"
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{h.data_blocks[-1].hex()}.parquet"
-        tmp = self.scratch / "state.parquet"
+        tmp = folder / "state.tmp"  # beside the cache, so installing it is a rename
         reader = self.con.sql(sql, params=params).to_arrow_reader(1 << 16)
         assert reader is not None
         with pq.ParquetWriter(tmp, schema) as writer:
             for batch in reader:
                 writer.write_table(_cast(pa.Table.from_batches([batch]), schema))
-        tmp.replace(target)
-        for old in folder.iterdir():
-            if old != target:
-                old.unlink(missing_ok=True)
-        self.state = target
-        return target
+        self.state = h.install_snapshot_state(tmp)
+        return self.state
 
     # --- one snapshot -------------------------------------------------------------------------
 
