@@ -91,7 +91,7 @@ def pull_datasets(
                 ingested = pull_root(
                     ws, dataset_id, progress=progress, state=state,
                     set_watermark=set_watermark if dataset_id in ids else None,
-                    preprocess=_preprocess_with(engine, dataset_id) if state.source.preprocess else None,
+                    engine=engine.get,
                 )
                 outcome = PullOutcome(dataset_id, ingested.message, ingested.block_hash)
             else:
@@ -104,12 +104,3 @@ def pull_datasets(
             report(outcome)
             outcomes.append(outcome)
     return outcomes
-
-
-def _preprocess_with(engine: EngineOnDemand, dataset_id: str):
-    def preprocess(table, transform):
-        from .transform.preprocess import run_preprocess
-
-        return run_preprocess(engine.get(), dataset_id, table, transform)
-
-    return preprocess

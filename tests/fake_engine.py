@@ -36,6 +36,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from coordinator.engine import factory
@@ -130,6 +132,36 @@ class FakeEngine:
         table = _run(transform, {"input": pq.read_table(input_path)})
         pq.write_table(table, output_path)
         return table.num_rows
+
+    def read_source(self, dataset_id: str, input_path: Path, format: str, options: dict[str, str],
+                    schema: pa.Schema, output_dir: Path, split_bytes: int = 0,
+                    transaction_id: str = "") -> list[Path]:
+        """Arrow's readers with the options the tests use (sep, header, nullValue); parts of
+        about ``split_bytes`` of the file each, as the real engine splits."""
+        try:
+            if format == "csv":
+                table = pacsv.read_csv(
+                    input_path,
+                    read_options=pacsv.ReadOptions(column_names=schema.names,
+                                                   skip_rows=int(options.get("header") == "true")),
+                    parse_options=pacsv.ParseOptions(delimiter=options.get("sep", ",")),
+                    convert_options=pacsv.ConvertOptions(
+                        column_types=schema, null_values=[options.get("nullValue", "")],
+                        strings_can_be_null=True, quoted_strings_can_be_null=False))
+            elif format == "parquet":
+                table = pq.read_table(input_path, columns=schema.names)
+            else:
+                table = pajson.read_json(input_path,
+                                         parse_options=pajson.ParseOptions(explicit_schema=schema))
+        except pa.ArrowInvalid as e:
+            raise EngineError("EXECUTION", str(e)) from None
+        size = max(1, input_path.stat().st_size)
+        rows = max(1, table.num_rows * split_bytes // size) if split_bytes else max(1, table.num_rows)
+        parts = []
+        for k, start in enumerate(range(0, table.num_rows, rows)):
+            parts.append(output_dir / f"part-{k:05d}.parquet")
+            pq.write_table(table.slice(start, rows), parts[-1])
+        return parts
 
     def derive_field_lineage(self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
                              vocab: DatasetVocabulary, transaction_id: str = "") -> FieldLineage:

@@ -214,6 +214,23 @@ class EngineClient:
             raise _engine_error(reply.error)
         return reply.result.num_records
 
+    def read_source(
+        self, dataset_id: str, input_path: Path, format: str, options: dict[str, str],
+        schema: pa.Schema, output_dir: Path, split_bytes: int = 0, transaction_id: str = "",
+    ) -> list[Path]:
+        """Reads one source file into Parquet files under ``output_dir``, in record order."""
+        reply = self._call(
+            self._stub.ReadSource,
+            pb.ReadSourceRequest(
+                transaction_id=transaction_id, dataset_id=dataset_id, input_path=str(input_path),
+                format=format, options=options, arrow_schema=_schema_bytes(schema),
+                output_dir=str(output_dir), split_bytes=split_bytes,
+            ),
+        )
+        if reply.HasField("error"):
+            raise _engine_error(reply.error)
+        return [Path(p) for p in reply.result.parts]
+
     def derive_field_lineage(
         self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
         vocab: DatasetVocabulary, transaction_id: str = "",

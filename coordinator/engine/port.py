@@ -167,6 +167,15 @@ class Engine(Protocol):
         """Runs a root's preprocess query over ``input_path`` (the view ``input``) into
         ``output_path``; returns the number of records."""
 
+    def read_source(
+        self, dataset_id: str, input_path: Path, format: str, options: dict[str, str],
+        schema: pa.Schema, output_dir: Path, split_bytes: int = 0, transaction_id: str = "",
+    ) -> list[Path]:
+        """Reads one source file with the engine's reader (``format``: csv, jsonLines or
+        parquet; ``options`` by Spark's names) typed as ``schema``, into Parquet files under
+        ``output_dir``; returns them in the file's record order. EngineError EXECUTION for a
+        malformed record or a value that does not fit its type."""
+
     def derive_field_lineage(
         self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
         vocab: DatasetVocabulary, transaction_id: str = "",

@@ -5,6 +5,9 @@ One pull, under the dataset's writer lock:
     fetch → for each group of new files: prepare → read → preprocess → event time
           → merge → conform → slice (Parquet, hashes) → commit block + source state
 
+The SQL engine, started only when asked for, runs the preprocess query and, if
+``ingest.engine`` says so, reads the files (``in_engine``).
+
 For append and ledger merges all new files of a pull form one slice, up to
 ``ingest.maxSliceBytes`` of read data: past that the pull commits a block and goes on, and a
 file larger than that is read in pieces (``read.read_pieces``), so memory stays bounded by
@@ -36,7 +39,6 @@ from ..metadata.objects import (
     MergeStrategyLedger,
     MergeStrategySnapshot,
     MetadataBlock,
-    TransformSql,
 )
 from ..metadata.timefmt import format_timestamp, parse_timestamp
 from ..progress import NoProgress, Progress
@@ -49,9 +51,10 @@ from .history import DatasetHistory
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ..engine.port import Engine
     from .snapshot_disk import DiskSnapshot
 
-Preprocess = Callable[["pa.Table", TransformSql], "pa.Table"]
+EngineSource = Callable[[], "Engine"]  # the command's engine, started on the first call
 
 
 @dataclass
@@ -67,18 +70,20 @@ class IngestResult:
 
 def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = None,
               set_watermark: datetime | str | None = None,
-              preprocess: Preprocess | None = None, state: DatasetState | None = None) -> IngestResult:
-    """``state``: the dataset as this command already read it (taken if still current)."""
+              engine: EngineSource | None = None,
+              state: DatasetState | None = None) -> IngestResult:
+    """``engine``: gives the command's SQL engine (started on first call); ``state``: the
+    dataset as this command already read it (taken if still current)."""
     ds = ws.dataset(dataset_id)
     with ds.writer(state) as writer:
         history = DatasetHistory.load(ds, writer.state)
         if set_watermark is not None:
             return _set_watermark(writer, history, parse_timestamp(set_watermark))
-        if history.source.preprocess is not None and preprocess is None:
+        if history.source.preprocess is not None and engine is None:
             raise IngestError(f"{dataset_id}: the source has a preprocess step, which needs the "
                               "SQL engine; none was given to this pull")
         with run_folder(ws.run_dir, f"ingest-{dataset_id}") as scratch:
-            pull = _Pull(ws, writer, history, scratch, progress or NoProgress(), preprocess)
+            pull = _Pull(ws, writer, history, scratch, progress or NoProgress(), engine)
             return pull.run()
 
 
@@ -110,9 +115,10 @@ class _Piece:
 
 class _Pull:
     def __init__(self, ws: Workspace, writer: DatasetWriter, history: DatasetHistory,
-                 scratch: Path, progress: Progress, preprocess: Preprocess | None):
+                 scratch: Path, progress: Progress, engine: EngineSource | None):
         self.ws, self.writer, self.history = ws, writer, history
-        self.scratch, self.progress, self.preprocess = scratch, progress, preprocess
+        self.scratch, self.progress, self.engine = scratch, progress, engine
+        self.config = ws.config().ingest
         self.source, self.vocab = history.source, history.vocab
         # snapshot merges: the state before the next file, loaded once, advanced per block
         self.snapshot_state: pa.Table | None = None
@@ -196,8 +202,10 @@ class _Pull:
 
         table = piece.table
         if self.source.preprocess is not None:
-            assert self.preprocess is not None  # pull_root refuses the step without one
-            table = self.preprocess(table, self.source.preprocess)
+            from .in_engine import run_preprocess
+
+            assert self.engine is not None  # pull_root refuses the step without one
+            table = run_preprocess(self.engine(), self.history.ds.id, table, self.source.preprocess)
         f = piece.file
         return dataclasses.replace(piece, table=slices.with_event_time(
             table, self.vocab, f.event_time or system_time, f.name, piece.rows_before))
@@ -256,7 +264,6 @@ class _Pull:
         """The group's records in order, from file ``skip[0]`` on, less that file's first
         ``skip[1]`` (which an earlier pull ingested); large files in pieces if ``split``."""
         from .prepare import prepare
-        from .read import read, read_pieces
 
         skip_files, skip_rows = skip
         self.progress.start(sum(f.path.stat().st_size for f in group[skip_files:]),
@@ -264,8 +271,7 @@ class _Pull:
         try:
             for i, f in enumerate(group[skip_files:], start=skip_files):
                 path = prepare(f.path, self.source.prepare, self.scratch, f.name)
-                tables = read_pieces(path, self.source.read, f.name, _piece_bytes(self.max_slice_bytes)) \
-                    if split else iter([read(path, self.source.read, f.name)])
+                tables = self._read(path, f.name, split)
                 drop = skip_rows if i == skip_files else 0
                 rows, held = 0, None  # the file's records read so far; the piece not yet given
                 for table in tables:
@@ -280,6 +286,25 @@ class _Pull:
                 self.progress.advance(f.path.stat().st_size)
         finally:
             self.progress.finish()
+
+    def _read(self, path: Path, name: str, split: bool) -> Iterator[pa.Table]:
+        """A prepared file's records, by the coordinator or by the engine (``in_engine``)."""
+        from . import in_engine
+        from .read import read, read_pieces
+
+        step, piece_bytes = self.source.read, _piece_bytes(self.max_slice_bytes)
+        if self.config.reads_in_engine(path.stat().st_size) and in_engine.can_read(step):
+            if self.engine is None:
+                raise IngestError(f"{name}: ingest.engine asks the SQL engine to read it; none "
+                                  "was given to this pull")
+            tables = in_engine.read_in_engine(self.engine(), self.history.ds.id, path, step,
+                                              name, piece_bytes)
+            if split:
+                return tables
+            import pyarrow as pa
+
+            return iter([pa.concat_tables(list(tables))])
+        return read_pieces(path, step, name, piece_bytes) if split else iter([read(path, step, name)])
 
     def _commit(self, pieces: list[_Piece], system_time: datetime,
                 state: dict) -> tuple[bytes, int] | None:

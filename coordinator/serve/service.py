@@ -44,7 +44,7 @@ from ..errors import CoordError
 from ..graph import DatasetGraph
 from ..metadata.objects import DatasetSourceRoot
 from ..metadata.timefmt import format_timestamp, now_utc
-from ..pull import EngineOnDemand, _preprocess_with
+from ..pull import EngineOnDemand
 from ..repository import pull_source
 from ..workspace import Workspace
 from ..workspace.config import ServeConfig
@@ -110,7 +110,6 @@ class BuildService:
                         if pull_source(ws, d) is None]
         self.roots = [d for d in self.managed if isinstance(graph.state(d).source, DatasetSourceRoot)]
         self._readers = {d: [r for r in graph.readers(d) if r in self.managed] for d in self.managed}
-        self._preprocess = {d for d in self.roots if getattr(graph.state(d).source, "preprocess", None)}
         self._engine_reads = graph.with_inputs(self.managed)
         self._lock = threading.Lock()  # guards the queue, the states and the failures
         self._wake = threading.Event()
@@ -234,9 +233,7 @@ class BuildService:
         started = time.time()
         try:
             if dataset_id in self.roots:
-                preprocess = (_preprocess_with(self._warm(), dataset_id)
-                              if dataset_id in self._preprocess else None)
-                ingested = pull_root(self.ws, dataset_id, preprocess=preprocess)
+                ingested = pull_root(self.ws, dataset_id, engine=lambda: self._warm().get())
                 committed, message = ingested.blocks, ingested.message
             else:
                 derived = pull_derivative(self.ws, dataset_id, lambda: self._warm().get())

@@ -11,6 +11,7 @@ small machine shared with other work can give an engine without starving the coo
 """
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -99,18 +100,35 @@ class ServeConfig:
         return self.poll_per_dataset.get(dataset_id, self.poll)
 
 
+class IngestEngine(enum.Enum):
+    COORDINATOR = "coordinator"
+    SPARK = "spark"
+    AUTO = "auto"
+
+
 @dataclass(frozen=True)
 class IngestConfig:
     """``coord pull`` of roots.
 
         ingest:
           maxSliceBytes: 128MiB   # the most data one block of an append or ledger pull holds
+          engine: coordinator     # who reads the files: coordinator, spark, or auto
+          engineThreshold: 4GiB   # with auto: files at least this large are read by Spark
 
     A pull with more new data commits several blocks (``docs/architecture.md``, Bounded
     memory). A size is a number of bytes or a number with KB, MB, GB, KiB, MiB or GiB;
-    ``auto`` (the default) chooses from the machine's memory."""
+    ``auto`` (the default) chooses from the machine's memory. Files read by Spark go through
+    the SQL engine (``engine.sparkMaster``: a cluster does the parsing); the coordinator
+    still merges, hashes and commits (``docs/architecture.md``, Reading in the engine)."""
 
     max_slice_bytes: int | None = None  # None: auto
+    engine: IngestEngine = IngestEngine.COORDINATOR
+    engine_threshold: int = 4 << 30
+
+    def reads_in_engine(self, size: int) -> bool:
+        """Whether a file of ``size`` bytes is read by the SQL engine."""
+        return self.engine is IngestEngine.SPARK or \
+            (self.engine is IngestEngine.AUTO and size >= self.engine_threshold)
 
 
 @dataclass(frozen=True)
@@ -148,7 +166,9 @@ class Config:
                 "datasets": {d: {"poll": p.to_config()} for d, p in self.serve.poll_per_dataset.items()},
             }
         if self.ingest != IngestConfig():
-            doc["ingest"] = {"maxSliceBytes": self.ingest.max_slice_bytes}
+            doc["ingest"] = {"maxSliceBytes": self.ingest.max_slice_bytes or "auto",
+                             "engine": self.ingest.engine.value,
+                             "engineThreshold": self.ingest.engine_threshold}
         return doc
 
     @staticmethod
@@ -259,10 +279,18 @@ def _serve(section: dict, where: str) -> ServeConfig:
 
 
 def _ingest(section: dict, where: str) -> IngestConfig:
-    _known(section, ("maxSliceBytes",), "ingest.", where)
+    _known(section, ("maxSliceBytes", "engine", "engineThreshold"), "ingest.", where)
     value = section.get("maxSliceBytes", "auto")
-    return IngestConfig(max_slice_bytes=None if value == "auto"
-                        else _size(value, "ingest.maxSliceBytes", where))
+    engine = section.get("engine", IngestEngine.COORDINATOR.value)
+    if engine not in {e.value for e in IngestEngine}:
+        raise ConfigError(f"{where}: ingest.engine: expected coordinator, spark or auto "
+                          f"(got {engine!r})")
+    threshold = section.get("engineThreshold")
+    return IngestConfig(
+        max_slice_bytes=None if value == "auto" else _size(value, "ingest.maxSliceBytes", where),
+        engine=IngestEngine(engine),
+        engine_threshold=IngestConfig.engine_threshold if threshold is None
+        else _size(threshold, "ingest.engineThreshold", where))
 
 
 def _schedule(value: object, key: str, where: str) -> Schedule:

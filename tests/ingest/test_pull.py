@@ -9,6 +9,7 @@ from coordinator.data.hashing import logical_hash, physical_hash
 from coordinator.ingest import IngestError, pull_root
 from coordinator.metadata.timefmt import IntervalType
 
+from ..fake_engine import FakeEngine
 from .conftest import DATASET, add_dataset, rows_of, slices_of, write
 
 JAN, FEB = datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 2, 1, tzinfo=UTC)
@@ -232,19 +233,12 @@ def test_later_data_missing_an_earlier_column_is_refused(ws):
         pull_root(ws, DATASET)
 
 
-def test_preprocess_is_applied_through_the_given_callable(ws):
+def test_preprocess_runs_in_the_given_engine(ws):
     add_dataset(ws, GLOB_SOURCE.replace("merge:", "preprocess: {kind: sql, engine: spark, "
                                                   "query: 'SELECT id FROM input'}\n  merge:")
                 % "{kind: append}")
     write(ws.root / "in" / "2020-01-01.csv", "id,name\n1,a\n")
-    seen = []
-
-    def engine(table, transform):
-        seen.append(transform.query)
-        return table.select(["id"])
-
-    pull_root(ws, DATASET, preprocess=engine)
-    assert seen == ["SELECT id FROM input"]
+    pull_root(ws, DATASET, engine=lambda: FakeEngine(ws.run_dir / "engine"))
     assert rows_of(ws) == [{"event_time": JAN, "id": 1}]
 
 

@@ -29,7 +29,7 @@ from concurrent import futures
 
 import grpc
 
-from . import __version__, batch, lease, lineage, provenance, streaming
+from . import __version__, batch, lease, lineage, provenance, source, streaming
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 from .generated import engine_pb2_grpc as pb_grpc
@@ -92,6 +92,10 @@ class EngineService(pb_grpc.EngineServicer):
     def Preprocess(self, request, context):
         return self._answer("preprocess", request, pb.PreprocessResponse, "result",
                             lambda: batch.preprocess(self.spark, request))
+
+    def ReadSource(self, request, context):
+        return self._answer("read", request, pb.ReadSourceResponse, "result",
+                            lambda: source.read_source(self.spark, request))
 
     def DeriveLineage(self, request, context):
         return self._answer("lineage", request, pb.LineageResponse, "lineage",
