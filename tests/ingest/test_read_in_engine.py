@@ -9,6 +9,7 @@ from coordinator.ingest import IngestError, pull_root
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import ConfigError
 
+from ..conftest import coord
 from ..fake_engine import FakeEngine
 from .conftest import DATASET, rows_of, slices_of
 from .test_bounded_memory import big_csv, dataset, expected_ids, limit
@@ -66,6 +67,19 @@ def test_a_file_the_engine_reads_in_several_parts_is_ingested_in_order_across_bl
     assert len(result.blocks) >= 2 and result.num_records == 100_000
     in_blocks = [sorted(t.column("id").to_pylist()) for t in slices_of(ws)]
     assert [i for ids in in_blocks for i in ids] == expected_ids(path)  # each block a run of the file
+
+
+def test_a_pull_read_by_the_engine_and_killed_between_blocks_resumes_exactly_once(ws):
+    dataset(ws)
+    path = big_csv(ws.root / "in" / "one.csv", 120_000)
+    limit(ws, "1MiB")
+    ws.save_config(ws.config().set("ingest.engine", "spark"))
+    killed = coord("pull", DATASET, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"},
+                   check=False, fake_engine=True)
+    assert killed.returncode == -9
+    assert ws.dataset(DATASET).source_state()["resume"]["records"] > 0
+    coord("pull", DATASET, cwd=ws.root, fake_engine=True)
+    assert sorted(r["id"] for r in rows_of(ws)) == expected_ids(path)  # none lost, none twice
 
 
 def test_with_auto_only_files_from_the_threshold_on_go_to_the_engine(ws):

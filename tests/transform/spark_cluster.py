@@ -1,7 +1,8 @@
-"""A standalone Spark cluster on loopback (one master, one worker) from the installed PySpark.
+"""A standalone Spark cluster on loopback (one master, one or more workers) from the installed
+PySpark.
 
-    with StandaloneCluster(tmp_path / "cluster") as cluster:
-        cluster.master_url  # spark://127.0.0.1:PORT, with one worker registered
+    with StandaloneCluster(tmp_path / "cluster", workers=2) as cluster:
+        cluster.master_url  # spark://127.0.0.1:PORT, with its workers registered
 
 Both daemons run from ``pyspark/bin/spark-class`` (which ``exec``s the JVM, so the PID we hold
 is the JVM's) in their own session; ``stop()`` ends each by its PID (SIGTERM, then SIGKILL on its
@@ -35,9 +36,11 @@ class ClusterError(RuntimeError):
 
 
 class StandaloneCluster:
-    def __init__(self, work_dir: Path, cores: int = 1, memory: str = "1g", timeout: float = 120.0):
+    def __init__(self, work_dir: Path, cores: int = 1, memory: str = "1g", timeout: float = 120.0,
+                 workers: int = 1):
+        """``cores`` and ``memory``: what each worker offers."""
         self.work_dir = work_dir
-        self.cores, self.memory, self.timeout = cores, memory, timeout
+        self.cores, self.memory, self.timeout, self.workers = cores, memory, timeout, workers
         self.port = free_port()
         self.webui_port = free_port()
         self.master_url = f"spark://127.0.0.1:{self.port}"
@@ -52,20 +55,21 @@ class StandaloneCluster:
                         "--host", "127.0.0.1", "--port", str(self.port),
                         "--webui-port", str(self.webui_port))
             self._wait(lambda: self._master_state() is not None, "the master to answer")
-            self._spawn("worker", "org.apache.spark.deploy.worker.Worker", self.master_url,
-                        "--host", "127.0.0.1", "--port", str(free_port()),
-                        "--webui-port", str(free_port()),
-                        "--cores", str(self.cores), "--memory", self.memory,
-                        "--work-dir", str(self.work_dir / "worker"))
-            self._wait(lambda: self.alive_workers() >= 1, "the worker to register")
+            for k in range(self.workers):
+                self._spawn(self._worker(k), "org.apache.spark.deploy.worker.Worker", self.master_url,
+                            "--host", "127.0.0.1", "--port", str(free_port()),
+                            "--webui-port", str(free_port()),
+                            "--cores", str(self.cores), "--memory", self.memory,
+                            "--work-dir", str(self.work_dir / self._worker(k)))
+            self._wait(lambda: self.alive_workers() >= self.workers, "the workers to register")
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        # the worker first, so it does not try to reconnect to a gone master
-        for name in ("worker", "master"):
+        # the workers first, so they do not try to reconnect to a gone master
+        for name in [*(self._worker(k) for k in range(self.workers)), "master"]:
             process = self.processes.pop(name, None)
             if process is None or process.poll() is not None:
                 continue
@@ -112,6 +116,11 @@ class StandaloneCluster:
             return None
 
     # ----- helpers --------------------------------------------------------------------------
+
+    @staticmethod
+    def _worker(k: int) -> str:
+        """The name (and folder) of worker ``k``; the first is plain "worker"."""
+        return "worker" if k == 0 else f"worker-{k + 1}"
 
     def _spawn(self, name: str, main_class: str, *args: str) -> None:
         env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",

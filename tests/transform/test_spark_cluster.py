@@ -1,11 +1,13 @@
-"""The sandboxed engine driving a standalone Spark cluster gives the local engine's results.
+"""The sandboxed engine driving a standalone Spark cluster gives the local engine's results,
+and reads the root's files there (``ingest.engine: spark``) as the coordinator would.
 
 A master and one worker (1 core, 1 GiB) run on 127.0.0.1 from the installed PySpark. One
 workspace points its engine at the cluster (``allowNetwork``: the sandbox then shares the host
 network, so the executors in the worker's JVM reach the driver at 127.0.0.1); a second workspace
-uses the default local master. Both pull the same orders pipeline in two rounds (the second one
-resumes from the first one's checkpoints in a new engine process) and must commit slices with the
-same logical hashes; the blocks record where the engine ran.
+uses the default local master and the coordinator's own reader. Both pull the same orders
+pipeline in two rounds (the second one resumes from the first one's checkpoints in a new engine
+process) and must commit slices with the same logical hashes; the blocks record where the
+engine ran.
 
 The executors read the engine's staged input files by path, outside the sandbox, so the
 engine must stage them in a folder visible at the same path on the host (not its private
@@ -37,12 +39,12 @@ def spark_cluster(tmp_path):
         assert all(p.poll() is not None for p in processes), "a Spark daemon outlived the test"
 
 
-def workspace(home, engine: dict | None = None):
+def workspace(home, **sections):
     coord("init", cwd=home)
-    if engine is not None:
+    if sections:
         config_path = home / ".coord" / "config.yaml"
         config = yaml.safe_load(config_path.read_text()) or {}
-        config["engine"] = engine
+        config.update(sections)
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     coord("add", str(write_manifests(home)), cwd=home)
     return home
@@ -69,7 +71,7 @@ def test_a_standalone_cluster_gives_the_local_engines_slices(tmp_path_factory, s
         "sparkMaster": spark_cluster.master_url,
         "allowNetwork": True,
         "sparkConf": {"spark.driver.host": "127.0.0.1"},
-    })
+    }, ingest={"engine": "spark"})
     local = workspace(tmp_path_factory.mktemp("lws"))  # the default engine settings: local[2], no network
 
     rows = order_rows(12)
@@ -98,4 +100,5 @@ def test_a_standalone_cluster_gives_the_local_engines_slices(tmp_path_factory, s
     executor_logs = "".join(p.read_text(errors="replace")
                             for p in (spark_cluster.work_dir / "worker").rglob("stderr"))
     assert "FileScanRDD: Reading File path" in executor_logs
+    assert "source.csv" in executor_logs  # the root's files, read on the cluster
     assert "Skipped missing file" not in executor_logs
