@@ -31,8 +31,8 @@ import pyarrow.csv as pacsv
 from .canonical import UnsupportedValueError, append_text, numpy_values, offsets_and_data, render
 
 __all__ = [
-    "UnsupportedValueError", "canonical_rows", "canonical_text", "logical_hash", "physical_hash",
-    "sha3_of",
+    "UnsupportedValueError", "canonical_rows", "canonical_text", "file_logical_hash",
+    "logical_hash", "physical_hash", "sha3_of",
 ]
 
 # Rows are rendered and sorted in segments of about this many rows (cut where the event time
@@ -53,6 +53,56 @@ def logical_hash(
 ) -> bytes:
     """SHA3-256 digest (32 bytes) of the table's canonical text."""
     return sha3_of(canonical_rows(table, event_time_column, system_time_column))
+
+
+def file_logical_hash(
+    path: str | os.PathLike, event_time_column: str = "event_time",
+    system_time_column: str = "system_time", batch_bytes: int = 64 << 20,
+) -> tuple[bytes, int]:
+    """``logical_hash`` of a Parquet file and its number of rows, holding about
+    ``batch_bytes`` of it at a time when its rows are in event-time order (slices are written
+    so), else the whole file.
+
+    In event-time order the canonical text is the concatenation of the texts of consecutive
+    parts cut where the event time changes; rows sharing the last event time of a batch wait
+    for the next one, so a run of one event time is held whole (a root slice ingested without
+    event times is one such run: it is read whole either way).
+    """
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(path)
+    meta = f.metadata
+    stored = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if stored <= batch_bytes or event_time_column not in f.schema_arrow.names \
+            or not pa.types.is_timestamp(f.schema_arrow.field(event_time_column).type):
+        table = f.read()
+        return logical_hash(table, event_time_column, system_time_column), table.num_rows
+    h = hashlib.sha3_256()
+    held: pa.Table | None = None  # the rows of the last event time seen
+    last = None  # that event time (as int64)
+    batch_rows = max(1024, meta.num_rows * batch_bytes // max(stored, 1))
+    for batch in f.iter_batches(batch_size=batch_rows):
+        part = pa.Table.from_batches([batch])
+        times = part.column(event_time_column).combine_chunks()
+        values = numpy_values(times.view(pa.int64()))
+        if times.null_count or (len(values) > 1 and not (values[1:] >= values[:-1]).all()) \
+                or (last is not None and len(values) and values[0] < last):
+            table = f.read()  # not in event-time order
+            return logical_hash(table, event_time_column, system_time_column), table.num_rows
+        if held is not None:
+            part = pa.concat_tables([held, part])
+            values = np.concatenate([np.full(held.num_rows, last), values])
+        if not len(values):
+            continue
+        last = values[-1]
+        cut = int(np.searchsorted(values, last, side="left"))
+        for chunk in canonical_rows(part.slice(0, cut), event_time_column, system_time_column):
+            h.update(chunk)
+        held = part.slice(cut)
+    if held is not None:
+        for chunk in canonical_rows(held, event_time_column, system_time_column):
+            h.update(chunk)
+    return h.digest(), meta.num_rows
 
 
 def canonical_text(

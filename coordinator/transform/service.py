@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
-from ..data.hashing import logical_hash, physical_hash
+from ..data.hashing import file_logical_hash, physical_hash
 from ..data.slices import output_slice as data_slice
 from ..engine.port import Engine, EngineProgress, ExecuteInput, ExecuteRequest
 from ..metadata.objects import MetadataBlock
@@ -94,12 +92,12 @@ def run_step(
     result = engine.execute(request, on_progress=progress)
     output_slice = None
     if result.output_path is not None:
-        table = pq.read_table(result.output_path)
+        # a batch at a time: an output slice can be larger than memory allows to hold
+        logical, rows = file_logical_hash(result.output_path, plan.vocab.event_time,
+                                          plan.vocab.system_time)
         output_slice = data_slice(
-            logical_hash=logical_hash(table, plan.vocab.event_time, plan.vocab.system_time),
-            physical_hash=physical_hash(result.output_path),
-            num_records=table.num_rows,
-            system_time=system_time,
+            logical_hash=logical, physical_hash=physical_hash(result.output_path),
+            num_records=rows, system_time=system_time,
         )
     block = MetadataBlock(
         system_time=system_time,
