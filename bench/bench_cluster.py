@@ -9,8 +9,9 @@ files, generated as ``bench_scale.py`` does):
 1. ``coord pull`` of the append root with ``ingest.engine`` ``coordinator`` (the baseline),
    then ``spark`` on the engine's ``local[2]``, then ``spark`` on the cluster (``--workers``
    workers of 1 core and ``--worker-memory`` each, started from the installed PySpark; the
-   sandboxed engine drives it with ``allowNetwork``). Peak RSS is the ``coord`` process's; the
-   engine's JVMs are sized by the settings printed below the tables.
+   sandboxed engine drives it with ``allowNetwork``). Peak RSS is the ``coord`` process's own
+   (``RUSAGE_SELF`` at its exit: a child's ``wait4`` figure would count the engine's JVM, a
+   descendant); the engine's JVMs are sized by the settings printed below the tables.
 2. ``coord pull`` of a derivative over that root (a filter and a computed column, half the
    rows out) on ``local[2]`` and on the cluster, beside the same query as a plain PySpark batch
    job (``local[2]``, Parquet in and out, whole process) and as DuckDB (whole process).
@@ -69,6 +70,23 @@ duckdb.sql(f'COPY (SELECT "at", id, city, amount * 1.1 AS gross FROM read_parque
 """
 
 
+# `coord` in this Python, reporting its own peak RSS (not its descendants') into $RSS_FILE
+OWN_RSS = """
+import atexit, os, resource, sys
+atexit.register(lambda: open(os.environ["RSS_FILE"], "w").write(
+    str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+from coordinator.cli.main import main
+main(sys.argv[1:])
+"""
+
+
+def measured_coord(args: list[str], cwd: Path, env: dict) -> tuple[float, float]:
+    """(wall seconds, the coord process's own peak RSS in GB) of ``coord ARGS``."""
+    rss_file = cwd / "rss"
+    wall, _ = measured([sys.executable, "-c", OWN_RSS, *args], cwd, {**env, "RSS_FILE": str(rss_file)})
+    return wall, int(rss_file.read_text()) * 1024 / 1e9
+
+
 def workspace(home: Path, sources: list[Path], config: dict, coord: list[str], env: dict) -> Path:
     (home / "in").mkdir(parents=True)
     for path in sources:
@@ -120,7 +138,7 @@ def main() -> None:
             ingest, derive, homes = [], [], {}
             for k, (name, config) in enumerate(setups.items()):
                 homes[name] = home = workspace(tmp / f"ws{k}", sources, config, coord, env)
-                wall, rss = measured([*coord, "pull", DS], home, env)
+                wall, rss = measured_coord(["pull", DS], home, env)
                 blocks = len(Workspace.open(home).dataset(DS).state().data_blocks)
                 ingest.append({"input": f"{size:.2f} GB CSV, 4 files, {records:,} rows",
                                "files read by": name, "coord pull s": wall,
@@ -130,7 +148,7 @@ def main() -> None:
             cluster_name = f"cluster of {args.workers}"
             for name, home in (("local[2]", homes["coordinator"]),
                                (cluster_name, homes[f"spark, {cluster_name}"])):
-                wall, rss = measured([*coord, "pull", DERIVED], home, env)
+                wall, rss = measured_coord(["pull", DERIVED], home, env)
                 out = Workspace.open(home).dataset(DERIVED).state()
                 derive.append({"query": f"filter + computed column over {records:,} rows",
                                "run by": f"coord, engine on {name}", "coord pull s": wall,

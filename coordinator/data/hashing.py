@@ -57,7 +57,7 @@ def logical_hash(
 
 def file_logical_hash(
     path: str | os.PathLike, event_time_column: str = "event_time",
-    system_time_column: str = "system_time", batch_bytes: int = 64 << 20,
+    system_time_column: str = "system_time", batch_bytes: int = 16 << 20,
 ) -> tuple[bytes, int]:
     """``logical_hash`` of a Parquet file and its number of rows, holding about
     ``batch_bytes`` of it at a time when its rows are in event-time order (slices are written
