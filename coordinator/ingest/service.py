@@ -43,6 +43,7 @@ from ..metadata.objects import (
 from ..metadata.timefmt import format_timestamp, parse_timestamp
 from ..progress import NoProgress, Progress
 from ..workspace import DatasetState, DatasetWriter, Workspace
+from ..workspace.config import IngestConfig
 from ..workspace.runs import run_folder
 from .errors import IngestError
 from .fetch import FetchedFile, fetch
@@ -131,7 +132,7 @@ class _Pull:
         # Append and ledger merges without a preprocess step cut a block at this size and
         # read large files in pieces; a preprocess query sees whole files. A snapshot is one
         # block, unless it goes out of core with a change set larger than this.
-        self.max_slice_bytes = max_slice_bytes(ws)
+        self.max_slice_bytes = max_slice_bytes(self.config)
         self.split = not isinstance(self.source.merge, MergeStrategySnapshot) \
             and self.source.preprocess is None
 
@@ -402,11 +403,11 @@ class _Pull:
             self.history.remember_snapshot_state(self.snapshot_state)
 
 
-def max_slice_bytes(ws: Workspace) -> int:
+def max_slice_bytes(config: IngestConfig) -> int:
     """``ingest.maxSliceBytes``, or for ``auto`` 1/128 of the machine's memory within
     [64 MiB, 192 MiB]: a pull's peak memory is about four times its slice (read, rendered for
     the hash, encoded, the next piece), which stays under 1 GB."""
-    configured = ws.config().ingest.max_slice_bytes
+    configured = config.max_slice_bytes
     if configured is not None:
         return configured
     import os
