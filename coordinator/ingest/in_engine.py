@@ -73,9 +73,11 @@ def can_read(step: ReadStep) -> bool:
 
 
 def read_in_engine(engine: Engine, dataset_id: str, path: Path, step: ReadStep, name: str,
-                   piece_bytes: int) -> Iterator[pa.Table]:
+                   piece_bytes: int, private: bool) -> Iterator[pa.Table]:
     """The file's records in order, read by the engine in pieces of about ``piece_bytes`` of
-    the file; at least one table, maybe empty."""
+    the file; at least one table, maybe empty. ``private``: the file is the pull's own copy
+    (fetched or prepared), which the engine may be given as a hard link; the user's own files
+    are copied, since the engine can write its run folder."""
     from ..engine.port import EngineError
 
     schema = _schema(path, step, name, piece_bytes)
@@ -89,7 +91,7 @@ def read_in_engine(engine: Engine, dataset_id: str, path: Path, step: ReadStep, 
     scratch = engine.workdir(f"read-{uuid.uuid4().hex[:12]}")
     try:
         source = scratch / ("source" + "".join(path.suffixes[-2:]))
-        _place(path, source)
+        _place(path, source, private)
         try:
             parts = engine.read_source(dataset_id, source, _FORMATS[type(step)], options, schema,
                                        scratch, split_bytes=piece_bytes, transaction_id=scratch.name)
@@ -129,12 +131,15 @@ def _text(value: object) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def _place(path: Path, target: Path) -> None:
-    """Puts the file where the engine can read it (its run folder): a hard link if possible."""
-    try:
-        os.link(path, target)
-    except OSError:
-        shutil.copyfile(path, target)
+def _place(path: Path, target: Path, private: bool) -> None:
+    """Puts the file where the engine can read it (its run folder)."""
+    if private:
+        try:
+            os.link(path, target)
+            return
+        except OSError:  # another file system
+            pass
+    shutil.copyfile(path, target)
 
 
 def _empty_strings(table: pa.Table) -> pa.Table:

@@ -298,8 +298,9 @@ class _Pull:
             if self.engine is None:
                 raise IngestError(f"{name}: ingest.engine asks the SQL engine to read it; none "
                                   "was given to this pull")
+            private = path.resolve().is_relative_to(self.scratch.resolve())
             tables = in_engine.read_in_engine(self.engine(), self.history.ds.id, path, step,
-                                              name, piece_bytes)
+                                              name, piece_bytes, private)
             if split:
                 return tables
             import pyarrow as pa

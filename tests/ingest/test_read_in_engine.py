@@ -18,11 +18,12 @@ from .test_bounded_memory import big_csv, dataset, expected_ids, limit
 class CountingEngine(FakeEngine):
     def __init__(self, run_dir):
         super().__init__(run_dir)
-        self.reads = []
+        self.reads, self.inodes = [], []
 
     def read_source(self, dataset_id, input_path, format, options, schema, output_dir,
                     split_bytes=0, transaction_id=""):
         self.reads.append((format, options))
+        self.inodes.append(input_path.stat().st_ino)
         return super().read_source(dataset_id, input_path, format, options, schema, output_dir,
                                    split_bytes, transaction_id)
 
@@ -56,6 +57,15 @@ def test_the_engine_is_told_the_coordinators_csv_conventions(ws):
     assert format == "csv"
     assert options["header"] == "true" and options["escape"] == '"'  # quotes are doubled
     assert "emptyValue" in options  # a quoted empty value stays an empty string
+
+
+def test_the_engine_gets_a_copy_of_the_users_file_never_a_link_it_could_write_through(ws):
+    dataset(ws)
+    path = big_csv(ws.root / "in" / "a.csv", 10)  # read in place: no fetch or prepare copy
+    engine = reading_engine(ws, "spark")
+    pull_root(ws, DATASET, engine=lambda: engine)
+    assert engine.inodes and path.stat().st_ino not in engine.inodes
+    assert path.stat().st_nlink == 1
 
 
 def test_a_file_the_engine_reads_in_several_parts_is_ingested_in_order_across_blocks(ws):
