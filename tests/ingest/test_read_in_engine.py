@@ -11,7 +11,7 @@ from coordinator.workspace.config import ConfigError
 
 from ..conftest import coord
 from ..fake_engine import FakeEngine
-from .conftest import DATASET, rows_of, slices_of
+from .conftest import DATASET, add_dataset, rows_of, slices_of, write
 from .test_bounded_memory import big_csv, dataset, expected_ids, limit
 
 
@@ -112,8 +112,6 @@ def test_reading_in_the_engine_without_one_is_a_clear_error(ws):
 
 
 def test_json_lines_without_a_schema_are_not_read_in_the_engine(ws):
-    from .conftest import add_dataset, write
-
     add_dataset(ws, """
         source:
           kind: root
