@@ -12,8 +12,9 @@ the coordinator):
 - the read step's options go to Spark by Spark's names (ODF's options are Spark's), with the
   coordinator's defaults where they differ: quotes inside a quoted value are doubled (escape
   ``"``), and a quoted empty value is an empty string (only an unquoted one is null);
-- Spark parses in ``FAILFAST`` mode: a record or value that does not fit is an error naming
-  the file, never a silent null.
+- Spark parses in ``FAILFAST`` mode: a record or value that does not fit is an error, never a
+  silent null; the coordinator's reader then goes through the file to name the line and
+  column (Spark names neither).
 
 One difference is left: a quoted value equal to ``nullValue`` (``"NA"``) is null to Spark and
 text to the coordinator.
@@ -96,7 +97,10 @@ def read_in_engine(engine: Engine, dataset_id: str, path: Path, step: ReadStep, 
             parts = engine.read_source(dataset_id, source, _FORMATS[type(step)], options, schema,
                                        scratch, split_bytes=piece_bytes, transaction_id=scratch.name)
         except EngineError as e:
-            raise IngestError(f"{name}: the engine could not read it: {e.message}") from None
+            _locate(path, step, name, piece_bytes)
+            raise IngestError(f"{name}: Spark could not read it ({e.message}), though the "
+                              "coordinator's reader can; set ingest.engine to coordinator "
+                              "for this source") from None
         finally:
             source.unlink()
         if not parts:
@@ -125,6 +129,15 @@ def _schema(path: Path, step: ReadStep, name: str, piece_bytes: int) -> pa.Schem
                           "schema; declare it, or set ingest.engine to coordinator")
     # CSV: typed by its first piece, as the coordinator's own reader of a large file does
     return next(read_pieces(path, step, name, piece_bytes)).schema
+
+
+def _locate(path: Path, step: ReadStep, name: str, piece_bytes: int) -> None:
+    """After Spark failed on the file: the coordinator's reader goes through it, and its error
+    names the line and column (Spark's names neither); returns if it finds nothing wrong."""
+    from .read import read_pieces
+
+    for _ in read_pieces(path, step, name, piece_bytes):
+        pass
 
 
 def _text(value: object) -> str:

@@ -13,6 +13,7 @@ does the reading. The records come back as Parquet part files in the file's reco
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +26,8 @@ from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 
 BLOCK_COLUMN = "__odf_block"  # the start offset of the record's split
+# "Caused by: org.apache.spark.SparkException: [MALFORMED_RECORD_IN_PARSING.X] " and the like
+_JAVA_PREFIX = re.compile(r"^(?:Caused by: )?(?:[\w.$]+(?:Exception|Error): )?(?:\[[A-Z_.]+\] )?")
 
 
 def read_source(spark: SparkSession, request: pb.ReadSourceRequest) -> pb.ReadSourceResult:
@@ -61,9 +64,9 @@ def read_source(spark: SparkSession, request: pb.ReadSourceRequest) -> pb.ReadSo
 
 
 def _reason(exc: Exception) -> str:
-    """The first line that says what is wrong with the data (Spark wraps it in job failures)."""
+    """The first line that says what is wrong with the data (Spark wraps it in job failures),
+    without the Java exception's class and Spark's error class."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    for line in lines:
-        if "Malformed" in line or "Cannot parse" in line or "cannot be cast" in line.lower():
-            return line
-    return lines[0] if lines else type(exc).__name__
+    found = next((line for line in lines if "Malformed" in line or "Cannot parse" in line
+                  or "cannot be cast" in line.lower()), lines[0] if lines else type(exc).__name__)
+    return _JAVA_PREFIX.sub("", found)
