@@ -354,7 +354,10 @@ def engine_containers(workspace: Path) -> list:
     """The engine containers (running or not) labelled with that workspace."""
     client = _client(timeout=10)
     try:
-        return client.containers.list(all=True, filters={"label": f"{LABEL_WORKSPACE}={workspace}"})
+        # ignore_removed: a container removed between the listing and its inspection is simply gone
+        return client.containers.list(
+            all=True, ignore_removed=True, filters={"label": f"{LABEL_WORKSPACE}={workspace}"}
+        )
     finally:
         client.close()
 

@@ -183,4 +183,4 @@ def _ulimits():
 
 
 def _container_names() -> set[str]:
-    return {c.name for c in ctr._client().containers.list(all=True)}
+    return {c.name for c in ctr._client().containers.list(all=True, ignore_removed=True)}

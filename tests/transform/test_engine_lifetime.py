@@ -143,7 +143,9 @@ def _engine_processes(home: Path) -> list[str]:
 def _engine_containers(home: Path) -> list[str]:
     client = docker.DockerClient(base_url=api_url())
     try:
-        listed = client.containers.list(all=True, filters={"label": f"{LABEL_WORKSPACE}={home.resolve()}"})
+        listed = client.containers.list(
+            all=True, ignore_removed=True, filters={"label": f"{LABEL_WORKSPACE}={home.resolve()}"}
+        )
         return [f"container {c.name} ({c.status})" for c in listed]
     finally:
         client.close()
