@@ -21,7 +21,7 @@ Memory: DuckDB's limit, one piece of the snapshot as read, one slice of changes.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -56,13 +56,18 @@ class DiskSnapshot:
         self.con = duckdb.connect(config={"memory_limit": f"{max(memory_bytes >> 20, 256)}MiB",
                                           "temp_directory": str(spill),
                                           "preserve_insertion_order": False})
+        self.con.execute("SET enable_progress_bar = false")  # it would print on our output
         self.state = self.current_state()
 
     # --- the state ----------------------------------------------------------------------------
 
     def current_state(self) -> Path | None:
         """The projection of the history as a file: the cached one if current, else the cached
-        one (or nothing) with the newer slices projected onto it, cached in its place."""
+        one (or nothing) with the newer slices projected onto it, cached in its place.
+
+        Its rows keep their order (the cached state's, then the newer slices' in turn), so
+        they are copied as they stand, less the rows DuckDB lists as dropped: a row whose key
+        a later slice has, or a removal. Only those positions are sorted, not the rows."""
         h = self.history
         if not h.data_blocks:
             return None
@@ -76,36 +81,47 @@ class DiskSnapshot:
                 break
         schema = h.schema()
         assert schema is not None  # the history has slices
-        # the newer slices' rows with their positions: their slice, then their row in it
+        # a row's position: its row in the cached state, or (its slice's number << 40) + its row
+        sources = [(cached, 0)] if cached is not None else []
+        sources += [(path, (i + 1) << 40) for i, path in enumerate(newer)]
+        sql, params = self._dropped_sql(newer, cached, self.roles.observation in schema.names)
+        dropped = _Positions(self.con.sql(sql, params=params).to_arrow_reader(1 << 16))
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / "state.tmp"  # beside the cache, so installing it is a rename
+        with pq.ParquetWriter(tmp, schema) as writer:
+            for path, base in sources:
+                for batch in pq.ParquetFile(path).iter_batches(1 << 16):
+                    rows = batch.num_rows
+                    gone = dropped.below(base + rows) - base
+                    if len(gone):
+                        keep = np.ones(rows, dtype=bool)
+                        keep[gone] = False
+                        batch = batch.filter(pa.array(keep))
+                    writer.write_table(_conform(batch, schema))
+                    base += rows
+        self.state = h.install_snapshot_state(tmp)
+        return self.state
+
+    def _dropped_sql(self, newer: list[Path], cached: Path | None,
+                     observed: bool) -> tuple[str, list]:
+        """The positions of the rows the state leaves out, in order: rows of the newer slices
+        followed by a row of their key, removals, and cached rows whose key a newer slice has."""
         files = ", ".join(_sql_text(str(p)) for p in newer)
         hist = (f"(SELECT *, ((file_index + 1)::BIGINT << 40) + file_row_number AS {_POS} "
                 f"FROM read_parquet([{files}], union_by_name=true, file_row_number=true))")
         key = ", ".join(_q(k) for k in self.roles.key)
         on = " AND ".join(f"h.{_q(k)} = l.{_q(k)}" for k in self.roles.key)
-        kept, params = "true", []
-        if self.roles.observation in schema.names:
-            kept, params = f"coalesce(h.{_q(self.roles.observation)} <> $1, true)", [self.roles.removed]
-        columns = ", ".join(f"h.{_q(n)}" for n in schema.names)
-        latest = f"(SELECT {key}, max({_POS}) AS {_POS} FROM {hist} GROUP BY {key})"
-        sql = (f"SELECT {columns}, h.{_POS} FROM {hist} h JOIN {latest} l "
-               f"ON {on} AND h.{_POS} = l.{_POS} WHERE {kept}")
-        if cached is not None:  # the cached state's rows whose key no newer slice has, first
-            old_names = pq.read_schema(cached).names
-            values = ", ".join(f"h.{_q(n)}" if n in old_names else f"NULL AS {_q(n)}"
-                               for n in schema.names)
-            sql = (f"SELECT {values}, file_row_number AS {_POS} FROM read_parquet("
-                   f"{_sql_text(str(cached))}, file_row_number=true) h WHERE NOT EXISTS "
-                   f"(SELECT 1 FROM {hist} l WHERE {on}) UNION ALL {sql}")
-        sql = f"SELECT * EXCLUDE ({_POS}) FROM ({sql}) ORDER BY {_POS}"
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / "state.tmp"  # beside the cache, so installing it is a rename
-        reader = self.con.sql(sql, params=params).to_arrow_reader(1 << 16)
-        assert reader is not None
-        with pq.ParquetWriter(tmp, schema) as writer:
-            for batch in reader:
-                writer.write_table(_cast(pa.Table.from_batches([batch]), schema))
-        self.state = h.install_snapshot_state(tmp)
-        return self.state
+        # only keys given more than once need their rows compared
+        again = f"(SELECT {key}, max({_POS}) AS {_POS} FROM {hist} GROUP BY {key} HAVING count(*) > 1)"
+        sql = f"SELECT h.{_POS} FROM {hist} h JOIN {again} l ON {on} AND h.{_POS} < l.{_POS}"
+        params = []
+        if observed:
+            sql += f" UNION ALL SELECT {_POS} FROM {hist} WHERE {_q(self.roles.observation)} = $1"
+            params = [self.roles.removed]
+        if cached is not None:
+            sql += (f" UNION ALL SELECT h.file_row_number FROM read_parquet({_sql_text(str(cached))}, "
+                    f"file_row_number=true) h WHERE EXISTS (SELECT 1 FROM {hist} l WHERE {on})")
+        return f"SELECT * FROM ({sql}) ORDER BY 1", params
 
     # --- one snapshot -------------------------------------------------------------------------
 
@@ -121,9 +137,12 @@ class DiskSnapshot:
         target = pa.schema([pa.field(self.roles.observation, pa.string()), *schema])
         obs = _q(self.roles.observation)
         values = ", ".join(f"c.{_q(f.name)}" for f in schema)
-        if self.state is None:  # everything is new
-            sql = f"SELECT $1 AS {obs}, {values}, c.{_ROW} AS {_POS} FROM {cur} c"
-            params = [self.roles.added]
+        batches: Iterable[pa.RecordBatch]
+        if self.state is None:  # everything is new, in the snapshot's order: no query
+            added = pa.scalar(self.roles.added, pa.string())
+            batches = (pa.RecordBatch.from_arrays([pa.repeat(added, b.num_rows), *b.columns],
+                                                  names=target.names)
+                       for b in pq.ParquetFile(current).iter_batches(1 << 16, columns=schema.names))
         else:
             prev = (f"(SELECT *, file_row_number AS {_POS} FROM read_parquet("
                     f"{_sql_text(str(self.state))}, file_row_number=true))")
@@ -140,13 +159,12 @@ class DiskSnapshot:
                    f"SELECT $3, {gone}, (1::BIGINT << 62) + p.{_POS} FROM {prev} p "
                    f"WHERE NOT EXISTS (SELECT 1 FROM {cur} c WHERE {on})")
             params = [self.roles.added, self.roles.changed, self.roles.removed]
-        reader = self.con.sql(f"SELECT * EXCLUDE ({_POS}) FROM ({sql}) ORDER BY {_POS}",
-                              params=params).to_arrow_reader(1 << 16)
-        assert reader is not None
+            batches = self.con.sql(f"SELECT * EXCLUDE ({_POS}) FROM ({sql}) ORDER BY {_POS}",
+                                   params=params).to_arrow_reader(1 << 16)
         i = target.get_field_index(event_time_column)
         pending: list[pa.Table] = []
         size = 0
-        for batch in reader:
+        for batch in batches:
             table = _cast(pa.Table.from_batches([batch]), target)
             removed = pc.equal(table.column(0), self.roles.removed)
             if pc.any(removed).as_py():  # the event time of a removal is the snapshot's
@@ -203,6 +221,34 @@ class DiskSnapshot:
 
 def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+class _Positions:
+    """Ascending positions read from a stream of one-column batches, handed out in turn."""
+
+    def __init__(self, reader: pa.RecordBatchReader):
+        self.reader, self.held = reader, np.empty(0, dtype=np.int64)
+
+    def below(self, limit: int) -> np.ndarray:
+        """The positions not handed out yet that are less than ``limit``."""
+        while not len(self.held) or self.held[-1] < limit:
+            try:
+                batch = self.reader.read_next_batch()
+            except StopIteration:
+                break
+            self.held = np.concatenate([self.held, batch.column(0).to_numpy()])
+        cut = int(np.searchsorted(self.held, limit))
+        taken, self.held = self.held[:cut], self.held[cut:]
+        return taken
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.Table:
+    """A slice's or the cached state's rows in the state's schema: columns added since as
+    nulls, the rest cast to the state's types."""
+    names = batch.schema.names
+    return pa.Table.from_arrays(
+        [batch.column(names.index(f.name)).cast(f.type) if f.name in names
+         else pa.nulls(batch.num_rows, f.type) for f in schema], schema=schema)
 
 
 def _cast(table: pa.Table, schema: pa.Schema) -> pa.Table:
