@@ -137,6 +137,9 @@ class SqlSession:
         })
         con = self._con
         con.execute("SET TimeZone = 'UTC'")
+        # DuckDB draws a progress bar on stdout when it takes the process for an interactive
+        # one (python -c, a notebook), which would mix it into our output
+        con.execute("SET enable_progress_bar = false")
         for name, files in self.tables.items():
             paths = ", ".join(_literal(str(f)) for f in files)
             try:

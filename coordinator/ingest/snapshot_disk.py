@@ -56,7 +56,7 @@ class DiskSnapshot:
         self.con = duckdb.connect(config={"memory_limit": f"{max(memory_bytes >> 20, 256)}MiB",
                                           "temp_directory": str(spill),
                                           "preserve_insertion_order": False})
-        self.con.execute("SET enable_progress_bar = false")  # it would print on our output
+        self.con.execute("SET enable_progress_bar = false")  # on stdout under python -c
         self.state = self.current_state()
 
     # --- the state ----------------------------------------------------------------------------
