@@ -88,7 +88,9 @@ class DiskSnapshot:
         dropped = _Positions(self.con.sql(sql, params=params).to_arrow_reader(1 << 16))
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / "state.tmp"  # beside the cache, so installing it is a rename
-        with pq.ParquetWriter(tmp, schema) as writer:
+        # read only by the merges, which join and never filter: no dictionary and no statistics
+        # (they cost the write twice its time)
+        with pq.ParquetWriter(tmp, schema, use_dictionary=False, write_statistics=False) as writer:
             for path, base in sources:
                 for batch in pq.ParquetFile(path).iter_batches(1 << 16):
                     rows = batch.num_rows
@@ -189,7 +191,8 @@ class DiskSnapshot:
                     schema = table.schema
                     # scratch, read once: written as fast as Parquet writes
                     writer = pq.ParquetWriter(path, schema.append(pa.field(_ROW, pa.int64())),
-                                              compression="none", use_dictionary=False)
+                                              compression="none", use_dictionary=False,
+                                              write_statistics=False)
                 positions = pa.array(np.arange(rows, rows + table.num_rows, dtype=np.int64))
                 assert writer is not None
                 writer.write_table(_cast(table, schema).append_column(_ROW, positions))
