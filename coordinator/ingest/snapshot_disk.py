@@ -167,7 +167,7 @@ class DiskSnapshot:
         pending: list[pa.Table] = []
         size = 0
         for batch in batches:
-            table = _cast(pa.Table.from_batches([batch]), target)
+            table = _conform(batch, target)
             removed = pc.equal(table.column(0), self.roles.removed)
             if pc.any(removed).as_py():  # the event time of a removal is the snapshot's
                 times = pc.if_else(removed, pa.scalar(snapshot_time, target.field(i).type),
@@ -195,7 +195,7 @@ class DiskSnapshot:
                                               write_statistics=False)
                 positions = pa.array(np.arange(rows, rows + table.num_rows, dtype=np.int64))
                 assert writer is not None
-                writer.write_table(_cast(table, schema).append_column(_ROW, positions))
+                writer.write_table(_conform(table, schema).append_column(_ROW, positions))
                 rows += table.num_rows
         finally:
             if writer is not None:
@@ -245,18 +245,13 @@ class _Positions:
         return taken
 
 
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.Table:
-    """A slice's or the cached state's rows in the state's schema: columns added since as
-    nulls, the rest cast to the state's types."""
-    names = batch.schema.names
-    return pa.Table.from_arrays(
-        [batch.column(names.index(f.name)).cast(f.type) if f.name in names
-         else pa.nulls(batch.num_rows, f.type) for f in schema], schema=schema)
-
-
-def _cast(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """DuckDB's Arrow types (its time zone, plain strings) back to the dataset's."""
+def _conform(rows: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.Table:
+    """Rows in ``schema``, columns taken by name: DuckDB's Arrow types (its time zone, plain
+    strings) and older slices' types cast to the dataset's, columns added since as nulls."""
+    table = rows if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
     if table.schema.equals(schema):
         return table
-    return pa.Table.from_arrays([table.column(i).cast(f.type) for i, f in enumerate(schema)],
-                                schema=schema)
+    names = table.schema.names
+    return pa.Table.from_arrays(
+        [table.column(f.name).cast(f.type) if f.name in names
+         else pa.nulls(table.num_rows, f.type) for f in schema], schema=schema)
