@@ -70,7 +70,7 @@ def file_logical_hash(
     """
     import pyarrow.parquet as pq
 
-    f = pq.ParquetFile(path)
+    f = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering keeps every batch read
     meta = f.metadata
     stored = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     if stored <= batch_bytes or event_time_column not in f.schema_arrow.names \

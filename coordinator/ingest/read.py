@@ -174,7 +174,7 @@ def _csv_pieces(path: Path, step: ReadStepCsv, name: str, piece_bytes: int) -> I
 def _parquet_pieces(path: Path, step: ReadStepParquet, name: str, piece_bytes: int) -> Iterator[pa.Table]:
     schema = _schema(step)
     try:
-        f = pq.ParquetFile(path)
+        f = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering keeps every batch read
         md = f.metadata
         stored = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
         batch = max(1, md.num_rows * piece_bytes // max(stored, 1))
