@@ -92,7 +92,7 @@ class DiskSnapshot:
         # (they cost the write twice its time)
         with pq.ParquetWriter(tmp, schema, use_dictionary=False, write_statistics=False) as writer:
             for path, base in sources:
-                for batch in pq.ParquetFile(path).iter_batches(1 << 16):
+                for batch in _batches(path):
                     rows = batch.num_rows
                     gone = dropped.below(base + rows) - base
                     if len(gone):
@@ -132,37 +132,19 @@ class DiskSnapshot:
         """The change events turning the state into the snapshot read as ``tables``, in
         tables of about ``batch_bytes``. Call ``current_state`` once they are committed."""
         current = self.scratch / "snapshot.parquet"
-        schema = self._write_snapshot(tables, current, name)
+        schema, rows = self._write_snapshot(tables, current, name)
         compare = compare_columns(schema, self.roles, event_time_column, name)
         cur = f"(SELECT * FROM read_parquet({_sql_text(str(current))}))"
-        self._check_unique(cur, name)
         target = pa.schema([pa.field(self.roles.observation, pa.string()), *schema])
-        obs = _q(self.roles.observation)
-        values = ", ".join(f"c.{_q(f.name)}" for f in schema)
         batches: Iterable[pa.RecordBatch]
         if self.state is None:  # everything is new, in the snapshot's order: no query
+            self._check_unique(cur, name)
             added = pa.scalar(self.roles.added, pa.string())
             batches = (pa.RecordBatch.from_arrays([pa.repeat(added, b.num_rows), *b.columns],
                                                   names=target.names)
-                       for b in pq.ParquetFile(current).iter_batches(1 << 16, columns=schema.names))
+                       for b in _batches(current, schema.names))
         else:
-            prev = (f"(SELECT *, file_row_number AS {_POS} FROM read_parquet("
-                    f"{_sql_text(str(self.state))}, file_row_number=true))")
-            prev_names = pq.read_schema(self.state).names
-            on = " AND ".join(f"c.{_q(k)} = p.{_q(k)}" for k in self.roles.key)
-            distinct = " OR ".join(f"c.{_q(c)} IS DISTINCT FROM p.{_q(c)}" if c in prev_names
-                                   else f"c.{_q(c)} IS NOT NULL" for c in compare) or "false"
-            gone = ", ".join(f"p.{_q(f.name)}" if f.name in prev_names and f.name != event_time_column
-                             else f"NULL AS {_q(f.name)}" for f in schema)
-            # upserts in the snapshot's order, then removals in the state's (positions < 2^62)
-            sql = (f"SELECT CASE WHEN p.{_POS} IS NULL THEN $1 ELSE $2 END AS {obs}, {values}, "
-                   f"c.{_ROW} AS {_POS} FROM {cur} c LEFT JOIN {prev} p ON {on} "
-                   f"WHERE p.{_POS} IS NULL OR ({distinct}) UNION ALL "
-                   f"SELECT $3, {gone}, (1::BIGINT << 62) + p.{_POS} FROM {prev} p "
-                   f"WHERE NOT EXISTS (SELECT 1 FROM {cur} c WHERE {on})")
-            params = [self.roles.added, self.roles.changed, self.roles.removed]
-            batches = self.con.sql(f"SELECT * EXCLUDE ({_POS}) FROM ({sql}) ORDER BY {_POS}",
-                                   params=params).to_arrow_reader(1 << 16)
+            batches = self._changes(cur, rows, schema, compare, event_time_column, name)
         i = target.get_field_index(event_time_column)
         pending: list[pa.Table] = []
         size = 0
@@ -181,8 +163,53 @@ class DiskSnapshot:
         if pending or not size:
             yield pa.concat_tables(pending) if pending else target.empty_table()
 
-    def _write_snapshot(self, tables: Iterator[pa.Table], path: Path, name: str) -> pa.Schema:
-        """The snapshot's rows as a Parquet file, with their positions; returns their schema."""
+    def _changes(self, cur: str, rows: int, schema: pa.Schema, compare: list[str],
+                 event_time_column: str, name: str) -> Iterator[pa.RecordBatch]:
+        """The change events against the state, in order: one full outer join of the snapshot
+        ``cur`` (``rows`` rows) and the state, kept in a DuckDB table (spilling) until the
+        snapshot's keys are known to be unique.
+
+        That check needs no pass over the snapshot of its own: with the state's keys unique,
+        the snapshot's are too exactly when no key occurs twice among the changes (a key new
+        twice is two inserts) and every state row kept has one partner (a key given twice
+        joins its state row twice): rows - inserts = state rows - removals."""
+        obs = _q(self.roles.observation)
+        prev = (f"(SELECT *, file_row_number AS {_POS} FROM read_parquet("
+                f"{_sql_text(str(self.state))}, file_row_number=true))")
+        prev_names = pq.read_schema(self.state).names
+        on = " AND ".join(f"c.{_q(k)} = p.{_q(k)}" for k in self.roles.key)
+        distinct = " OR ".join(f"c.{_q(c)} IS DISTINCT FROM p.{_q(c)}" if c in prev_names
+                               else f"c.{_q(c)} IS NOT NULL" for c in compare) or "false"
+        gone = f"c.{_ROW} IS NULL"  # a state row without a partner: a removal
+        values = ", ".join(
+            f"CASE WHEN {gone} THEN p.{_q(f.name)} ELSE c.{_q(f.name)} END AS {_q(f.name)}"
+            if f.name in prev_names and f.name != event_time_column else f"c.{_q(f.name)}"
+            for f in schema)
+        key = ", ".join(_q(k) for k in self.roles.key)
+        # upserts in the snapshot's order, then removals in the state's (positions < 2^62)
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE changes AS SELECT CASE WHEN {gone} THEN $3 WHEN "
+            f"p.{_POS} IS NULL THEN $1 ELSE $2 END AS {obs}, {values}, "
+            f"coalesce(c.{_ROW}, (1::BIGINT << 62) + p.{_POS}) AS {_POS} "
+            f"FROM {cur} c FULL OUTER JOIN {prev} p ON {on} "
+            f"WHERE {gone} OR p.{_POS} IS NULL OR ({distinct})",
+            [self.roles.added, self.roles.changed, self.roles.removed]).fetchall()
+        [(inserts, removals, twice)] = self.con.execute(
+            f"SELECT count(*) FILTER (WHERE {obs} = $1), count(*) FILTER (WHERE {obs} = $2), "
+            f"(SELECT count(*) FROM (SELECT 1 FROM changes GROUP BY {key} HAVING count(*) > 1)) "
+            f"FROM changes", [self.roles.added, self.roles.removed]).fetchall()
+        if twice or rows - inserts != pq.read_metadata(self.state).num_rows - removals:
+            self._check_unique(cur, name)  # names the rows
+            raise IngestError(f"{name}: the cached snapshot state {self.state} holds a key "
+                              "twice; delete it and pull again (it is rebuilt from the data)")
+        yield from self.con.sql(f"SELECT * EXCLUDE ({_POS}) FROM changes ORDER BY {_POS}"
+                                ).to_arrow_reader(1 << 16)
+        self.con.execute("DROP TABLE changes")
+
+    def _write_snapshot(self, tables: Iterator[pa.Table], path: Path,
+                        name: str) -> tuple[pa.Schema, int]:
+        """The snapshot's rows as a Parquet file, with their positions; returns their schema
+        and number."""
         writer, rows, schema = None, 0, None
         try:
             for table in tables:
@@ -201,7 +228,7 @@ class DiskSnapshot:
             if writer is not None:
                 writer.close()
         assert schema is not None  # a file reads as one table at least
-        return schema
+        return schema, rows
 
     def _check_unique(self, cur: str, name: str) -> None:
         key = ", ".join(_q(k) for k in self.roles.key)
@@ -220,6 +247,11 @@ class DiskSnapshot:
 
     def close(self) -> None:
         self.con.close()
+
+
+def _batches(path: Path, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+    # without pre-buffering: with it, pyarrow keeps every column chunk read until the end
+    return pq.ParquetFile(path, pre_buffer=False).iter_batches(1 << 16, columns=columns)
 
 
 def _sql_text(value: str) -> str:

@@ -233,6 +233,31 @@ def test_a_snapshot_merged_on_disk_refuses_a_key_given_twice_naming_both_rows(ws
     assert not ws.dataset(DATASET).state().data_blocks  # nothing committed
 
 
+@pytest.mark.parametrize("again", [
+    ["r1,4,1.0,label 4,"],  # as in the state and the file: no change event shows it
+    ["r1,4,2.5,label 4,"],  # one of the two changed
+    ["r0,100000,1.0,new,", "r0,100000,1.0,new,"],  # a new key, twice
+], ids=["unchanged", "changed", "new"])
+def test_a_snapshot_diffed_on_disk_refuses_a_key_given_twice_before_committing(ws, again):
+    add_dataset(ws, SNAPSHOT % ('"region STRING", "id BIGINT", "price DOUBLE", "label STRING", '
+                                '"note STRING"', ""))
+    limit(ws, "1MiB")
+    snapshot_file(ws.root / "in" / "snap-2024-01-01.csv", 1, 60_000, extra=False)
+    pull_root(ws, DATASET)
+    held = ws.dataset(DATASET).state().data_blocks
+    path = ws.root / "in" / "snap-2024-01-02.csv"
+    snapshot_file(path, 2, 60_000, extra=False)
+    rows = len(path.read_text().splitlines()) - 1
+    assert path.read_text().splitlines()[5] == "r1,4,1.0,label 4,"  # row 5 (day 1's too)
+    with open(path, "a") as f:
+        f.write("\n".join(again) + "\n")
+    first, key = (5, "'r1', 'id': 4") if len(again) == 1 else (rows + 1, "'r0', 'id': 100000")
+    with pytest.raises(IngestError, match=rf"rows {first} and {rows + len(again)} have the same "
+                                          rf"primary key \{{'region': {key}\}}"):
+        pull_root(ws, DATASET)
+    assert ws.dataset(DATASET).state().data_blocks == held  # nothing committed
+
+
 def test_a_download_split_into_blocks_and_killed_resumes_in_the_same_version_once(tmp_path, site):
     ws = Workspace.init(tmp_path / "w")
     body = big_csv(tmp_path / "d.csv", 120_000).read_bytes()
