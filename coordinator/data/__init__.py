@@ -8,6 +8,8 @@ Importing this package sets Arrow up for a short-lived process that touches data
   choose (``_keeping_allocator``). mimalloc, Arrow's default, hands freed memory back to the
   system at once, so an ingest touches fresh pages again and again: measured on the 2-core
   build VM, a flights ingest spent 0.6 s in the kernel with mimalloc, 0.3 s with jemalloc.
+
+Parquet files read batch by batch are opened with ``parquet_reader``.
 """
 from __future__ import annotations
 
@@ -43,6 +45,15 @@ def _arrow_without_pandas() -> None:
         pa.array([0])  # the C++ converter's probe
     finally:
         sys.meta_path.remove(_Hide)
+
+
+def parquet_reader(path):
+    """A Parquet file to read batch by batch in bounded memory: without pre-buffering, with
+    which pyarrow keeps every column chunk read until the file is closed (iterating an 845 MB
+    file held 830 MB, and took 2.5 times as long)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path, pre_buffer=False)
 
 
 def _keeping_allocator() -> None:

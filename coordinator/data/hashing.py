@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from . import parquet_reader
 from .canonical import UnsupportedValueError, append_text, numpy_values, offsets_and_data, render
 
 __all__ = [
@@ -68,9 +69,7 @@ def file_logical_hash(
     for the next one, so a run of one event time is held whole (a root slice ingested without
     event times is one such run: it is read whole either way).
     """
-    import pyarrow.parquet as pq
-
-    f = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering keeps every batch read
+    f = parquet_reader(path)
     meta = f.metadata
     stored = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     if stored <= batch_bytes or event_time_column not in f.schema_arrow.names \

@@ -25,6 +25,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
+from ..data import parquet_reader
 from ..metadata.objects import (
     ReadStep,
     ReadStepCsv,
@@ -174,7 +175,7 @@ def _csv_pieces(path: Path, step: ReadStepCsv, name: str, piece_bytes: int) -> I
 def _parquet_pieces(path: Path, step: ReadStepParquet, name: str, piece_bytes: int) -> Iterator[pa.Table]:
     schema = _schema(step)
     try:
-        f = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering keeps every batch read
+        f = parquet_reader(path)
         md = f.metadata
         stored = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
         batch = max(1, md.num_rows * piece_bytes // max(stored, 1))

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..data import parquet_reader
 from .errors import IngestError
 from .history import DatasetHistory
 from .merge import SnapshotColumns, check_key, compare_columns
@@ -92,7 +93,7 @@ class DiskSnapshot:
         # (they cost the write twice its time)
         with pq.ParquetWriter(tmp, schema, use_dictionary=False, write_statistics=False) as writer:
             for path, base in sources:
-                for batch in _batches(path):
+                for batch in parquet_reader(path).iter_batches(1 << 16):
                     rows = batch.num_rows
                     gone = dropped.below(base + rows) - base
                     if len(gone):
@@ -142,7 +143,7 @@ class DiskSnapshot:
             added = pa.scalar(self.roles.added, pa.string())
             batches = (pa.RecordBatch.from_arrays([pa.repeat(added, b.num_rows), *b.columns],
                                                   names=target.names)
-                       for b in _batches(current, schema.names))
+                       for b in parquet_reader(current).iter_batches(1 << 16, columns=schema.names))
         else:
             batches = self._changes(cur, rows, schema, compare, event_time_column, name)
         i = target.get_field_index(event_time_column)
@@ -176,7 +177,8 @@ class DiskSnapshot:
         obs = _q(self.roles.observation)
         prev = (f"(SELECT *, file_row_number AS {_POS} FROM read_parquet("
                 f"{_sql_text(str(self.state))}, file_row_number=true))")
-        prev_names = pq.read_schema(self.state).names
+        state = pq.read_metadata(self.state)
+        prev_names = state.schema.to_arrow_schema().names
         on = " AND ".join(f"c.{_q(k)} = p.{_q(k)}" for k in self.roles.key)
         distinct = " OR ".join(f"c.{_q(c)} IS DISTINCT FROM p.{_q(c)}" if c in prev_names
                                else f"c.{_q(c)} IS NOT NULL" for c in compare) or "false"
@@ -198,7 +200,7 @@ class DiskSnapshot:
             f"SELECT count(*) FILTER (WHERE {obs} = $1), count(*) FILTER (WHERE {obs} = $2), "
             f"(SELECT count(*) FROM (SELECT 1 FROM changes GROUP BY {key} HAVING count(*) > 1)) "
             f"FROM changes", [self.roles.added, self.roles.removed]).fetchall()
-        if twice or rows - inserts != pq.read_metadata(self.state).num_rows - removals:
+        if twice or rows - inserts != state.num_rows - removals:
             self._check_unique(cur, name)  # names the rows
             raise IngestError(f"{name}: the cached snapshot state {self.state} holds a key "
                               "twice; delete it and pull again (it is rebuilt from the data)")
@@ -247,11 +249,6 @@ class DiskSnapshot:
 
     def close(self) -> None:
         self.con.close()
-
-
-def _batches(path: Path, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-    # without pre-buffering: with it, pyarrow keeps every column chunk read until the end
-    return pq.ParquetFile(path, pre_buffer=False).iter_batches(1 << 16, columns=columns)
 
 
 def _sql_text(value: str) -> str:
