@@ -99,7 +99,7 @@ def add_trusted(ws: Workspace, key_text: str, name: str = "") -> bytes:
 
 def remove_trusted(ws: Workspace, key_text: str) -> bytes:
     key = parse_public_key(key_text)
-    if key == ws.signing_key.public_key:
+    if key == ws.public_key:
         raise TrustError("that is this workspace's own key: it is always trusted")
     config = ws.config()
     entries = config.trusted_keys

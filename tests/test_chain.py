@@ -8,6 +8,7 @@ from coordinator.metadata.block_hash import seal
 from coordinator.metadata.chain import ChainError, walk
 from coordinator.metadata.signing import SignatureStatus, SigningKey
 from coordinator.metadata.timefmt import format_timestamp, now_utc, parse_timestamp
+from coordinator.workspace import Workspace, layout
 
 from .test_workspace import first_block
 
@@ -91,6 +92,34 @@ def test_a_block_replaced_since_it_was_checked_is_checked_again(ds):
     replacement.replace(path)  # a new inode, as an atomic rewrite makes
     with pytest.raises(ChainError, match="does not match"):
         list(ds.blocks())
+
+
+def test_a_later_command_takes_the_signatures_an_earlier_one_found_valid(ds):
+    list(Workspace.open(ds.ws.root).dataset(ds.id).blocks())  # an earlier command checks them
+    remembered = ds.ws.meta / layout.cache_dir(ds.id, layout.VERIFIED)
+    assert remembered.stat().st_size == 2 * 32  # one fact per signed block
+    later = Workspace.open(ds.ws.root).dataset(ds.id)
+    assert [c.signature for c in later.chain()] == [SignatureStatus.TRUSTED] * 2
+    assert remembered.stat().st_size == 2 * 32  # nothing checked again, so nothing added
+
+
+def test_a_signature_replaced_after_it_was_found_valid_is_checked_again(ds):
+    h, other = oldest(ds), list(ds.blocks())[0][0]
+    list(Workspace.open(ds.ws.root).dataset(ds.id).blocks())
+    # well formed, by the workspace's key, but over another block's hash
+    ds.signature_path(h).write_bytes(ds.ws.signing_key.sign(other).to_bytes())
+    with pytest.raises(ChainError, match=f"block {h.hex()}: signature does not match"):
+        list(Workspace.open(ds.ws.root).dataset(ds.id).blocks())
+
+
+def test_a_remembered_signature_in_a_torn_file_is_checked_again(ds):
+    list(Workspace.open(ds.ws.root).dataset(ds.id).blocks())
+    remembered = ds.ws.meta / layout.cache_dir(ds.id, layout.VERIFIED)
+    remembered.write_bytes(remembered.read_bytes()[:40])  # a crash in the middle of a write
+    assert len(list(Workspace.open(ds.ws.root).dataset(ds.id).blocks())) == 2
+    assert remembered.stat().st_size == 2 * 32  # the torn fact's block was checked again
+    list(Workspace.open(ds.ws.root).dataset(ds.id).blocks())
+    assert remembered.stat().st_size == 2 * 32  # and is remembered whole
 
 
 class _Blocks(dict):

@@ -3,8 +3,8 @@
 Each probe runs the real CLI in a fresh interpreter and reports which of the costly libraries
 it imported. What each command may import follows from what it does: ``--help`` parses
 arguments (click only); ``list``, ``status`` and a pull that finds nothing new read metadata
-chains (YAML for signature files, the Ed25519 primitive for their check) and no data; a pull
-that ingests data uses Arrow but never pandas.
+chains and no data (and the Ed25519 primitive only for signatures no earlier command found
+valid); a pull that ingests data uses Arrow but never pandas.
 """
 from __future__ import annotations
 
@@ -91,3 +91,9 @@ def test_ingesting_a_csv_never_imports_pandas(ingested):
 def test_metadata_commands_read_no_data_and_print_without_rich(ingested, command):
     coord("pull", "cities", cwd=ingested)  # nothing new after this: the pull probe reads metadata only
     assert imported_by(*command, cwd=ingested, watched=LIGHT_ONLY) == []
+
+
+@pytest.mark.parametrize("command", [["list"], ["status"], ["pull", "cities"]])
+def test_metadata_commands_check_no_signature_an_earlier_command_found_valid(ingested, command):
+    coord("pull", "cities", cwd=ingested)  # its chain walk checks every signature once
+    assert imported_by(*command, cwd=ingested, watched=("cryptography",)) == []

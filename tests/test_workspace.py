@@ -9,8 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.metadata import objects as o
+from coordinator.metadata.signing import SigningKey
 from coordinator.metadata.timefmt import TimeInterval, now_utc, parse_timestamp
-from coordinator.workspace import CommitError, DatasetBusy, Workspace, WorkspaceError
+from coordinator.workspace import CommitError, DatasetBusy, Workspace, WorkspaceError, layout
 
 ROOT_SOURCE = o.DatasetSourceRoot(
     fetch=o.FetchStepUrl(url="file:///dev/null"),
@@ -37,6 +38,22 @@ def data_block(tmp_path, n: int = 3):
 def test_init_creates_an_owner_only_signing_key(ws):
     assert stat.S_IMODE(ws.key_path.stat().st_mode) == 0o600
     assert stat.S_IMODE(ws.key_path.parent.stat().st_mode) == 0o700
+
+
+def test_the_public_key_is_remembered_for_the_key_file_it_came_from(ws):
+    key = Workspace.open(ws.root).public_key
+    assert key == ws.signing_key.public_key
+    assert (ws.meta / layout.PUBLIC_KEY).read_text().split()[1] == key.hex()
+    # a key file replaced (say, restored from a backup) gives its own public key
+    ws.key_path.unlink()
+    other = SigningKey.generate(ws.key_path)
+    assert Workspace.open(ws.root).public_key == other.public_key
+
+
+def test_a_key_file_others_may_read_is_refused_even_when_its_public_key_is_remembered(ws):
+    ws.key_path.chmod(0o644)
+    with pytest.raises(PermissionError, match="chmod 600"):
+        Workspace.open(ws.root).trusted_keys()
 
 
 def test_init_refuses_an_existing_workspace(ws):

@@ -13,7 +13,7 @@ from ..errors import CoordError
 from .block_hash import check_stored
 from .flatbuffers_codec import BlockFormatError, decode_block
 from .objects import MetadataBlock
-from .signing import SignatureStatus, check_signature
+from .signing import SignatureStatus, VerifiedSignatures, check_signature
 
 
 class BlockSource(Protocol):
@@ -23,7 +23,11 @@ class BlockSource(Protocol):
 
 
 class CheckedBlocks(Protocol):
-    """Blocks already read and checked from one source, by hash (see ``walk``)."""
+    """Blocks already read and checked from one source, by hash (see ``walk``), and the
+    signatures of that source found valid before (by an earlier command, say)."""
+
+    @property
+    def signatures(self) -> VerifiedSignatures: ...
 
     def get(self, block_hash: bytes) -> ChainBlock | None: ...
 
@@ -75,14 +79,16 @@ def walk(
 
     ``checked`` holds blocks already read and checked from the same source; they are taken
     from there instead of being read and checked again (a command walks a chain several
-    times; verify never passes one).
+    times), and a signature found valid before is not checked again (its block's hash and
+    links are). Verify and repository pulls never pass one.
     """
     expected = head
     later: ChainBlock | None = None
     while expected is not None and expected != stop_at:
         current = checked.get(expected) if checked is not None else None
         if current is None:
-            current = _check(source, expected, trusted)
+            current = _check(source, expected, trusted,
+                             checked.signatures if checked is not None else None)
             if checked is not None:
                 checked[expected] = current
         block = current.block
@@ -96,9 +102,11 @@ def walk(
         raise ChainError(later.hash if later else stop_at, f"chain does not reach {stop_at.hex()}")
 
 
-def _check(source: BlockSource, block_hash: bytes, trusted: frozenset[bytes]) -> ChainBlock:
+def _check(source: BlockSource, block_hash: bytes, trusted: frozenset[bytes],
+           verified: VerifiedSignatures | None) -> ChainBlock:
     block = load_block(source, block_hash)
-    status, signer = check_signature(block_hash, source.read_signature(block_hash), set(trusted))
+    status, signer = check_signature(block_hash, source.read_signature(block_hash), set(trusted),
+                                     verified)
     if status is SignatureStatus.INVALID:
         raise ChainError(block_hash, "signature does not match the block")
     return ChainBlock(block_hash, block, status, signer)

@@ -12,6 +12,7 @@ import enum
 import struct
 from dataclasses import MISSING
 from datetime import datetime, timedelta
+from functools import cache
 from typing import TYPE_CHECKING
 
 from ..errors import CoordError
@@ -39,24 +40,26 @@ def encode_block(block: objects.MetadataBlock) -> bytes:
     return bytes(b.Output())
 
 
-def _slots(cls):
+@cache
+def _slots(cls: type) -> tuple[tuple[FieldInfo, int], ...]:
     """(field, first slot) pairs; a union occupies two slots."""
-    slot = 0
+    out, slot = [], 0
     for f in fields_of(cls):
-        yield f, slot
+        out.append((f, slot))
         slot += 2 if f.shape.kind == "union" else 1
+    return tuple(out)
 
 
 def _build_table(b: flatbuffers.Builder, obj) -> int:
+    slots = _slots(type(obj))  # type: ignore[arg-type]  # a class is hashable
     # pass 1: out-of-line children, in field order
     children = {}
-    for f, _ in _slots(type(obj)):
+    for f, _ in slots:
         value = getattr(obj, f.name)
         child = None if value is None else _build_child(b, value, f)
         if child is not None:
             children[f.name] = child
     # pass 2: the table itself
-    slots = list(_slots(type(obj)))
     b.StartObject(sum(2 if f.shape.kind == "union" else 1 for f, _ in slots))
     for f, slot in slots:
         value = getattr(obj, f.name)
@@ -184,10 +187,14 @@ _U8, _U16, _I32, _U32, _I64 = (struct.Struct(f) for f in ("<B", "<H", "<i", "<I"
 class _Table:
     """A table at ``pos`` in ``buf`` (the same reads as ``flatbuffers.table.Table``)."""
 
-    __slots__ = ("buf", "pos")
+    __slots__ = ("buf", "pos", "vtable", "vtable_size")
 
     def __init__(self, buf: bytes, pos: int):
         self.buf, self.pos = buf, pos
+        # every field lookup goes through the vtable: located once (a chain walk decodes
+        # tens of tables per block)
+        self.vtable = pos - self.get(_I32, pos)
+        self.vtable_size = self.get(_U16, self.vtable)
 
     def get(self, kind: struct.Struct, at: int) -> int:
         if at < 0:  # struct counts negative offsets from the end; a garbled offset is an error
@@ -196,8 +203,7 @@ class _Table:
 
     def offset(self, voffset: int) -> int:
         """The field's offset inside the table, 0 when it is absent."""
-        vtable = self.pos - self.get(_I32, self.pos)
-        return self.get(_U16, vtable + voffset) if voffset < self.get(_U16, vtable) else 0
+        return self.get(_U16, self.vtable + voffset) if voffset < self.vtable_size else 0
 
     def indirect(self, at: int) -> int:
         return at + self.get(_U32, at)
@@ -240,7 +246,7 @@ def block_hash_position(buf: bytes) -> tuple[int, int]:
 
 
 def _root(buf: bytes) -> _Table:
-    return _Table(buf, _Table(buf, 0).get(_U32, 0))
+    return _Table(buf, _U32.unpack_from(buf, 0)[0])
 
 
 def _read_table(cls, tab: _Table):

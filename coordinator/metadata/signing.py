@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import binascii
 import enum
+import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import yaml
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 # primitive, and commands that read no chain (coord --help) need none of it.
 
 ALGORITHM = "ed25519"
+_AS_WRITTEN = re.compile(
+    rb"algorithm: ed25519\npublicKey: ([0-9a-f]{64})\nsignature: ([0-9a-f]{128})\n")
 
 
 class SignatureStatus(enum.Enum):
@@ -44,7 +48,13 @@ class Signature:
 
     @staticmethod
     def from_bytes(data: bytes) -> Signature:
-        doc = yaml.load(data, Loader=yaml.CSafeLoader)  # read for every block of a chain walk
+        # Read for every block of a chain walk: the exact bytes ``to_bytes`` writes are taken
+        # apart directly (YAML's loader costs more than the Ed25519 check), any other
+        # spelling of the document goes through YAML.
+        written = _AS_WRITTEN.fullmatch(data)
+        if written is not None:
+            return Signature(bytes.fromhex(written[1].decode()), bytes.fromhex(written[2].decode()))
+        doc = yaml.load(data, Loader=yaml.CSafeLoader)
         if not isinstance(doc, dict) or doc.get("algorithm") != ALGORITHM:
             raise ValueError("not an ed25519 signature document")
         return Signature(bytes.fromhex(doc["publicKey"]), bytes.fromhex(doc["signature"]))
@@ -73,12 +83,13 @@ class SigningKey:
 
     @staticmethod
     def load(path: Path) -> SigningKey:
+        return SigningKey.from_pem(read_key_file(path), path)
+
+    @staticmethod
+    def from_pem(pem: bytes, path: Path) -> SigningKey:
+        """The key of a key file's bytes (``read_key_file``; ``path`` names it in errors)."""
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-        mode = path.stat().st_mode & 0o777
-        if mode & 0o077:
-            raise PermissionError(f"signing key {path} is readable by others (mode {mode:o}); chmod 600 it")
-        pem = path.read_bytes()
         seed = _pkcs8_ed25519_seed(pem)
         if seed is not None:  # what generate() writes: no need for the PEM/PKCS#8 parsers
             return SigningKey(Ed25519PrivateKey.from_private_bytes(seed))
@@ -91,6 +102,14 @@ class SigningKey:
 
     def sign(self, block_hash: bytes) -> Signature:
         return Signature(self.public_key, self._private.sign(block_hash))
+
+
+def read_key_file(path: Path) -> bytes:
+    """A signing key file's bytes, refused when others may read it."""
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise PermissionError(f"signing key {path} is readable by others (mode {mode:o}); chmod 600 it")
+    return path.read_bytes()
 
 
 # An unencrypted PKCS#8 Ed25519 key (RFC 8410) is this DER prefix and the 32-byte seed.
@@ -126,19 +145,47 @@ def parse_public_key(text: str) -> bytes:
     return key
 
 
+class VerifiedSignatures(Protocol):
+    """Signatures found valid before, as ``verified_fact``s.
+
+    Whether a signature is valid depends on nothing but the block hash, the public key and
+    the signature, so a check once passed can be remembered and need not be repeated: a
+    signature file replaced since is another triple and is checked anew.
+    """
+
+    def __contains__(self, fact: bytes) -> bool: ...
+
+    def add(self, fact: bytes) -> None: ...
+
+
+def verified_fact(block_hash: bytes, sig: Signature) -> bytes:
+    """What ``VerifiedSignatures`` holds of a valid signature: SHA3-256 of the triple."""
+    return hashlib.sha3_256(block_hash + sig.public_key + sig.signature).digest()
+
+
 def check_signature(
-    block_hash: bytes, data: bytes | None, trusted: set[bytes]
+    block_hash: bytes, data: bytes | None, trusted: set[bytes],
+    verified: VerifiedSignatures | None = None,
 ) -> tuple[SignatureStatus, bytes | None]:
-    """The signature's status and the signer's public key (None when unsigned or invalid)."""
+    """The signature's status and the signer's public key (None when unsigned or invalid);
+    ``verified``: signatures found valid before, taken as valid without the Ed25519 check
+    (and added to when a check passes)."""
     if data is None:
         return SignatureStatus.UNSIGNED, None
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
     try:
         sig = Signature.from_bytes(data)
-        Ed25519PublicKey.from_public_bytes(sig.public_key).verify(sig.signature, block_hash)
-    except (InvalidSignature, ValueError, KeyError, TypeError, yaml.YAMLError):
+    except (ValueError, KeyError, TypeError, yaml.YAMLError):
         return SignatureStatus.INVALID, None
+    fact = verified_fact(block_hash, sig)
+    if verified is None or fact not in verified:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+        try:
+            Ed25519PublicKey.from_public_bytes(sig.public_key).verify(sig.signature, block_hash)
+        except (InvalidSignature, ValueError):
+            return SignatureStatus.INVALID, None
+        if verified is not None:
+            verified.add(fact)
     status = SignatureStatus.TRUSTED if sig.public_key in trusted else SignatureStatus.UNKNOWN_KEY
     return status, sig.public_key

@@ -5,6 +5,7 @@ On disk it is the spec's sharing layout (``layout.py``), copied unchanged by pus
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,11 +34,16 @@ class CheckedBlocks:
     modification time), so a file replaced or edited since is read and checked again (an
     edit within the file system's timestamp granularity of the check could go unseen in
     this process; the next command, and verify always, read everything again).
+
+    ``signatures`` outlives the process: the Ed25519 checks passed, kept in the dataset's
+    cache folder, so a later command reads, hashes and decodes each block but checks only
+    the signatures it has not seen valid before (the check is most of a block's cost).
     """
 
-    def __init__(self, root: Path):
-        self.root = root
+    def __init__(self, root: Path, verified: Path):
+        self.root = str(root)  # a string: paths are joined per block, pathlib costs more
         self._entries: dict[bytes, tuple[tuple, chain.ChainBlock]] = {}
+        self.signatures = VerifiedSignatureFile(verified)
 
     def get(self, block_hash: bytes) -> chain.ChainBlock | None:
         entry = self._entries.get(block_hash)
@@ -50,11 +56,49 @@ class CheckedBlocks:
         stamps: list[tuple[int, int, int] | None] = []
         for name in (layout.block_file(block_hash), layout.signature_file(block_hash)):
             try:
-                st = (self.root / name).stat()
+                st = os.stat(f"{self.root}/{name}")
                 stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
             except FileNotFoundError:
                 stamps.append(None)
         return tuple(stamps)
+
+
+class VerifiedSignatureFile:
+    """``signing.VerifiedSignatures`` kept in a file: the facts, 32 bytes each, appended.
+
+    It is a cache, read when first asked and never required: a file that cannot be read or
+    written costs only the checks again, and a torn last record is ignored. Only this
+    workspace writes it; ``verify`` and repository pulls do not use it.
+    """
+
+    _SIZE = 32
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._facts: set[bytes] | None = None
+
+    def __contains__(self, fact: bytes) -> bool:
+        if self._facts is None:
+            try:
+                data = self.path.read_bytes()
+            except OSError:
+                data = b""
+            whole = len(data) - len(data) % self._SIZE
+            self._facts = {data[i : i + self._SIZE] for i in range(0, whole, self._SIZE)}
+        return fact in self._facts
+
+    def add(self, fact: bytes) -> None:
+        if fact in self:
+            return
+        self._facts.add(fact)  # type: ignore[union-attr]  # loaded by the test above
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "ab") as f:  # one write of 32 bytes: appends do not interleave
+                if torn := f.tell() % self._SIZE:  # a write cut short: the facts stay aligned
+                    f.truncate(f.tell() - torn)
+                f.write(fact)
+        except OSError:
+            pass  # a read-only workspace: the next command checks the signature again
 
 
 class Dataset:
@@ -62,7 +106,7 @@ class Dataset:
         self.ws = ws
         self.id = dataset_id
         self.root = ws.meta / layout.dataset_dir(dataset_id)
-        self._checked = ws.checked_blocks(self.root)
+        self._checked = ws.checked_blocks(self.root, ws.meta / layout.cache_dir(dataset_id, layout.VERIFIED))
 
     # --- paths --------------------------------------------------------------------------------
 
@@ -106,16 +150,10 @@ class Dataset:
             return None
 
     def read_block(self, block_hash: bytes) -> bytes | None:
-        try:
-            return self.block_path(block_hash).read_bytes()
-        except FileNotFoundError:
-            return None
+        return _read_if_exists(f"{self.root}/{layout.block_file(block_hash)}")
 
     def read_signature(self, block_hash: bytes) -> bytes | None:
-        try:
-            return self.signature_path(block_hash).read_bytes()
-        except FileNotFoundError:
-            return None
+        return _read_if_exists(f"{self.root}/{layout.signature_file(block_hash)}")
 
     def chain(self, stop_at: bytes | None = None) -> Iterator[chain.ChainBlock]:
         """Checked blocks, newest first (hash, links, signatures; see metadata.chain)."""
@@ -164,6 +202,14 @@ class Dataset:
         from .commit import DatasetWriter
 
         return DatasetWriter(self, known)
+
+
+def _read_if_exists(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
 
 
 def _is_hex(name: str) -> bool:

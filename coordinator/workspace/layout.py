@@ -14,10 +14,12 @@ The workspace's part is relative to ``.coord`` (docs/architecture.md, Workspace)
 
     config.yaml                  settings (config.py)
     keys/ed25519.pem             the signing key (folder 0700)
+    keys/ed25519.pub             its public key and the SHA3-256 of the .pem it came from
     datasets/<id>/               the sharing layout above
     cache/<id>/                  per-dataset state that is not shared: ingest downloads,
                                  state/<block hash>.json (the fetch state a block committed),
                                  remotes.json, signers.json, snapshot-state/,
+                                 verified-signatures (the signature checks passed),
                                  published.json (coord publish: feed URL → updates)
     locks/<id>.lock              one writer per dataset
     run/<kind>-<id>/             a running command's scratch, leased (runs.py)
@@ -53,6 +55,7 @@ def checkpoint_dir(block_hash: bytes) -> str:
 CONFIG = "config.yaml"
 KEYS = "keys"
 SIGNING_KEY = f"{KEYS}/ed25519.pem"
+PUBLIC_KEY = f"{KEYS}/ed25519.pub"  # its public key, remembered (Workspace.public_key)
 DATASETS, CACHE, LOCKS, RUN = "datasets", "cache", "locks", "run"
 WORKSPACE_FOLDERS = (DATASETS, CACHE, LOCKS, RUN, KEYS)
 
@@ -63,6 +66,7 @@ def dataset_dir(dataset_id: str) -> str:
 
 # the files and folders of a dataset's cache folder
 STATE, REMOTES, SIGNERS, SNAPSHOT_STATE = "state", "remotes.json", "signers.json", "snapshot-state"
+VERIFIED = "verified-signatures"  # the signatures found valid (workspace.dataset.CheckedBlocks)
 PUBLISHED = "published.json"  # what ``coord publish`` wrote where (feed URL → update → blocks)
 
 

@@ -5,12 +5,13 @@ trusted keys are read once per Workspace object: again only when the file has ch
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from ..errors import CoordError
 from ..metadata.ids import validate_dataset_id
-from ..metadata.signing import SigningKey
+from ..metadata.signing import SigningKey, read_key_file
 from . import layout
 from .config import Config
 from .dataset import CheckedBlocks, Dataset
@@ -43,7 +44,8 @@ class Workspace:
         for sub in layout.WORKSPACE_FOLDERS:
             (ws.meta / sub).mkdir(parents=True)
         os.chmod(ws.meta / layout.KEYS, 0o700)
-        SigningKey.generate(ws.key_path)
+        key = SigningKey.generate(ws.key_path)
+        ws._remember_public_key(ws.key_path.read_bytes(), key.public_key)  # no reader writes it
         ws.save_config(Config())
         return ws
 
@@ -98,6 +100,31 @@ class Workspace:
             self._key = SigningKey.load(self.key_path)
         return self._key
 
+    @property
+    def public_key(self) -> bytes:
+        """The signing key's public key. Deriving it needs the Ed25519 primitive, whose import
+        is a tenth of a metadata command's start, so ``keys/ed25519.pub`` remembers it with
+        the SHA3-256 of the key file it was derived from (a key file replaced is derived anew)."""
+        if self._key is not None:
+            return self._key.public_key
+        pem = read_key_file(self.key_path)
+        try:
+            of, key = (self.meta / layout.PUBLIC_KEY).read_text().split()
+            if of == hashlib.sha3_256(pem).hexdigest() and len(public := bytes.fromhex(key)) == 32:
+                return public
+        except (OSError, ValueError):
+            pass
+        self._key = SigningKey.from_pem(pem, self.key_path)
+        self._remember_public_key(pem, self._key.public_key)
+        return self._key.public_key
+
+    def _remember_public_key(self, pem: bytes, public: bytes) -> None:
+        try:
+            atomic_write(self.meta / layout.PUBLIC_KEY,
+                         f"{hashlib.sha3_256(pem).hexdigest()} {public.hex()}\n".encode())
+        except OSError:
+            pass  # a read-only workspace: derived again next time
+
     def trusted_keys(self) -> frozenset[bytes]:
         return frozenset(self.trusted_key_names())
 
@@ -105,7 +132,7 @@ class Workspace:
         """The trusted public keys and who they belong to: this workspace's own key first."""
         config = self.config()
         if self._trusted is None or self._trusted[0] is not config:
-            names = {self.signing_key.public_key: "this workspace"}
+            names = {self.public_key: "this workspace"}
             for entry in config.trusted_keys:  # checked as hex when the config was loaded
                 key, _, name = entry.partition(" ")
                 names.setdefault(bytes.fromhex(key), name.strip())
@@ -114,9 +141,12 @@ class Workspace:
 
     # --- datasets ---------------------------------------------------------------------------
 
-    def checked_blocks(self, dataset_root: Path) -> CheckedBlocks:
-        """The blocks of the dataset in that folder already checked (see ``chain.walk``)."""
-        return self._checked.setdefault(dataset_root, CheckedBlocks(dataset_root))
+    def checked_blocks(self, dataset_root: Path, verified: Path) -> CheckedBlocks:
+        """The blocks of the dataset in that folder already checked (see ``chain.walk``);
+        ``verified``: its file of signatures found valid."""
+        if dataset_root not in self._checked:
+            self._checked[dataset_root] = CheckedBlocks(dataset_root, verified)
+        return self._checked[dataset_root]
 
     def dataset(self, dataset_id: str) -> Dataset:
         validate_dataset_id(dataset_id)

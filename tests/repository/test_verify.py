@@ -5,8 +5,9 @@ import shutil
 
 import pytest
 
-from coordinator.metadata.signing import SignatureStatus, SigningKey
+from coordinator.metadata.signing import SignatureStatus, SigningKey, verified_fact
 from coordinator.verify import Problem, verify, verify_dataset
+from coordinator.workspace import Workspace, layout
 
 from .conftest import coord, make_derivative, make_root
 
@@ -97,6 +98,25 @@ def test_tampering_names_the_oldest_bad_block_and_why(ws, case):
     assert not report.ok
     assert report.first_problem.block_hash == first_bad
     assert reason in report.first_problem.reason
+
+
+def test_verify_checks_a_signature_the_workspace_remembers_as_valid(ws):
+    ds = make_root(ws, DS, slices=2)
+    h, other = _slices(ds)
+    forged = ws.signing_key.sign(other)  # the workspace's key, over another block's hash
+    ds.signature_path(h).write_bytes(forged.to_bytes())
+    # and the local cache of signatures found valid claims it checked that one
+    remembered = ws.meta / layout.cache_dir(DS, layout.VERIFIED)
+    remembered.parent.mkdir(parents=True, exist_ok=True)
+    with open(remembered, "ab") as f:
+        f.write(verified_fact(h, forged))
+    later = Workspace.open(ws.root)  # a later command takes the cache's word when reading
+    assert len(list(later.dataset(DS).blocks())) == 3
+
+    report = verify_dataset(later, DS, integrity_only=True)
+    assert not report.ok
+    assert report.first_problem.block_hash == h
+    assert "signature does not match" in report.first_problem.reason
 
 
 def test_the_logical_hash_catches_a_swap_when_no_physical_hash_is_recorded(ws):
