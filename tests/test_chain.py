@@ -6,7 +6,7 @@ import pytest
 from coordinator.metadata import objects as o
 from coordinator.metadata.block_hash import seal
 from coordinator.metadata.chain import ChainError, walk
-from coordinator.metadata.signing import SignatureStatus, SigningKey
+from coordinator.metadata.signing import Signature, SignatureStatus, SigningKey, check_signature
 from coordinator.metadata.timefmt import format_timestamp, now_utc, parse_timestamp
 from coordinator.workspace import Workspace, layout
 
@@ -154,3 +154,21 @@ def test_system_times_apart_by_a_nanosecond_pass_and_keep_their_digits():
     source, head = _chain("2020-01-01T00:00:00.000000001Z", "2020-01-01T00:00:00.000000002Z")
     times = [format_timestamp(c.block.system_time) for c in walk(source, head)]
     assert times == ["2020-01-01T00:00:00.000000002Z", "2020-01-01T00:00:00.000000001Z"]
+
+
+@pytest.mark.parametrize("spelling", [
+    "algorithm: ed25519\npublicKey: {k}\nsignature: {s}\n",  # as coord writes it
+    "signature: {s}\npublicKey: {k}\nalgorithm: ed25519\n",  # keys in another order
+    "# signed\nalgorithm: 'ed25519'\npublicKey: \"{k}\"\nsignature: {s}",  # quoted, no LF
+    '{{"algorithm": "ed25519", "publicKey": "{k}", "signature": "{s}"}}',  # JSON is YAML
+])
+def test_a_signature_file_reads_the_same_however_its_yaml_is_spelled(spelling, tmp_path):
+    signed = SigningKey.generate(tmp_path / "key.pem").sign(bytes(32))
+    text = spelling.format(k=signed.public_key.hex(), s=signed.signature.hex())
+    assert Signature.from_bytes(text.encode()) == signed
+
+
+def test_a_signature_file_of_another_algorithm_is_refused(tmp_path):
+    signed = SigningKey.generate(tmp_path / "key.pem").sign(bytes(32))
+    text = signed.to_bytes().replace(b"ed25519", b"rsa")
+    assert check_signature(bytes(32), text, set()) == (SignatureStatus.INVALID, None)

@@ -37,7 +37,7 @@ class CheckedBlocks:
 
     ``signatures`` outlives the process: the Ed25519 checks passed, kept in the dataset's
     cache folder, so a later command reads, hashes and decodes each block but checks only
-    the signatures it has not seen valid before (the check is most of a block's cost).
+    the signatures it has not seen valid before (the check was half a block's cost).
     """
 
     def __init__(self, root: Path, verified: Path):
@@ -78,19 +78,13 @@ class VerifiedSignatureFile:
         self._facts: set[bytes] | None = None
 
     def __contains__(self, fact: bytes) -> bool:
-        if self._facts is None:
-            try:
-                data = self.path.read_bytes()
-            except OSError:
-                data = b""
-            whole = len(data) - len(data) % self._SIZE
-            self._facts = {data[i : i + self._SIZE] for i in range(0, whole, self._SIZE)}
-        return fact in self._facts
+        return fact in self._loaded()
 
     def add(self, fact: bytes) -> None:
-        if fact in self:
+        facts = self._loaded()
+        if fact in facts:
             return
-        self._facts.add(fact)  # type: ignore[union-attr]  # loaded by the test above
+        facts.add(fact)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "ab") as f:  # one write of 32 bytes: appends do not interleave
@@ -99,6 +93,16 @@ class VerifiedSignatureFile:
                 f.write(fact)
         except OSError:
             pass  # a read-only workspace: the next command checks the signature again
+
+    def _loaded(self) -> set[bytes]:
+        if self._facts is None:
+            try:
+                data = self.path.read_bytes()
+            except OSError:
+                data = b""
+            whole = len(data) - len(data) % self._SIZE
+            self._facts = {data[i : i + self._SIZE] for i in range(0, whole, self._SIZE)}
+        return self._facts
 
 
 class Dataset:
