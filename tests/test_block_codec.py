@@ -247,6 +247,27 @@ def test_flatbuffers_round_trip_is_byte_stable(block):
     assert seal(decode_block(data))[1] == data
 
 
+def _hash_of(obj) -> int | str:
+    try:
+        return hash(obj)
+    except TypeError as e:
+        return str(e)
+
+
+@given(blocks)
+def test_blocks_compare_hash_and_print_by_their_fields_as_dataclasses_do(block):
+    twin = dataclasses.make_dataclass("MetadataBlock", [
+        (f.name, object) for f in dataclasses.fields(o.MetadataBlock)], frozen=True)
+    sealed, data = seal(block)
+    as_twin = twin(**{f.name: getattr(sealed, f.name) for f in dataclasses.fields(sealed)})
+    decoded = decode_block(data)
+    assert decoded == sealed
+    assert _hash_of(decoded) == _hash_of(sealed) == _hash_of(as_twin)  # a list field: unhashable
+    assert repr(sealed) == repr(as_twin)
+    assert sealed != dataclasses.replace(sealed, system_time=parse_timestamp("1999-01-01T00:00:00Z"))
+    assert sealed != as_twin  # another class, as a dataclass compares
+
+
 @settings(max_examples=300, deadline=None)
 @given(blocks)
 def test_yaml_block_yaml_block_round_trip_is_byte_stable(block):
