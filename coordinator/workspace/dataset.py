@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import CoordError
 from ..metadata import chain
@@ -76,6 +77,7 @@ class VerifiedSignatureFile:
     def __init__(self, path: Path):
         self.path = path
         self._facts: set[bytes] | None = None
+        self._out: BinaryIO | None = None  # opened at the first fact added (a walk adds many)
 
     def __contains__(self, fact: bytes) -> bool:
         return fact in self._loaded()
@@ -86,11 +88,13 @@ class VerifiedSignatureFile:
             return
         facts.add(fact)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "ab") as f:  # one write of 32 bytes: appends do not interleave
-                if torn := f.tell() % self._SIZE:  # a write cut short: the facts stay aligned
-                    f.truncate(f.tell() - torn)
-                f.write(fact)
+            if self._out is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._out = out = open(self.path, "ab", buffering=0)
+                weakref.finalize(self, out.close)
+                if torn := out.tell() % self._SIZE:  # a write cut short: the facts stay aligned
+                    out.truncate(out.tell() - torn)
+            self._out.write(fact)  # one write(2) of 32 bytes: appends do not interleave
         except OSError:
             pass  # a read-only workspace: the next command checks the signature again
 
