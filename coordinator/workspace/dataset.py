@@ -114,7 +114,7 @@ class Dataset:
         self.ws = ws
         self.id = dataset_id
         self.root = ws.meta / layout.dataset_dir(dataset_id)
-        self._checked = ws.checked_blocks(self.root, ws.meta / layout.cache_dir(dataset_id, layout.VERIFIED))
+        self._checked = ws.checked_blocks(dataset_id)
 
     # --- paths --------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ class Workspace:
         self.root = root.resolve()
         self.meta = self.root / DIR
         self._key: SigningKey | None = None
-        self._checked: dict[Path, CheckedBlocks] = {}  # shared by a dataset's Dataset objects
+        self._checked: dict[str, CheckedBlocks] = {}  # shared by a dataset's Dataset objects
         self._config: tuple[tuple, Config] | None = None  # (file stamp, what it said)
         self._trusted: tuple[Config, dict[bytes, str]] | None = None
 
@@ -141,12 +141,14 @@ class Workspace:
 
     # --- datasets ---------------------------------------------------------------------------
 
-    def checked_blocks(self, dataset_root: Path, verified: Path) -> CheckedBlocks:
-        """The blocks of the dataset in that folder already checked (see ``chain.walk``);
-        ``verified``: its file of signatures found valid."""
-        if dataset_root not in self._checked:
-            self._checked[dataset_root] = CheckedBlocks(dataset_root, verified)
-        return self._checked[dataset_root]
+    def checked_blocks(self, dataset_id: str) -> CheckedBlocks:
+        """The dataset's blocks already checked (see ``chain.walk``) and its file of
+        signatures found valid."""
+        if dataset_id not in self._checked:
+            self._checked[dataset_id] = CheckedBlocks(
+                self.meta / layout.dataset_dir(dataset_id),
+                self.meta / layout.cache_dir(dataset_id, layout.VERIFIED))
+        return self._checked[dataset_id]
 
     def dataset(self, dataset_id: str) -> Dataset:
         validate_dataset_id(dataset_id)
