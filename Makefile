@@ -25,12 +25,17 @@ proto:
 engine-image: install
 	bash engines/spark/build-image.sh
 
-test: install engine-image lint
-	$(PYTHON) -m pytest -q
+# Two workers: the tests that run Spark on one (one engine shared by them, see tests/conftest.py),
+# the rest spread over both.
+XDIST := -n 2 --dist loadgroup
 
-# Everything but the tests that start Spark or containers.
+test: install engine-image lint
+	$(PYTHON) -m pytest -q $(XDIST) --durations=20
+
+# Everything but the tests that run Spark, start engines, need containers or a browser: no
+# engine starts (a test that opens one fails).
 test-fast: python-deps proto lint
-	$(PYTHON) -m pytest -q -m "not slow"
+	$(PYTHON) -m pytest -q $(XDIST) -m "not spark and not engine_start and not container and not browser"
 
 demo: install
 	bash examples/demo.sh $(DEMO_DIR)

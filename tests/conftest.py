@@ -1,19 +1,68 @@
-"""Shared fixtures: a fresh workspace and a way to run the real ``coord`` command."""
+"""Shared fixtures: a fresh workspace, the engine each test may use, a browser, the engine's
+container image; and the markers that say which of these resources a test needs.
+
+Markers (``make test-fast`` leaves out every test with one of the first three):
+- ``spark``: runs Spark SQL in the session's one shared sandboxed engine (tests/support/engines.py);
+- ``engine_start``: starts engines of its own (start, lifetime, isolation, runtimes, cluster, serve);
+- ``container``: needs Podman and the engine image (given to tests using ``engine_image``);
+- ``browser``: drives Debian's chromium (given to tests using ``browser``).
+A test with neither ``spark`` nor ``engine_start`` that opens an engine fails. Under xdist the
+tests that run Spark go to one worker, so the machine runs one Spark at a time.
+"""
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
+from coordinator.engine import factory
 from coordinator.workspace import Workspace
 
-ROOT = Path(__file__).resolve().parents[1]
-MANIFESTS = ROOT / "tests" / "fixtures" / "manifests"
+from .support import engines
+from .support.cli import ROOT
+
+ENGINE_MARKERS = ("spark", "engine_start", "container")
+
+# Property tests: 300 examples each by default (what CI runs); HYPOTHESIS_PROFILE=quick while
+# working on something else. No deadline: the machines are shared and their timing is noise.
+settings.register_profile("suite", max_examples=300, deadline=None)
+settings.register_profile("quick", max_examples=25, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "engine_image" in item.fixturenames:
+            item.add_marker("container")
+        if "browser" in item.fixturenames:
+            item.add_marker("browser")
+        if any(item.get_closest_marker(name) for name in ENGINE_MARKERS):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
+@pytest.fixture(scope="session")
+def shared_engine(tmp_path_factory):
+    """The endpoint file of the session's one sandboxed engine, which may read every test folder."""
+    with engines.start_shared_engine(tmp_path_factory.getbasetemp().resolve()) as endpoint_file:
+        yield endpoint_file
+
+
+@pytest.fixture(autouse=True)
+def _test_engine(request, monkeypatch):
+    """The engine this test's commands get, here and in the ``coord`` processes it runs."""
+    if request.node.get_closest_marker("engine_start") or request.node.get_closest_marker("container"):
+        mode = "own"
+    elif request.node.get_closest_marker("spark"):
+        mode = f"attach:{request.getfixturevalue('shared_engine')}"
+    else:
+        mode = "none"
+    monkeypatch.setenv(engines.ENV, mode)
+    monkeypatch.setattr(factory, "_opener", engines.opener_for(mode))
+    engines.refusals.clear()
+    yield
+    assert not engines.refusals, engines.REFUSAL
 
 
 @pytest.fixture(scope="module")
@@ -28,20 +77,6 @@ def browser():
         b = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
         yield b
         b.close()
-
-
-def derivative_manifest(dataset_id: str, inputs: list[str], query: str) -> str:
-    """A manifest of a Spark SQL derivative (one query step)."""
-    return f"""\
-apiVersion: 1
-kind: DatasetSnapshot
-content:
-  id: {dataset_id}
-  source:
-    kind: derivative
-    inputs: [{", ".join(inputs)}]
-    transform: {{kind: sql, engine: spark, query: "{query}"}}
-"""
 
 
 @pytest.fixture
@@ -73,55 +108,3 @@ def engine_image():
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COORD_CONTAINER_HOST", f"unix://{sock}")
         yield sock, digest
-
-
-def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True,
-          fake_engine: bool = False) -> subprocess.CompletedProcess:
-    """Run the real CLI in a child process (so it can be killed, locked out, etc.); with
-    ``fake_engine`` every engine it opens is the DuckDB one of tests/fake_engine.py."""
-    proc = subprocess.run(_coord_command(args, fake_engine), cwd=cwd, env=_coord_env(env),
-                          capture_output=True, text=True, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"coord {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
-    return proc
-
-
-def coord_started(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Popen:
-    """Start the real CLI in a child process and return at once (to kill it at some moment)."""
-    return subprocess.Popen(_coord_command(args), cwd=cwd, env=_coord_env(env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def _coord_command(args, fake_engine: bool = False) -> list[str]:
-    return [sys.executable, "-m", "tests.fake_engine" if fake_engine else "coordinator.cli", *args]
-
-
-def _coord_env(env: dict | None) -> dict:
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("COORD_WORKSPACE", None)
-    full_env["PYTHONPATH"] = str(ROOT)  # this checkout, whatever an editable install points at
-    return full_env
-
-
-_RUN_FOLDER_HOLDER = """
-import sys, time
-from pathlib import Path
-from coordinator.workspace.runs import run_folder
-run_root, sys.argv = Path(sys.argv[1]), sys.argv[2:]
-with run_folder(run_root, "engine") as path:
-    print(path, flush=True)
-    time.sleep(600)
-"""
-
-
-@contextmanager
-def run_folder_holder(run_root: Path, *argv: str) -> Iterator[tuple[subprocess.Popen, Path]]:
-    """A child process holding a new run folder under ``run_root`` with ``argv`` as its command
-    line, as a running command does: (process, folder). Killed when the block ends."""
-    proc = subprocess.Popen([sys.executable, "-c", _RUN_FOLDER_HOLDER, str(run_root), *argv],
-                            stdout=subprocess.PIPE, text=True, env=_coord_env(None))
-    try:
-        yield proc, Path(proc.stdout.readline().strip())
-    finally:
-        proc.kill()
-        proc.wait()

@@ -5,7 +5,7 @@ import dataclasses
 import hashlib
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from coordinator.metadata import flatbuffers_codec as fbc
@@ -240,7 +240,6 @@ def test_reference_nanosecond_vector_is_reproduced_with_its_earlier_encoding(mon
         "2421af4d7b82d03cc3807fb7b00d82b410efb31ef36b407868ae5ae137d14186"
 
 
-@settings(max_examples=300, deadline=None)
 @given(blocks)
 def test_flatbuffers_round_trip_is_byte_stable(block):
     _, data = seal(block)
@@ -268,7 +267,6 @@ def test_blocks_compare_hash_and_print_by_their_fields_as_dataclasses_do(block):
     assert sealed != as_twin  # another class, as a dataclass compares
 
 
-@settings(max_examples=300, deadline=None)
 @given(blocks)
 def test_yaml_block_yaml_block_round_trip_is_byte_stable(block):
     _, data = seal(block)
@@ -302,7 +300,6 @@ def test_blocks_without_a_file_feed_hash_as_before_it_was_added():
     assert seal(conformance_block())[0].block_hash.hex() == CONFORMANCE_HASH
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_garbled_bytes_decode_to_a_block_or_a_block_format_error(data):
     """The decoder reads bytes a stranger chose (a repository's block only has to hash to its

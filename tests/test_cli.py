@@ -17,7 +17,7 @@ from coordinator.workspace import Workspace
 from coordinator.workspace.commit import CRASH_POINTS
 from coordinator.workspace.lock import DatasetLock
 
-from .conftest import MANIFESTS, coord
+from .support.cli import MANIFESTS, coord
 from .test_block_codec import CONFORMANCE_HASH, DERIVATIVE_NANOS_HASH, NOON_NANOS, conformance_block
 
 ORDERS = "com.example.orders"

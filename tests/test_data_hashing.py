@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from coordinator.data.hashing import (
@@ -421,13 +421,11 @@ def tables(draw):
     })
 
 
-@settings(max_examples=300, deadline=None)
 @given(tables())
 def test_matches_oracle(table):
     assert canonical_text(table) == oracle_text(table)
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(allow_nan=False), min_size=1, max_size=50))
 def test_floats_match_repr(values):
     table = pa.table({"x": pa.array(values), "y": pa.array(values, pa.float32())})

@@ -10,7 +10,7 @@ import pytest
 from coordinator.engine.port import EngineError, ExecuteInput, ExecuteRequest, InputSchema
 from coordinator.metadata.objects import DatasetVocabulary, TransformSql
 
-from .fake_engine import FakeEngine
+from .support.fake_engine import FakeEngine
 
 VOCAB = DatasetVocabulary()
 T = datetime(2024, 1, 1, tzinfo=UTC)

@@ -6,7 +6,8 @@ import pytest
 from coordinator.graph import DatasetGraph, DependencyCycle
 from coordinator.workspace import DatasetNotFound, Workspace
 
-from .conftest import MANIFESTS, coord, derivative_manifest
+from .support.cli import MANIFESTS, coord
+from .support.manifests import derivative_manifest
 
 ORDERS, DAILY = "com.example.orders", "com.example.orders.daily"
 

@@ -9,7 +9,8 @@ import pytest
 from coordinator.lineage import lineage
 from coordinator.workspace import Workspace
 
-from .conftest import MANIFESTS, coord, derivative_manifest
+from .support.cli import MANIFESTS, coord
+from .support.manifests import derivative_manifest
 
 ORDERS, DAILY, REPORT = "com.example.orders", "com.example.orders.daily", "com.example.report"
 

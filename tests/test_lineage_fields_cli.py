@@ -9,7 +9,7 @@ import json
 from coordinator.field_lineage import FieldGraph
 from coordinator.openlineage_export import openlineage_events, to_json
 
-from .conftest import coord
+from .support.cli import coord
 from .test_field_lineage import DAILY, DAILY_V2, ORDERS, REPORT, T2, record, ws  # noqa: F401
 
 

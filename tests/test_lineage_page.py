@@ -13,7 +13,7 @@ import pytest
 from coordinator.lineage_page import render_lineage_page
 from coordinator.workspace import Workspace
 
-from .conftest import MANIFESTS, coord
+from .support.cli import MANIFESTS, coord
 from .test_field_lineage import DAILY, DAILY_V1, ORDERS, REPORT, REPORT_MANIFEST, REPORT_V1, T1, record
 
 

@@ -20,10 +20,10 @@ from coordinator.status import status
 from coordinator.workspace import CommitError, Config, ConfigError, SealedBlock, Workspace
 from coordinator.workspace.config import DEFAULT_SPARK_MASTER
 
-from .conftest import coord
 from .ingest.conftest import DATASET, write
 from .ingest.test_pull import glob_dataset
 from .repository.conftest import append_slices, make_root
+from .support.cli import coord
 
 ROOT_DS, DERIVED = "org.example.root", "org.example.derived"
 
@@ -65,9 +65,9 @@ def test_a_root_pull_with_new_data_walks_its_chain_once_and_parses_the_config_on
     assert Workspace.open(ws.root).dataset(DATASET).state().num_records == 2  # it did commit
 
 
-@pytest.mark.slow
+@pytest.mark.spark
 def test_a_derivative_pull_with_new_input_walks_its_chain_once_and_parses_the_config_once(
-        tmp_path, counted, monkeypatch):
+        tmp_path, counted):
     from .transform.pipeline import LARGE, ORDERS, order_rows, write_manifests, write_orders_file
 
     coord("init", cwd=tmp_path)
@@ -75,7 +75,6 @@ def test_a_derivative_pull_with_new_input_walks_its_chain_once_and_parses_the_co
     write_orders_file(tmp_path, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(tmp_path)), cwd=tmp_path)
     coord("pull", ORDERS, cwd=tmp_path)
-    monkeypatch.setenv("COORD_ENGINE_RUNTIME", "sandbox")
     walks, parses = counted
     walks.clear(), parses.clear()
 

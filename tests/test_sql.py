@@ -15,7 +15,7 @@ import pytest
 
 from coordinator.workspace import Workspace
 
-from .conftest import _coord_command, _coord_env, coord
+from .support.cli import coord, coord_command, coord_env
 
 CITIES, ORDERS = "org.example.cities", "org.example.orders"
 
@@ -181,7 +181,7 @@ def test_parquet_output_needs_a_file(home):
 
 
 def test_standard_input_is_a_script(home):
-    proc = subprocess.run(_coord_command(["sql", "-o", "csv"]), cwd=home, env=_coord_env(None),
+    proc = subprocess.run(coord_command(["sql", "-o", "csv"]), cwd=home, env=coord_env(None),
                           input=f'SELECT count(*) AS n FROM "{CITIES}"', capture_output=True, text=True)
     assert proc.stdout.splitlines() == ['"n"', "2"]
 
@@ -198,7 +198,7 @@ def test_on_a_terminal_it_is_interactive_and_an_error_does_not_end_it(home):
 
     primary, secondary = os.openpty()
     plain = {"TERM": "dumb", "NO_COLOR": "1"}  # no escape codes in what is read back
-    proc = subprocess.Popen(_coord_command(["sql"]), cwd=home, env=_coord_env(plain), stdin=secondary,
+    proc = subprocess.Popen(coord_command(["sql"]), cwd=home, env=coord_env(plain), stdin=secondary,
                             stdout=secondary, stderr=secondary, close_fds=True)
     os.close(secondary)
     seen = b""

@@ -23,9 +23,9 @@ from coordinator.status import Reason, dataset_status
 from coordinator.transform.plan import plan_transform
 from coordinator.workspace import Workspace
 
-from .conftest import ROOT, coord
 from .ingest.conftest import add_dataset, write
 from .repository.conftest import append_slices, make_root
+from .support.cli import ROOT, coord
 
 ROOT_DS, DERIVED = "org.example.root", "org.example.derived"
 

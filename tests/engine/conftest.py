@@ -1,43 +1,44 @@
-"""One real sandboxed Spark engine for the whole test session (it takes 10-20 s to start).
+"""The engine tests speak gRPC to the session's shared sandboxed engine (tests/support/engines.py).
 
-Layout: ``engine_root/data`` holds the input slices tests write (mounted read-only into the
-sandbox); ``engine_root/run`` is the engine's run folder, where checkpoints and outputs go (the
-only place it may write).
+Layout: ``engine_root.data`` holds the input slices tests write (inside the test session's
+folder, which the engine may read); ``engine_root.run`` is a folder inside the engine's run
+folder, where checkpoints and outputs go (the only place it may write).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pytest
 from engine_testkit import Chain
 
+from coordinator.engine.attach import EngineEndpoint
 from coordinator.engine.client import EngineClient
-from coordinator.engine.sandbox import start_sandbox
-from coordinator.engine.settings import EngineSettings
 from coordinator.metadata.objects import TransformSql
 
 
-@pytest.fixture(scope="session")
-def engine_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("engine")
-    (root / "data").mkdir()
-    (root / "run").mkdir()
-    return root
+class EngineRoot(NamedTuple):
+    data: Path
+    run: Path
 
 
 @pytest.fixture(scope="session")
-def sandbox_engine(engine_root):
-    settings = EngineSettings(runtime="sandbox", spark_conf={"spark.driver.memory": "768m"})
-    engine = start_sandbox(settings, engine_root / "run", [engine_root / "data"])
-    yield engine
-    engine.stop()
+def engine_endpoint(shared_engine) -> EngineEndpoint:
+    return EngineEndpoint.read(shared_engine)
 
 
 @pytest.fixture(scope="session")
-def engine_client(sandbox_engine):
-    with EngineClient(sandbox_engine.socket_path) as client:
+def engine_root(engine_endpoint, tmp_path_factory) -> EngineRoot:
+    run = engine_endpoint.run_dir / "engine-tests"
+    run.mkdir()
+    return EngineRoot(tmp_path_factory.mktemp("engine-data"), run)
+
+
+@pytest.fixture(scope="session")
+def engine_client(engine_endpoint):
+    with EngineClient(engine_endpoint.socket_path) as client:
         yield client
 
 
@@ -51,7 +52,7 @@ def make_chain(engine_client, engine_root, request):
             transform = TransformSql(engine="spark", query=transform)
         # Plain folder names (parametrized test names carry brackets).
         name = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name) + f"-{next(counter)}"
-        run_dir, data_dir = engine_root / "run" / name, engine_root / "data" / name
+        run_dir, data_dir = engine_root.run / name, engine_root.data / name
         return Chain(engine_client, run_dir, data_dir, transform, schemas)
 
     return make

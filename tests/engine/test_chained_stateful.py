@@ -24,7 +24,7 @@ from tests.chained_streams import (
     in_pulls,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.spark
 
 SCHEMAS = {
     ORDERS_ID: input_schema(order_id=pa.int64(), amount=pa.int64()),

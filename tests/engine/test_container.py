@@ -51,7 +51,7 @@ def _exec(proc, script: str) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.container
 def test_grpc_socket_answers_from_the_host(engine, workspace):
     assert engine.socket_path == workspace / "run" / "engine.sock"
     assert engine.socket_path.is_socket()
@@ -67,7 +67,7 @@ def _identify(sock: Path):
         return client.identify()
 
 
-@pytest.mark.slow
+@pytest.mark.container
 def test_identity_names_the_built_image(engine, engine_image):
     _, digest = engine_image
     ident = engine.identity
@@ -80,7 +80,7 @@ def test_identity_names_the_built_image(engine, engine_image):
     assert engine._container.attrs["Image"].removeprefix("sha256:") == digest[len("sha256:"):]
 
 
-@pytest.mark.slow
+@pytest.mark.container
 def test_container_has_no_network(engine):
     # A server on the host's loopback: reachable from the host, not from the container.
     with socket.create_server(("127.0.0.1", 0)) as server:
@@ -102,7 +102,7 @@ EOF""")
     assert engine._container.attrs["HostConfig"]["NetworkMode"] == "none"
 
 
-@pytest.mark.slow
+@pytest.mark.container
 def test_mounts_read_only_inputs_and_writable_run_folder(engine, workspace):
     data = workspace / "inputs" / "data.txt"
     code, out = _exec(engine, f"cat {data}")
@@ -122,7 +122,7 @@ def test_mounts_read_only_inputs_and_writable_run_folder(engine, workspace):
     assert (out_file.stat().st_uid, out_file.stat().st_gid) == (os.getuid(), os.getgid())
 
 
-@pytest.mark.slow
+@pytest.mark.container
 def test_ulimits(engine):
     code, out = _exec(engine, "ulimit -n; grep 'Max processes' /proc/self/limits")
     assert code == 0, out
@@ -131,7 +131,7 @@ def test_ulimits(engine):
     assert nproc.split()[2:4] == ["32768", "32768"]
 
 
-@pytest.mark.slow
+@pytest.mark.container
 def test_stale_container_replaced_network_allowed_stop_removes(engine_image, tmp_path):
     # One engine start (about 10 s) covers three things.
     run_dir = (tmp_path / "run").resolve()
@@ -155,7 +155,7 @@ def test_stale_container_replaced_network_allowed_stop_removes(engine_image, tmp
     assert not {stale.name, proc.name} & _container_names()
 
 
-@pytest.mark.slow
+@pytest.mark.container
 def test_engine_exiting_early_fails_with_its_logs(engine_image, tmp_path):
     client = ctr._client()
     c = client.containers.run(
@@ -168,7 +168,7 @@ def test_engine_exiting_early_fails_with_its_logs(engine_image, tmp_path):
         ctr._remove(c)
 
 
-@pytest.mark.slow
+@pytest.mark.container
 def test_missing_image_says_how_to_build_it(engine_image, tmp_path):
     with pytest.raises(ContainerEngineError, match="make engine-image"):
         start_container(_settings(image="localhost/odf-spark-engine:no-such-tag"), tmp_path, [])

@@ -19,7 +19,7 @@ from engine_testkit import OUTPUT_SYSTEM_TIME, T0, input_schema, records
 from coordinator.engine.port import EngineError
 from coordinator.metadata.objects import TransformSql
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.spark
 
 READINGS_ID = "com.example.readings"
 READINGS = {READINGS_ID: input_schema(v=pa.int64())}

@@ -27,7 +27,7 @@ from coordinator.engine.settings import EngineSettings
 from coordinator.transform.engine_session import dataset_folders
 from coordinator.workspace import Workspace
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.engine_start
 
 SECRET = f"probe-secret-{uuid.uuid4().hex}"
 

@@ -11,7 +11,7 @@ from engine_testkit import VOCAB, input_schema
 from coordinator.engine.client import EngineError, InputSchema
 from coordinator.metadata.objects import SqlQueryStep, TransformSql
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.spark
 
 ORDERS = InputSchema("shop.orders", VOCAB, input_schema(order_id=pa.int64(), customer=pa.string(),
                                                         amount=pa.float64()))

@@ -15,7 +15,7 @@ from engine_testkit import T0, VOCAB, input_schema, records
 from coordinator.engine.port import EngineError, InputSchema
 from coordinator.metadata.objects import SqlQueryStep, TransformSql
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.spark
 
 ORDERS = InputSchema("com.example.orders", VOCAB,
                      input_schema(order_id=pa.int64(), customer=pa.string(), amount=pa.float64()))

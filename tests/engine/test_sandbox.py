@@ -81,9 +81,9 @@ def test_non_local_master_requires_network():
     assert EngineSettings(spark_master="spark://10.1.2.3:7077", allow_network=True).network_isolated is False
 
 
-@pytest.mark.slow
-def test_engine_identity(sandbox_engine, engine_client):
-    identity = sandbox_engine.identity
+@pytest.mark.spark
+def test_engine_identity(engine_endpoint, engine_client):
+    identity = engine_endpoint.identity
     assert identity.runtime == "sandbox"
     assert identity.version == "0.1.0"
     assert identity.spark_version == "4.3.0"
@@ -94,7 +94,7 @@ def test_engine_identity(sandbox_engine, engine_client):
     assert (info.engine_name, info.spark_version, info.spark_master) == ("spark", "4.3.0", "local[2]")
 
 
-@pytest.mark.slow
+@pytest.mark.engine_start
 def test_an_engine_deep_in_a_long_path_is_reachable(tmp_path):
     from coordinator.engine.client import EngineClient
     from coordinator.engine.sandbox import start_sandbox

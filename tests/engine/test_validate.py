@@ -8,7 +8,7 @@ from engine_testkit import VOCAB, input_schema
 from coordinator.engine.port import EngineError, InputSchema
 from coordinator.metadata.objects import SqlQueryStep, TemporalTable, TransformSql
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.spark
 
 ORDERS = InputSchema("com.example.orders", VOCAB, input_schema(order_id=pa.int64(), amount=pa.float64()))
 

@@ -9,8 +9,8 @@ import pytest
 from coordinator.ingest import IngestError, pull_root
 from coordinator.status import dataset_status
 
-from ..conftest import coord
 from ..ingest.conftest import rows_of
+from ..support.cli import coord
 from .conftest import add_feed_dataset, csv_part, parquet_bytes
 
 DS = "feed.ds"

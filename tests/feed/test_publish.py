@@ -12,8 +12,8 @@ from coordinator.publish import PublishError, publish
 from coordinator.repository.feed import update_name
 from coordinator.workspace import Workspace, layout
 
-from ..conftest import coord
 from ..ingest.conftest import add_dataset, write
+from ..support.cli import coord
 from .conftest import add_feed_dataset
 
 SRC = "src.events"

@@ -12,7 +12,7 @@ from coordinator.ingest import pull_root
 from ..ingest.conftest import rows_of
 from .conftest import add_feed_dataset
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from coordinator.ingest.read import read_pieces
 from coordinator.metadata.objects import ReadStepCsv, ReadStepParquet
 from coordinator.workspace import Workspace, layout
 
-from ..conftest import coord
+from ..support.cli import coord
 from .conftest import DATASET, add_dataset, rows_of, slices_of
 
 MiB = 1 << 20

@@ -9,7 +9,7 @@ from coordinator.data.hashing import logical_hash, physical_hash
 from coordinator.ingest import IngestError, pull_root
 from coordinator.metadata.timefmt import IntervalType
 
-from ..fake_engine import FakeEngine
+from ..support.fake_engine import FakeEngine
 from .conftest import DATASET, add_dataset, rows_of, slices_of, write
 
 JAN, FEB = datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 2, 1, tzinfo=UTC)

@@ -9,8 +9,8 @@ from coordinator.ingest import IngestError, pull_root
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import ConfigError
 
-from ..conftest import coord
-from ..fake_engine import FakeEngine
+from ..support.cli import coord
+from ..support.fake_engine import FakeEngine
 from .conftest import DATASET, add_dataset, rows_of, slices_of, write
 from .test_bounded_memory import big_csv, dataset, expected_ids, limit
 

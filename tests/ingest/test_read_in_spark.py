@@ -18,7 +18,7 @@ from coordinator.workspace import Workspace
 from .conftest import DATASET, add_dataset
 from .test_bounded_memory import big_csv
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.spark
 
 SOURCE = """
 source:

@@ -5,7 +5,6 @@ Datasets are built with the workspace API directly (small Parquet slices hashed 
 """
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -25,8 +24,6 @@ from coordinator.metadata.timefmt import TimeInterval, now_utc
 from coordinator.repository import add_repository
 from coordinator.workspace import Dataset, Workspace
 
-from ..conftest import ROOT
-
 S3_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -36,27 +33,6 @@ S3_ENV = {
     "AWS_RESPONSE_CHECKSUM_VALIDATION": "WHEN_REQUIRED",
 }
 BUCKET = "odf-repo"
-
-# The sharing commands until cli/main.py registers them itself (then register() is a no-op).
-_LAUNCH = (
-    "from coordinator.cli.main import cli, main\n"
-    "from coordinator.cli.sharing import register\n"
-    "'push' in cli.commands or register(cli)\n"
-    "main()\n"
-)
-
-
-def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    """Run the real CLI (with the sharing commands) in a child process."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("COORD_WORKSPACE", None)
-    full_env["PYTHONPATH"] = str(ROOT)  # this checkout, whatever an editable install points at
-    proc = subprocess.run([sys.executable, "-c", _LAUNCH, *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=300)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"coord {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
-    return proc
-
 
 def _free_port() -> int:
     with socket.socket() as s:

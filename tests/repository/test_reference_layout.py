@@ -29,7 +29,8 @@ from coordinator.repository.fileio import FileIO
 from coordinator.verify import verify_dataset
 from coordinator.workspace import Dataset, Workspace
 
-from .conftest import append_slices, coord, make_derivative, make_root, with_repo
+from ..support.cli import coord
+from .conftest import append_slices, make_derivative, make_root, with_repo
 
 UP, DER = "org.example.events", "org.example.derived"
 
@@ -126,7 +127,7 @@ def test_a_yaml_block_that_is_not_a_block_is_refused_in_one_line(ws, other_ws, r
     assert not other_ws.dataset(UP).exists()
 
 
-@pytest.mark.slow
+@pytest.mark.spark
 def test_a_derivative_is_built_on_a_pulled_reference_root_and_replays(ws, other_ws, tmp_path):
     url = (tmp_path / "reference").as_uri()
     original = make_root(ws, UP, slices=2, physical=False)
@@ -138,15 +139,14 @@ def test_a_derivative_is_built_on_a_pulled_reference_root_and_replays(ws, other_
         "transform": {"kind": "sql", "engine": "spark",
                       "query": f"SELECT event_time, upper(value) AS value FROM `{UP}`"}}}}
     (tmp_path / "derived.yaml").write_text(yaml.safe_dump(doc))
-    sandbox = {"COORD_ENGINE_RUNTIME": "sandbox"}
     coord("add", str(tmp_path / "derived.yaml"), cwd=home)
-    coord("pull", DER, cwd=home, env=sandbox)
+    coord("pull", DER, cwd=home)
 
     derived = other_ws.dataset(DER)
     got = pa.concat_tables(pq.read_table(f) for f in derived.data_files()).column("value").to_pylist()
     written = [pq.read_table(original.data_file(h)) for h, b in original.blocks() if b.output_slice]
     assert sorted(got) == sorted(v.upper() for v in pa.concat_tables(written).column("value").to_pylist())
-    assert "reproducibility: reproduced" in coord("verify", DER, cwd=home, env=sandbox).stdout
+    assert "reproducibility: reproduced" in coord("verify", DER, cwd=home).stdout
 
 
 # A first block as the reference's serde_yaml writes one: `---` first, timestamps double-quoted

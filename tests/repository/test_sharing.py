@@ -1,9 +1,6 @@
 """Push and pull through folder and S3 repositories: incremental, concurrent, crash-safe."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from coordinator.metadata.chain import walk
@@ -30,7 +27,8 @@ from coordinator.repository.registry import remote_path
 from coordinator.trust import Authorship
 from coordinator.verify import verify_dataset
 
-from .conftest import _LAUNCH, append_slices, coord, make_derivative, make_root, snapshot, with_repo
+from ..support.cli import coord, coord_started
+from .conftest import append_slices, make_derivative, make_root, snapshot, with_repo
 
 DS = "org.example.events"
 BIG = 1 << 30  # read limit for tampering with test files
@@ -311,9 +309,7 @@ def test_two_processes_push_at_once_and_exactly_one_wins(ws, other_ws, repo_url)
     append_slices(ds, 2, rows=50_000)  # some megabytes, so the uploads overlap
     append_slices(other_ws.dataset(DS), 2, rows=50_000)
 
-    procs = [subprocess.Popen([sys.executable, "-c", _LAUNCH, "push", DS, "--to", "shared"],
-                              cwd=w.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for w in (ws, other_ws)]
+    procs = [coord_started("push", DS, "--to", "shared", cwd=w.root) for w in (ws, other_ws)]
     results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
     assert sorted(rc for rc, _ in results) == [0, 1], results
     winner, (_, loser_err) = (ws, other_ws)[[rc for rc, _ in results].index(0)], \

@@ -13,7 +13,7 @@ from coordinator.repository import pull_from_repository, push_dataset
 from coordinator.trust import Authorship, Policy
 from coordinator.workspace import Workspace
 
-from ..conftest import coord
+from ..support.cli import coord
 from .conftest import append_slices, make_root, snapshot, with_repo
 
 DS = "org.example.events"

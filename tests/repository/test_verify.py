@@ -9,7 +9,8 @@ from coordinator.metadata.signing import SignatureStatus, SigningKey, verified_f
 from coordinator.verify import Problem, verify, verify_dataset
 from coordinator.workspace import Workspace, layout
 
-from .conftest import coord, make_derivative, make_root
+from ..support.cli import coord
+from .conftest import make_derivative, make_root
 
 DS = "org.example.events"
 

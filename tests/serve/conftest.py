@@ -18,7 +18,8 @@ from coordinator.catalog import add_datasets
 from coordinator.metadata.manifest import load_manifest
 from coordinator.workspace import Workspace
 
-from ..conftest import coord_started, derivative_manifest
+from ..support.cli import coord_started
+from ..support.manifests import derivative_manifest
 
 ROOT_MANIFEST = """\
 apiVersion: 1

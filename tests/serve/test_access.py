@@ -7,7 +7,7 @@ import os
 import httpx
 import pytest
 
-from ..conftest import coord
+from ..support.cli import coord
 from .conftest import add_root, serving
 
 TOKEN = "s3cret-token-for-the-tests-0123456789"

@@ -131,6 +131,7 @@ def test_a_pull_request_is_refused_when_the_service_is_read_only(read_only):
     assert r.status_code == 403 and "--allow-writes" in r.json()["error"]
 
 
+@pytest.mark.spark  # the retried root's file wakes its derivatives
 def test_a_dataset_whose_source_fails_shows_its_error_and_is_retried(served):
     def error() -> dict | None:
         return served.dataset(EMPTY)["lastError"]

@@ -10,7 +10,7 @@ import pytest
 from coordinator.metadata.objects import FieldLineage, FieldOrigin, FieldSource, MetadataBlock
 from coordinator.workspace import Workspace
 
-from ..conftest import coord
+from ..support.cli import coord
 from .conftest import Served, add_derivative, add_root, drop_csv, init_workspace, serving
 
 PEOPLE, EMPTY, NAMES, INITIALS = "t.people", "t.empty", "t.names", "t.initials"

@@ -1,7 +1,7 @@
 """One service per workspace: while it runs, the CLI reads but does not write."""
 from __future__ import annotations
 
-from ..conftest import coord
+from ..support.cli import coord
 from .conftest import add_root, drop_csv, serving
 
 

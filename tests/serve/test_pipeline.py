@@ -18,10 +18,10 @@ import pytest
 
 from coordinator.workspace import Workspace
 
-from ..conftest import coord
+from ..support.cli import coord
 from .conftest import Served, add_derivative, add_root, drop_csv, init_workspace, serving, sse_events
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.engine_start
 SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
 PEOPLE, LONG, IDS = "t.people", "t.long", "t.long-ids"
 FIRST = [(1, "ann"), (2, "bo"), (3, "cid")]

@@ -19,12 +19,11 @@ from tests.chained_streams import (
     in_pulls,
 )
 
-from ..conftest import coord
+from ..support.cli import coord
 from .pipeline import manifest
 from .test_derivative_pull import blocks, records
 
-pytestmark = pytest.mark.slow
-SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
+pytestmark = pytest.mark.spark
 SHIPPING = "com.example.shipping.daily"
 SHAPE = SHAPES["left-join-window-filter"]
 
@@ -75,13 +74,13 @@ def test_set_watermark_on_both_roots_closes_the_windows_behind_a_join(tmp_path):
     for k, (orders, shipments) in enumerate(parts):
         write_csv(home, "orders", f"{k}.csv", orders)
         write_csv(home, "shipments", f"{k}.csv", shipments)
-        coord("pull", "-r", SHIPPING, cwd=home, env=SANDBOX)
+        coord("pull", "-r", SHIPPING, cwd=home)
     open_windows = len(batch_answer(SHAPE)) - len(records(home, SHIPPING))
     assert open_windows > 0
 
     for root_id in (ORDERS_ID, SHIPMENTS_ID):
         coord("pull", root_id, "--set-watermark", FAR_WATERMARK.isoformat(), cwd=home)
-    coord("pull", SHIPPING, cwd=home, env=SANDBOX)
+    coord("pull", SHIPPING, cwd=home)
 
     assert canonical(records(home, SHIPPING)) == batch_answer(SHAPE)
     # The output watermark runs behind the roots' by the join's bound (see README).

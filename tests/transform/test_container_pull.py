@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from ..conftest import coord
+from ..support.cli import coord
 from .pipeline import HOURLY, expected_hourly, order_rows, write_manifests, write_orders_file
 from .test_derivative_pull import records
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.container
 
 
 def test_a_derivative_pull_runs_in_the_container_and_records_the_image_digest(tmp_path, engine_image):

@@ -10,7 +10,7 @@ import yaml
 
 from coordinator.workspace import Workspace
 
-from ..conftest import coord
+from ..support.cli import coord
 from .pipeline import (
     HOURLY,
     LARGE,
@@ -23,8 +23,7 @@ from .pipeline import (
     write_orders_file,
 )
 
-pytestmark = pytest.mark.slow
-SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
+pytestmark = pytest.mark.spark
 
 
 @pytest.fixture
@@ -50,7 +49,7 @@ def test_pull_recursive_brings_the_chain_up_to_date_with_one_engine(home):
     rows = order_rows(6)
     write_orders_file(home, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(home)), cwd=home)
-    out = coord("pull", "-r", HOURLY, LARGE, cwd=home, env=SANDBOX).stdout
+    out = coord("pull", "-r", HOURLY, LARGE, cwd=home).stdout
     assert f"{ORDERS}: 24 new records" in out
     assert records(home, LARGE) == sorted(
         ({"event_time": t, "order_id": i, "customer": c, "amount": a} for t, i, c, a in rows if a > 10),
@@ -63,7 +62,7 @@ def test_pull_recursive_brings_the_chain_up_to_date_with_one_engine(home):
     engine = json.loads(engines.pop())
     assert engine["runtime"] == "sandbox" and engine["networkIsolated"] is True
 
-    again = coord("pull", "-r", HOURLY, cwd=home, env=SANDBOX).stdout
+    again = coord("pull", "-r", HOURLY, cwd=home).stdout
     assert f"{HOURLY}: up to date" in again
 
 
@@ -72,7 +71,7 @@ def test_data_arriving_over_several_pulls_gives_the_one_pull_result(home):
     coord("add", str(write_manifests(home)), cwd=home)
     for part, chunk in enumerate((rows[:9], rows[9:10], rows[10:25], rows[25:])):
         write_orders_file(home, f"2024-01-01-{part}.csv", chunk)
-        coord("pull", "-r", HOURLY, cwd=home, env=SANDBOX)
+        coord("pull", "-r", HOURLY, cwd=home)
     assert records(home, HOURLY) == expected_hourly(rows, watermark=rows[-1][0])
     executed = [b for b in blocks(home, HOURLY) if "inputSlices" in b]
     assert len(executed) == 4
@@ -83,10 +82,10 @@ def test_an_explicit_watermark_closes_windows_without_new_data(home):
     rows = order_rows(3)
     write_orders_file(home, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(home)), cwd=home)
-    coord("pull", "-r", HOURLY, cwd=home, env=SANDBOX)
+    coord("pull", "-r", HOURLY, cwd=home)
     before = records(home, HOURLY)
     coord("pull", ORDERS, "--set-watermark", "2024-01-02T00:00:00Z", cwd=home)
-    coord("pull", HOURLY, cwd=home, env=SANDBOX)
+    coord("pull", HOURLY, cwd=home)
     after = records(home, HOURLY)
     assert len(after) > len(before)
     assert after == expected_hourly(rows, watermark=rows[-1][0].replace(hour=23))
@@ -100,11 +99,11 @@ def test_a_nanosecond_explicit_watermark_reaches_the_engine_which_keeps_microsec
     coord("pull", ORDERS, cwd=home)
     coord("pull", ORDERS, "--set-watermark", "2024-01-02T00:00:00.000000999Z", cwd=home)
     assert blocks(home, ORDERS)[0]["outputWatermark"] == "2024-01-02T00:00:00.000000999Z"
-    coord("pull", HOURLY, cwd=home, env=SANDBOX)
+    coord("pull", HOURLY, cwd=home)
     assert records(home, HOURLY) == expected_hourly(rows, watermark=rows[-1][0].replace(hour=23))
     # Spark's times are microseconds: the engine floors the watermark it was sent
     assert blocks(home, HOURLY)[0]["outputWatermark"] == "2024-01-02T00:00:00Z"
-    coord("verify", HOURLY, cwd=home, env=SANDBOX)
+    coord("verify", HOURLY, cwd=home)
 
 
 def test_a_coordinator_killed_after_the_engine_answered_redoes_the_step_exactly_once(home):
@@ -112,11 +111,11 @@ def test_a_coordinator_killed_after_the_engine_answered_redoes_the_step_exactly_
     write_orders_file(home, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(home)), cwd=home)
     coord("pull", ORDERS, cwd=home)
-    crash = {**SANDBOX, "COORD_CRASH_AT": "engine-answered"}
+    crash = {"COORD_CRASH_AT": "engine-answered"}
     killed = coord("pull", HOURLY, cwd=home, env=crash, check=False)
     assert killed.returncode == -9
     assert not any("inputSlices" in b for b in blocks(home, HOURLY))
-    coord("pull", HOURLY, cwd=home, env=SANDBOX)
+    coord("pull", HOURLY, cwd=home)
     executed = [b for b in blocks(home, HOURLY) if "inputSlices" in b]
     assert len(executed) == 1
     assert records(home, HOURLY) == expected_hourly(rows, watermark=rows[-1][0])
@@ -127,7 +126,7 @@ def test_an_invalid_query_shows_sparks_message_and_commits_nothing(home):
     write_orders_file(home, "2024-01-01.csv", rows)
     bad = "SELECT event_time, nope FROM `com.example.orders`"
     coord("add", str(write_manifests(home, large_sql=bad)), cwd=home)
-    proc = coord("pull", "-r", LARGE, cwd=home, env=SANDBOX, check=False)
+    proc = coord("pull", "-r", LARGE, cwd=home, check=False)
     assert proc.returncode == 1
     assert "nope" in proc.stderr and "line 1" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -139,7 +138,7 @@ def test_a_query_the_policy_refuses_is_one_line_and_commits_nothing(home):
     write_orders_file(home, "2024-01-01.csv", rows)
     random = "SELECT event_time, order_id, rand() AS luck FROM `com.example.orders`"
     coord("add", str(write_manifests(home, large_sql=random)), cwd=home)
-    proc = coord("pull", "-r", LARGE, cwd=home, env=SANDBOX, check=False)
+    proc = coord("pull", "-r", LARGE, cwd=home, check=False)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr
@@ -151,17 +150,17 @@ def test_changing_a_query_may_add_columns_but_not_drop_them(home):
     rows = order_rows(2)
     write_orders_file(home, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(home)), cwd=home)
-    coord("pull", "-r", LARGE, cwd=home, env=SANDBOX)
+    coord("pull", "-r", LARGE, cwd=home)
     added = f"SELECT event_time, order_id, customer, amount, amount * 2 AS doubled FROM `{ORDERS}`"
-    out = coord("add", "--replace", str(write_manifests(home, large_sql=added)), cwd=home, env=SANDBOX).stdout
+    out = coord("add", "--replace", str(write_manifests(home, large_sql=added)), cwd=home).stdout
     assert f"updated   {LARGE}" in out
     dropped = f"SELECT event_time, order_id, amount FROM `{ORDERS}`"
-    proc = coord("add", "--replace", str(write_manifests(home, large_sql=dropped)), cwd=home, env=SANDBOX,
+    proc = coord("add", "--replace", str(write_manifests(home, large_sql=dropped)), cwd=home,
                  check=False)
     assert proc.returncode == 1 and "drops column 'customer'" in proc.stderr
 
     write_orders_file(home, "2024-01-02.csv", order_rows(4)[8:])
-    coord("pull", "-r", LARGE, cwd=home, env=SANDBOX)
+    coord("pull", "-r", LARGE, cwd=home)
     newest = pq.read_table(Workspace.open(home).dataset(LARGE).data_files()[-1])
     assert "doubled" in newest.column_names
 
@@ -174,5 +173,5 @@ def test_root_preprocess_runs_in_the_engine(home):
                                                  "amount FROM input"))
     (home / "orders.yaml").write_text(yaml.safe_dump(doc))
     coord("add", str(home / "orders.yaml"), cwd=home)
-    coord("pull", ORDERS, cwd=home, env=SANDBOX)
+    coord("pull", ORDERS, cwd=home)
     assert {r["customer"] for r in records(home, ORDERS)} == {"ANN", "BOB", "CID"}

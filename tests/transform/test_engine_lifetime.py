@@ -19,11 +19,11 @@ import pytest
 from coordinator.engine.container import api_url
 from coordinator.engine.process import LABEL_WORKSPACE
 
-from ..conftest import coord, coord_started
+from ..support.cli import coord, coord_started
 from .pipeline import HOURLY, ORDERS, expected_hourly, order_rows, write_manifests, write_orders_file
 from .test_derivative_pull import blocks, records
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.engine_start
 GONE_WITHIN_SECONDS = 15  # the engine polls its lease twice a second; the rest is a busy machine
 
 

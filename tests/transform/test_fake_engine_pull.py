@@ -12,7 +12,7 @@ import pytest
 
 from coordinator.workspace import Workspace
 
-from ..conftest import coord
+from ..support.cli import coord
 from .pipeline import HOURLY, LARGE, ORDERS, order_rows, write_manifests, write_orders_file
 
 

@@ -12,12 +12,11 @@ import pytest
 
 from tests.chained_streams import ORDER_ROWS, ORDERS_ID, SHIPMENT_ROWS, SHIPMENTS_ID, in_pulls
 
-from ..conftest import coord
+from ..support.cli import coord
 from .test_chained_pull import SHIPPING, add_shipping_pipeline, write_csv
 from .test_derivative_pull import blocks
 
-pytestmark = pytest.mark.slow
-SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
+pytestmark = pytest.mark.spark
 
 
 def test_a_join_then_a_window_is_recorded_once_queried_and_verified(tmp_path):
@@ -27,7 +26,7 @@ def test_a_join_then_a_window_is_recorded_once_queried_and_verified(tmp_path):
                                                 strict=True)):
         write_csv(home, "orders", f"{k}.csv", orders)
         write_csv(home, "shipments", f"{k}.csv", shipments)
-        coord("pull", "-r", SHIPPING, cwd=home, env=SANDBOX)
+        coord("pull", "-r", SHIPPING, cwd=home)
 
     # recorded on the first executed block only: the query and input schemas did not change
     recorded = [b["fieldLineage"] for b in blocks(home, SHIPPING) if "fieldLineage" in b]
@@ -58,4 +57,4 @@ def test_a_join_then_a_window_is_recorded_once_queried_and_verified(tmp_path):
                                "-o", "json", cwd=home).stdout)
     assert forward["edges"] == []  # the carrier is joined in but no output column uses it
 
-    assert "reproducibility: reproduced" in coord("verify", SHIPPING, cwd=home, env=SANDBOX).stdout
+    assert "reproducibility: reproduced" in coord("verify", SHIPPING, cwd=home).stdout

@@ -19,8 +19,8 @@ from coordinator.transform.plan import plan_transform
 from coordinator.transform.service import pull_derivative
 from coordinator.workspace import Workspace
 
-from ..conftest import coord
-from ..fake_engine import FakeEngine
+from ..support.cli import coord
+from ..support.fake_engine import FakeEngine
 from .pipeline import LARGE, ORDERS, derivative_source, manifest, order_rows, root_source, write_orders_file
 
 CUSTOMERS = "com.example.customers"

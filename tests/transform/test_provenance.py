@@ -22,12 +22,11 @@ from tests.chained_streams import (
     in_pulls,
 )
 
-from ..conftest import coord
+from ..support.cli import coord
 from .pipeline import manifest
 from .test_chained_pull import root, write_csv
 
-pytestmark = pytest.mark.slow
-SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
+pytestmark = pytest.mark.spark
 QUERIES = {
     "big": "SELECT event_time, order_id, amount * 10 AS amount10 FROM `com.example.orders` WHERE amount > 3",
     "inner": ORDERS_WITH_SHIPMENTS.format(kind="INNER"),
@@ -60,7 +59,7 @@ def home(tmp_path_factory):
                                                 strict=True)):
         write_csv(home, "orders", f"{k}.csv", orders)
         write_csv(home, "shipments", f"{k}.csv", shipments)
-        coord("pull", "-r", *QUERIES, cwd=home, env=SANDBOX)
+        coord("pull", "-r", *QUERIES, cwd=home)
     return home
 
 
@@ -83,7 +82,7 @@ def where(home, dataset_id: str, **match) -> tuple[str, int, dict]:
 
 
 def provenance(home, dataset_id: str, *args: str) -> dict:
-    out = coord("provenance", dataset_id, *args, "-o", "json", cwd=home, env=SANDBOX).stdout
+    out = coord("provenance", dataset_id, *args, "-o", "json", cwd=home).stdout
     return json.loads(out)
 
 
@@ -140,7 +139,7 @@ def test_a_window_fed_by_two_slices_comes_from_every_order_of_the_window_in_both
     block, row, record = where(home, "days2", event_time=start + span)
     assert (record["n"], record["amount"]) == (len(orders), sum(o["amount"] for o in orders))
 
-    text = coord("provenance", "days2", "--block", block, "--row", str(row), cwd=home, env=SANDBOX).stdout
+    text = coord("provenance", "days2", "--block", block, "--row", str(row), cwd=home).stdout
     assert f"made from {len(orders)} input record(s)" in text
     answer = provenance(home, "days2", "--block", block, "--row", str(row))
 
@@ -155,7 +154,7 @@ def test_a_window_fed_by_two_slices_comes_from_every_order_of_the_window_in_both
 
 def test_a_union_is_refused_by_name(home):
     block, row, _ = rows_of(home, "union")[0]
-    proc = coord("provenance", "union", "--block", block, "--row", str(row), cwd=home, env=SANDBOX,
+    proc = coord("provenance", "union", "--block", block, "--row", str(row), cwd=home,
                  check=False)
     assert proc.returncode != 0
     assert "not supported for this query: a UNION" in proc.stderr

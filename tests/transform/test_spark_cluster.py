@@ -20,11 +20,11 @@ import json
 import pytest
 import yaml
 
-from ..conftest import coord
+from ..support.cli import coord
 from .pipeline import HOURLY, LARGE, ORDERS, order_rows, write_manifests, write_orders_file
 from .spark_cluster import StandaloneCluster
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.engine_start
 SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
 
 

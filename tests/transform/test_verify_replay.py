@@ -10,11 +10,10 @@ import pytest
 from coordinator.metadata.objects import FieldLineage, FieldOrigin, MetadataBlock, TransformSql
 from coordinator.workspace import Workspace
 
-from ..conftest import coord
+from ..support.cli import coord
 from .pipeline import HOURLY, ORDERS, order_rows, write_manifests, write_orders_file
 
-pytestmark = pytest.mark.slow
-SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
+pytestmark = pytest.mark.spark
 
 
 @pytest.fixture
@@ -23,9 +22,9 @@ def home(tmp_path):
     rows = order_rows(6)
     coord("add", str(write_manifests(tmp_path)), cwd=tmp_path)
     write_orders_file(tmp_path, "2024-01-01-a.csv", rows[:10])
-    coord("pull", "-r", HOURLY, cwd=tmp_path, env=SANDBOX)
+    coord("pull", "-r", HOURLY, cwd=tmp_path)
     write_orders_file(tmp_path, "2024-01-01-b.csv", rows[10:])
-    coord("pull", "-r", HOURLY, cwd=tmp_path, env=SANDBOX)
+    coord("pull", "-r", HOURLY, cwd=tmp_path)
     return tmp_path
 
 
@@ -61,7 +60,7 @@ def forge(ws: Workspace, dataset_id: str, forged_id: str,
 
 
 def test_verify_reproduces_every_step(home):
-    out = coord("verify", HOURLY, cwd=home, env=SANDBOX).stdout
+    out = coord("verify", HOURLY, cwd=home).stdout
     assert "reproducibility: reproduced" in out
 
 
@@ -76,7 +75,7 @@ def test_verify_catches_a_field_lineage_tampered_with_in_the_metadata(home):
         return dataclasses.replace(block, field_lineage=FieldLineage(
             fields=fields, conditions=block.field_lineage.conditions))
     forge(Workspace.open(home), HOURLY, "com.example.forged", claim)
-    proc = coord("verify", "com.example.forged", cwd=home, env=SANDBOX, check=False)
+    proc = coord("verify", "com.example.forged", cwd=home, check=False)
     assert proc.returncode == 1
     assert "the recorded field lineage of column 'total' differs from the engine's" in proc.stdout
 
@@ -87,7 +86,7 @@ def test_verify_catches_a_query_tampered_with_in_the_metadata(home):
                 f"FROM `{ORDERS}` GROUP BY window(event_time, '1 hour'), customer")
     forge_with_query(ws, HOURLY, "com.example.forged", tampered)
     assert coord("verify", "--integrity", "com.example.forged", cwd=home).returncode == 0
-    proc = coord("verify", "com.example.forged", cwd=home, env=SANDBOX, check=False)
+    proc = coord("verify", "com.example.forged", cwd=home, check=False)
     assert proc.returncode == 1
     assert "did not reproduce" in proc.stdout
     assert "first bad block" in proc.stderr
@@ -104,7 +103,7 @@ def test_verify_of_a_pulled_dataset_whose_query_breaks_the_policy_reports_it(hom
     coord("push", "com.example.leaky", "--to", "shared", cwd=home)
     coord("pull", "shared/com.example.leaky", "--as", "com.example.pulled", cwd=home)
 
-    proc = coord("verify", "com.example.pulled", cwd=home, env=SANDBOX, check=False)
+    proc = coord("verify", "com.example.pulled", cwd=home, check=False)
     assert proc.returncode == 1
     problems = [line.strip() for line in proc.stdout.splitlines() if "problem:" in line]
     assert len(problems) == 1

@@ -19,8 +19,8 @@ It refuses, as UNSUPPORTED, what needs streaming state (aggregations, windows, D
 ORDER BY / LIMIT, set operations that remove rows): those stay in the Spark tests. Spark SQL
 is run as DuckDB SQL with `backquoted` names turned into "quoted" ones.
 
-``python -m tests.fake_engine ARGS`` runs ``coord ARGS`` with this engine in place of the
-configured one (``factory.use_engine``).
+``coord(..., fake_engine=True)`` (tests/support/cli.py) runs ``coord`` with this engine in
+place of the configured one (``factory.use_engine``).
 """
 from __future__ import annotations
 
@@ -40,7 +40,6 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
-from coordinator.engine import factory
 from coordinator.engine.port import (
     EngineError,
     EngineProgress,
@@ -330,15 +329,3 @@ def _time(text: str | None) -> datetime | None:
 
 def _text(moment: datetime | None) -> str | None:
     return format_timestamp(moment) if moment else None
-
-
-def main() -> None:
-    """``coord`` with every engine it opens being this one."""
-    from coordinator.cli.main import main as coord_main
-
-    factory.use_engine(open_fake_engine)
-    coord_main()
-
-
-if __name__ == "__main__":
-    main()

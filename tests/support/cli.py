@@ -1,0 +1,127 @@
+"""Running the real ``coord`` command in a child process, as a user does (so it can be killed,
+locked out, crash, or race another one).
+
+``coord`` forks each command from a server that has the modules imported (forkserver.py);
+``coord_started`` and ``coord_command`` start a fresh interpreter (``tests.support.entry``),
+for what a fork cannot be: a process on a terminal, or one the test holds while it runs.
+Either way the child gets the engine its test chose (``$COORD_TEST_ENGINE``, see engines.py)
+and this checkout's code whatever an editable install points at.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .engines import ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = ROOT / "tests" / "fixtures" / "manifests"
+
+
+def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True,
+          fake_engine: bool = False, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run ``coord ARGS`` in ``cwd``; with ``fake_engine`` every engine it opens is the DuckDB
+    one of fake_engine.py. ``check``: a non-zero exit fails the test with its stderr."""
+    extra = {**(env or {}), **({ENV: "fake"} if fake_engine else {})}
+    proc = _forked(list(args), Path(cwd), coord_env(extra), timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"coord {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+class _ForkServer:
+    """This test process's fork server (started on first use, ends with this process)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.forkserver"], cwd=ROOT,
+                                     env=coord_env(None), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._buffer = b""
+        self.answer(timeout=120)  # {"ready": true}
+
+    def answer(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                raise RuntimeError(f"the fork server ended ({self.proc.wait()})")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def run(self, args: list[str], cwd: Path, env: dict, timeout: float) -> subprocess.CompletedProcess:
+        with tempfile.TemporaryDirectory(prefix="coord-out-") as folder:
+            out, err = Path(folder, "out"), Path(folder, "err")
+            request = {"args": args, "cwd": str(cwd), "env": env, "out": str(out), "err": str(err)}
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+            pid = self.answer(timeout=30)["pid"]
+            try:
+                status = self.answer(timeout)["status"]
+            except TimeoutError:
+                os.kill(pid, signal.SIGKILL)
+                self.answer(timeout=30)
+                raise subprocess.TimeoutExpired(["coord", *args], timeout) from None
+            return subprocess.CompletedProcess(["coord", *args], status, out.read_text(), err.read_text())
+
+
+_server: _ForkServer | None = None
+
+
+def _forked(args: list[str], cwd: Path, env: dict, timeout: float) -> subprocess.CompletedProcess:
+    global _server
+    if _server is None or _server.proc.poll() is not None:
+        _server = _ForkServer()
+    return _server.run(args, cwd, env, timeout)
+
+
+def coord_started(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Popen:
+    """Start ``coord ARGS`` and return at once (to kill it at some moment)."""
+    return subprocess.Popen(coord_command(args), cwd=cwd, env=coord_env(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+
+
+def coord_command(args) -> list[str]:
+    return [sys.executable, "-m", "tests.support.entry", *args]
+
+
+def coord_env(env: dict | None) -> dict:
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("COORD_WORKSPACE", None)
+    full_env["PYTHONPATH"] = str(ROOT)  # this checkout, whatever an editable install points at
+    return full_env
+
+
+_RUN_FOLDER_HOLDER = """
+import sys, time
+from pathlib import Path
+from coordinator.workspace.runs import run_folder
+run_root, sys.argv = Path(sys.argv[1]), sys.argv[2:]
+with run_folder(run_root, "engine") as path:
+    print(path, flush=True)
+    time.sleep(600)
+"""
+
+
+@contextmanager
+def run_folder_holder(run_root: Path, *argv: str) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """A child process holding a new run folder under ``run_root`` with ``argv`` as its command
+    line, as a running command does: (process, folder). Killed when the block ends."""
+    proc = subprocess.Popen([sys.executable, "-c", _RUN_FOLDER_HOLDER, str(run_root), *argv],
+                            stdout=subprocess.PIPE, text=True, env=coord_env(None))
+    try:
+        yield proc, Path(proc.stdout.readline().strip())
+    finally:
+        proc.kill()
+        proc.wait()

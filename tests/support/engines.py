@@ -1,0 +1,94 @@
+"""Which engine a test's commands get, in the test process and in the ``coord`` processes it
+runs.
+
+Starting Spark costs 10-20 s, so the suite starts it once: the tests marked ``spark`` share
+one sandboxed engine (``start_shared_engine``), which may read every folder of the test
+session and writes only its own run folder; their commands attach to it
+(``coordinator.engine.attach``). Only the tests marked ``engine_start`` start engines of their
+own, because starting, stopping, isolating or choosing an engine is what they test. Any other
+test that opens an engine fails (``refuse_engine``): the fast suite provably starts none.
+
+A ``coord`` child process learns its engine from ``$COORD_TEST_ENGINE`` (read by
+``tests.support.entry``): ``fake`` (the DuckDB engine), ``attach:PATH`` (the shared engine's
+endpoint file), ``own`` (the configured runtime, started per command) or ``none``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+from coordinator.engine import factory
+from coordinator.engine.attach import EngineEndpoint, attached_engine
+
+ENV = "COORD_TEST_ENGINE"
+ENDPOINT_FILE = "endpoint.json"
+
+# Settings of the tests' engines: one small local Spark. Production settings are kept by
+# tests/engine/test_sandbox.py, which starts the engine as a user's workspace would.
+TEST_SPARK_CONF = {"spark.driver.memory": "768m"}
+
+
+REFUSAL = ("this test opened an engine: mark it `spark` (the shared engine) or `engine_start` "
+           "(engines of its own)")
+REFUSED_EXIT = 86  # a `coord` process that opened an engine it was refused ends with this code
+refusals: list[str] = []  # engines refused in this process; the test fails on any, even if caught
+
+
+class EngineRefused(AssertionError):
+    """A test not marked for engines opened one."""
+
+
+def refuse_engine(settings, run_dir, read_only_paths) -> AbstractContextManager:
+    refusals.append(str(run_dir))
+    raise EngineRefused(REFUSAL)
+
+
+def refuse_engine_and_exit(settings, run_dir, read_only_paths) -> AbstractContextManager:
+    """In a ``coord`` process: end it at once, so that no caller inside can swallow the refusal
+    (``coord serve`` keeps going past a failed pull)."""
+    sys.stderr.write(f"coord (test): {REFUSAL}\n")
+    sys.stderr.flush()
+    os._exit(REFUSED_EXIT)
+
+
+def attach_to(endpoint_file: Path) -> factory.EngineOpener:
+    endpoint = EngineEndpoint.read(endpoint_file)
+    return lambda settings, run_dir, read_only_paths: attached_engine(endpoint, read_only_paths)
+
+
+def opener_for(mode: str) -> factory.EngineOpener | None:
+    """The opener ``$COORD_TEST_ENGINE`` names (None: the configured runtime)."""
+    if mode == "fake":
+        from .fake_engine import open_fake_engine
+
+        return open_fake_engine
+    if mode.startswith("attach:"):
+        return attach_to(Path(mode.removeprefix("attach:")))
+    if mode == "none":
+        return refuse_engine
+    if mode in ("", "own"):
+        return None
+    raise ValueError(f"{ENV}={mode!r}: expected fake, attach:PATH, own or none")
+
+
+@contextmanager
+def start_shared_engine(readable: Path) -> Iterator[Path]:
+    """Start one sandboxed engine that may read ``readable``; yields its endpoint file."""
+    from coordinator.engine.sandbox import start_sandbox
+    from coordinator.engine.settings import EngineSettings
+
+    # Outside ``readable``: the run folder must stay writable under a read-only mount.
+    run_dir = Path(tempfile.mkdtemp(prefix="coord-shared-engine-"))
+    engine = start_sandbox(EngineSettings(runtime="sandbox", spark_conf=TEST_SPARK_CONF),
+                           run_dir, [readable])
+    try:
+        endpoint_file = run_dir / ENDPOINT_FILE
+        EngineEndpoint(engine.socket_path, run_dir, (readable,), engine.identity).write(endpoint_file)
+        yield endpoint_file
+    finally:
+        engine.stop()
+

@@ -1,0 +1,92 @@
+"""A fork server for ``coord`` processes: one Python with the coordinator's modules imported,
+forked for each command a test runs.
+
+A fresh interpreter spends 0.3-1 s importing Arrow, DuckDB, JSON Schema, YAML and the
+coordinator before a command starts its work, and the suite runs thousands of commands. A
+child forked from this server is still a real process of its own (its own working folder,
+environment, standard streams, exit code or signal, crash points), which is what the tests
+of the CLI need; it only skips the imports. The server forks with no Python thread but its
+own (checked at start; the native pools Arrow starts, jemalloc's and OpenBLAS's, have at-fork
+handlers) and imports nothing that opens connections (gRPC and the HTTP servers stay out).
+
+Protocol, one JSON object per line: the test process writes ``{"args", "cwd", "env", "out",
+"err"}`` on the server's stdin; the server answers ``{"pid"}`` when the child runs and
+``{"status"}`` (an exit code, or minus the signal) when it ended. The server ends with its stdin.
+"""
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import os
+import sys
+import threading
+import traceback
+
+PRELOAD = [
+    "pyarrow", "pyarrow.parquet", "pyarrow.csv", "pyarrow.json", "pyarrow.compute", "pyarrow.dataset",
+    "duckdb", "jsonschema", "yaml", "rich.console", "rich.table",
+    "cryptography.hazmat.primitives.asymmetric.ed25519",
+    "boto3", "coordinator.cli.main", "coordinator.ingest.service", "coordinator.transform.service",
+    "coordinator.repository.transfer", "tests.support.engines", "tests.support.fake_engine",
+]
+
+
+def _child(request: dict) -> None:
+    """In the forked child: become ``coord ARGS`` and end with its exit code."""
+    code = 0
+    try:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        out = os.open(request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        err = os.open(request["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        for fd, target in ((devnull, 0), (out, 1), (err, 2)):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = ["coord", *request["args"]]
+
+        from coordinator.cli.main import main
+        from coordinator.engine import factory
+
+        from .engines import ENV, opener_for, refuse_engine_and_exit
+
+        mode = os.environ.get(ENV, "")
+        factory.use_engine(refuse_engine_and_exit if mode == "none" else opener_for(mode))
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 99
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def serve() -> None:
+    for name in PRELOAD:
+        importlib.import_module(name)
+    if threading.active_count() != 1:
+        raise SystemExit(f"forkserver: {threading.enumerate()} after the imports; forking would be unsafe")
+    channel_in, channel_out = sys.stdin, sys.stdout
+    channel_out.write(json.dumps({"ready": True}) + "\n")
+    channel_out.flush()
+    for line in channel_in:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _child(request)
+        channel_out.write(json.dumps({"pid": pid}) + "\n")
+        channel_out.flush()
+        _, status = os.waitpid(pid, 0)
+        channel_out.write(json.dumps({"status": os.waitstatus_to_exitcode(status)}) + "\n")
+        channel_out.flush()
+
+
+if __name__ == "__main__":
+    serve()
