@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.graph import DatasetGraph, DependencyCycle
 from coordinator.workspace import DatasetNotFound, Workspace
+from coordinator.workspace.graph import DatasetGraph, DependencyCycle
 
 from .conftest import MANIFESTS, coord, derivative_manifest
 
