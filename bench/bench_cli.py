@@ -130,7 +130,7 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from coordinator.workspace import Workspace
-from coordinator.ingest.service import pull_root
+from coordinator.ingest.pipeline import pull_root
 ws, blocks = Workspace.open(Path(sys.argv[1])), int(sys.argv[2])
 pull_root(ws, "hourly")
 start = datetime(2024, 1, 2, tzinfo=timezone.utc)

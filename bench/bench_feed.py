@@ -33,11 +33,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import S3_ENV, print_table, start_moto
 
 from coordinator.data.hashing import logical_hash, physical_hash
-from coordinator.ingest.feed import plan
+from coordinator.ingest.fetch_feed import plan
 from coordinator.metadata import objects as o
-from coordinator.metadata.timefmt import TimeInterval
-from coordinator.publish import publish
+from coordinator.metadata.timestamps import TimeInterval
 from coordinator.repository import open_url
+from coordinator.repository.publish import publish
 from coordinator.workspace import Workspace
 
 BUCKET = "bench-feed"

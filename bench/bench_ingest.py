@@ -33,14 +33,15 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).parent))
 from common import median_time, print_table
 
-from coordinator.catalog import add_datasets, delete_dataset
 from coordinator.data.hashing import logical_hash
 from coordinator.ingest import merge as merge_step
-from coordinator.ingest import pull_root, slices
+from coordinator.ingest import pull_root
+from coordinator.ingest import slice_layout as slices
 from coordinator.ingest.read import read
 from coordinator.metadata.manifest import load_manifest
 from coordinator.metadata.objects import DatasetVocabulary, FetchStepUrl, MergeStrategySnapshot
 from coordinator.workspace import Workspace
+from coordinator.workspace.catalog import add_datasets, delete_dataset
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "datasets"
 SNAPSHOT_ROWS = 1_000_000

@@ -26,7 +26,7 @@ from common import median_time, print_table
 from coordinator.engine.client import EngineClient, InputSchema
 from coordinator.engine.runtime import start_engine
 from coordinator.engine.settings import EngineSettings
-from coordinator.field_lineage import FieldGraph
+from coordinator.lineage.fields import FieldGraph
 from coordinator.metadata.objects import (
     DatasetVocabulary,
     FieldLineage,

@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).parent))
 from common import print_table
 
-from coordinator.catalog import add_datasets
 from coordinator.metadata.manifest import load_manifest
 from coordinator.workspace import Workspace
+from coordinator.workspace.catalog import add_datasets
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT, LARGE, IDS = "bench.orders", "bench.large", "bench.large-ids"

@@ -33,9 +33,9 @@ from common import S3_ENV, print_table, start_moto
 from coordinator.data.hashing import logical_hash, physical_hash
 from coordinator.metadata import objects as o
 from coordinator.metadata.ids import DatasetRef
-from coordinator.metadata.timefmt import TimeInterval, now_utc
+from coordinator.metadata.timestamps import TimeInterval, now_utc
 from coordinator.repository import add_repository, open_url, pull_from_repository, push_dataset
-from coordinator.verify import verify_dataset
+from coordinator.trust.verify import verify_dataset
 from coordinator.workspace import Workspace
 
 DS = "org.example.bench"

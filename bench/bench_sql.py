@@ -42,7 +42,7 @@ def main() -> None:
     import duckdb
     import pyarrow as pa
 
-    from coordinator.sql import SqlSession, slice_files
+    from coordinator.query.sql import SqlSession, slice_files
     from coordinator.workspace import Workspace
 
     with tempfile.TemporaryDirectory() as tmp:

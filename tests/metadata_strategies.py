@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from coordinator.metadata import objects
 from coordinator.metadata.shape import Shape, fields_of
-from coordinator.metadata.timefmt import UTC, IntervalType, TimeInterval, with_nanosecond
+from coordinator.metadata.timestamps import UTC, IntervalType, TimeInterval, with_nanosecond
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 timestamps = st.builds(  # down to the nanosecond, as ODF Timestamps are

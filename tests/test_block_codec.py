@@ -13,7 +13,7 @@ from coordinator.metadata import objects as o
 from coordinator.metadata.block_hash import check_stored, seal
 from coordinator.metadata.flatbuffers_codec import BlockFormatError, decode_block, encode_block
 from coordinator.metadata.shape import union_tag
-from coordinator.metadata.timefmt import IntervalType, TimeInterval, format_timestamp, parse_timestamp
+from coordinator.metadata.timestamps import IntervalType, TimeInterval, format_timestamp, parse_timestamp
 from coordinator.metadata.yaml_codec import dump_yaml, from_dict, load_yaml, manifest_to_dict
 
 from .metadata_strategies import blocks

@@ -7,7 +7,7 @@ from coordinator.metadata import objects as o
 from coordinator.metadata.block_hash import seal
 from coordinator.metadata.chain import ChainError, walk
 from coordinator.metadata.signing import Signature, SignatureStatus, SigningKey, check_signature
-from coordinator.metadata.timefmt import format_timestamp, now_utc, parse_timestamp
+from coordinator.metadata.timestamps import format_timestamp, now_utc, parse_timestamp
 from coordinator.workspace import Workspace, layout
 
 from .test_workspace import first_block

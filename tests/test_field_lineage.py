@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from coordinator.field_lineage import FieldGraph, FieldRef, field_versions
+from coordinator.lineage.fields import FieldGraph, FieldRef, field_versions
 from coordinator.metadata.objects import FieldLineage, FieldOrigin, FieldSource, MetadataBlock
 from coordinator.workspace import Workspace
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.graph import DatasetGraph, DependencyCycle
 from coordinator.workspace import DatasetNotFound, Workspace
+from coordinator.workspace.graph import DatasetGraph, DependencyCycle
 
 from .support.cli import MANIFESTS, coord
 from .support.manifests import derivative_manifest

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from coordinator.lineage import lineage
+from coordinator.lineage.datasets import lineage
 from coordinator.workspace import Workspace
 
 from .support.cli import MANIFESTS, coord
@@ -68,7 +68,7 @@ def report_reads_only_daily_from(home, moment: str) -> None:
     from dataclasses import replace
 
     from coordinator.metadata.objects import MetadataBlock
-    from coordinator.metadata.timefmt import parse_timestamp
+    from coordinator.metadata.timestamps import parse_timestamp
 
     ds = Workspace.open(home).dataset(REPORT)
     source = replace(ds.state().source, inputs=[DAILY])

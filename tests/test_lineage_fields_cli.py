@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from coordinator.field_lineage import FieldGraph
-from coordinator.openlineage_export import openlineage_events, to_json
+from coordinator.lineage.fields import FieldGraph
+from coordinator.lineage.openlineage import openlineage_events, to_json
 
 from .support.cli import coord
 from .test_field_lineage import DAILY, DAILY_V2, ORDERS, REPORT, T2, record, ws  # noqa: F401

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.lineage_page import render_lineage_page
+from coordinator.lineage.page import render_lineage_page
 from coordinator.workspace import Workspace
 
 from .support.cli import MANIFESTS, coord

@@ -7,7 +7,7 @@ import pytest
 
 from coordinator.metadata import objects
 from coordinator.metadata.manifest import ManifestError, load_manifest, load_manifests
-from coordinator.metadata.timefmt import TimeInterval
+from coordinator.metadata.timestamps import TimeInterval
 from coordinator.metadata.yaml_codec import render
 
 FIXTURES = Path(__file__).parent / "fixtures" / "manifests"

@@ -10,14 +10,14 @@ from collections import Counter
 import pytest
 import yaml
 
-from coordinator.catalog import add_datasets
+from coordinator.build.pull import pull_datasets
+from coordinator.build.status import status
 from coordinator.cli.main import main as coord_main
 from coordinator.metadata import chain
 from coordinator.metadata import objects as o
-from coordinator.metadata.timefmt import now_utc
-from coordinator.pull import pull_datasets
-from coordinator.status import status
+from coordinator.metadata.timestamps import now_utc
 from coordinator.workspace import CommitError, Config, ConfigError, SealedBlock, Workspace
+from coordinator.workspace.catalog import add_datasets
 from coordinator.workspace.config import DEFAULT_SPARK_MASTER
 
 from .ingest.conftest import DATASET, write

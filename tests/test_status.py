@@ -13,15 +13,15 @@ import sys
 
 import pytest
 
-from coordinator.catalog import add_datasets
+from coordinator.build.status import Reason, dataset_status
 from coordinator.ingest import pull_root
 from coordinator.metadata import objects as o
 from coordinator.metadata.ids import DatasetRef
-from coordinator.metadata.timefmt import now_utc
+from coordinator.metadata.timestamps import now_utc
 from coordinator.repository import add_repository, pull_from_repository, push_dataset
-from coordinator.status import Reason, dataset_status
 from coordinator.transform.plan import plan_transform
 from coordinator.workspace import Workspace
+from coordinator.workspace.catalog import add_datasets
 
 from .ingest.conftest import add_dataset, write
 from .repository.conftest import append_slices, make_root

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from coordinator.metadata.timefmt import (
+from coordinator.metadata.timestamps import (
     IntervalType,
     TimeParseError,
     Timestamp,

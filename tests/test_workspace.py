@@ -10,7 +10,7 @@ import pytest
 
 from coordinator.metadata import objects as o
 from coordinator.metadata.signing import SigningKey
-from coordinator.metadata.timefmt import TimeInterval, now_utc, parse_timestamp
+from coordinator.metadata.timestamps import TimeInterval, now_utc, parse_timestamp
 from coordinator.workspace import CommitError, DatasetBusy, Workspace, WorkspaceError, layout
 
 ROOT_SOURCE = o.DatasetSourceRoot(

@@ -1,5 +1,5 @@
-// The lineage page (coordinator/lineage_page.py): draws the document embedded in the page
-// (coordinator/lineage_document.py) as inline SVG. No library, no network; every string from the
+// The lineage page (coordinator/lineage/page.py): draws the document embedded in the page
+// (coordinator/lineage/document.py) as inline SVG. No library, no network; every string from the
 // document is inserted as text, never as markup.
 (function () {
   "use strict";

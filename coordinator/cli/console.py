@@ -43,7 +43,7 @@ err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 def workspace(ctx: click.Context) -> Workspace:
     """The workspace, once what crashed commands left in it is cleaned up (said on stderr)."""
-    from ..reaper import reap
+    from ..engine.reaper import reap
     from ..workspace import Workspace
 
     root = ctx.find_root().obj.get("workspace")

@@ -1,5 +1,5 @@
 """``coord lineage``: the dataset graph around one dataset, as a tree, Graphviz DOT or JSON;
-column-level lineage in field_lineage_view.py."""
+column-level lineage in lineage_fields.py."""
 from __future__ import annotations
 
 import json
@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..metadata.timefmt import format_timestamp, parse_timestamp
+from ..metadata.timestamps import format_timestamp, parse_timestamp
 from .console import out
 from .console import workspace as _ws
 
 if TYPE_CHECKING:
     from rich.tree import Tree
 
-    from ..lineage import Lineage, Node
+    from ..lineage.datasets import Lineage, Node
 
 
 @click.command("lineage")
@@ -49,7 +49,7 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
         if direction == "both" or output in ("dot", "html"):
             raise click.UsageError("field lineage: use --direction backward or forward, -o tree, "
                                    "json or openlineage")
-        from .field_lineage_view import show_field_lineage
+        from .lineage_fields import show_field_lineage
 
         show_field_lineage(_ws(ctx), dataset, field, direction, depth, begins, ends, output)
         return
@@ -59,21 +59,21 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
         if since or until:
             raise click.UsageError("-o html draws the lineage in force now: --since/--until go with "
                                    "tree, dot or json")
-        from ..lineage_document import lineage_document
-        from ..lineage_page import render_lineage_page
+        from ..lineage.document import lineage_document
+        from ..lineage.page import render_lineage_page
 
         document = lineage_document(_ws(ctx), dataset, upstream=direction != "down",
                                     downstream=direction != "up")
         click.echo(render_lineage_page(document), nl=False)
         return
-    from ..lineage import lineage, within
+    from ..lineage.datasets import lineage, within
 
     graph = lineage(_ws(ctx), dataset, upstream=direction != "down", downstream=direction != "up",
                     since=begins, until=ends)
     if depth is not None:
         graph = within(graph, depth)
     if output == "json":
-        from ..lineage import as_json
+        from ..lineage.datasets import as_json
 
         click.echo(json.dumps(as_json(graph), indent=2))
     elif output == "dot":

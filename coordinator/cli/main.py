@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from ..errors import CoordError
-from ..metadata.timefmt import format_timestamp
+from ..metadata.timestamps import format_timestamp
 from .console import TextTable, err, out, short, writable_workspace
 from .console import workspace as _ws
 from .lineage import lineage_
@@ -58,10 +58,10 @@ def init(path: str) -> None:
 @click.pass_context
 def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     """Add datasets from manifest files or folders of them."""
-    from .. import catalog
-    from ..graph import DatasetGraph, inputs_of
+    from ..engine.session import EngineOnDemand
     from ..metadata.manifest import load_manifests
-    from ..pull import EngineOnDemand
+    from ..workspace import catalog
+    from ..workspace.graph import DatasetGraph, inputs_of
 
     ws = writable_workspace(ctx)
     snapshots = load_manifests(paths)
@@ -86,8 +86,8 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
 @click.pass_context
 def list_(ctx: click.Context) -> None:
     """List the datasets of the workspace (status: see coord status)."""
-    from .. import status as status_service
-    from ..graph import DatasetGraph
+    from ..build import status as status_service
+    from ..workspace.graph import DatasetGraph
 
     ws = _ws(ctx)
     graph = DatasetGraph(ws)  # one read of each chain, for its row and for its readers' status
@@ -139,8 +139,8 @@ def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | N
     import pyarrow.csv as pacsv
     from rich.table import Table
 
-    from ..tail import json_value
-    from ..tail import tail as last_records
+    from ..query.tail import json_value
+    from ..query.tail import tail as last_records
 
     data = last_records(_ws(ctx).dataset(dataset), num, as_at)
     if output == "json":
@@ -162,7 +162,7 @@ def tail(ctx: click.Context, dataset: str, num: int, output: str, as_at: str | N
 @click.pass_context
 def delete(ctx: click.Context, dataset: str, yes: bool) -> None:
     """Delete DATASET from the workspace."""
-    from .. import catalog
+    from ..workspace import catalog
 
     if not yes and sys.stdin.isatty():
         click.confirm(f"Delete {dataset} and all its data?", abort=True)
@@ -176,7 +176,7 @@ def delete(ctx: click.Context, dataset: str, yes: bool) -> None:
 @click.pass_context
 def reset(ctx: click.Context, dataset: str, block: str) -> None:
     """Move the head of DATASET back to BLOCK (a hash or its prefix); later blocks go."""
-    from .. import catalog
+    from ..workspace import catalog
 
     h = catalog.reset_dataset(writable_workspace(ctx), dataset, block)
     out.print(f"{dataset} head is now {h.hex()}")

@@ -26,9 +26,9 @@ def provenance_(ctx: click.Context, dataset: str, block: str, rows: tuple[int, .
     (dataset, block, row, values) and, per column, the input values it was computed from.
     Replays the block's query in the engine; exact for projections, filters, inner/outer joins
     and (windowed) aggregations; other queries are refused by name."""
-    from ..graph import inputs_of
-    from ..provenance import as_json, block_provenance
-    from ..pull import EngineOnDemand
+    from ..engine.session import EngineOnDemand
+    from ..lineage.provenance import as_json, block_provenance
+    from ..workspace.graph import inputs_of
 
     if rows and where:
         raise click.UsageError("give --row or --where, not both")
@@ -66,6 +66,6 @@ def _values(row: dict) -> str:
 
 
 def _text(value) -> str:
-    from ..tail import json_value
+    from ..query.tail import json_value
 
     return "null" if value is None else str(json_value(value))

@@ -19,7 +19,7 @@ from .sharing import RichProgress
 @click.pass_context
 def publish_(ctx, dataset, url, fmt, since_last):
     """Publish each new block of DATASET as a File Feed update (parts, _coord.json, _SUCCESS)."""
-    from ..publish import publish
+    from ..repository.publish import publish
 
     result = publish(workspace(ctx), dataset, url, fmt=fmt, since_last=since_last,
                      progress=RichProgress(err))

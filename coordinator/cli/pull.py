@@ -75,8 +75,8 @@ class _Bytes:
 @click.pass_context
 def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET."""
-    from ..metadata.timefmt import parse_timestamp
-    from ..pull import pull_datasets
+    from ..build.pull import pull_datasets
+    from ..metadata.timestamps import parse_timestamp
 
     ws = writable_workspace(ctx)
     refs = [DatasetRef.parse(d) for d in datasets]

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import CoordError
-from ..metadata.timefmt import format_timestamp
+from ..metadata.timestamps import format_timestamp
 from .console import LazyConsole, err, out, workspace
 from .trust import signer_line
 
 if TYPE_CHECKING:
     from rich.progress import Progress as RichBar
 
-    from ..verify import VerifyReport
+    from ..trust.verify import VerifyReport
 
 
 class VerifyFailed(CoordError):
@@ -126,10 +126,10 @@ def push(ctx: click.Context, dataset: str, to: str | None) -> None:
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
             engine_spec: str | None) -> None:
     """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
-    from .. import verify
-    from ..graph import DatasetGraph
-    from ..pull import EngineOnDemand
+    from ..engine.session import EngineOnDemand
     from ..transform import replay as replaying
+    from ..trust import verify
+    from ..workspace.graph import DatasetGraph
 
     if engine_spec and integrity:
         raise click.UsageError("--engine replays transforms; it cannot go with --integrity")
@@ -171,7 +171,7 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
 
 def _print_authorship(report: VerifyReport) -> None:
     """One line for the verdict under ``trust.require``, then one per signer unless all trusted."""
-    from ..trust import Authorship
+    from ..trust.authorship import Authorship
 
     trusted = all(s.status is Authorship.TRUSTED for s in report.signers)
     verdict = "FAILED" if report.authorship_problems else "ok" if trusted else "ok, with warnings"
@@ -186,7 +186,7 @@ def _engine_settings(ws, spec: str):
     """``sandbox``, ``container`` or ``container:IMAGE`` over the workspace's engine settings."""
     import dataclasses
 
-    from ..transform.engine_session import engine_settings
+    from ..engine.session import engine_settings
 
     runtime, _, image = spec.partition(":")
     if runtime not in ("sandbox", "container") or (image and runtime != "container"):

@@ -16,7 +16,7 @@ from .console import workspace as _ws
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..sql import SqlSession
+    from ..query.sql import SqlSession
 
 FORMATS = ["table", "csv", "json", "parquet"]
 
@@ -45,7 +45,7 @@ def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | 
     manifests stay Spark SQL. Only queries run: statements that change anything are refused,
     and a query reads the datasets' own Parquet slices and no other file.
     """
-    from ..sql import SqlError, SqlSession, resolve_as_at
+    from ..query.sql import SqlError, SqlSession, resolve_as_at
 
     if command is not None and file is not None:
         raise click.UsageError("give either -c QUERY or -f FILE")
@@ -131,7 +131,7 @@ def _write(result: pa.Table, output: str, out_file: str | None) -> None:
         elif output == "parquet":
             pq.write_table(result, sink)
         else:
-            from ..tail import json_value
+            from ..query.tail import json_value
 
             sink.write(json.dumps(result.to_pylist(), indent=2, default=json_value).encode() + b"\n")
 

@@ -1,6 +1,6 @@
 """``coord status`` and the build catalog of ``coord log --builds``, in words.
 
-``status.py`` and ``transform/builds.py`` decide; this module only words their results.
+``build/status.py`` and ``transform/builds.py`` decide; this module only words their results.
 Neither imports Arrow, so these commands answer at once.
 """
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..metadata.timefmt import format_timestamp
+from ..metadata.timestamps import format_timestamp
 from .console import TextTable, out, short
 from .console import workspace as _ws
 
 if TYPE_CHECKING:
-    from ..status import DatasetStatus, Reason
+    from ..build.status import DatasetStatus, Reason
     from ..transform.builds import Build
 
 # by the name of the status service's Reason (the service is imported by the commands that use it)
@@ -40,7 +40,7 @@ def status_words(st: DatasetStatus) -> str:
 
 
 def _reason_words(st: DatasetStatus, reason: Reason) -> str:
-    from ..status import Reason
+    from ..build.status import Reason
 
     if reason is Reason.NEW_INPUT:
         n = sum(st.new_input.values())
@@ -66,7 +66,7 @@ def _count(n: int, what: str) -> str:
 @click.pass_context
 def status_(ctx: click.Context, datasets: tuple[str, ...]) -> None:
     """Show which datasets are out of date and why (without pulling anything)."""
-    from .. import status as status_service
+    from ..build import status as status_service
 
     table = TextTable("dataset", "kind", "status")
     for st in status_service.status(_ws(ctx), list(datasets)):

@@ -19,7 +19,7 @@ def engines(ctx: click.Context, stop: bool) -> None:
     """List the engines running for this workspace (containers and sandboxes)."""
     from rich.table import Table
 
-    from .. import reaper
+    from ..engine import reaper
 
     found = reaper.engines(_ws(ctx))
     if not found:

@@ -11,12 +11,12 @@ import click
 from .console import out, workspace
 
 if TYPE_CHECKING:
-    from ..trust import Signer
+    from ..trust.authorship import Signer
 
 
 def signer_line(s: Signer) -> str:
     """``N blocks signed by KEY (status)``: one signer of a pull or a dataset."""
-    from ..trust import Authorship
+    from ..trust.authorship import Authorship
 
     blocks = f"{s.blocks} block{'s' * (s.blocks != 1)}"
     if s.key is None:
@@ -42,13 +42,13 @@ def trust_() -> None:
 @click.pass_context
 def trust_list(ctx: click.Context) -> None:
     """List the trusted keys and, per dataset, the keys pinned when it was first pulled."""
-    from .. import trust
+    from ..trust import authorship
 
     ws = workspace(ctx)
-    out.print(f"trusted keys (trust.require: {trust.policy(ws).value}):", markup=False)
+    out.print(f"trusted keys (trust.require: {authorship.policy(ws).value}):", markup=False)
     for key, name in ws.trusted_key_names().items():
         out.print(f"  {key.hex()}  {name}".rstrip(), markup=False)
-    pins = trust.all_pins(ws)
+    pins = authorship.all_pins(ws)
     if pins:
         out.print("pinned keys:", markup=False)
     for dataset_id, keys in pins.items():
@@ -63,16 +63,16 @@ def trust_list(ctx: click.Context) -> None:
 @click.pass_context
 def trust_add(ctx: click.Context, key: str, name: str, dataset: str | None) -> None:
     """Trust KEY (64 hex digits, as pull and verify print it) for every dataset, or pin it for one."""
-    from .. import trust
+    from ..trust import authorship
 
     ws = workspace(ctx)
     if dataset:
         if name:
             raise click.UsageError("--name names a trusted key; a key pinned with --dataset has none")
-        k = trust.pin_key(ws, dataset, key)
+        k = authorship.pin_key(ws, dataset, key)
         out.print(f"pinned {k.hex()} for {dataset}", markup=False)
     else:
-        k = trust.add_trusted(ws, key, name)
+        k = authorship.add_trusted(ws, key, name)
         out.print(f"trusted {k.hex()}{f' ({name})' if name else ''}", markup=False)
 
 
@@ -82,12 +82,12 @@ def trust_add(ctx: click.Context, key: str, name: str, dataset: str | None) -> N
 @click.pass_context
 def trust_remove(ctx: click.Context, key: str, dataset: str | None) -> None:
     """Stop trusting KEY (or, with --dataset, unpin it for that dataset)."""
-    from .. import trust
+    from ..trust import authorship
 
     ws = workspace(ctx)
     if dataset:
-        k = trust.unpin_key(ws, dataset, key)
+        k = authorship.unpin_key(ws, dataset, key)
         out.print(f"unpinned {k.hex()} for {dataset}", markup=False)
     else:
-        k = trust.remove_trusted(ws, key)
+        k = authorship.remove_trusted(ws, key)
         out.print(f"no longer trusted: {k.hex()}", markup=False)

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..metadata.objects import DataSlice
-from ..metadata.timefmt import TimeInterval
+from ..metadata.timestamps import TimeInterval
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -27,7 +27,7 @@ from ..metadata.objects import (
     FieldSource,
     TransformSql,
 )
-from ..metadata.timefmt import epoch_nanos, from_epoch_nanos
+from ..metadata.timestamps import epoch_nanos, from_epoch_nanos
 from ..workspace.fsutil import remove
 from . import stubs
 from .port import (

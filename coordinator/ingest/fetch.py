@@ -8,7 +8,7 @@ commit leaves the old state and the next pull fetches the same files again.
 State keys: ``fetch`` (a fingerprint of the fetch step: when the step changes, old progress
 no longer applies), ``etag`` / ``last_modified`` / ``sha256`` (url), ``mtime_ns`` / ``size``
 (file:// urls), ``last_file`` and ``last_event_time`` (filesGlob), ``update`` / ``files`` /
-``consumed`` / ``superseded`` (fileFeed, see feed.py). ``sha256`` only tells an
+``consumed`` / ``superseded`` (fileFeed, see fetch_feed.py). ``sha256`` only tells an
 unchanged source from a changed one; SHA-256 is hardware-accelerated here, a third of the
 cost of SHA3.
 
@@ -24,7 +24,6 @@ import json
 import os
 import re
 import urllib.parse
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,11 +37,12 @@ from ..metadata.objects import (
     FetchStepUrl,
     SourceOrdering,
 )
-from ..metadata.timefmt import UTC, format_timestamp, parse_timestamp
+from ..metadata.timestamps import UTC, format_timestamp, parse_timestamp
 from ..metadata.yaml_codec import to_dict
-from ..progress import NoProgress, Progress
+from ..workspace.progress import NoProgress, Progress
 from .errors import IngestError
-from .timeformat import to_strftime
+from .fetched import FetchedFile
+from .time_patterns import to_strftime
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -57,36 +57,6 @@ def _background() -> ThreadPoolExecutor:
     from concurrent.futures import ThreadPoolExecutor
 
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="fetch-hash")
-
-
-@dataclass
-class FetchedFile:
-    path: Path  # local bytes, as the source gave them
-    name: str  # how messages call it: the file name, or the URL
-    event_time: datetime | None  # from metadata or path; None when the source has none
-    # source state once this file is ingested; a value may still be computing (a Future)
-    state: dict = field(default_factory=dict)
-    batch: str | None = None  # files of one batch (a feed update) are ingested as one block
-
-    def source_state(self) -> dict:
-        """The state to store with the block, once the file has been read.
-
-        Waits for a content hash still being computed. A local file that changed since it
-        was fetched loses its hash, so the next fetch takes it again instead of comparing
-        with a hash of other bytes than those ingested.
-        """
-        from concurrent.futures import Future
-
-        state = {k: v.result() if isinstance(v, Future) else v for k, v in self.state.items()}
-        if "mtime_ns" in state:
-            try:
-                st = self.path.stat()
-                unchanged = (st.st_mtime_ns, st.st_size) == (state["mtime_ns"], state["size"])
-            except OSError:
-                unchanged = False
-            if not unchanged:
-                state.pop("sha256", None)
-        return state
 
 
 def fingerprint(step: FetchStep) -> str:
@@ -104,12 +74,12 @@ def fetch(step: FetchStep, *, root: Path, scratch: Path, state: dict | None,
     fp = fingerprint(step)
     state = state if state and state.get("fetch") == fp else {}
     if isinstance(step, FetchStepFileFeed):
-        from . import feed
+        from . import fetch_feed
 
-        io, feed_plan = feed.plan(step, state)
+        io, feed_plan = fetch_feed.plan(step, state)
         if notes is not None:
             notes += feed_plan.notes
-        files = feed.download(io, feed_plan, scratch, progress)
+        files = fetch_feed.download(io, feed_plan, scratch, progress)
     elif isinstance(step, FetchStepFilesGlob):
         files = _fetch_glob(step, root, state)
     elif urllib.parse.urlparse(step.url).scheme in ("", "file"):
@@ -126,7 +96,7 @@ def probe(step: FetchStep, *, root: Path, state: dict | None) -> list[str] | Non
     status``): local files by the stat and hash the state records; None for a remote URL,
     which only a request could tell (unless its ``cache`` says it is fetched once)."""
     if isinstance(step, FetchStepFileFeed):  # a listing, no download
-        from .feed import plan
+        from .fetch_feed import plan
 
         state = state if state and state.get("fetch") == fingerprint(step) else {}
         return [f"{u.prefix}/ ({len(u.files)} files)" for u in plan(step, state)[1].take]

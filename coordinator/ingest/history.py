@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary
-from ..metadata.timefmt import now_utc
+from ..metadata.timestamps import now_utc
 from ..workspace import Dataset, DatasetNotFound, DatasetState, layout
 from .errors import IngestError
 

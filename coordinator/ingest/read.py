@@ -37,7 +37,7 @@ from ..metadata.objects import (
 from .convert import ConversionError, TextOptions, convert_column, reading_decimal
 from .errors import IngestError
 from .schema_ddl import parse_schema
-from .timeformat import to_strftime
+from .time_patterns import to_strftime
 
 _CSV_ROW_ERROR = re.compile(r"^(?:In CSV column #(\d+): )?(?:CSV parse error: )?Row #(\d+): (.*)$",
                             re.S)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import CoordError
 from . import objects
 from .shape import FieldInfo, fields_of, union_tag, variant_by_tag
-from .timefmt import UTC, IntervalType, TimeInterval, nanosecond_of, with_nanosecond
+from .timestamps import UTC, IntervalType, TimeInterval, nanosecond_of, with_nanosecond
 
 if TYPE_CHECKING:
     import flatbuffers

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import ClassVar, dataclass_transform
 
-from .timefmt import TimeInterval
+from .timestamps import TimeInterval
 
 
 class SourceOrdering(enum.Enum):

@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from . import objects
-from .timefmt import TimeInterval
+from .timestamps import TimeInterval
 
 
 @dataclass(frozen=True)

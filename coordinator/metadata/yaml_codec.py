@@ -13,7 +13,7 @@ import yaml
 from ..errors import CoordError
 from . import objects
 from .shape import Shape, fields_of, variant_by_kind
-from .timefmt import format_interval, format_timestamp, parse_interval, parse_timestamp
+from .timestamps import format_interval, format_timestamp, parse_interval, parse_timestamp
 
 
 class DecodeError(CoordError, ValueError):

@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..metadata.objects import SuccessMarker
-from ..metadata.timefmt import UTC
+from ..metadata.timestamps import UTC
 from .fileio import FileIO, LocalFileIO, S3FileIO, TooLarge
 
 MARKER = "_SUCCESS"

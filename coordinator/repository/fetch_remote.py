@@ -1,6 +1,6 @@
 """Pull a dataset from a repository (a remote): check everything, then make it visible at once.
 
-(``coordinator/pull.py`` brings local datasets up to date and calls this for one that came
+(``coordinator/build/pull.py`` brings local datasets up to date and calls this for one that came
 from a repository; ``cli/pull.py`` is the command.)
 
 1. Read the remote head and walk the remote chain back to the first block known locally,
@@ -27,11 +27,11 @@ from pathlib import Path
 from ..metadata.chain import ChainBlock, ChainError, walk
 from ..metadata.ids import DatasetRef
 from ..metadata.objects import DataSlice
-from ..progress import Progress
-from ..trust import Signer, admit_pull, record_pull
-from ..verify import ExpectedFiles, check_data_file, expected_files
+from ..trust.authorship import Signer, admit_pull, record_pull
+from ..trust.verify import ExpectedFiles, check_data_file, expected_files
 from ..workspace import DatasetState, SealedBlock, Workspace, layout
 from ..workspace.fsutil import remove
+from ..workspace.progress import Progress
 from .fileio import OutsideRepository, TooLarge
 from .registry import open_remote, remember
 from .remote import RemoteDataset, SyncError, checked_name

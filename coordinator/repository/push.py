@@ -13,9 +13,9 @@ from pathlib import Path
 
 from ..metadata.chain import ChainBlock
 from ..metadata.ids import DatasetRef
-from ..progress import Progress
 from ..workspace import Dataset, DatasetNotFound, Workspace, layout
 from ..workspace.crash import crash_point
+from ..workspace.progress import Progress
 from .fileio import RefConflict
 from .registry import RepositoryError, open_remote, parse_target, remember, remembered
 from .remote import RemoteDataset, SyncError

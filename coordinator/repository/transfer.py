@@ -6,7 +6,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ..progress import NoProgress, Progress
+from ..workspace.progress import NoProgress, Progress
 
 T = TypeVar("T")
 

@@ -23,12 +23,12 @@ from collections.abc import Callable, Hashable
 from datetime import datetime
 from typing import Any
 
-from .. import lineage as lineage_service
-from .. import status as status_service
-from ..graph import DatasetGraph
-from ..metadata.timefmt import format_timestamp
+from ..build import status as status_service
+from ..lineage import datasets as lineage_service
+from ..metadata.timestamps import format_timestamp
 from ..workspace import DatasetNotFound, Workspace, layout
-from .service import BuildService
+from ..workspace.graph import DatasetGraph
+from .build_service import BuildService
 
 ROOT_STATUS_S = 1.0
 KEPT = 512
@@ -95,8 +95,8 @@ class Answers:
         return await self._answer(("graph", tuple(heads.items())), compute)
 
     async def tail(self, dataset_id: str, n: int, as_at: str | None) -> bytes:
-        from ..tail import json_value
-        from ..tail import tail as last_records
+        from ..query.tail import json_value
+        from ..query.tail import tail as last_records
 
         head = self._heads_with(dataset_id)[dataset_id]
 

@@ -33,9 +33,9 @@ from ..metadata.ids import validate_dataset_id
 from ..metadata.yaml_codec import to_dict
 from ..workspace import Dataset, DatasetNotFound, Workspace
 from .answers import Answers
+from .build_service import BuildService
 from .events import EventBus
-from .page import PAGE
-from .service import BuildService
+from .web_view import PAGE
 
 COOKIE = "coord_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
@@ -116,7 +116,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
                 depth: int | None = Query(None, ge=1, le=1000),
                 since: str | None = Query(None, max_length=40, description="RFC 3339 system time"),
                 until: str | None = Query(None, max_length=40)) -> Response:
-        from ..metadata.timefmt import parse_timestamp
+        from ..metadata.timestamps import parse_timestamp
 
         return _ok(await answers.lineage(validate_dataset_id(dataset_id), direction.value, depth,
                                          parse_timestamp(since) if since else None,
@@ -128,8 +128,8 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
                       depth: int | None = Query(None, ge=1, le=1000),
                       since: str | None = Query(None, max_length=40, description="RFC 3339 system time"),
                       until: str | None = Query(None, max_length=40)) -> dict:
-        from ..field_lineage import FieldGraph, column_lineage_json
-        from ..metadata.timefmt import parse_timestamp
+        from ..lineage.fields import FieldGraph, column_lineage_json
+        from ..metadata.timestamps import parse_timestamp
 
         ds = _existing(ws, dataset_id)
         fields = FieldGraph(ws, since=parse_timestamp(since) if since else None,
@@ -141,7 +141,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     def provenance(dataset_id: str, block: str = Query(..., pattern="^[0-9a-fA-F]{4,64}$"),
                    row: Annotated[list[int] | None, Query(ge=0)] = None,
                    where: str | None = Query(None, min_length=1, max_length=10_000)) -> dict:
-        from ..provenance import as_json, block_provenance
+        from ..lineage.provenance import as_json, block_provenance
 
         if row and where:
             raise CoordError("give row or where, not both")
@@ -152,8 +152,8 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
 
     @app.get("/lineage/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
     def lineage_page(dataset_id: str) -> HTMLResponse:
-        from ..lineage_document import lineage_document
-        from ..lineage_page import render_lineage_page
+        from ..lineage.document import lineage_document
+        from ..lineage.page import render_lineage_page
 
         ds = _existing(ws, dataset_id)
         return HTMLResponse(render_lineage_page(lineage_document(ws, ds.id, upstream=True,
@@ -164,8 +164,8 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
             limit: int = Query(1000, ge=1, le=SQL_MAX_ROWS),
             timeout_s: float = Query(10.0, gt=0, le=SQL_MAX_SECONDS),
             as_at: str | None = Query(None, max_length=100)) -> dict:
-        from ..sql import query_limited
-        from ..tail import json_value
+        from ..query.sql import query_limited
+        from ..query.tail import json_value
 
         table, truncated = query_limited(ws, q, max_rows=limit, seconds=timeout_s, as_at=as_at)
         rows = json.loads(json.dumps(table.to_pylist(), default=json_value))

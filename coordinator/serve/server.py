@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CoordError
-from ..graph import DatasetGraph
 from ..workspace import Workspace
+from ..workspace.graph import DatasetGraph
 from ..workspace.served import ServeLease
 from .events import EventBus
 from .watch import FolderWatch, watched_pattern
@@ -67,7 +67,7 @@ def serve(ws: Workspace, listen: Listen) -> None:
     import uvicorn
 
     from .api import Access, create_app
-    from .service import BuildService
+    from .build_service import BuildService
 
     if not is_loopback(listen.bind) and listen.token_file is None:
         raise ServeError(f"--bind {listen.bind} is reachable from other machines: give --token-file "

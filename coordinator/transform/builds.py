@@ -15,7 +15,7 @@ from datetime import datetime
 
 from ..errors import CoordError
 from ..metadata.objects import DatasetSourceDerivative, MetadataBlock, TransformSql
-from ..metadata.timefmt import IntervalType, TimeInterval
+from ..metadata.timestamps import IntervalType, TimeInterval
 from ..workspace import Dataset, Workspace
 
 Chain = Sequence[tuple[bytes, MetadataBlock]]  # newest first, as Dataset.blocks() yields

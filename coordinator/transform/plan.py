@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..metadata.objects import DatasetVocabulary, DataSlice, MetadataBlock, TransformSql
-from ..metadata.timefmt import IntervalType, TimeInterval
+from ..metadata.timestamps import IntervalType, TimeInterval
 from ..workspace import Dataset, DatasetState, Workspace
 from .builds import consumed_until, query_in_force_at, source_of
 

@@ -20,12 +20,12 @@ from ..metadata.objects import (
     MetadataBlock,
     TransformSql,
 )
-from ..metadata.timefmt import IntervalType, now_utc
-from ..verify import Problem
+from ..metadata.timestamps import IntervalType, now_utc
+from ..trust.verify import Problem
 from ..workspace import Dataset
-from .field_lineage import derive_field_lineage, lineage_difference
+from .execute import run_step
 from .plan import TransformPlan, plan_input
-from .service import run_step
+from .record_lineage import derive_field_lineage, lineage_difference
 
 
 def make_replay(engine: Callable[[], Engine]):

@@ -20,6 +20,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import CoordError
 from ..metadata.block_hash import HASH_LEN, check_stored, seal
@@ -29,10 +30,12 @@ from ..metadata.objects import MetadataBlock
 from ..metadata.signing import SignatureStatus
 from . import layout
 from .crash import crash_point
-from .dataset import Dataset
 from .fsutil import TMP_PREFIX, atomic_write, install, remove
 from .lock import DatasetLock
 from .state import DatasetState
+
+if TYPE_CHECKING:
+    from .dataset import Dataset  # the dataset hands out its writer (Dataset.writer)
 
 CRASH_POINTS = (
     "data-installed",

@@ -25,7 +25,7 @@ from ..errors import CoordError
 RUNTIMES = ("auto", "container", "sandbox")
 DEFAULT_RUNTIME = "auto"
 DEFAULT_SPARK_MASTER = "local[2]"
-TRUST_POLICIES = ("trusted", "known", "any")  # see coordinator/trust.py
+TRUST_POLICIES = ("trusted", "known", "any")  # see coordinator/trust/authorship.py
 
 
 class ConfigError(CoordError):

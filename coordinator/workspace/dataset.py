@@ -15,10 +15,10 @@ from ..errors import CoordError
 from ..metadata import chain
 from ..metadata.objects import MetadataBlock
 from . import layout
+from .commit import DatasetWriter
 from .state import DatasetState
 
 if TYPE_CHECKING:
-    from .commit import DatasetWriter
     from .workspace import Workspace
 
 
@@ -207,8 +207,6 @@ class Dataset:
     def writer(self, known: DatasetState | None = None) -> DatasetWriter:
         """The dataset's writer; ``known``: a state read earlier in this command, taken as the
         writer's if the head has not moved since (else the chain is read again)."""
-        from .commit import DatasetWriter
-
         return DatasetWriter(self, known)
 
 

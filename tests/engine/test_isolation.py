@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.engine.runtime import running_engine
+from coordinator.engine.session import dataset_folders
 from coordinator.engine.settings import EngineSettings
-from coordinator.transform.engine_session import dataset_folders
 from coordinator.workspace import Workspace
 
 pytestmark = pytest.mark.engine_start

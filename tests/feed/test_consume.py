@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pytest
 
+from coordinator.build.status import dataset_status
 from coordinator.ingest import IngestError, pull_root
-from coordinator.status import dataset_status
 
 from ..ingest.conftest import rows_of
 from ..support.cli import coord

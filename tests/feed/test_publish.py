@@ -8,8 +8,8 @@ import pytest
 
 from coordinator.data.hashing import logical_hash
 from coordinator.ingest import pull_root
-from coordinator.publish import PublishError, publish
 from coordinator.repository.feed import update_name
+from coordinator.repository.publish import PublishError, publish
 from coordinator.workspace import Workspace, layout
 
 from ..ingest.conftest import add_dataset, write

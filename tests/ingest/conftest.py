@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.catalog import add_datasets
 from coordinator.metadata.manifest import load_manifest
 from coordinator.workspace import Workspace
+from coordinator.workspace.catalog import add_datasets
 
 DATASET = "test.ds"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.catalog import add_datasets
 from coordinator.ingest import pull_root
 from coordinator.metadata.manifest import load_manifest
+from coordinator.workspace.catalog import add_datasets
 
 from .conftest import rows_of, slices_of
 

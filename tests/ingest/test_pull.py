@@ -7,7 +7,7 @@ import pytest
 
 from coordinator.data.hashing import logical_hash, physical_hash
 from coordinator.ingest import IngestError, pull_root
-from coordinator.metadata.timefmt import IntervalType
+from coordinator.metadata.timestamps import IntervalType
 
 from ..support.fake_engine import FakeEngine
 from .conftest import DATASET, add_dataset, rows_of, slices_of, write

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from coordinator.engine.session import open_engine
 from coordinator.engine.settings import EngineSettings
 from coordinator.ingest import IngestError, pull_root
-from coordinator.transform.engine_session import open_engine
 from coordinator.workspace import Workspace
 
 from .conftest import DATASET, add_dataset

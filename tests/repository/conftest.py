@@ -20,7 +20,7 @@ import pytest
 
 from coordinator.data.hashing import logical_hash, physical_hash
 from coordinator.metadata import objects as o
-from coordinator.metadata.timefmt import TimeInterval, now_utc
+from coordinator.metadata.timestamps import TimeInterval, now_utc
 from coordinator.repository import add_repository
 from coordinator.workspace import Dataset, Workspace
 

@@ -22,11 +22,11 @@ from coordinator.metadata.block_hash import seal
 from coordinator.metadata.ids import DatasetRef
 from coordinator.metadata.manifest import MAX_BLOCK_MANIFEST, load_block_manifest
 from coordinator.metadata.signing import SignatureStatus
-from coordinator.metadata.timefmt import IntervalType
+from coordinator.metadata.timestamps import IntervalType
 from coordinator.metadata.yaml_codec import render
 from coordinator.repository import open_url, pull_from_repository, push_dataset
 from coordinator.repository.fileio import FileIO
-from coordinator.verify import verify_dataset
+from coordinator.trust.verify import verify_dataset
 from coordinator.workspace import Dataset, Workspace
 
 from ..support.cli import coord

@@ -7,7 +7,7 @@ from coordinator.metadata.chain import walk
 from coordinator.metadata.ids import DatasetRef
 from coordinator.metadata.objects import MetadataBlock
 from coordinator.metadata.signing import SignatureStatus
-from coordinator.metadata.timefmt import format_timestamp, parse_timestamp
+from coordinator.metadata.timestamps import format_timestamp, parse_timestamp
 from coordinator.repository import (
     RefConflict,
     RemoteDataset,
@@ -24,8 +24,8 @@ from coordinator.repository import (
 )
 from coordinator.repository import push as push_module
 from coordinator.repository.registry import remote_path
-from coordinator.trust import Authorship
-from coordinator.verify import verify_dataset
+from coordinator.trust.authorship import Authorship
+from coordinator.trust.verify import verify_dataset
 
 from ..support.cli import coord, coord_started
 from .conftest import append_slices, make_derivative, make_root, snapshot, with_repo

@@ -10,7 +10,7 @@ import pytest
 from coordinator.metadata.ids import DatasetRef
 from coordinator.metadata.signing import SigningKey
 from coordinator.repository import pull_from_repository, push_dataset
-from coordinator.trust import Authorship, Policy
+from coordinator.trust.authorship import Authorship, Policy
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from coordinator.metadata.signing import SignatureStatus, SigningKey, verified_fact
-from coordinator.verify import Problem, verify, verify_dataset
+from coordinator.trust.verify import Problem, verify, verify_dataset
 from coordinator.workspace import Workspace, layout
 
 from ..support.cli import coord

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from coordinator.catalog import add_datasets
 from coordinator.metadata.manifest import load_manifest
 from coordinator.workspace import Workspace
+from coordinator.workspace.catalog import add_datasets
 
 from ..support.cli import coord_started
 from ..support.manifests import derivative_manifest

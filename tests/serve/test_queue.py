@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.serve.service import WorkQueue
+from coordinator.serve.build_service import WorkQueue
 from coordinator.workspace.config import Config, ConfigError
 
 ORDER = ["a.root", "b.root", "c.joined", "d.report"]  # c reads a and b, d reads c

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from coordinator.serve.build_service import BuildService
 from coordinator.serve.events import EventBus
-from coordinator.serve.service import BuildService
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import Config, ConfigError, Schedule, ServeConfig
 

@@ -52,7 +52,7 @@ from coordinator.engine.port import (
 )
 from coordinator.engine.settings import EngineSettings
 from coordinator.metadata.objects import DatasetVocabulary, EngineIdentity, FieldLineage, TransformSql
-from coordinator.metadata.timefmt import format_timestamp, parse_timestamp
+from coordinator.metadata.timestamps import format_timestamp, parse_timestamp
 
 STATE_FILE = "fake-engine.json"
 SYSTEM_TIME_TYPE = pa.timestamp("us", tz="UTC")

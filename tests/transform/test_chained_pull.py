@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from coordinator.metadata.timefmt import parse_timestamp
+from coordinator.metadata.timestamps import parse_timestamp
 from tests.chained_streams import (
     FAR_WATERMARK,
     ORDER_ROWS,

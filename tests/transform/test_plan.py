@@ -11,13 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from coordinator import catalog
 from coordinator.ingest import pull_root
 from coordinator.metadata.manifest import load_manifests
-from coordinator.metadata.timefmt import IntervalType
+from coordinator.metadata.timestamps import IntervalType
+from coordinator.transform.execute import pull_derivative
 from coordinator.transform.plan import plan_transform
-from coordinator.transform.service import pull_derivative
-from coordinator.workspace import Workspace
+from coordinator.workspace import Workspace, catalog
 
 from ..support.cli import coord
 from ..support.fake_engine import FakeEngine

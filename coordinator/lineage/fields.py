@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from .errors import CoordError
-from .graph import DatasetGraph
-from .lineage import fetch_location
-from .metadata.objects import DatasetSourceRoot, FieldLineage, FieldSource
-from .metadata.timefmt import format_timestamp
-from .workspace import Workspace
+from ..errors import CoordError
+from ..metadata.objects import DatasetSourceRoot, FieldLineage, FieldSource
+from ..metadata.timestamps import format_timestamp
+from ..workspace import Workspace
+from ..workspace.graph import DatasetGraph
+from .datasets import fetch_location
 
 
 @dataclass(frozen=True)

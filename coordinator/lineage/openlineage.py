@@ -16,10 +16,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from .field_lineage import FieldGraph, FieldVersion, field_versions, root_origin
-from .metadata.objects import FieldSource
-from .metadata.timefmt import format_timestamp
-from .workspace import Workspace
+from ..metadata.objects import FieldSource
+from ..metadata.timestamps import format_timestamp
+from ..workspace import Workspace
+from .fields import FieldGraph, FieldVersion, field_versions, root_origin
 
 PRODUCER = "https://github.com/open-data-fabric/coord"
 JOB_NAMESPACE = "coord"

@@ -6,12 +6,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import CoordError
+from ..errors import CoordError
+from ..metadata.objects import DatasetSnapshot, MetadataBlock
+from ..metadata.timestamps import now_utc, parse_timestamp
+from . import layout
+from .dataset import Dataset, DatasetNotFound
+from .fsutil import remove
 from .graph import DatasetGraph, inputs_of
-from .metadata.objects import DatasetSnapshot, MetadataBlock
-from .metadata.timefmt import now_utc, parse_timestamp
-from .workspace import Dataset, DatasetNotFound, DatasetState, Workspace, layout
-from .workspace.fsutil import remove
+from .state import DatasetState
+from .workspace import Workspace
 
 
 class CatalogError(CoordError):

@@ -27,8 +27,9 @@ from pathlib import Path
 
 from ..errors import CoordError
 from ..metadata.objects import FetchStepFileFeed, SuccessMarker
-from ..progress import Progress
+from ..workspace.progress import Progress
 from .errors import IngestError
+from .fetched import FetchedFile
 
 _MAX_PARTITIONS = 8
 _DOWNLOADS = 8  # parallel part downloads
@@ -111,7 +112,6 @@ def plan(step: FetchStepFileFeed, state: dict):
 def download(io, feed_plan: FeedPlan, scratch: Path, progress: Progress) -> list:
     """The taken updates' data files as local files (FetchedFile), in ingest order."""
     from ..repository.fileio import TooLarge
-    from .fetch import FetchedFile
 
     jobs = []
     for k, (u, state) in enumerate(zip(feed_plan.take, feed_plan.states, strict=True)):

@@ -14,7 +14,7 @@ import click
 from rich.markup import escape
 from rich.tree import Tree
 
-from ..field_lineage import (
+from ..lineage.fields import (
     FieldEdge,
     FieldGraph,
     FieldRef,
@@ -35,7 +35,7 @@ def show_field_lineage(ws: Workspace, dataset: str, field: str | None, direction
     if not fields.graph.exists(dataset):
         raise DatasetNotFound(dataset)
     if output == "openlineage":
-        from ..openlineage_export import openlineage_events, to_json
+        from ..lineage.openlineage import openlineage_events, to_json
         click.echo(to_json(openlineage_events(fields, ws, dataset, since, until)))
         return
     if field is None:

@@ -40,13 +40,14 @@ from ..metadata.objects import (
     MergeStrategySnapshot,
     MetadataBlock,
 )
-from ..metadata.timefmt import format_timestamp, parse_timestamp
-from ..progress import NoProgress, Progress
+from ..metadata.timestamps import format_timestamp, parse_timestamp
 from ..workspace import DatasetState, DatasetWriter, Workspace
 from ..workspace.config import IngestConfig
+from ..workspace.progress import NoProgress, Progress
 from ..workspace.runs import run_folder
 from .errors import IngestError
-from .fetch import FetchedFile, fetch
+from .fetch import fetch
+from .fetched import FetchedFile
 from .history import DatasetHistory
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ class _Pull:
 
     def _prepared(self, piece: _Piece, system_time: datetime) -> _Piece:
         """The piece through the preprocess query, with its event time column."""
-        from . import slices
+        from . import slice_layout
 
         table = piece.table
         if self.source.preprocess is not None:
@@ -208,7 +209,7 @@ class _Pull:
             assert self.engine is not None  # pull_root refuses the step without one
             table = run_preprocess(self.engine(), self.history.ds.id, table, self.source.preprocess)
         f = piece.file
-        return dataclasses.replace(piece, table=slices.with_event_time(
+        return dataclasses.replace(piece, table=slice_layout.with_event_time(
             table, self.vocab, f.event_time or system_time, f.name, piece.rows_before))
 
     def _snapshot_on_disk(self, group: list[FetchedFile]) -> bool:
@@ -326,13 +327,13 @@ class _Pull:
         """Conform, hash, write and commit the merged records of ``files``."""
         from ..data.hashing import canonical_rows, sha3_of
         from ..data.slices import output_slice
-        from . import slices
+        from . import slice_layout
 
-        table = slices.conform(table, self.history.schema(), self.vocab)
+        table = slice_layout.conform(table, self.history.schema(), self.vocab)
 
         # the watermark also moves with the source's own times (a snapshot with no changes)
         previous = self.history.watermark
-        known = [previous, slices.max_event_time(table, self.vocab) if len(table) else None,
+        known = [previous, slice_layout.max_event_time(table, self.vocab) if len(table) else None,
                  *(f.event_time for f in files)]
         watermark = max((t for t in known if t is not None), default=None)
         if len(table) == 0 and watermark == previous:
@@ -341,7 +342,7 @@ class _Pull:
         block = MetadataBlock(system_time=system_time, output_watermark=watermark)
         data_file = None
         if len(table):
-            table = slices.finish(table, system_time, self.vocab)
+            table = slice_layout.finish(table, system_time, self.vocab)
             data_file = self.scratch / "slice.parquet"
             # The logical hash runs while the file is written (both release the GIL). Rows of
             # one event time (one file's) are rendered first, on every core: the write then
@@ -349,7 +350,7 @@ class _Pull:
             rows = canonical_rows(table, self.vocab.event_time, self.vocab.system_time)
             with ThreadPoolExecutor(max_workers=1) as pool:
                 logical = pool.submit(sha3_of, rows)
-                physical = slices.write(table, data_file)
+                physical = slice_layout.write(table, data_file)
                 block = dataclasses.replace(block, output_slice=output_slice(
                     logical_hash=logical.result(), physical_hash=physical,
                     num_records=len(table), system_time=system_time))

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from .errors import CoordError
-from .metadata.objects import DatasetVocabulary, MetadataBlock
-from .metadata.timefmt import UTC, format_timestamp
-from .progress import NoProgress, Progress
-from .workspace import DatasetNotFound, Workspace, layout
-from .workspace.fsutil import atomic_write
+from ..errors import CoordError
+from ..metadata.objects import DatasetVocabulary, MetadataBlock
+from ..metadata.timestamps import UTC, format_timestamp
+from ..workspace import DatasetNotFound, Workspace, layout
+from ..workspace.fsutil import atomic_write
+from ..workspace.progress import NoProgress, Progress
 
 FORMATS = ("parquet", "csv")
 _MANIFEST_LIMIT = 1 << 20
@@ -59,8 +59,8 @@ class PublishResult:
 
 def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
             since_last: bool = False, progress: Progress | None = None) -> PublishResult:
-    from .repository.feed import MANIFEST, complete_update
-    from .repository.fileio import open_url
+    from .feed import MANIFEST, complete_update
+    from .fileio import open_url
 
     if fmt not in FORMATS:
         raise PublishError(f"--format {fmt}: use one of {', '.join(FORMATS)}")
@@ -118,7 +118,7 @@ def _name_updates(io, batches: list, recorded: dict[str, list[str]]) -> list[tup
     complete) if that is later: names only grow, so no reader sees a new update as older
     than one it took. An interrupted run's incomplete update gets the same name again.
     """
-    from .repository.feed import list_feed, update_name
+    from .feed import list_feed, update_name
 
     complete = {u.name for u in list_feed(io).updates if u.has_marker} if batches else set()
     found: dict[tuple, str] = {}
@@ -142,7 +142,7 @@ def _name_updates(io, batches: list, recorded: dict[str, list[str]]) -> list[tup
 
 
 def _next_second(name: str) -> str:
-    from .repository.feed import UPDATE_FORMAT, update_name
+    from .feed import UPDATE_FORMAT, update_name
 
     t = datetime.strptime(name, UPDATE_FORMAT).replace(tzinfo=UTC)
     return update_name(t + timedelta(seconds=1))
@@ -150,7 +150,7 @@ def _next_second(name: str) -> str:
 
 def _existing_manifest(io, name: str) -> dict:
     """The ``_coord.json`` of the update of that name ({} if it has none or another kind)."""
-    from .repository.feed import MANIFEST
+    from .feed import MANIFEST
 
     data = io.read_bytes(f"{name}/{MANIFEST}", _MANIFEST_LIMIT)
     try:

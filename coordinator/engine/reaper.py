@@ -17,9 +17,9 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engine.process import LABEL_RUN_ID
-from .workspace import Workspace
-from .workspace.runs import AbandonedRunFolder, abandoned_run_folders, run_folder_held
+from ..workspace import Workspace
+from ..workspace.runs import AbandonedRunFolder, abandoned_run_folders, run_folder_held
+from .process import LABEL_RUN_ID
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Engine:
 
     def stop(self) -> None:
         if self.runtime == "container":
-            from .engine import container  # gRPC and the docker SDK: only when there is work
+            from . import container  # gRPC and the docker SDK: only when there is work
 
             container.stop_container(self._handle)
         else:
@@ -83,7 +83,7 @@ def reap(ws: Workspace) -> Reaped | None:
 
 
 def _containers(ws: Workspace) -> list:
-    from .engine import container
+    from . import container
 
     if not container.container_api_available():
         return []

@@ -11,12 +11,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .errors import CoordError
-from .graph import DatasetGraph
-from .metadata.objects import DatasetSourceRoot
-from .progress import PullProgress
-from .repository.registry import pull_source
-from .workspace import DatasetNotFound, Workspace
+from ..engine.session import EngineOnDemand
+from ..errors import CoordError
+from ..workspace.graph import DatasetGraph
+from ..metadata.objects import DatasetSourceRoot
+from ..workspace.progress import PullProgress
+from ..repository.registry import pull_source
+from ..workspace import DatasetNotFound, Workspace
 
 
 @dataclass
@@ -24,7 +25,7 @@ class PullOutcome:
     dataset_id: str
     message: str
     block_hash: bytes | None = None
-    signers: list = field(default_factory=list)  # of blocks pulled from a repository (trust.Signer)
+    signers: list = field(default_factory=list)  # trust.authorship.Signer of blocks pulled from a repository
 
 
 def pull_order(ws: Workspace, graph: DatasetGraph, ids: list[str], *, recursive: bool) -> list[str]:
@@ -37,30 +38,6 @@ def pull_order(ws: Workspace, graph: DatasetGraph, ids: list[str], *, recursive:
                        follow=lambda dataset_id: pull_source(ws, dataset_id) is None)
 
 
-class EngineOnDemand:
-    """Starts the engine the first time a dataset needs it; one per command. The engine sees
-    only the folders of the datasets ``readable()`` names (read-only): the ones it computes and
-    their inputs. It is asked when the engine starts: a command that needs no engine (verify
-    of a broken chain) never reads them."""
-
-    def __init__(self, ws: Workspace, stack: ExitStack, readable: Callable[[], Iterable[str]],
-                 settings=None):
-        self._ws, self._stack, self._settings, self._engine = ws, stack, settings, None
-        self._readable = readable
-
-    @property
-    def identity(self):
-        """The running engine's identity, or None when none was needed."""
-        return self._engine.identity if self._engine is not None else None
-
-    def get(self):
-        if self._engine is None:
-            from .transform.engine_session import open_engine
-
-            self._engine = self._stack.enter_context(open_engine(self._ws, self._readable(), self._settings))
-        return self._engine
-
-
 def pull_datasets(
     ws: Workspace,
     ids: list[str],
@@ -70,7 +47,7 @@ def pull_datasets(
     progress_factory: Callable[[str], PullProgress] | None = None,
     report: Callable[[PullOutcome], None] = lambda outcome: None,
 ) -> list[PullOutcome]:
-    from .ingest.service import pull_root
+    from ..ingest.pipeline import pull_root
 
     graph = DatasetGraph(ws)
     order = pull_order(ws, graph, ids, recursive=recursive)
@@ -82,7 +59,7 @@ def pull_datasets(
             progress = progress_factory(dataset_id) if progress_factory else None
             origin = pull_source(ws, dataset_id)
             if origin is not None:
-                from .repository.fetch_remote import pull_from_repository
+                from ..repository.fetch_remote import pull_from_repository
 
                 synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress,
                                               known=state)
@@ -97,7 +74,7 @@ def pull_datasets(
             else:
                 if set_watermark is not None:
                     raise CoordError(f"{dataset_id} is a derivative: its watermark follows its inputs")
-                from .transform.service import pull_derivative  # gRPC: only for derivatives
+                from ..transform.execute import pull_derivative  # gRPC: only for derivatives
 
                 derived = pull_derivative(ws, dataset_id, engine.get, progress=progress, state=state)
                 outcome = PullOutcome(dataset_id, derived.message, derived.block_hash)

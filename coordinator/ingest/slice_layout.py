@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from ..data.hashing import physical_hash
 from ..data.slices import GROWTH_RULE, compare_schemas
 from ..metadata.objects import DatasetVocabulary
-from ..metadata.timefmt import UTC
+from ..metadata.timestamps import UTC
 from .convert import ConversionError, TextOptions, convert_column
 from .errors import IngestError
 

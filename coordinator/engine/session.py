@@ -7,17 +7,17 @@ workspace and run folder as labels, so a later command can find what a crash lef
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from ..engine import factory
-from ..engine.port import Engine
-from ..engine.process import LABEL_RUN_ID, LABEL_WORKSPACE
-from ..engine.settings import EngineSettings
 from ..workspace import Workspace
 from ..workspace.runs import LEASE_NAME, run_folder
+from . import factory
+from .port import Engine
+from .process import LABEL_RUN_ID, LABEL_WORKSPACE
+from .settings import EngineSettings
 
 
 def engine_settings(ws: Workspace) -> EngineSettings:
@@ -47,3 +47,25 @@ def open_engine(ws: Workspace, datasets: Iterable[str],
         with factory.open_engine(settings or engine_settings(ws), run_dir, dataset_folders(ws, datasets),
                                  lease=run_dir / LEASE_NAME, labels=labels) as engine:
             yield engine
+
+
+class EngineOnDemand:
+    """Starts the engine the first time a dataset needs it; one per command. The engine sees
+    only the folders of the datasets ``readable()`` names (read-only): the ones it computes and
+    their inputs. It is asked when the engine starts: a command that needs no engine (verify
+    of a broken chain) never reads them."""
+
+    def __init__(self, ws: Workspace, stack: ExitStack, readable: Callable[[], Iterable[str]],
+                 settings=None):
+        self._ws, self._stack, self._settings, self._engine = ws, stack, settings, None
+        self._readable = readable
+
+    @property
+    def identity(self):
+        """The running engine's identity, or None when none was needed."""
+        return self._engine.identity if self._engine is not None else None
+
+    def get(self):
+        if self._engine is None:
+            self._engine = self._stack.enter_context(open_engine(self._ws, self._readable(), self._settings))
+        return self._engine

@@ -1,4 +1,7 @@
-"""A tiny progress protocol the services report bytes through; the CLI draws it with rich."""
+"""A tiny progress protocol the services report bytes through; the CLI draws it with rich.
+
+It lives at the lowest layer its reporters share (ingest, repository, verify, publish, pull
+all stand on the workspace), so none of them imports upward; it imports nothing itself."""
 from __future__ import annotations
 
 from typing import Protocol

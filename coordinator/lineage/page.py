@@ -1,5 +1,5 @@
 """The lineage web page: one self-contained HTML document for a lineage document
-(``lineage_document.lineage_document``), usable offline and servable as is.
+(``document.lineage_document``), usable offline and servable as is.
 
 Invariants:
 - Everything the page needs is inside it: the CSS and the script (``assets/``, written for
@@ -65,7 +65,7 @@ it; each arrow names the operation. Dashed: used only to decide which rows there
 
 
 def render_lineage_page(document: dict[str, Any]) -> str:
-    """The page for ``document`` (see ``lineage_document``), as one HTML string."""
+    """The page for ``document`` (see ``document.lineage_document``), as one HTML string."""
     assets = files("coordinator") / "assets"
     data = (json.dumps(document, ensure_ascii=False, separators=(",", ":"))
             .replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))

@@ -10,9 +10,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .catalog import block_as_at
-from .metadata.timefmt import format_timestamp
-from .workspace import Dataset
+from ..metadata.timestamps import format_timestamp
+from ..workspace import Dataset
+from ..workspace.catalog import block_as_at
 
 if TYPE_CHECKING:
     import pyarrow as pa

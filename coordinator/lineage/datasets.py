@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .graph import DatasetGraph
-from .metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep, FetchStepFilesGlob
-from .metadata.timefmt import format_timestamp
-from .workspace import DatasetNotFound, Workspace
+from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep, FetchStepFilesGlob
+from ..metadata.timestamps import format_timestamp
+from ..workspace import DatasetNotFound, Workspace
+from ..workspace.graph import DatasetGraph
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,11 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from graphlib import CycleError, TopologicalSorter
 
-from .errors import CoordError
-from .metadata.objects import DatasetSourceDerivative
-from .workspace import DatasetNotFound, DatasetState, Workspace
+from ..errors import CoordError
+from ..metadata.objects import DatasetSourceDerivative
+from .dataset import DatasetNotFound
+from .state import DatasetState
+from .workspace import Workspace
 
 
 class DependencyCycle(CoordError):

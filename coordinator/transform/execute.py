@@ -15,11 +15,11 @@ from ..data.hashing import file_logical_hash, physical_hash
 from ..data.slices import output_slice as data_slice
 from ..engine.port import Engine, EngineProgress, ExecuteInput, ExecuteRequest
 from ..metadata.objects import MetadataBlock
-from ..metadata.timefmt import now_utc
+from ..metadata.timestamps import now_utc
 from ..workspace import DatasetState, Workspace
 from ..workspace.crash import crash_point
-from .field_lineage import with_field_lineage
 from .plan import TransformPlan, plan_transform
+from .record_lineage import with_field_lineage
 
 
 @dataclass

@@ -28,9 +28,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import CoordError
-from .metadata.timefmt import format_timestamp, parse_timestamp
-from .workspace import Workspace
+from ..errors import CoordError
+from ..metadata.timestamps import format_timestamp, parse_timestamp
+from ..workspace import Workspace
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -30,11 +30,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .errors import CoordError
-from .metadata.chain import ChainBlock
-from .metadata.signing import parse_public_key
-from .workspace import DatasetNotFound, Workspace, layout
-from .workspace.fsutil import atomic_write
+from ..errors import CoordError
+from ..metadata.chain import ChainBlock
+from ..metadata.signing import parse_public_key
+from ..workspace import DatasetNotFound, Workspace, layout
+from ..workspace.fsutil import atomic_write
 
 
 class Authorship(enum.Enum):

@@ -28,14 +28,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .catalog import find_block
-from .engine.port import Engine, ExecuteInput
-from .errors import CoordError
-from .metadata.objects import FieldLineage, MetadataBlock
-from .metadata.timefmt import IntervalType
-from .transform.builds import source_in_force_at
-from .transform.plan import InputPlan, plan_input
-from .workspace import Dataset, Workspace
+from ..engine.port import Engine, ExecuteInput
+from ..errors import CoordError
+from ..metadata.objects import FieldLineage, MetadataBlock
+from ..metadata.timestamps import IntervalType
+from ..transform.builds import source_in_force_at
+from ..transform.plan import InputPlan, plan_input
+from ..workspace import Dataset, Workspace
+from ..workspace.catalog import find_block
 
 RECORD = "__odf_record"  # the engine's key of each record to explain
 
@@ -146,7 +146,7 @@ def _choose(ws: Workspace, ds: Dataset, block_hash: bytes, table: pa.Table,
         return list(dict.fromkeys(rows))
     if where is None:
         return list(range(table.num_rows))
-    from .sql import SqlError, SqlSession, resolve_as_at, split_script
+    from ..query.sql import SqlError, SqlSession, resolve_as_at, split_script
 
     path = str(ds.data_file(block_hash)).replace("'", "''")
     script = (f"SELECT file_row_number FROM read_parquet('{path}', file_row_number = true) "
@@ -206,7 +206,7 @@ def _derivation(inputs: _InputRows, parts: list[dict], lineage: FieldLineage | N
 
 def as_json(result: BlockProvenance) -> dict:
     """The answer as JSON (the CLI's ``-o json`` and the HTTP API's body)."""
-    from .tail import json_value
+    from ..query.tail import json_value
 
     def values(row: dict[str, Any]) -> dict[str, Any]:
         return {k: json_value(v) if v is not None else None for k, v in row.items()}

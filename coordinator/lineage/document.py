@@ -1,5 +1,5 @@
 """The lineage page's data: one JSON document computed from the chains, rendered by
-``lineage_page.render_lineage_page`` (and served as is by a server later).
+``page.render_lineage_page`` (and served as is by a server later).
 
 The document has the seed's three levels of detail:
 1. ``datasets`` and ``edges``: the dataset graph around the dataset asked about (as ``coord
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .field_lineage import FieldEdge, FieldGraph
-from .lineage import lineage
-from .metadata.objects import DatasetSourceRoot
-from .metadata.timefmt import format_timestamp, now_utc
-from .workspace import Dataset, Workspace
+from ..metadata.objects import DatasetSourceRoot
+from ..metadata.timestamps import format_timestamp, now_utc
+from ..workspace import Dataset, Workspace
+from .datasets import lineage
+from .fields import FieldEdge, FieldGraph
 
 VERSION = 1
 

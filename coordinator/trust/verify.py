@@ -8,7 +8,7 @@ logical hash when not, or always with ``deep``) and record count, and that trans
 of derivative datasets have their checkpoint. The report names the oldest bad block first:
 that is where the dataset stopped being what its chain says.
 
-Authorship is a separate question (``trust.py``): who signed each block and whether the
+Authorship is a separate question (``authorship.py``): who signed each block and whether the
 workspace's ``trust.require`` accepts that signer. A good signature by a key not trusted is
 never an integrity problem.
 
@@ -26,14 +26,24 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .data.hashing import file_logical_hash, physical_hash
-from .graph import DatasetGraph
-from .metadata.chain import ChainBlock, ChainError, walk
-from .metadata.flatbuffers_codec import BlockFormatError, decode_block
-from .metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, DataSlice
-from .progress import NoProgress, Progress
-from .trust import BlockAuthor, Policy, Signer, authorship, explain, failures, pinned_keys, policy, signers
-from .workspace import Dataset, DatasetNotFound, Workspace
+from ..data.hashing import file_logical_hash, physical_hash
+from ..metadata.chain import ChainBlock, ChainError, walk
+from ..metadata.flatbuffers_codec import BlockFormatError, decode_block
+from ..metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, DataSlice
+from ..workspace import Dataset, DatasetNotFound, Workspace
+from ..workspace.graph import DatasetGraph
+from ..workspace.progress import NoProgress, Progress
+from .authorship import (
+    BlockAuthor,
+    Policy,
+    Signer,
+    authorship,
+    explain,
+    failures,
+    pinned_keys,
+    policy,
+    signers,
+)
 
 
 @dataclass(frozen=True)

@@ -40,14 +40,14 @@ from typing import Any
 
 from ..engine.client import EngineError
 from ..engine.port import Engine
+from ..engine.session import EngineOnDemand
 from ..errors import CoordError
-from ..graph import DatasetGraph
 from ..metadata.objects import DatasetSourceRoot
-from ..metadata.timefmt import format_timestamp, now_utc
-from ..pull import EngineOnDemand
+from ..metadata.timestamps import format_timestamp, now_utc
 from ..repository import pull_source
 from ..workspace import Workspace
 from ..workspace.config import ServeConfig
+from ..workspace.graph import DatasetGraph
 from .events import EventBus
 
 
@@ -225,8 +225,8 @@ class BuildService:
         self._wake.clear()
 
     def _pull(self, dataset_id: str) -> None:
-        from ..ingest.service import pull_root
-        from ..transform.service import pull_derivative
+        from ..ingest.pipeline import pull_root
+        from ..transform.execute import pull_derivative
 
         with self._lock:
             self._set_state(dataset_id, State.RUNNING)

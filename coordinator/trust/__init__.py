@@ -1,0 +1,3 @@
+"""Whether a dataset is what its chain says and who wrote it: ``verify`` (integrity and
+reproducibility, ``coord verify``) and ``authorship`` (who signed each block and whether this
+workspace accepts that signer: trusted keys, keys pinned on first use)."""
