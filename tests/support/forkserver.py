@@ -27,7 +27,7 @@ PRELOAD = [
     "pyarrow", "pyarrow.parquet", "pyarrow.csv", "pyarrow.json", "pyarrow.compute", "pyarrow.dataset",
     "duckdb", "jsonschema", "yaml", "rich.console", "rich.table",
     "cryptography.hazmat.primitives.asymmetric.ed25519",
-    "boto3", "coordinator.cli.main", "coordinator.ingest.service", "coordinator.transform.service",
+    "boto3", "coordinator.cli.main", "coordinator.ingest.pipeline", "coordinator.transform.execute",
     "coordinator.repository.transfer", "tests.support.engines", "tests.support.fake_engine",
 ]
 
