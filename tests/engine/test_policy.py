@@ -214,10 +214,10 @@ def test_execute_refuses_before_running(make_chain):
 
 def test_preprocess_reads_its_input_and_nothing_else(engine_client, engine_root):
     # A root's preprocess step runs as a batch over the view `input`: the same policy holds.
-    source = engine_root / "data" / "preprocess-policy" / "input.parquet"
+    source = engine_root.data / "preprocess-policy" / "input.parquet"
     source.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"city": ["Oslo", "Lima"]}), source)
-    output = engine_root / "run" / "preprocess-policy.parquet"
+    output = engine_root.run / "preprocess-policy.parquet"
     query = TransformSql(engine="spark", query="SELECT upper(city) AS city FROM input")
     assert engine_client.preprocess("x", source, query, output) == 2
     leaking = TransformSql(engine="spark", query="SELECT value AS city FROM text.`/etc/hostname`")
