@@ -120,10 +120,10 @@ def main() -> None:
 
         build_feed(client, "feed/v1.0", args.updates, args.parts)
         step = o.FetchStepFileFeed(url=f"s3+http://{endpoint}/{BUCKET}/feed/v1.0/")
-        taken = len(plan(step, {})[1].take)
+        taken = len(plan(step, None)[1].take)
         assert taken == args.updates, taken
         objects = boto3_listing(endpoint, "feed/v1.0")
-        consume = statistics.median(timed(lambda: plan(step, {})) for _ in range(args.repeat))
+        consume = statistics.median(timed(lambda: plan(step, None)) for _ in range(args.repeat))
         listing = statistics.median(timed(lambda: boto3_listing(endpoint, "feed/v1.0"))
                                     for _ in range(args.repeat))
         rows.append({"operation": f"consume: list + validate {args.updates} updates",

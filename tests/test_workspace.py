@@ -12,6 +12,7 @@ from coordinator.metadata import objects as o
 from coordinator.metadata.signing import SigningKey
 from coordinator.metadata.timestamps import TimeInterval, now_utc, parse_timestamp
 from coordinator.workspace import CommitError, DatasetBusy, Workspace, WorkspaceError, layout
+from coordinator.workspace.source_state import FilesGlobState, SourceState
 
 ROOT_SOURCE = o.DatasetSourceRoot(
     fetch=o.FetchStepUrl(url="file:///dev/null"),
@@ -143,6 +144,6 @@ def test_reset_moves_the_head_back_and_drops_later_blocks(ws, tmp_path):
 def test_source_state_is_read_from_the_newest_block_that_has_one(ws):
     ds = ws.dataset("org.example.a")
     with ds.writer() as w:
-        w.commit(first_block(), source_state={"last": "a.csv"})
+        w.commit(first_block(), source_state=SourceState(FilesGlobState("f1", "a.csv")))
         w.commit(o.MetadataBlock(system_time=now_utc(), output_watermark=now_utc()))
-    assert ds.source_state() == {"last": "a.csv"}
+    assert ds.source_state() == SourceState(FilesGlobState("f1", "a.csv"))

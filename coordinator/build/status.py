@@ -23,6 +23,7 @@ from ..ingest.fetch import probe
 from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot
 from ..transform.builds import consumed_until, last_run_query
 from ..workspace import Dataset, DatasetState, Workspace
+from ..workspace.source_state import SourceStateError
 
 
 class Reason(enum.Enum):
@@ -101,10 +102,10 @@ def _derivative(graph: DatasetGraph, state: DatasetState, source: DatasetSourceD
 
 def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: DatasetSourceRoot,
           st: DatasetStatus) -> None:
-    state = ds.source_state(dataset_state)
     try:
-        files = probe(source.fetch, root=ws.root, state=state)
-    except IngestError as e:
+        state = ds.source_state(dataset_state)
+        files = probe(source.fetch, root=ws.root, state=state.fetched if state is not None else None)
+    except (IngestError, SourceStateError) as e:  # a state file not as coord wrote it, too
         st.reasons.append(Reason.NOT_CHECKED)
         st.unchecked = str(e)
         return
@@ -114,6 +115,6 @@ def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: Datas
     elif files:
         st.reasons.append(Reason.SOURCE_CHANGED if state is not None else Reason.NEVER_PULLED)
         st.new_files = files
-        resume = (state or {}).get("resume") or {}
-        if resume.get("file") in files:  # a file name; fetched again, skipped up to there
-            st.partly_in = int(resume.get("records", 0))
+        resume = state.resume if state is not None else None
+        if resume is not None and resume.file in files:  # fetched again, skipped up to there
+            st.partly_in = resume.records

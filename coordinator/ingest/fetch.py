@@ -1,16 +1,13 @@
 """Fetch step: find what is new at the source and make it a local file.
 
 Each fetched file comes with its event time (from the file's metadata or its path) and the
-source state to store once it has been ingested. The state lives beside the committed block
-(``commit(source_state=...)``), so progress moves exactly when data does: a crash before the
-commit leaves the old state and the next pull fetches the same files again.
-
-State keys: ``fetch`` (a fingerprint of the fetch step: when the step changes, old progress
-no longer applies), ``etag`` / ``last_modified`` / ``sha256`` (url), ``mtime_ns`` / ``size``
-(file:// urls), ``last_file`` and ``last_event_time`` (filesGlob), ``update`` / ``files`` /
-``consumed`` / ``superseded`` (fileFeed, see fetch_feed.py). ``sha256`` only tells an
-unchanged source from a changed one; SHA-256 is hardware-accelerated here, a third of the
-cost of SHA3.
+fetch step's progress once it has been ingested (a ``FetchState``: ``UrlState``,
+``FilesGlobState`` or ``FeedState``, see ``workspace/source_state.py``). The state lives
+beside the committed block (``commit(source_state=...)``), so progress moves exactly when data
+does: a crash before the commit leaves the old state and the next pull fetches the same files
+again. A state carries the fingerprint of the step that made it: when the step changes, old
+progress no longer applies. ``sha256`` only tells an unchanged source from a changed one;
+SHA-256 is hardware-accelerated here, a third of the cost of SHA3.
 
 ``filesGlob`` paths are relative to the workspace root (the folder holding ``.coord``), not to
 the current directory nor the manifest, so a pull means the same wherever it is started.
@@ -20,7 +17,6 @@ from __future__ import annotations
 import functools
 import glob
 import hashlib
-import json
 import os
 import re
 import urllib.parse
@@ -37,15 +33,22 @@ from ..metadata.objects import (
     FetchStepUrl,
     SourceOrdering,
 )
-from ..metadata.timestamps import UTC, format_timestamp, parse_timestamp
-from ..metadata.yaml_codec import to_dict
+from ..metadata.timestamps import UTC
 from ..workspace.progress import NoProgress, Progress
+from ..workspace.source_state import (
+    FeedState,
+    FetchState,
+    FilesGlobState,
+    UrlState,
+    fingerprint,
+    progress_of,
+)
 from .errors import IngestError
 from .fetched import FetchedFile
 from .time_patterns import to_strftime
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
 _CHUNK = 1 << 20
 _TIMEOUT_S = 60
@@ -59,49 +62,40 @@ def _background() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="fetch-hash")
 
 
-def fingerprint(step: FetchStep) -> str:
-    return hashlib.sha256(json.dumps(to_dict(step), sort_keys=True).encode()).hexdigest()[:16]
-
-
-def fetch(step: FetchStep, *, root: Path, scratch: Path, state: dict | None,
+def fetch(step: FetchStep, *, root: Path, scratch: Path, state: FetchState | None,
           progress: Progress | None = None, notes: list[str] | None = None) -> list[FetchedFile]:
-    """The new files in ingest order; empty when nothing changed since ``state``.
+    """The new files in ingest order; empty when nothing changed since ``state`` (the
+    progress stored with the newest block; one an earlier fetch step made is not taken).
 
     ``notes`` receives what the user should hear about the source (a feed's invalidated
     updates), one line each.
     """
     progress = progress or NoProgress()
-    fp = fingerprint(step)
-    state = state if state and state.get("fetch") == fp else {}
     if isinstance(step, FetchStepFileFeed):
         from . import fetch_feed
 
-        io, feed_plan = fetch_feed.plan(step, state)
+        io, feed_plan = fetch_feed.plan(step, progress_of(FeedState, step, state))
         if notes is not None:
             notes += feed_plan.notes
-        files = fetch_feed.download(io, feed_plan, scratch, progress)
-    elif isinstance(step, FetchStepFilesGlob):
-        files = _fetch_glob(step, root, state)
-    elif urllib.parse.urlparse(step.url).scheme in ("", "file"):
-        files = _fetch_local_url(step, root, state)
-    else:
-        files = _fetch_http(step, scratch, state, progress)
-    for f in files:
-        f.state["fetch"] = fp
-    return files
+        return fetch_feed.download(io, feed_plan, scratch, progress)
+    if isinstance(step, FetchStepFilesGlob):
+        return _fetch_glob(step, root, progress_of(FilesGlobState, step, state))
+    if urllib.parse.urlparse(step.url).scheme in ("", "file"):
+        return _fetch_local_url(step, root, progress_of(UrlState, step, state))
+    return _fetch_http(step, scratch, progress_of(UrlState, step, state), progress)
 
 
-def probe(step: FetchStep, *, root: Path, state: dict | None) -> list[str] | None:
+def probe(step: FetchStep, *, root: Path, state: FetchState | None) -> list[str] | None:
     """The files a pull would ingest now, found without downloading anything (``coord
     status``): local files by the stat and hash the state records; None for a remote URL,
     which only a request could tell (unless its ``cache`` says it is fetched once)."""
     if isinstance(step, FetchStepFileFeed):  # a listing, no download
         from .fetch_feed import plan
 
-        state = state if state and state.get("fetch") == fingerprint(step) else {}
-        return [f"{u.prefix}/ ({len(u.files)} files)" for u in plan(step, state)[1].take]
+        feed_plan = plan(step, progress_of(FeedState, step, state))[1]
+        return [f"{u.prefix}/ ({len(u.files)} files)" for u in feed_plan.take]
     if isinstance(step, FetchStepUrl) and urllib.parse.urlparse(step.url).scheme not in ("", "file"):
-        fetched_once = step.cache is not None and state and state.get("fetch") == fingerprint(step)
+        fetched_once = step.cache is not None and progress_of(UrlState, step, state) is not None
         if not fetched_once:
             return None
     return [f.name for f in fetch(step, root=root, scratch=root, state=state)]
@@ -110,45 +104,47 @@ def probe(step: FetchStep, *, root: Path, state: dict | None) -> list[str] | Non
 # --- url ---------------------------------------------------------------------------------------
 
 
-def _fetch_local_url(step: FetchStepUrl, root: Path, state: dict) -> list[FetchedFile]:
+def _fetch_local_url(step: FetchStepUrl, root: Path, state: UrlState | None) -> list[FetchedFile]:
     parsed = urllib.parse.urlparse(step.url)
     # what urllib.request.url2pathname does on POSIX, without importing http.client and ssl
     path = root / urllib.parse.unquote(parsed.path if parsed.scheme else step.url)
-    if step.cache is not None and state:
+    if step.cache is not None and state is not None:
         return []  # cache forever: fetched once, never again
     try:
         st = path.stat()
     except OSError as e:
         raise IngestError(f"fetch {step.url}: {e.strerror}") from None
-    if state.get("mtime_ns") == st.st_mtime_ns and state.get("size") == st.st_size:
+    if state is not None and (state.mtime_ns, state.size) == (st.st_mtime_ns, st.st_size):
         return []
-    content_hash: str | Future[str]
-    if state.get("size") == st.st_size:  # touched, maybe changed: compare the bytes
+    content_hash, pending = None, None
+    if state is not None and state.size == st.st_size:  # touched, maybe changed: compare the bytes
         content_hash = _file_hash(path)
-        if state.get("sha256") == content_hash:
+        if state.sha256 == content_hash:
             return []
     else:  # changed: the new state's hash is computed while the file is read
-        content_hash = _background().submit(_file_hash, path)
+        pending = _background().submit(_file_hash, path)
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     return [FetchedFile(
         path=path, name=path.name, event_time=_event_time(step, str(path), mtime),
-        state={"mtime_ns": st.st_mtime_ns, "size": st.st_size, "sha256": content_hash},
+        state=UrlState(fingerprint(step), sha256=content_hash, mtime_ns=st.st_mtime_ns,
+                       size=st.st_size),
+        sha256=pending,
     )]
 
 
-def _fetch_http(step: FetchStepUrl, scratch: Path, state: dict,
+def _fetch_http(step: FetchStepUrl, scratch: Path, state: UrlState | None,
                 progress: Progress) -> list[FetchedFile]:
     import email.utils
     import urllib.error
     import urllib.request
 
-    if step.cache is not None and state:
+    if step.cache is not None and state is not None:
         return []
     headers = {"User-Agent": "odf-coordinator"}
-    if state.get("etag"):
-        headers["If-None-Match"] = state["etag"]
-    if state.get("last_modified"):
-        headers["If-Modified-Since"] = state["last_modified"]
+    if state is not None and state.etag:
+        headers["If-None-Match"] = state.etag
+    if state is not None and state.last_modified:
+        headers["If-Modified-Since"] = state.last_modified
     request = urllib.request.Request(step.url, headers=headers)
     target = scratch / (Path(urllib.parse.urlparse(step.url).path).name or "download")
     try:
@@ -162,16 +158,16 @@ def _fetch_http(step: FetchStepUrl, scratch: Path, state: dict,
         raise IngestError(f"fetch {step.url}: HTTP {e.code} {e.reason}") from None
     except (urllib.error.URLError, OSError) as e:
         raise IngestError(f"fetch {step.url}: {getattr(e, 'reason', e)}") from None
-    if state.get("sha256") == content_hash:
+    if state is not None and state.sha256 == content_hash:
         return []  # a server without validators sent the same bytes again
     modified = email.utils.parsedate_to_datetime(last_modified) if last_modified else None
     if isinstance(step.event_time, EventTimeSourceFromMetadata) and modified is None:
         raise IngestError(f"fetch {step.url}: eventTime fromMetadata, but the server sent no "
                           "Last-Modified header")
-    new_state = {"etag": etag, "last_modified": last_modified, "sha256": content_hash}
     return [FetchedFile(path=target, name=step.url,
                         event_time=_event_time(step, step.url, modified),
-                        state={k: v for k, v in new_state.items() if v is not None})]
+                        state=UrlState(fingerprint(step), sha256=content_hash, etag=etag,
+                                       last_modified=last_modified))]
 
 
 def _download(response, target: Path, url: str, progress: Progress) -> str:
@@ -200,15 +196,17 @@ def _file_hash(path: Path) -> str:
 # --- filesGlob ---------------------------------------------------------------------------------
 
 
-def _fetch_glob(step: FetchStepFilesGlob, root: Path, state: dict) -> list[FetchedFile]:
+def _fetch_glob(step: FetchStepFilesGlob, root: Path,
+                state: FilesGlobState | None) -> list[FetchedFile]:
     pattern = step.path if os.path.isabs(step.path) else str(root / step.path)
     paths = [Path(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
-    if not paths and not state:
+    if not paths and state is None:
         raise IngestError(f"fetch: no files match {step.path!r} (relative to {root})")
-    files = []
+    fp, files = fingerprint(step), []
     for p in paths:
-        mtime = datetime.fromtimestamp(p.stat().st_mtime, UTC)
-        files.append(FetchedFile(path=p, name=p.name, event_time=_event_time(step, str(p), mtime)))
+        event_time = _event_time(step, str(p), datetime.fromtimestamp(p.stat().st_mtime, UTC))
+        files.append(FetchedFile(path=p, name=p.name, event_time=event_time,
+                                 state=FilesGlobState(fp, p.name, event_time)))
     by_time = step.order is SourceOrdering.BY_EVENT_TIME
     if by_time and any(f.event_time is None for f in files):
         raise IngestError("fetch: order byEventTime needs an eventTime source")
@@ -217,14 +215,12 @@ def _fetch_glob(step: FetchStepFilesGlob, root: Path, state: dict) -> list[Fetch
         return (f.event_time, f.name) if by_time else (f.name,)
 
     files.sort(key=key)
-    if state.get("last_file") is not None:
-        last = (parse_timestamp(state["last_event_time"]), state["last_file"]) if by_time \
-            else (state["last_file"],)
+    if state is not None:
+        if by_time and state.last_event_time is None:  # the step orders by time: it wrote one
+            raise IngestError(f"fetch: the source state names {state.last_file!r} without its "
+                              "event time, which order byEventTime needs")
+        last = (state.last_event_time, state.last_file) if by_time else (state.last_file,)
         files = [f for f in files if key(f) > last]
-    for f in files:
-        f.state = {"last_file": f.name}
-        if f.event_time is not None:
-            f.state["last_event_time"] = format_timestamp(f.event_time)
     return files
 
 

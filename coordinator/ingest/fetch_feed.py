@@ -15,9 +15,10 @@ this module decides what to ingest given what the dataset already holds:
 - Partitioned feeds take each partition's latest valid update; the older ones it supersedes
   are settled with it.
 
-State stored with each block: ``update`` and ``files`` (the prefix and data files the block
-was read from: its provenance), ``consumed`` (every ingested update → its number of data
-files) and ``superseded`` (updates passed over for a newer one of their partition).
+State stored with each block (``FeedState``, ``workspace/source_state.py``): ``update`` and
+``files`` (the prefix and data files the block was read from: its provenance), ``consumed``
+(every ingested update → its number of data files) and ``superseded`` (updates passed over
+for a newer one of their partition).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from ..errors import CoordError
 from ..metadata.objects import FetchStepFileFeed, SuccessMarker
 from ..workspace.progress import Progress
+from ..workspace.source_state import FeedState, fingerprint
 from .errors import IngestError
 from .fetched import FetchedFile
 
@@ -38,12 +40,13 @@ _DOWNLOADS = 8  # parallel part downloads
 @dataclass
 class FeedPlan:
     take: list  # the updates to ingest (repository.feed.Update), oldest first
-    states: list[dict]  # the source state to store with each taken update's block
+    states: list[FeedState]  # the source state to store with each taken update's block
     notes: list[str] = field(default_factory=list)  # what the user should know, one line each
 
 
-def plan(step: FetchStepFileFeed, state: dict):
-    """Open and list the feed; returns (the feed's FileIO, FeedPlan)."""
+def plan(step: FetchStepFileFeed, state: FeedState | None):
+    """Open and list the feed; returns (the feed's FileIO, FeedPlan). ``state``: the feed's
+    progress stored with the newest block (None: nothing ingested by this step yet)."""
     from ..repository.feed import UpdateStatus, judge, list_feed, read_markers
     from ..repository.fileio import open_url
 
@@ -55,8 +58,8 @@ def plan(step: FetchStepFileFeed, state: dict):
         listing = list_feed(io, partitions)
     except CoordError as e:
         raise IngestError(f"fetch fileFeed: {e}") from None
-    consumed: dict[str, int] = dict(state.get("consumed", {}))
-    superseded: set[str] = set(state.get("superseded", ()))
+    consumed: dict[str, int] = dict(state.consumed) if state is not None else {}
+    superseded: set[str] = set(state.superseded) if state is not None else set()
     notes = [f"{s}/: not an update name (YYYYMMDD.HHMMSS), ignored" for s in listing.strays]
     present = {u.prefix: u for u in listing.updates}
     for prefix, count in consumed.items():
@@ -100,12 +103,12 @@ def plan(step: FetchStepFileFeed, state: dict):
         else:
             take += updates
     take.sort(key=lambda u: (u.name, u.partition))
-    states = []
+    states, fp = [], fingerprint(step)
     for u in take:
         consumed[u.prefix] = len(u.files)
         superseded.update(passed_over.get(u.prefix, ()))
-        states.append({"update": u.prefix, "files": list(u.files), "consumed": dict(consumed),
-                       "superseded": sorted(superseded)})
+        states.append(FeedState(fp, u.prefix, tuple(u.files), tuple(consumed.items()),
+                                tuple(superseded)))
     return io, FeedPlan(take, states, notes)
 
 
@@ -138,6 +141,6 @@ def download(io, feed_plan: FeedPlan, scratch: Path, progress: Progress) -> list
                 progress.advance(job[3])
     finally:
         progress.finish()
-    return [FetchedFile(path=local, name=u.path(name), event_time=u.time, state=dict(state),
+    return [FetchedFile(path=local, name=u.path(name), event_time=u.time, state=state,
                         batch=u.prefix)
             for u, state, name, _, local in jobs]

@@ -1,4 +1,4 @@
-"""What a root dataset already holds: its definition, watermark, ingest state and data.
+"""What a root dataset already holds: its definition, watermark, source state and data.
 
 Read once per pull from the metadata chain (under the writer lock) and updated in memory as
 the pull commits blocks, so a pull that makes several blocks sees its own earlier ones.
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary
 from ..metadata.timestamps import now_utc
 from ..workspace import Dataset, DatasetNotFound, DatasetState, layout
+from ..workspace.source_state import SourceState
 from .errors import IngestError
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ class DatasetHistory:
     vocab: DatasetVocabulary
     watermark: datetime | None
     last_system_time: datetime | None
-    state: dict | None  # the fetch step's progress (see fetch.py)
+    state: SourceState | None  # the fetch step's progress and where to resume (source_state.py)
     data_blocks: list[bytes] = field(default_factory=list)  # blocks with a slice, oldest first
 
     @staticmethod
@@ -51,7 +52,7 @@ class DatasetHistory:
         return t
 
     def committed(self, block_hash: bytes, system_time: datetime, watermark: datetime | None,
-                  has_data: bool, state: dict | None) -> None:
+                  has_data: bool, state: SourceState | None) -> None:
         self.last_system_time, self.watermark = system_time, watermark
         if has_data:
             self.data_blocks.append(block_hash)

@@ -17,10 +17,11 @@ feed's update) form one block whatever the merge, unless the size limit splits i
 
 A block is committed when there are new records or the watermark moves; otherwise nothing is
 written. Any error leaves the dataset as it was after its last committed block (the commit is
-the last step of each block). A block that ends within a file or a batch stores the state
-before it plus ``resume: {file, records, of}``: the next pull fetches the same files again
-and skips the records already in if the file is still the same (``of``: its source state,
-size and, read in place, modification time), so each record is ingested exactly once.
+the last step of each block). Each block stores a ``SourceState`` (``workspace/source_state.py``):
+the fetch step's progress once its records are in. A block that ends within a file or a batch
+stores the progress before it plus a ``Resume``: the next pull fetches the same files again
+and skips the records already in if the file is still the same (``FileIdentity``: its fetch
+state, size and, read in place, modification time), so each record is ingested exactly once.
 Arrow and the data steps are imported once there is something to read: nothing new costs no
 Arrow.
 """
@@ -45,6 +46,7 @@ from ..workspace import DatasetState, DatasetWriter, Workspace
 from ..workspace.config import IngestConfig
 from ..workspace.progress import NoProgress, Progress
 from ..workspace.runs import run_folder
+from ..workspace.source_state import FetchState, FileIdentity, Resume, SourceState
 from .errors import IngestError
 from .fetch import fetch
 from .fetched import FetchedFile
@@ -139,8 +141,9 @@ class _Pull:
 
     def run(self) -> IngestResult:
         notes: list[str] = []
-        state = self.history.state or {}
-        base = {k: v for k, v in state.items() if k != "resume"}
+        stored = self.history.state
+        base = stored.fetched if stored is not None else None
+        resume = stored.resume if stored is not None else None
         files = fetch(self.source.fetch, root=self.ws.root, scratch=self.scratch,
                       state=base, progress=self.progress, notes=notes)
         is_snapshot = isinstance(self.source.merge, MergeStrategySnapshot)
@@ -151,8 +154,8 @@ class _Pull:
         blocks, records = [], 0
         try:
             for k, group in enumerate(groups):
-                skip = _resume_point(group, state["resume"], self.scratch, notes) \
-                    if k == 0 and "resume" in state else (0, 0)
+                skip = _resume_point(group, resume, self.scratch, notes) \
+                    if k == 0 and resume is not None else (0, 0)
                 for h, n in self._ingest(group, base, skip):
                     blocks.append(h)
                     records += n
@@ -172,7 +175,7 @@ class _Pull:
             text = f"watermark advanced to {format_timestamp(self.history.watermark)}"
         return text + (f" in {len(blocks)} blocks" if len(blocks) > 1 else "")
 
-    def _ingest(self, group: list[FetchedFile], base: dict,
+    def _ingest(self, group: list[FetchedFile], base: FetchState | None,
                 skip: tuple[int, int]) -> Iterator[tuple[bytes, int]]:
         """Commit the group's records: one block, or one per ``max_slice_bytes`` of them, each
         with the source state that resumes after its last record."""
@@ -194,7 +197,7 @@ class _Pull:
                 pending, size, system_time = [], 0, None
         if pending:
             assert system_time is not None
-            committed = self._commit(pending, system_time, group[-1].source_state())
+            committed = self._commit(pending, system_time, SourceState(group[-1].source_state()))
             if committed is not None:
                 yield committed
 
@@ -228,7 +231,7 @@ class _Pull:
         return self.disk_snapshot is not None
 
     def _ingest_snapshot_on_disk(self, group: list[FetchedFile],
-                                 base: dict) -> Iterator[tuple[bytes, int]]:
+                                 base: FetchState | None) -> Iterator[tuple[bytes, int]]:
         """One block per slice of the change set; all but the last keep the state ``base``
         from before the snapshot (see ``snapshot_disk``)."""
         assert self.disk_snapshot is not None
@@ -247,11 +250,12 @@ class _Pull:
         try:
             held = next(changes)
             for table in changes:
-                committed = self._commit_table(held, group, system_time, base)
+                committed = self._commit_table(held, group, system_time, SourceState(base))
                 if committed is not None:
                     yield committed
                 held, system_time = table, self.history.next_system_time()
-            committed = self._commit_table(held, group, system_time, group[-1].source_state())
+            committed = self._commit_table(held, group, system_time,
+                                           SourceState(group[-1].source_state()))
             if committed is not None:
                 yield committed
             self.disk_snapshot.current_state()
@@ -310,7 +314,7 @@ class _Pull:
         return read_pieces(path, step, name, piece_bytes) if split else iter([read(path, step, name)])
 
     def _commit(self, pieces: list[_Piece], system_time: datetime,
-                state: dict) -> tuple[bytes, int] | None:
+                state: SourceState) -> tuple[bytes, int] | None:
         """Merge, hash, write and commit one slice of ``pieces`` (None: nothing to commit)."""
         import pyarrow as pa
 
@@ -323,7 +327,7 @@ class _Pull:
         return self._commit_table(table, files, system_time, state)
 
     def _commit_table(self, table: pa.Table, files: list[FetchedFile], system_time: datetime,
-                      state: dict) -> tuple[bytes, int] | None:
+                      state: SourceState) -> tuple[bytes, int] | None:
         """Conform, hash, write and commit the merged records of ``files``."""
         from ..data.hashing import canonical_rows, sha3_of
         from ..data.slices import output_slice
@@ -424,7 +428,8 @@ def _piece_bytes(max_slice_bytes: int) -> int:
     return max(1 << 20, min(max_slice_bytes // 4, 64 << 20))
 
 
-def _state_at(group: list[FetchedFile], base: dict, piece: _Piece, scratch: Path) -> dict:
+def _state_at(group: list[FetchedFile], base: FetchState | None, piece: _Piece,
+              scratch: Path) -> SourceState:
     """The source state once ``piece`` and all before it are ingested: a file's own state
     when it was the last of its group or the group is not a batch, else the state before
     the file (or the batch) plus where to resume."""
@@ -432,29 +437,29 @@ def _state_at(group: list[FetchedFile], base: dict, piece: _Piece, scratch: Path
     batch = f.batch is not None
     if piece.last:
         if not batch or i == len(group) - 1:
-            return f.source_state()
+            return SourceState(f.source_state())
         f, i, records = group[i + 1], i + 1, 0
     before = group[i - 1].source_state() if i > 0 and not batch else base
-    return {**before, "resume": {"file": f.name, "records": records, "of": _identity(f, scratch)}}
+    return SourceState(before, Resume(f.name, records, _identity(f, scratch)))
 
 
-def _identity(f: FetchedFile, scratch: Path) -> dict:
+def _identity(f: FetchedFile, scratch: Path) -> FileIdentity:
     """What tells the file apart from a changed one: its source state, its size, and for a
     file read in place (not downloaded to ``scratch``) its modification time, since a glob's
     state is only its name."""
     st = f.path.stat()
     local = not f.path.is_relative_to(scratch)
-    return {"state": f.source_state(), "size": st.st_size, **({"mtime_ns": st.st_mtime_ns} if local else {})}
+    return FileIdentity(f.source_state(), st.st_size, st.st_mtime_ns if local else None)
 
 
-def _resume_point(group: list[FetchedFile], resume: dict, scratch: Path,
+def _resume_point(group: list[FetchedFile], resume: Resume, scratch: Path,
                   notes: list[str]) -> tuple[int, int]:
     """(files to skip, records of the next file to skip) where an earlier pull stopped
     within a file, if that file is still the same; else everything is ingested."""
-    name, records = resume.get("file"), int(resume.get("records", 0))
+    name, records = resume.file, resume.records
     for i, f in enumerate(group):
         if f.name == name:
-            if _identity(f, scratch) == resume.get("of"):
+            if _identity(f, scratch) == resume.of:
                 return i, records
             break
     notes.append(f"{name} is gone or changed since an earlier pull ingested its first {records} "

@@ -16,7 +16,6 @@ by each append, so nothing in a writing command walks the chain again.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from . import layout
 from .crash import crash_point
 from .fsutil import TMP_PREFIX, atomic_write, install, remove
 from .lock import DatasetLock
+from .source_state import SourceState
 from .state import DatasetState
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ class DatasetWriter:
         *,
         data_file: Path | None = None,
         checkpoint_dir: Path | None = None,
-        source_state: dict | None = None,
+        source_state: SourceState | None = None,
     ) -> bytes:
         """Append ``block`` (its ``prev_block_hash`` is set here) and return its hash."""
         head = self.head
@@ -162,7 +162,7 @@ class DatasetWriter:
         crash_point("pull-files-installed")
         self._publish(self.head, [b.checked for b in blocks], fetch_state=False)
 
-    def _write(self, b: SealedBlock, source_state: dict | None) -> None:
+    def _write(self, b: SealedBlock, source_state: SourceState | None) -> None:
         h = b.checked.hash
         if b.data_file is not None:
             install(b.data_file, self.ds.data_file(h))
@@ -176,7 +176,7 @@ class DatasetWriter:
             atomic_write(self.ds.signature_path(h), b.signature)
         crash_point("signature-written")
         if source_state is not None:
-            atomic_write(self.ds.state_path(h), json.dumps(source_state, sort_keys=True).encode())
+            atomic_write(self.ds.state_path(h), source_state.to_json())
         crash_point("state-written")
 
     def _publish(self, expected: bytes | None, new: list[ChainBlock], *, fetch_state: bool) -> None:

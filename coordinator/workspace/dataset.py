@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import CoordError
 from ..metadata import chain
-from ..metadata.objects import MetadataBlock
+from ..metadata.objects import DatasetSourceRoot, MetadataBlock
 from . import layout
 from .commit import DatasetWriter
+from .source_state import SourceState
 from .state import DatasetState
 
 if TYPE_CHECKING:
@@ -197,10 +198,17 @@ class Dataset:
         path = self.remotes_path
         return json.loads(path.read_text()).get(direction) if path.exists() else None
 
-    def source_state(self, state: DatasetState | None = None) -> dict | None:
-        """The ingest state stored with the newest block that has one (of ``state``'s chain)."""
-        h = (state or self.state()).fetch_state_block
-        return None if h is None else json.loads(self.state_path(h).read_text())
+    def source_state(self, state: DatasetState | None = None) -> SourceState | None:
+        """The ingest state stored with the newest block that has one (of ``state``'s chain),
+        read against the fetch step in force (``source_state.py``)."""
+        state = state or self.state()
+        h = state.fetch_state_block
+        if h is None:
+            return None
+        path = self.state_path(h)
+        source = state.source
+        step = source.fetch if isinstance(source, DatasetSourceRoot) else None
+        return SourceState.from_json(path.read_bytes(), where=f"{self.id}: {path}", step=step)
 
     # --- writing ------------------------------------------------------------------------------
 

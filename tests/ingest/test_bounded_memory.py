@@ -145,12 +145,12 @@ def test_a_pull_killed_between_blocks_resumes_within_the_file_exactly_once(tmp_p
     ds = ws.dataset(DATASET)
     [first] = [b for _, b in ds.blocks() if b.output_slice]
     state = ds.source_state()
-    assert state["resume"]["file"] == "one.csv" and state["resume"]["records"] > 0
+    assert state.resume.file == "one.csv" and state.resume.records > 0
 
     coord("pull", DATASET, cwd=ws.root)
     ids = [r["id"] for r in rows_of(ws)]
     assert sorted(ids) == expected_ids(path)  # none lost, none twice
-    assert "resume" not in ds.source_state()
+    assert ds.source_state().resume is None
     assert "up to date" in coord("pull", DATASET, cwd=ws.root).stdout
 
 
@@ -272,7 +272,7 @@ def test_a_download_split_into_blocks_and_killed_resumes_in_the_same_version_onc
     """)
     limit(ws, "1MiB")
     coord("pull", DATASET, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"}, check=False)
-    assert ws.dataset(DATASET).source_state()["resume"]["of"]["state"]["etag"] == '"v1"'
+    assert ws.dataset(DATASET).source_state().resume.of.state.etag == '"v1"'
 
     result = pull_root(ws, DATASET)
 

@@ -14,6 +14,7 @@ from coordinator.metadata.objects import (
     SourceCachingForever,
     SourceOrdering,
 )
+from coordinator.workspace.source_state import FetchState
 
 from .conftest import write
 
@@ -27,7 +28,7 @@ def fetch_all(step, tmp_path, state=None):
 def test_http_fetch_downloads_and_remembers_etag(tmp_path, site):
     url = site.put("/a.csv", b"a\n1\n", etag='"v1"')
     [f] = fetch_all(FetchStepUrl(url=url), tmp_path)
-    assert f.path.read_bytes() == b"a\n1\n" and f.state["etag"] == '"v1"'
+    assert f.path.read_bytes() == b"a\n1\n" and f.state.etag == '"v1"'
 
 
 def test_http_304_means_nothing_new(tmp_path, site):
@@ -65,7 +66,7 @@ def test_http_error_is_reported(tmp_path, site):
         fetch_all(FetchStepUrl(url=site.url + "/missing.csv"), tmp_path)
 
 
-def fetched_state(step, tmp_path) -> dict:
+def fetched_state(step, tmp_path) -> FetchState:
     """What a pull of the file stores: the state once the file has been read."""
     [f] = fetch_all(step, tmp_path)
     return f.source_state()
@@ -95,7 +96,7 @@ def test_file_url_with_other_bytes_of_the_same_size_is_fetched(tmp_path):
     path.write_text("a\n2\n")
     os.utime(path, (JAN.timestamp(), JAN.timestamp()))
     [again] = fetch_all(step, tmp_path, state)
-    assert again.source_state()["sha256"] != state["sha256"]
+    assert again.source_state().sha256 != state.sha256
 
 
 def test_a_file_changed_while_it_was_ingested_is_fetched_again(tmp_path):
@@ -105,7 +106,7 @@ def test_a_file_changed_while_it_was_ingested_is_fetched_again(tmp_path):
     path.write_text("a\n2\n")  # after the fetch, before the block is committed
     os.utime(path, (JAN.timestamp(), JAN.timestamp()))
     state = f.source_state()
-    assert "sha256" not in state
+    assert state.sha256 is None
     assert len(fetch_all(step, tmp_path, state)) == 1
 
 
@@ -121,7 +122,7 @@ def test_glob_returns_files_in_name_order_relative_to_root(tmp_path):
         write(tmp_path / "in" / name, "x\n")
     files = fetch_all(FetchStepFilesGlob(path="in/*.csv"), tmp_path)
     assert [f.name for f in files] == ["a.csv", "b.csv"]
-    assert files[-1].state["last_file"] == "b.csv"
+    assert files[-1].state.last_file == "b.csv"
 
 
 def test_glob_returns_only_files_after_the_last_one_ingested(tmp_path):

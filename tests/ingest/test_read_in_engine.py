@@ -87,7 +87,7 @@ def test_a_pull_read_by_the_engine_and_killed_between_blocks_resumes_exactly_onc
     killed = coord("pull", DATASET, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"},
                    check=False, fake_engine=True)
     assert killed.returncode == -9
-    assert ws.dataset(DATASET).source_state()["resume"]["records"] > 0
+    assert ws.dataset(DATASET).source_state().resume.records > 0
     coord("pull", DATASET, cwd=ws.root, fake_engine=True)
     assert sorted(r["id"] for r in rows_of(ws)) == expected_ids(path)  # none lost, none twice
 
