@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..engine.session import EngineOnDemand
-from ..errors import CoordError
+from ..errors import CoordError, Invalid
 from ..workspace.graph import DatasetGraph
 from ..metadata.objects import DatasetSourceRoot
 from ..workspace.progress import PullProgress
@@ -73,7 +73,7 @@ def pull_datasets(
                 outcome = PullOutcome(dataset_id, ingested.message, ingested.block_hash)
             else:
                 if set_watermark is not None:
-                    raise CoordError(f"{dataset_id} is a derivative: its watermark follows its inputs")
+                    raise Invalid(f"{dataset_id} is a derivative: its watermark follows its inputs")
                 from ..transform.execute import pull_derivative  # gRPC: only for derivatives
 
                 derived = pull_derivative(ws, dataset_id, engine.get, progress=progress, state=state)

@@ -41,7 +41,7 @@ from typing import Any
 from ..engine.client import EngineError
 from ..engine.port import Engine
 from ..engine.session import EngineOnDemand
-from ..errors import CoordError
+from ..errors import CoordError, Unavailable
 from ..metadata.objects import DatasetSourceRoot
 from ..metadata.timestamps import format_timestamp, now_utc
 from ..repository import pull_source
@@ -158,7 +158,7 @@ class BuildService:
         """Run ``job(engine)`` on the worker thread with the warm engine, between pulls."""
         done: Future = Future()
         if self._stopping.is_set():
-            done.set_exception(CoordError("the service is stopping"))
+            done.set_exception(Unavailable("the service is stopping"))
             return done
         self._engine_jobs.put((job, done))
         self._wake.set()
@@ -185,7 +185,7 @@ class BuildService:
             self._close_engine()
             while not self._engine_jobs.empty():
                 _, done = self._engine_jobs.get()
-                done.set_exception(CoordError("the service stopped"))
+                done.set_exception(Unavailable("the service stopped"))
 
     def _run_engine_jobs(self) -> None:
         while not self._engine_jobs.empty():

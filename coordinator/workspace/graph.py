@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from graphlib import CycleError, TopologicalSorter
 
-from ..errors import CoordError
+from ..errors import Invalid
 from ..metadata.objects import DatasetSourceDerivative
 from .dataset import DatasetNotFound
 from .state import DatasetState
 from .workspace import Workspace
 
 
-class DependencyCycle(CoordError):
+class DependencyCycle(Invalid):
     def __init__(self, loop: list[str]):
         self.loop = loop
         super().__init__(f"datasets depend on each other in a cycle: {' -> '.join(loop)}; "
