@@ -20,6 +20,8 @@ Invariants:
 - ``stop`` lets the current pull finish (its commit completes, or never starts) and returns.
   A service killed outright leaves what the commit protocol leaves: the previous head.
 - Datasets pulled from a repository are not touched (they are updated from there).
+- A dataset is pulled as ``coord pull`` pulls it (``build.pull.pull_one``); the scheduling,
+  events and retries around it are this service's.
 - Other engine work (record provenance for the API) runs on the worker thread too, between
   pulls, with the same warm engine: ``with_engine``.
 """
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..build.pull import pull_one
 from ..engine.client import EngineError
 from ..engine.port import Engine
 from ..engine.session import EngineOnDemand
@@ -225,20 +228,12 @@ class BuildService:
         self._wake.clear()
 
     def _pull(self, dataset_id: str) -> None:
-        from ..ingest.pipeline import pull_root
-        from ..transform.execute import pull_derivative
-
         with self._lock:
             self._set_state(dataset_id, State.RUNNING)
         started = time.time()
         try:
-            if dataset_id in self.roots:
-                ingested = pull_root(self.ws, dataset_id, engine=lambda: self._warm().get())
-                committed, message = ingested.blocks, ingested.message
-            else:
-                derived = pull_derivative(self.ws, dataset_id, lambda: self._warm().get())
-                committed = [derived.block_hash] if derived.block_hash else []
-                message = derived.message
+            outcome = pull_one(self.ws, dataset_id, lambda: self._warm().get())
+            committed, message = outcome.blocks, outcome.message
         except Exception as e:  # a dataset's failure never stops the service
             self._failed(dataset_id, e)
             return
