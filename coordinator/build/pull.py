@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..engine.session import EngineOnDemand
+from ..engine.session import EngineOnDemand, engine_reads
 from ..errors import Invalid
 from ..metadata.objects import DatasetSourceRoot
 from ..repository.registry import pull_source
@@ -94,7 +94,7 @@ def pull_datasets(
     order = pull_order(ws, graph, ids, recursive=recursive)
     outcomes = []
     with ExitStack() as stack:
-        engine = EngineOnDemand(ws, stack, lambda: graph.with_inputs(order))
+        engine = EngineOnDemand(ws, stack, lambda: engine_reads(ws, order, graph=graph))
         for dataset_id in order:
             outcome = pull_one(
                 ws, dataset_id, engine.get,

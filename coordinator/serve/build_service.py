@@ -43,7 +43,7 @@ from typing import Any
 from ..build.pull import pull_one
 from ..engine.client import EngineError
 from ..engine.port import Engine
-from ..engine.session import EngineOnDemand
+from ..engine.session import EngineOnDemand, engine_reads
 from ..errors import CoordError, Unavailable
 from ..metadata.objects import DatasetSourceRoot
 from ..metadata.timestamps import format_timestamp, now_utc
@@ -113,7 +113,7 @@ class BuildService:
                         if pull_source(ws, d) is None]
         self.roots = [d for d in self.managed if isinstance(graph.state(d).source, DatasetSourceRoot)]
         self._readers = {d: [r for r in graph.readers(d) if r in self.managed] for d in self.managed}
-        self._engine_reads = graph.with_inputs(self.managed)
+        self._engine_reads = engine_reads(ws, self.managed, graph=graph)
         self._lock = threading.Lock()  # guards the queue, the states and the failures
         self._wake = threading.Event()
         self._stopping = threading.Event()

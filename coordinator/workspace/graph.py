@@ -83,12 +83,6 @@ class DatasetGraph:
                                              else inputs_in_force(state, *self._range))
         return self._inputs[dataset_id]
 
-    def with_inputs(self, ids: Iterable[str]) -> list[str]:
-        """``ids`` and their direct inputs that the workspace holds: what an engine running
-        their transforms may read."""
-        ids = list(ids)
-        return sorted({*ids, *(i for d in ids for i in self.inputs(d) if self.exists(i))})
-
     def ids(self) -> list[str]:
         return sorted({ds.id for ds in self._ws.datasets()} | self._inputs.keys())
 
