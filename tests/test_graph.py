@@ -68,3 +68,21 @@ def test_a_cycle_is_reported_by_ordering_never_followed(home):
 def test_ordering_an_unknown_dataset_names_it(home):
     with pytest.raises(DatasetNotFound, match="nothing"):
         DatasetGraph(Workspace.open(home)).order(["nothing"], recursive=True)
+
+
+def test_an_engine_reads_the_datasets_it_computes_and_their_inputs_held_here(home, tmp_path):
+    from coordinator.engine.session import engine_reads
+    from coordinator.metadata.manifest import load_manifest
+    from coordinator.workspace.catalog import add_datasets
+
+    ws = Workspace.open(home)
+    assert engine_reads(ws, ["y"]) == ["x", "y"]
+    assert engine_reads(ws, ["x", "y"]) == [DAILY, "x", "y"]
+    assert engine_reads(ws, [ORDERS]) == [ORDERS]
+    # a new definition being validated: its inputs too, none that the workspace does not hold
+    assert engine_reads(ws, ["x"], proposed={"x": [ORDERS, "no.such"]}) == [ORDERS, DAILY, "x"]
+
+    (tmp_path / "y2.yaml").write_text(derivative("y", DAILY))  # y now reads daily, no longer x
+    add_datasets(ws, [load_manifest(tmp_path / "y2.yaml")], replace=True)
+    assert engine_reads(ws, ["y"]) == [DAILY, "y"]
+    assert engine_reads(ws, ["y"], every_query=True) == [DAILY, "x", "y"]  # a replay of its first block

@@ -2,30 +2,73 @@
 
 Each dataset is pulled by the service that fits it: one that came from a repository by the
 repository sync, a root dataset by ingest, a derivative by the transform service. The engine
-is started at most once, on first need, and stopped when the command ends.
+is started at most once, on first need, and stopped when the command ends. ``pull_one`` is
+that choice for one dataset; ``coord serve``'s build service calls it too.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ..engine.session import EngineOnDemand
-from ..errors import CoordError
-from ..workspace.graph import DatasetGraph
+from ..engine.session import EngineOnDemand, engine_reads
+from ..errors import Invalid
 from ..metadata.objects import DatasetSourceRoot
-from ..workspace.progress import PullProgress
 from ..repository.registry import pull_source
-from ..workspace import DatasetNotFound, Workspace
+from ..workspace import DatasetNotFound, DatasetState, Workspace
+from ..workspace.graph import DatasetGraph
+from ..workspace.progress import PullProgress
 
+if TYPE_CHECKING:
+    from ..engine.port import Engine
 
 @dataclass
 class PullOutcome:
+    """What one pull of one dataset did."""
+
     dataset_id: str
-    message: str
-    block_hash: bytes | None = None
+    message: str  # "3 new records", "up to date", "new dataset: pulling 4 blocks", ...
+    blocks: list[bytes] = field(default_factory=list)  # committed by ingest or transform, in order
     signers: list = field(default_factory=list)  # trust.authorship.Signer of blocks pulled from a repository
+
+
+def pull_one(
+    ws: Workspace,
+    dataset_id: str,
+    engine: Callable[[], Engine],
+    *,
+    state: DatasetState | None = None,
+    progress: PullProgress | None = None,
+    set_watermark: datetime | None = None,
+) -> PullOutcome:
+    """Bring one dataset up to date by the service that fits it: the repository sync for one
+    that came from a repository, ingest for a root, the transform service for a derivative.
+
+    ``engine`` gives the caller's engine (started on the first call, if the pull needs one);
+    ``state``: the dataset as the caller already read it (read here otherwise; either way it
+    is handed to the writer, which takes it if still current); ``set_watermark``: advance a
+    root's watermark instead of ingesting."""
+    state = state if state is not None else ws.dataset(dataset_id).state()
+    origin = pull_source(ws, dataset_id)
+    if origin is not None:
+        from ..repository.fetch_remote import pull_from_repository
+
+        synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress, known=state)
+        return PullOutcome(dataset_id, synced.message, signers=synced.signers)
+    if isinstance(state.source, DatasetSourceRoot):
+        from ..ingest.pipeline import pull_root
+
+        ingested = pull_root(ws, dataset_id, progress=progress, state=state,
+                             set_watermark=set_watermark, engine=engine)
+        return PullOutcome(dataset_id, ingested.message, ingested.blocks)
+    if set_watermark is not None:
+        raise Invalid(f"{dataset_id} is a derivative: its watermark follows its inputs")
+    from ..transform.execute import pull_derivative  # gRPC: only for derivatives
+
+    derived = pull_derivative(ws, dataset_id, engine, progress=progress, state=state)
+    return PullOutcome(dataset_id, derived.message, [derived.block_hash] if derived.block_hash else [])
 
 
 def pull_order(ws: Workspace, graph: DatasetGraph, ids: list[str], *, recursive: bool) -> list[str]:
@@ -47,37 +90,18 @@ def pull_datasets(
     progress_factory: Callable[[str], PullProgress] | None = None,
     report: Callable[[PullOutcome], None] = lambda outcome: None,
 ) -> list[PullOutcome]:
-    from ..ingest.pipeline import pull_root
-
     graph = DatasetGraph(ws)
     order = pull_order(ws, graph, ids, recursive=recursive)
     outcomes = []
     with ExitStack() as stack:
-        engine = EngineOnDemand(ws, stack, lambda: graph.with_inputs(order))
+        engine = EngineOnDemand(ws, stack, lambda: engine_reads(ws, order, graph=graph))
         for dataset_id in order:
-            state = graph.state(dataset_id)  # read once, handed to the writer that pulls it
-            progress = progress_factory(dataset_id) if progress_factory else None
-            origin = pull_source(ws, dataset_id)
-            if origin is not None:
-                from ..repository.fetch_remote import pull_from_repository
-
-                synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress,
-                                              known=state)
-                outcome = PullOutcome(dataset_id, synced.message, signers=synced.signers)
-            elif isinstance(state.source, DatasetSourceRoot):
-                ingested = pull_root(
-                    ws, dataset_id, progress=progress, state=state,
-                    set_watermark=set_watermark if dataset_id in ids else None,
-                    engine=engine.get,
-                )
-                outcome = PullOutcome(dataset_id, ingested.message, ingested.block_hash)
-            else:
-                if set_watermark is not None:
-                    raise CoordError(f"{dataset_id} is a derivative: its watermark follows its inputs")
-                from ..transform.execute import pull_derivative  # gRPC: only for derivatives
-
-                derived = pull_derivative(ws, dataset_id, engine.get, progress=progress, state=state)
-                outcome = PullOutcome(dataset_id, derived.message, derived.block_hash)
+            outcome = pull_one(
+                ws, dataset_id, engine.get,
+                state=graph.state(dataset_id),  # read once, handed to the writer that pulls it
+                progress=progress_factory(dataset_id) if progress_factory else None,
+                set_watermark=set_watermark if dataset_id in ids else None,
+            )
             report(outcome)
             outcomes.append(outcome)
     return outcomes

@@ -58,17 +58,17 @@ def init(path: str) -> None:
 @click.pass_context
 def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     """Add datasets from manifest files or folders of them."""
-    from ..engine.session import EngineOnDemand
+    from ..engine.session import EngineOnDemand, engine_reads
     from ..metadata.manifest import load_manifests
     from ..workspace import catalog
-    from ..workspace.graph import DatasetGraph, inputs_of
+    from ..workspace.graph import inputs_of
 
     ws = writable_workspace(ctx)
     snapshots = load_manifests(paths)
     with ExitStack() as stack:
         def readable() -> list[str]:  # a changed query is validated against its inputs, old and new
-            named = {i for s in snapshots for i in (s.id, *inputs_of(s)) if ws.dataset(i).exists()}
-            return DatasetGraph(ws).with_inputs(named)
+            return engine_reads(ws, [s.id for s in snapshots if ws.dataset(s.id).exists()],
+                                proposed={s.id: inputs_of(s) for s in snapshots})
 
         engine = EngineOnDemand(ws, stack, readable)
 

@@ -26,19 +26,15 @@ def provenance_(ctx: click.Context, dataset: str, block: str, rows: tuple[int, .
     (dataset, block, row, values) and, per column, the input values it was computed from.
     Replays the block's query in the engine; exact for projections, filters, inner/outer joins
     and (windowed) aggregations; other queries are refused by name."""
-    from ..engine.session import EngineOnDemand
+    from ..engine.session import EngineOnDemand, engine_reads
     from ..lineage.provenance import as_json, block_provenance
-    from ..workspace.graph import inputs_of
 
     if rows and where:
         raise click.UsageError("give --row or --where, not both")
     ws = _ws(ctx)
     with ExitStack() as stack:
-        def readable() -> list[str]:  # every input of every query version: the block's is one
-            blocks = ws.dataset(dataset).blocks()
-            return [dataset, *{i for _, b in blocks if b.source is not None for i in inputs_of(b.source)}]
-
-        engine = EngineOnDemand(ws, stack, readable)
+        # every input of every query version: the block's is one
+        engine = EngineOnDemand(ws, stack, lambda: engine_reads(ws, [dataset], every_query=True))
         result = block_provenance(ws, dataset, block, engine.get, rows=list(rows) or None, where=where)
     if output == "json":
         out.print_json(json.dumps(as_json(result)))

@@ -126,7 +126,7 @@ def push(ctx: click.Context, dataset: str, to: str | None) -> None:
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
             engine_spec: str | None) -> None:
     """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
-    from ..engine.session import EngineOnDemand
+    from ..engine.session import EngineOnDemand, engine_reads
     from ..transform import replay as replaying
     from ..trust import verify
     from ..workspace.graph import DatasetGraph
@@ -137,7 +137,8 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     with ExitStack() as stack:
         def readable() -> list[str]:
             graph = DatasetGraph(ws)
-            return graph.with_inputs(graph.order([dataset], recursive=True) if recursive else [dataset])
+            return engine_reads(ws, graph.order([dataset], recursive=True) if recursive else [dataset],
+                                graph=graph)
 
         settings = _engine_settings(ws, engine_spec) if engine_spec else None
         engine = EngineOnDemand(ws, stack, readable, settings)

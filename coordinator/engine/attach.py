@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..metadata.objects import EngineIdentity
 from ..workspace.fsutil import atomic_write, remove
-from .port import EngineError
+from .port import EngineUnavailable
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def attached_engine(endpoint: EngineEndpoint, read_only_paths: list[Path]) -> It
 
     unreadable = [p for p in read_only_paths if not endpoint.can_read(p)]
     if unreadable:
-        raise EngineError("UNAVAILABLE", f"the running engine cannot read {unreadable[0]}: it was started "
+        raise EngineUnavailable(f"the running engine cannot read {unreadable[0]}: it was started "
                           f"with {', '.join(map(str, endpoint.readable))} only")
     work = endpoint.run_dir / f"attached-{uuid.uuid4().hex[:12]}"
     work.mkdir()

@@ -33,6 +33,7 @@ from . import stubs
 from .port import (
     EngineError,
     EngineProgress,
+    EngineUnavailable,
     ExecuteInput,
     ExecuteRequest,
     ExecuteResult,
@@ -41,6 +42,7 @@ from .port import (
     ProvenanceResult,
     SourcePosition,
     ValidateResult,
+    engine_error,
 )
 from .process import EngineProcess
 
@@ -103,14 +105,14 @@ class EngineClient:
         # the file first so readiness is noticed at once.
         while self.socket_path is not None and not self.socket_path.exists():
             if time.monotonic() > deadline:
-                raise EngineError(
-                    "UNAVAILABLE", f"no engine socket at {self.socket_path} after {timeout:.0f} s"
+                raise EngineUnavailable(
+                    f"no engine socket at {self.socket_path} after {timeout:.0f} s"
                 )
             time.sleep(0.1)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=max(0.1, deadline - time.monotonic()))
         except grpc.FutureTimeoutError:
-            raise EngineError("UNAVAILABLE", f"engine not ready after {timeout:.0f} s") from None
+            raise EngineUnavailable(f"engine not ready after {timeout:.0f} s") from None
 
     def identify(self) -> EngineInfo:
         reply = self._call(self._stub.Identify, pb.IdentifyRequest())
@@ -374,11 +376,11 @@ def _engine_error(error) -> EngineError:
     if error.HasField("position"):
         p = error.position
         position = SourcePosition(p.step, p.alias, p.line, p.column, p.fragment)
-    return EngineError(pb.Error.Kind.Name(error.kind), error.message, position)
+    return engine_error(pb.Error.Kind.Name(error.kind), error.message, position)
 
 
 def _transport_error(exc: grpc.RpcError) -> EngineError:
-    return EngineError("UNAVAILABLE", f"engine call failed ({exc.code().name}): {exc.details()}")
+    return EngineUnavailable(f"engine call failed ({exc.code().name}): {exc.details()}")
 
 
 def _schema_bytes(schema: pa.Schema) -> bytes:

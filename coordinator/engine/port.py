@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..errors import CoordError
+from ..errors import CoordError, Invalid, Unavailable
 from ..metadata.objects import DatasetVocabulary, EngineIdentity, FieldLineage, TransformSql
 
 if TYPE_CHECKING:
@@ -129,6 +129,25 @@ class EngineError(CoordError):
             step = f"step {self.position.step}" + (f" ({self.position.alias})" if self.position.alias else "")
             where = f" [{step}, line {self.position.line}, column {self.position.column}]"
         return f"{self.kind}{where}: {self.message}"
+
+
+class EngineUnavailable(EngineError, Unavailable):
+    """The engine could not be reached (kind UNAVAILABLE)."""
+
+    def __init__(self, message: str):
+        super().__init__("UNAVAILABLE", message)
+
+
+class EngineQueryError(EngineError, Invalid):
+    """The engine refused the SQL: it is wrong (INVALID_QUERY) or its policy forbids it (FORBIDDEN)."""
+
+
+def engine_error(kind: str, message: str, position: SourcePosition | None = None) -> EngineError:
+    """The error for an engine's answer of ``kind``, in the category that kind is."""
+    if kind == "UNAVAILABLE":
+        return EngineUnavailable(message)
+    cls = EngineQueryError if kind in ("INVALID_QUERY", "FORBIDDEN") else EngineError
+    return cls(kind, message, position)
 
 
 class Engine(Protocol):

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import CoordError
+from ..errors import Unavailable
 from ..metadata.objects import EngineIdentity
 from .settings import EngineSettings
 
 
-class EngineStartError(CoordError, RuntimeError):
+class EngineStartError(Unavailable, RuntimeError):
     """The engine could not be started (its log's last lines are in the message)."""
 
 

@@ -7,12 +7,13 @@ workspace and run folder as labels, so a later command can find what a crash lef
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from ..workspace import Workspace
+from ..workspace.graph import DatasetGraph, inputs_in_force
 from ..workspace.runs import LEASE_NAME, run_folder
 from . import factory
 from .port import Engine
@@ -30,6 +31,25 @@ def engine_settings(ws: Workspace) -> EngineSettings:
         allow_network=cfg.allow_network,
     )
     return replace(settings, image=cfg.image) if cfg.image else settings
+
+
+def engine_reads(ws: Workspace, computed: Iterable[str], *, graph: DatasetGraph | None = None,
+                 every_query: bool = False, proposed: Mapping[str, Iterable[str]] | None = None) -> list[str]:
+    """The datasets an engine may read for a command that computes, replays or validates the
+    transforms of ``computed`` (datasets of the workspace): them and their inputs that the
+    workspace holds, no other.
+
+    The inputs are those of each one's current query; with ``every_query``, those of every
+    query its chain has had (a replay of an older block reads that block's inputs);
+    ``proposed`` adds the inputs of new definitions being validated (``coord add --replace``
+    checks a changed query against its new inputs). ``graph``: the command's, if it has one."""
+    graph = graph if graph is not None else DatasetGraph(ws)
+    computed = list(computed)
+    inputs: set[str] = set()
+    for d in computed:
+        inputs.update(inputs_in_force(graph.state(d), None, None) if every_query else graph.inputs(d))
+        inputs.update((proposed or {}).get(d, ()))
+    return sorted({*computed, *(i for i in inputs if graph.exists(i))})
 
 
 def dataset_folders(ws: Workspace, datasets: Iterable[str]) -> list[Path]:
@@ -51,9 +71,9 @@ def open_engine(ws: Workspace, datasets: Iterable[str],
 
 class EngineOnDemand:
     """Starts the engine the first time a dataset needs it; one per command. The engine sees
-    only the folders of the datasets ``readable()`` names (read-only): the ones it computes and
-    their inputs. It is asked when the engine starts: a command that needs no engine (verify
-    of a broken chain) never reads them."""
+    only the folders of the datasets ``readable()`` names (read-only): ``engine_reads`` of the
+    ones it computes. It is asked when the engine starts: a command that needs no engine
+    (verify of a broken chain) never reads them."""
 
     def __init__(self, ws: Workspace, stack: ExitStack, readable: Callable[[], Iterable[str]],
                  settings=None):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import CoordError
+from ..errors import Invalid
 from ..workspace.config import DEFAULT_RUNTIME, DEFAULT_SPARK_MASTER, RUNTIMES
 
 
@@ -22,9 +22,9 @@ class EngineSettings:
 
     def __post_init__(self) -> None:
         if self.runtime not in RUNTIMES:
-            raise CoordError(f"engine runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}")
+            raise Invalid(f"engine runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}")
         if not self.spark_master.startswith("local") and not self.allow_network:
-            raise CoordError(
+            raise Invalid(
                 f"Spark master {self.spark_master!r} needs network access; "
                 "allow it to use a non-local master (coord config set engine.allowNetwork true)"
             )

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..errors import CoordError
+from ..errors import NotFound
 from ..metadata.objects import DatasetSourceRoot, FieldLineage, FieldSource
 from ..metadata.timestamps import format_timestamp
 from ..workspace import Workspace
@@ -182,7 +182,7 @@ def upstream_mapping(fields: FieldGraph, dataset_id: str, depth: int | None = No
     return edges
 
 
-class NoSuchField(CoordError):
+class NoSuchField(NotFound):
     pass
 
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..engine.port import Engine, ExecuteInput
-from ..errors import CoordError
+from ..errors import Invalid
 from ..metadata.objects import FieldLineage, MetadataBlock
 from ..metadata.timestamps import IntervalType
 from ..transform.builds import source_in_force_at
@@ -40,7 +40,7 @@ from ..workspace.catalog import find_block
 RECORD = "__odf_record"  # the engine's key of each record to explain
 
 
-class ProvenanceError(CoordError):
+class ProvenanceError(Invalid):
     pass
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import CoordError
+from ..errors import Invalid
 
 _SUBDOMAIN = r"[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*"
 _HOSTNAME = re.compile(rf"^{_SUBDOMAIN}(?:\.{_SUBDOMAIN})*$")
 _USERNAME = re.compile(rf"^{_SUBDOMAIN}$")
 
 
-class InvalidDatasetRef(CoordError, ValueError):
+class InvalidDatasetRef(Invalid, ValueError):
     pass
 
 

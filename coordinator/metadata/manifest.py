@@ -17,7 +17,7 @@ import yaml
 from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry, Resource
 
-from ..errors import CoordError
+from ..errors import Invalid
 from . import objects
 from .yaml_codec import DecodeError, from_dict, load_untrusted_yaml, load_yaml
 
@@ -29,7 +29,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml")
 MAX_BLOCK_MANIFEST = 1 << 20
 
 
-class ManifestError(CoordError, ValueError):
+class ManifestError(Invalid, ValueError):
     """A manifest that cannot be loaded; ``path`` is the place inside the file (may be empty)."""
 
     def __init__(self, file: str, path: str, message: str):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import yaml
 
-from ..errors import CoordError
+from ..errors import Invalid
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -97,7 +97,7 @@ class SigningKey:
 
         key = serialization.load_pem_private_key(pem, password=None)
         if not isinstance(key, Ed25519PrivateKey):
-            raise CoordError(f"{path} is not an Ed25519 key")
+            raise Invalid(f"{path} is not an Ed25519 key")
         return SigningKey(key)
 
     def sign(self, block_hash: bytes) -> Signature:
@@ -140,7 +140,7 @@ def parse_public_key(text: str) -> bytes:
         key = bytes.fromhex(text)
         Ed25519PublicKey.from_public_bytes(key)
     except ValueError:
-        raise CoordError(f"not an Ed25519 public key: {text!r} (expected 64 hex digits, as in "
+        raise Invalid(f"not an Ed25519 public key: {text!r} (expected 64 hex digits, as in "
                          "'coord trust list' or a block's signature file)") from None
     return key
 

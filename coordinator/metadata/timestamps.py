@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from ..errors import CoordError
+from ..errors import Invalid
 
 UTC = UTC
 
@@ -36,7 +36,7 @@ _RFC3339 = re.compile(
 )
 
 
-class TimeParseError(CoordError, ValueError):
+class TimeParseError(Invalid, ValueError):
     pass
 
 

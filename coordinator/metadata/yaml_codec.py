@@ -10,13 +10,13 @@ from typing import Any
 
 import yaml
 
-from ..errors import CoordError
+from ..errors import Invalid
 from . import objects
 from .shape import Shape, fields_of, variant_by_kind
 from .timestamps import format_interval, format_timestamp, parse_interval, parse_timestamp
 
 
-class DecodeError(CoordError, ValueError):
+class DecodeError(Invalid, ValueError):
     """A structurally wrong document; ``path`` names the place (``content.source.fetch``)."""
 
     def __init__(self, path: str, message: str):

@@ -28,9 +28,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CoordError
+from ..errors import Invalid
 from ..metadata.timestamps import format_timestamp, parse_timestamp
 from ..workspace import Workspace
+from ..workspace.dataset import BlockNotFound
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 READ_ONLY_KINDS = frozenset({"SELECT", "EXPLAIN"})
 
 
-class SqlError(CoordError):
+class SqlError(Invalid):
     pass
 
 
@@ -71,7 +72,7 @@ def resolve_as_at(ws: Workspace, when: str) -> AsAt:
     found = [(ds.id, h, b.system_time) for ds in ws.datasets() for h, b in ds.blocks()
              if h.hex().startswith(when.lower())]
     if not found:
-        raise SqlError(f"--as-at {when}: no block of any dataset starts with {when}")
+        raise BlockNotFound(f"--as-at {when}: no block of any dataset starts with {when}")
     if len(found) > 1:
         raise SqlError(f"--as-at {when}: matches {len(found)} blocks "
                        f"({', '.join(d for d, _, _ in found)}); give more digits")

@@ -34,7 +34,7 @@ from ..workspace.fsutil import remove
 from ..workspace.progress import Progress
 from .fileio import OutsideRepository, TooLarge
 from .registry import open_remote, remember
-from .remote import RemoteDataset, SyncError, checked_name
+from .remote import Diverged, RemoteDataset, RemoteDatasetNotFound, SyncError, checked_name
 from .transfer import Job, run_parallel
 
 
@@ -66,7 +66,7 @@ def pull_from_repository(
         local = list(writer.state.chain) if writer.state is not None else []  # newest first
         remote_head, _ = remote.read_head()
         if remote_head is None:
-            raise SyncError(f"{ref}: the repository has no dataset {remote.path}")
+            raise RemoteDatasetNotFound(f"{ref}: the repository has no dataset {remote.path}")
         ahead = next((i for i, cb in enumerate(local) if cb.hash == remote_head), None)
         if ahead is not None:
             remember(ws, ds.id, "pull", ref)
@@ -112,11 +112,11 @@ def _compare(
     if not local:
         return fetched[::-1], f"new dataset: pulling {_blocks(n)}"
     if junction is None:
-        raise SyncError(f"diverged: local {local[0].hash.hex()[:12]} and {ref} share no block "
+        raise Diverged(f"diverged: local {local[0].hash.hex()[:12]} and {ref} share no block "
                         "(delete the local copy, or pull it --as another name)")
     if junction != local[0].hash:
         mine = known[junction]
-        raise SyncError(f"diverged: since block {junction.hex()[:12]} local has {_blocks(mine)} and "
+        raise Diverged(f"diverged: since block {junction.hex()[:12]} local has {_blocks(mine)} and "
                         f"{ref} has {n} (reset or delete the local copy)")
     return fetched[::-1], f"local is {_blocks(n)} behind; pulling"
 

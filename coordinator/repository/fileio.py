@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from ..errors import CoordError
+from ..errors import Conflict, CoordError, Invalid
 from ..workspace.fsutil import atomic_write, install, tmp_name
 
 CHUNK = 4 << 20  # stream copies move this many bytes at a time
@@ -31,11 +31,11 @@ _SMALL = 1 << 20  # S3 objects written from memory below this size: a single Put
 OnBytes = Callable[[int], None]
 
 
-class RepositoryURLError(CoordError, ValueError):
+class RepositoryURLError(Invalid, ValueError):
     pass
 
 
-class RefConflict(CoordError):
+class RefConflict(Conflict):
     """The ref was not what the writer last read: someone else moved it."""
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..errors import CoordError
+from ..errors import Invalid
 from ..metadata.objects import DatasetVocabulary, MetadataBlock
 from ..metadata.timestamps import UTC, format_timestamp
 from ..workspace import DatasetNotFound, Workspace, layout
@@ -37,7 +37,7 @@ _MANIFEST_LIMIT = 1 << 20
 _UPLOADS = 4
 
 
-class PublishError(CoordError):
+class PublishError(Invalid):
     pass
 
 

@@ -17,8 +17,8 @@ from ..workspace import Dataset, DatasetNotFound, Workspace, layout
 from ..workspace.crash import crash_point
 from ..workspace.progress import Progress
 from .fileio import RefConflict
-from .registry import RepositoryError, open_remote, parse_target, remember, remembered
-from .remote import RemoteDataset, SyncError
+from .registry import BadRepositoryArgument, open_remote, parse_target, remember, remembered
+from .remote import Diverged, RemoteDataset, SyncError
 from .transfer import Job, run_parallel
 
 
@@ -41,14 +41,15 @@ def push_dataset(
         raise DatasetNotFound(dataset_id)
     target = parse_target(to, dataset_id) if to else remembered(ws, dataset_id, "push")
     if target is None:
-        raise RepositoryError(f"{dataset_id} has not been pushed before: say where with --to REPO[/NAME]")
+        raise BadRepositoryArgument(f"{dataset_id} has not been pushed before: "
+                                    "say where with --to REPO[/NAME]")
     remote = open_remote(ws, target)
 
     remote_head, token = remote.read_head()
     local = list(ds.chain())  # newest first, every block checked
     hashes = [cb.hash for cb in local]
     if remote_head is not None and remote_head not in hashes:
-        raise SyncError(
+        raise Diverged(
             f"{target} has blocks you don't (its head {remote_head.hex()[:12]} is not in the "
             f"local chain of {dataset_id}): pull first"
         )
@@ -70,7 +71,7 @@ def push_dataset(
     try:
         remote.swap_head(new[-1].hash, token)
     except RefConflict:
-        raise SyncError(
+        raise Diverged(
             f"remote changed, pull first ({target} moved while {dataset_id} was pushed)"
         ) from None
     remember(ws, dataset_id, "push", target)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import CoordError
+from ..errors import Conflict, CoordError, Invalid, NotFound
 from ..metadata.ids import DatasetRef, InvalidDatasetRef, is_dataset_id
 from ..workspace import Workspace
 from ..workspace.fsutil import atomic_write
@@ -30,6 +30,18 @@ class RepositoryError(CoordError):
     pass
 
 
+class UnknownRepository(RepositoryError, NotFound):
+    pass
+
+
+class RepositoryExists(RepositoryError, Conflict):
+    pass
+
+
+class BadRepositoryArgument(RepositoryError, Invalid):
+    """A repository name or push target that is not one, or none where one is needed."""
+
+
 @dataclass(frozen=True)
 class Repository:
     name: str
@@ -43,13 +55,14 @@ class Repository:
 
 def add_repository(ws: Workspace, name: str, url: str) -> Repository:
     if not is_dataset_id(name):
-        raise RepositoryError(f"not a valid repository name: {name!r} (letters, digits, inner '-' and '.')")
+        raise BadRepositoryArgument(f"not a valid repository name: {name!r} "
+                                    "(letters, digits, inner '-' and '.')")
     from .fileio import parse_url
 
     parse_url(url)
     config = ws.config()
     if name in config.repositories:
-        raise RepositoryError(f"repository {name} already exists ({config.repositories[name]})")
+        raise RepositoryExists(f"repository {name} already exists ({config.repositories[name]})")
     ws.save_config(config.set("repositories", {**config.repositories, name: url}))
     return Repository(name, url)
 
@@ -62,14 +75,14 @@ def get_repository(ws: Workspace, name: str) -> Repository:
     repos = ws.config().repositories
     if name not in repos:
         known = ", ".join(sorted(repos)) or "none; add one with 'coord repo add NAME URL'"
-        raise RepositoryError(f"no repository named {name} (known: {known})")
+        raise UnknownRepository(f"no repository named {name} (known: {known})")
     return Repository(name, repos[name])
 
 
 def delete_repository(ws: Workspace, name: str) -> None:
     config = ws.config()
     if name not in config.repositories:
-        raise RepositoryError(f"no repository named {name}")
+        raise UnknownRepository(f"no repository named {name}")
     ws.save_config(config.set("repositories", {n: u for n, u in config.repositories.items() if n != name}))
 
 
@@ -82,7 +95,7 @@ def parse_target(text: str, default_name: str) -> DatasetRef:
     try:
         return DatasetRef.parse(f"{repo}/{name or default_name}")
     except InvalidDatasetRef as e:
-        raise RepositoryError(f"not a push target: {text!r} ({e})") from None
+        raise BadRepositoryArgument(f"not a push target: {text!r} ({e})") from None
 
 
 def remote_path(ref: DatasetRef) -> str:

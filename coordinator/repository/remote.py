@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import CoordError
+from ..errors import Conflict, CoordError, NotFound
 from ..metadata.block_hash import seal
 from ..metadata.chain import ChainError
 from ..metadata.manifest import ManifestError, load_block_manifest
@@ -48,6 +48,15 @@ MAX_DEPTH = 32
 
 class SyncError(CoordError):
     """Push or pull cannot proceed; the message says why and what to do."""
+
+
+class Diverged(SyncError, Conflict):
+    """The local and the remote chain each have blocks the other lacks, or the remote moved
+    while we pushed: pull (or reset) first."""
+
+
+class RemoteDatasetNotFound(SyncError, NotFound):
+    pass
 
 
 def checked_name(rel: str) -> str:

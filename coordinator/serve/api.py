@@ -2,7 +2,8 @@
 
 Every answer is built by the same services the CLI words (status, lineage, catalog, tail):
 one implementation, two front ends. Answers are JSON; errors are JSON too, ``{"error": ...}``
-with a 4xx status for anything the request got wrong, never a traceback.
+with the status of the error's category (``status_of``: not found 404, conflict 409,
+invalid 400, unavailable 503, any other refusal 400, a bug 500), never a traceback.
 
 Security (the invariants ``server.py`` sets up and the tests check):
 - with a token, every request, ``/docs`` included, needs ``Authorization: Bearer TOKEN`` (or
@@ -27,8 +28,9 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from pydantic import Field
 
-from ..errors import CoordError
+from ..errors import Conflict, CoordError, Invalid, NotFound, Unavailable, category
 from ..metadata.ids import validate_dataset_id
 from ..metadata.yaml_codec import to_dict
 from ..workspace import Dataset, DatasetNotFound, Workspace
@@ -139,12 +141,12 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     @app.get("/api/datasets/{dataset_id}/provenance",
              summary="The input records behind records of one block (replayed in the warm engine)")
     def provenance(dataset_id: str, block: str = Query(..., pattern="^[0-9a-fA-F]{4,64}$"),
-                   row: Annotated[list[int] | None, Query(ge=0)] = None,
+                   row: Annotated[list[Annotated[int, Field(ge=0)]] | None, Query()] = None,
                    where: str | None = Query(None, min_length=1, max_length=10_000)) -> dict:
         from ..lineage.provenance import as_json, block_provenance
 
         if row and where:
-            raise CoordError("give row or where, not both")
+            raise Invalid("give row or where, not both")
         ds = _existing(ws, dataset_id)
         job = service.with_engine(lambda engine: block_provenance(ws, ds.id, block, engine,
                                                                   rows=row, where=where))
@@ -182,7 +184,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
             return _error(403, "this service is read-only (start it with --allow-writes)")
         ds = _existing(ws, dataset_id)
         if not service.request(ds.id):
-            return _error(409, f"{ds.id} is pulled from a repository; the service does not update it")
+            raise Conflict(f"{ds.id} is pulled from a repository; the service does not update it")
         return {"queued": [ds.id]}
 
     @app.get("/api/events", summary="Server-sent events: commit and state of datasets, as they happen")
@@ -232,16 +234,21 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message})
 
 
-def _errors(app: FastAPI) -> None:
-    """Every failure as JSON with a 4xx (the request's fault) or a bare 500 (ours)."""
+STATUS_OF: dict[type[CoordError], int] = {NotFound: 404, Conflict: 409, Invalid: 400, Unavailable: 503,
+                                         CoordError: 400}
 
-    @app.exception_handler(DatasetNotFound)
-    async def not_found(request: Request, exc: DatasetNotFound) -> JSONResponse:
-        return _error(404, str(exc))
+
+def status_of(error: CoordError) -> int:
+    """The HTTP status of a refusal, by its category (``errors.py``)."""
+    return STATUS_OF[category(error)]
+
+
+def _errors(app: FastAPI) -> None:
+    """Every failure as JSON: a ``CoordError`` with its category's status, a bare 500 (ours)."""
 
     @app.exception_handler(CoordError)
     async def refused(request: Request, exc: CoordError) -> JSONResponse:
-        return _error(400, str(exc))
+        return _error(status_of(exc), str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -20,6 +20,8 @@ Invariants:
 - ``stop`` lets the current pull finish (its commit completes, or never starts) and returns.
   A service killed outright leaves what the commit protocol leaves: the previous head.
 - Datasets pulled from a repository are not touched (they are updated from there).
+- A dataset is pulled as ``coord pull`` pulls it (``build.pull.pull_one``); the scheduling,
+  events and retries around it are this service's.
 - Other engine work (record provenance for the API) runs on the worker thread too, between
   pulls, with the same warm engine: ``with_engine``.
 """
@@ -38,10 +40,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..build.pull import pull_one
 from ..engine.client import EngineError
 from ..engine.port import Engine
-from ..engine.session import EngineOnDemand
-from ..errors import CoordError
+from ..engine.session import EngineOnDemand, engine_reads
+from ..errors import CoordError, Unavailable
 from ..metadata.objects import DatasetSourceRoot
 from ..metadata.timestamps import format_timestamp, now_utc
 from ..repository import pull_source
@@ -110,7 +113,7 @@ class BuildService:
                         if pull_source(ws, d) is None]
         self.roots = [d for d in self.managed if isinstance(graph.state(d).source, DatasetSourceRoot)]
         self._readers = {d: [r for r in graph.readers(d) if r in self.managed] for d in self.managed}
-        self._engine_reads = graph.with_inputs(self.managed)
+        self._engine_reads = engine_reads(ws, self.managed, graph=graph)
         self._lock = threading.Lock()  # guards the queue, the states and the failures
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -158,7 +161,7 @@ class BuildService:
         """Run ``job(engine)`` on the worker thread with the warm engine, between pulls."""
         done: Future = Future()
         if self._stopping.is_set():
-            done.set_exception(CoordError("the service is stopping"))
+            done.set_exception(Unavailable("the service is stopping"))
             return done
         self._engine_jobs.put((job, done))
         self._wake.set()
@@ -185,7 +188,7 @@ class BuildService:
             self._close_engine()
             while not self._engine_jobs.empty():
                 _, done = self._engine_jobs.get()
-                done.set_exception(CoordError("the service stopped"))
+                done.set_exception(Unavailable("the service stopped"))
 
     def _run_engine_jobs(self) -> None:
         while not self._engine_jobs.empty():
@@ -225,20 +228,12 @@ class BuildService:
         self._wake.clear()
 
     def _pull(self, dataset_id: str) -> None:
-        from ..ingest.pipeline import pull_root
-        from ..transform.execute import pull_derivative
-
         with self._lock:
             self._set_state(dataset_id, State.RUNNING)
         started = time.time()
         try:
-            if dataset_id in self.roots:
-                ingested = pull_root(self.ws, dataset_id, engine=lambda: self._warm().get())
-                committed, message = ingested.blocks, ingested.message
-            else:
-                derived = pull_derivative(self.ws, dataset_id, lambda: self._warm().get())
-                committed = [derived.block_hash] if derived.block_hash else []
-                message = derived.message
+            outcome = pull_one(self.ws, dataset_id, lambda: self._warm().get())
+            committed, message = outcome.blocks, outcome.message
         except Exception as e:  # a dataset's failure never stops the service
             self._failed(dataset_id, e)
             return

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CoordError
+from ..errors import Invalid, Unavailable
 from ..workspace import Workspace
 from ..workspace.graph import DatasetGraph
 from ..workspace.served import ServeLease
@@ -27,8 +27,8 @@ from .watch import FolderWatch, watched_pattern
 SHUTDOWN_GRACE_S = 3  # open event streams are cut after this long
 
 
-class ServeError(CoordError):
-    pass
+class ServeError(Invalid):
+    """An option of `coord serve` that cannot be used as given."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,6 @@ def _listening_socket(bind: str, port: int) -> socket.socket:
         sock.bind((bind, port))
     except OSError as e:
         sock.close()
-        raise ServeError(f"cannot listen on {bind}:{port}: {e.strerror}") from None
+        raise Unavailable(f"cannot listen on {bind}:{port}: {e.strerror}") from None
     sock.listen(128)
     return sock

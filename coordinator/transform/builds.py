@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..errors import CoordError
+from ..errors import Invalid
 from ..metadata.objects import DatasetSourceDerivative, MetadataBlock, TransformSql
 from ..metadata.timestamps import IntervalType, TimeInterval
 from ..workspace import Dataset, Workspace
@@ -74,7 +74,7 @@ def last_run_query(chain: Chain) -> TransformSql | None:
 def source_of(chain: Chain, dataset_id: str) -> DatasetSourceDerivative:
     source = next((b.source for _, b in chain if b.source is not None), None)
     if not isinstance(source, DatasetSourceDerivative):
-        raise CoordError(f"{dataset_id} is not a derivative dataset")
+        raise Invalid(f"{dataset_id} is not a derivative dataset")
     return source
 
 

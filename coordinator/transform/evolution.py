@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from ..data.slices import GROWTH_RULE, compare_schemas
 from ..engine.port import Engine, InputSchema
-from ..errors import CoordError
+from ..errors import Conflict
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
 from ..workspace import Dataset, DatasetState, Workspace
 from .plan import plan_input
 
 
-class QueryChangeRefused(CoordError):
+class QueryChangeRefused(Conflict):
     pass
 
 

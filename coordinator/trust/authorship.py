@@ -30,7 +30,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import CoordError
+from ..errors import CoordError, NotFound
 from ..metadata.chain import ChainBlock
 from ..metadata.signing import parse_public_key
 from ..workspace import DatasetNotFound, Workspace, layout
@@ -61,6 +61,10 @@ class Policy(enum.Enum):
 
 class TrustError(CoordError):
     pass
+
+
+class UnknownKey(TrustError, NotFound):
+    """The key is not among the trusted (or the dataset's pinned) keys."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,7 @@ def remove_trusted(ws: Workspace, key_text: str) -> bytes:
     entries = config.trusted_keys
     kept = [e for e in entries if e.split(" ")[0] != key.hex()]
     if len(kept) == len(entries):
-        raise TrustError(f"{key.hex()} is not a trusted key (see 'coord trust list')")
+        raise UnknownKey(f"{key.hex()} is not a trusted key (see 'coord trust list')")
     ws.save_config(config.set("trustedKeys", kept))
     return key
 
@@ -147,7 +151,7 @@ def unpin_key(ws: Workspace, dataset_id: str, key_text: str) -> bytes:
     key = parse_public_key(key_text)
     current = pinned_keys(ws, dataset_id)
     if key not in current:
-        raise TrustError(f"{key.hex()} is not pinned for {dataset_id} (see 'coord trust list')")
+        raise UnknownKey(f"{key.hex()} is not pinned for {dataset_id} (see 'coord trust list')")
     _save_pins(ws, dataset_id, [k for k in current if k != key])
     return key
 

@@ -6,19 +6,24 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import CoordError
+from ..errors import Conflict, Invalid
 from ..metadata.objects import DatasetSnapshot, MetadataBlock
 from ..metadata.timestamps import now_utc, parse_timestamp
 from . import layout
-from .dataset import Dataset, DatasetNotFound
+from .dataset import BlockNotFound, Dataset, DatasetNotFound
 from .fsutil import remove
 from .graph import DatasetGraph, inputs_of
 from .state import DatasetState
 from .workspace import Workspace
 
 
-class CatalogError(CoordError):
-    pass
+class CatalogError(Invalid):
+    """A definition or argument the catalog cannot take (defined twice, a missing input, an
+    ambiguous block prefix)."""
+
+
+class CatalogConflict(Conflict):
+    """The workspace as it is refuses the change: the dataset exists, changes kind, has readers."""
 
 
 class AddAction(enum.StrEnum):
@@ -53,7 +58,7 @@ def add_datasets(
     for s in snapshots:
         ds = ws.dataset(s.id)
         if ds.exists() and not replace:
-            raise CatalogError(
+            raise CatalogConflict(
                 f"dataset {s.id} already exists (use --replace to change its definition)"
             )
         for dep in inputs_of(s):
@@ -75,7 +80,7 @@ def _add_one(ds: Dataset, snapshot: DatasetSnapshot, check_change: ChangeCheck |
         if source is None and vocab is None:
             return AddResult(ds.id, AddAction.UNCHANGED, None)
         if source is not None and type(source) is not type(current.source):
-            raise CatalogError(f"dataset {ds.id}: cannot turn a {current.kind} dataset into another kind")
+            raise CatalogConflict(f"dataset {ds.id}: cannot turn a {current.kind} dataset into another kind")
         if check_change is not None:
             check_change(ds, snapshot, current)
         block = MetadataBlock(system_time=now_utc(), source=source, vocab=vocab)
@@ -88,7 +93,7 @@ def delete_dataset(ws: Workspace, dataset_id: str) -> None:
         raise DatasetNotFound(dataset_id)
     users = DatasetGraph(ws).readers(dataset_id)
     if users:
-        raise CatalogError(f"dataset {dataset_id} is an input of {', '.join(users)}; delete those first")
+        raise CatalogConflict(f"dataset {dataset_id} is an input of {', '.join(users)}; delete those first")
     with ds.writer():
         remove(ds.head_path)  # invisible first: a crash below leaves no half-dataset behind
         remove(ds.root)
@@ -107,7 +112,7 @@ def find_block(ds: Dataset, block_prefix: str) -> bytes:
     """The block of the dataset's chain whose hash starts with ``block_prefix``."""
     matches = [h for h, _ in ds.blocks() if h.hex().startswith(block_prefix.lower())]
     if not matches:
-        raise CatalogError(f"no block of {ds.id} starts with {block_prefix}")
+        raise BlockNotFound(f"no block of {ds.id} starts with {block_prefix}")
     if len(matches) > 1:
         raise CatalogError(f"{block_prefix} matches {len(matches)} blocks of {ds.id}; give more digits")
     return matches[0]

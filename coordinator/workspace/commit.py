@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import CoordError
+from ..errors import Conflict, CoordError
 from ..metadata.block_hash import HASH_LEN, check_stored, seal
 from ..metadata.chain import ChainBlock
 from ..metadata.flatbuffers_codec import BlockFormatError
@@ -49,6 +49,10 @@ CRASH_POINTS = (
 
 class CommitError(CoordError):
     pass
+
+
+class HeadMoved(CommitError, Conflict):
+    """Another writer moved the head since this one read it (a lost compare-and-swap)."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,7 @@ class DatasetWriter:
         """Append ``block`` (its ``prev_block_hash`` is set here) and return its hash."""
         head = self.head
         if block.prev_block_hash not in (None, head):
-            raise CommitError(f"dataset {self.ds.id} changed while the block was prepared")
+            raise HeadMoved(f"dataset {self.ds.id} changed while the block was prepared")
         if (data_file is None) != (block.output_slice is None):
             raise CommitError("a block has an output slice exactly when it comes with a data file")
         if self._state is not None and block.system_time < self._state.last_updated:
@@ -197,7 +201,7 @@ class DatasetWriter:
     def move_head(self, expected: bytes | None, new: bytes) -> None:
         # We hold the lock, so this compare is a guard against a writer that ignored it.
         if self.ds.head() != expected:
-            raise CommitError(f"head of {self.ds.id} moved during the commit")
+            raise HeadMoved(f"head of {self.ds.id} moved during the commit")
         atomic_write(self.ds.head_path, new.hex().encode() + b"\n")
 
     # --- recovery ---------------------------------------------------------------------------

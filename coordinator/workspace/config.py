@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import CoordError
+from ..errors import Invalid
 
 RUNTIMES = ("auto", "container", "sandbox")
 DEFAULT_RUNTIME = "auto"
@@ -28,7 +28,7 @@ DEFAULT_SPARK_MASTER = "local[2]"
 TRUST_POLICIES = ("trusted", "known", "any")  # see coordinator/trust/authorship.py
 
 
-class ConfigError(CoordError):
+class ConfigError(Invalid):
     pass
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from ..errors import CoordError
+from ..errors import NotFound
 from ..metadata import chain
 from ..metadata.objects import DatasetSourceRoot, MetadataBlock
 from . import layout
@@ -23,7 +23,11 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 
-class DatasetNotFound(CoordError):
+class BlockNotFound(NotFound):
+    """No block (of a dataset, or of any) has the hash or prefix given."""
+
+
+class DatasetNotFound(NotFound):
     def __init__(self, dataset_id: str):
         super().__init__(f"dataset {dataset_id} does not exist in this workspace")
         self.dataset_id = dataset_id

@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from graphlib import CycleError, TopologicalSorter
 
-from ..errors import CoordError
+from ..errors import Invalid
 from ..metadata.objects import DatasetSourceDerivative
 from .dataset import DatasetNotFound
 from .state import DatasetState
 from .workspace import Workspace
 
 
-class DependencyCycle(CoordError):
+class DependencyCycle(Invalid):
     def __init__(self, loop: list[str]):
         self.loop = loop
         super().__init__(f"datasets depend on each other in a cycle: {' -> '.join(loop)}; "
@@ -82,12 +82,6 @@ class DatasetGraph:
             self._inputs[dataset_id] = tuple(inputs_of(state.source) if self._range is None
                                              else inputs_in_force(state, *self._range))
         return self._inputs[dataset_id]
-
-    def with_inputs(self, ids: Iterable[str]) -> list[str]:
-        """``ids`` and their direct inputs that the workspace holds: what an engine running
-        their transforms may read."""
-        ids = list(ids)
-        return sorted({*ids, *(i for d in ids for i in self.inputs(d) if self.exists(i))})
 
     def ids(self) -> list[str]:
         return sorted({ds.id for ds in self._ws.datasets()} | self._inputs.keys())

@@ -8,10 +8,10 @@ import fcntl
 import os
 from pathlib import Path
 
-from ..errors import CoordError
+from ..errors import Conflict
 
 
-class DatasetBusy(CoordError):
+class DatasetBusy(Conflict):
     def __init__(self, dataset_id: str):
         super().__init__(f"dataset {dataset_id} is busy (another coord process is writing it)")
         self.dataset_id = dataset_id

@@ -14,13 +14,13 @@ import fcntl
 import os
 from pathlib import Path
 
-from ..errors import CoordError
+from ..errors import Conflict
 from .runs import take_lease
 
 LEASE = "serve.lock"
 
 
-class WorkspaceServed(CoordError):
+class WorkspaceServed(Conflict):
     def __init__(self, pid: int | None):
         who = f"PID {pid}" if pid else "another process"
         super().__init__(f"the workspace is served by {who} (stop it or use its API)")

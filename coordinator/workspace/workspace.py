@@ -9,7 +9,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..errors import CoordError
+from ..errors import Conflict, CoordError, NotFound
 from ..metadata.ids import validate_dataset_id
 from ..metadata.signing import SigningKey, read_key_file
 from . import layout
@@ -22,6 +22,14 @@ ENV = "COORD_WORKSPACE"
 
 
 class WorkspaceError(CoordError):
+    pass
+
+
+class WorkspaceExists(WorkspaceError, Conflict):
+    pass
+
+
+class NoWorkspace(WorkspaceError, NotFound):
     pass
 
 
@@ -40,7 +48,7 @@ class Workspace:
     def init(root: Path) -> Workspace:
         ws = Workspace(root)
         if ws.meta.exists():
-            raise WorkspaceError(f"a workspace already exists at {ws.meta}")
+            raise WorkspaceExists(f"a workspace already exists at {ws.meta}")
         for sub in layout.WORKSPACE_FOLDERS:
             (ws.meta / sub).mkdir(parents=True)
         os.chmod(ws.meta / layout.KEYS, 0o700)
@@ -58,13 +66,13 @@ class Workspace:
         for d in (here, *here.parents):
             if (d / DIR).is_dir():
                 return Workspace(d)
-        raise WorkspaceError("not in a coord workspace (run 'coord init' first)")
+        raise NoWorkspace("not in a coord workspace (run 'coord init' first)")
 
     @staticmethod
     def open(root: Path) -> Workspace:
         ws = Workspace(root)
         if not ws.meta.is_dir():
-            raise WorkspaceError(f"no workspace at {root} (run 'coord init' there first)")
+            raise NoWorkspace(f"no workspace at {root} (run 'coord init' there first)")
         return ws
 
     # --- config and keys --------------------------------------------------------------------

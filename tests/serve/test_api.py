@@ -110,7 +110,7 @@ def test_the_whole_graph_has_every_edge(read_only):
     (f"/api/datasets/{PEOPLE}/tail", {"n": 0}, 422),
     (f"/api/datasets/{PEOPLE}/tail", {"n": "many"}, 422),
     (f"/api/datasets/{PEOPLE}/tail", {"as_at": "yesterday"}, 400),
-    (f"/api/datasets/{PEOPLE}/tail", {"as_at": "abcdef0123"}, 400),
+    (f"/api/datasets/{PEOPLE}/tail", {"as_at": "abcdef0123"}, 404),  # no such block
     (f"/api/datasets/{PEOPLE}/chain", {"limit": 5000}, 422),
     (f"/api/datasets/{PEOPLE}/chain", {"offset": -1}, 422),
     (f"/api/datasets/{PEOPLE}/lineage", {"direction": "sideways"}, 422),

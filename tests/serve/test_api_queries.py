@@ -55,9 +55,9 @@ def test_forward_lineage_reaches_every_dependent_column(served):
     assert targets == [(NAMES, "name"), (INITIALS, "i")]
 
 
-def test_an_unknown_column_is_a_400_naming_the_known_ones(served):
+def test_an_unknown_column_is_a_404_naming_the_known_ones(served):
     r = served.get(f"/api/datasets/{INITIALS}/fields/nope/lineage")
-    assert r.status_code == 400 and "known columns: i" in r.json()["error"]
+    assert r.status_code == 404 and "known columns: i" in r.json()["error"]
 
 
 def test_sql_answers_a_query_over_the_datasets(served):
@@ -97,9 +97,9 @@ def test_provenance_of_a_block_that_is_not_a_hash_is_a_422(served):
     assert r.status_code == 422 and "block" in r.json()["error"]
 
 
-def test_provenance_of_an_unknown_block_is_a_400_naming_it(served):
+def test_provenance_of_an_unknown_block_is_a_404_naming_it(served):
     r = served.get(f"/api/datasets/{PEOPLE}/provenance", params={"block": "abcdef"})
-    assert r.status_code == 400 and "no block of t.people starts with abcdef" in r.json()["error"]
+    assert r.status_code == 404 and "no block of t.people starts with abcdef" in r.json()["error"]
 
 
 def test_dataset_lineage_over_a_time_range_is_what_the_cli_answers(served):
