@@ -79,10 +79,10 @@ def main(starts: int = 3, executes: int = 5) -> None:
                                              [write_slice(data / f"s{call}.parquet", call * 1000, 1000)])],
                         transform=HOURLY,
                         vocab=DatasetVocabulary(),
-                        new_checkpoint=root / "run" / f"ck{call}",
-                        output_path=root / "run" / f"out{call}.parquet",
+                        prev_checkpoint_dir=checkpoint,
+                        new_checkpoint_dir=root / "run" / f"ck{call}",
+                        output_data_path=root / "run" / f"out{call}.parquet",
                         system_time=T0 + timedelta(days=1, seconds=call),
-                        prev_checkpoint=checkpoint,
                     )
                     began = time.perf_counter()
                     client.execute(request)
@@ -91,7 +91,7 @@ def main(starts: int = 3, executes: int = 5) -> None:
                         first_execute = elapsed
                     else:
                         execute_times.append(elapsed)
-                    checkpoint = request.new_checkpoint
+                    checkpoint = request.new_checkpoint_dir
         finally:
             engine.stop()
 

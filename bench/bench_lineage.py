@@ -23,7 +23,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).parent))
 from common import median_time, print_table
 
-from coordinator.engine.client import EngineClient, InputSchema
+from coordinator.engine.client import EngineClient
+from coordinator.engine.port import InputSchema, LineageRequest
 from coordinator.engine.runtime import start_engine
 from coordinator.engine.settings import EngineSettings
 from coordinator.lineage.fields import FieldGraph
@@ -64,7 +65,10 @@ def derive_times(repeat: int) -> tuple[float, float]:
         try:
             with EngineClient(engine.socket_path) as client:
                 def derive() -> None:
-                    client.derive_field_lineage("b.out", [ORDERS, CUSTOMERS], FIVE_STEPS, DatasetVocabulary())
+                    client.derive_field_lineage(LineageRequest(
+                        transaction_id="bench", dataset_id="b.out", inputs=[ORDERS, CUSTOMERS],
+                        transform=FIVE_STEPS, vocab=DatasetVocabulary(),
+                    ))
                 began = time.perf_counter()
                 derive()
                 first = time.perf_counter() - began

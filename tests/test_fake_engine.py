@@ -7,7 +7,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.engine.port import EngineError, ExecuteInput, ExecuteRequest, InputSchema
+from coordinator.engine.port import (
+    EngineError,
+    EngineErrorKind,
+    ExecuteInput,
+    ExecuteRequest,
+    InputSchema,
+    ValidateRequest,
+)
 from coordinator.metadata.objects import DatasetVocabulary, TransformSql
 
 from .support.fake_engine import FakeEngine
@@ -41,8 +48,9 @@ def slice_file(path, rows: list[tuple[int, int, str]]):
 def test_queries_that_keep_streaming_state_are_refused(tmp_path, query, what):
     inputs = [InputSchema("a", VOCAB, SCHEMA), InputSchema("b", VOCAB, SCHEMA)]
     with pytest.raises(EngineError, match=what) as refused:
-        FakeEngine(tmp_path).validate("out", inputs, sql(query), VOCAB)
-    assert refused.value.kind == "UNSUPPORTED"
+        FakeEngine(tmp_path).validate(ValidateRequest(transaction_id="t", dataset_id="out", inputs=inputs,
+                                                      transform=sql(query), vocab=VOCAB))
+    assert refused.value.kind is EngineErrorKind.UNSUPPORTED
 
 
 def test_a_join_matches_new_rows_with_old_ones_once(tmp_path):
@@ -57,9 +65,9 @@ def test_a_join_matches_new_rows_with_old_ones_once(tmp_path):
         request = ExecuteRequest(
             transaction_id=name, dataset_id="out",
             inputs=[ExecuteInput("a", VOCAB, SCHEMA, a), ExecuteInput("b", VOCAB, SCHEMA, b)],
-            transform=query, vocab=VOCAB, new_checkpoint=work / "checkpoint",
-            output_path=work / "out.parquet", system_time=T.replace(hour=9), prev_checkpoint=prev)
-        return engine.execute(request), request.new_checkpoint
+            transform=query, vocab=VOCAB, prev_checkpoint_dir=prev, new_checkpoint_dir=work / "checkpoint",
+            output_data_path=work / "out.parquet", system_time=T.replace(hour=9))
+        return engine.execute(request), request.new_checkpoint_dir
 
     first, checkpoint = call("t1", [a1], [])
     assert first.num_records == 0 and first.output_path is None

@@ -1,9 +1,12 @@
 """The coordinator's side of proto/engine.proto: the engine port (``port.Engine``) over gRPC.
 
 ``EngineClient`` speaks to one engine process; ``GrpcEngine`` is that client together with
-the process's identity and run folder, the ``Engine`` the transforms are given. Every failure
-the engine reports (bad SQL, bad request, a crash inside Spark) and every transport failure
-is raised as ``EngineError`` with the engine's own message.
+the process's identity and run folder, the ``Engine`` the transforms are given. Each method
+turns the port's request into the proto message of the same name (paths to text, schemas and
+tables to Arrow IPC bytes) and the reply into the port's result. Every failure the engine
+reports (bad SQL, bad request, a crash inside Spark) and every transport failure is raised as
+``EngineError`` with the engine's own message; the wire's ``Error.Kind`` becomes the
+``EngineErrorKind`` of the same name.
 """
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ import atexit
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -32,15 +34,22 @@ from ..workspace.fsutil import remove
 from . import stubs
 from .port import (
     EngineError,
+    EngineErrorKind,
     EngineProgress,
     EngineUnavailable,
     ExecuteInput,
     ExecuteRequest,
     ExecuteResult,
     InputSchema,
+    LineageRequest,
+    MigrateRequest,
     MigrateResult,
+    PreprocessRequest,
+    ProvenanceRequest,
     ProvenanceResult,
+    ReadSourceRequest,
     SourcePosition,
+    ValidateRequest,
     ValidateResult,
     engine_error,
 )
@@ -124,42 +133,24 @@ class EngineClient:
             python_version=reply.python_version,
         )
 
-    def validate(
-        self,
-        dataset_id: str,
-        inputs: list[InputSchema],
-        transform: TransformSql,
-        vocab: DatasetVocabulary,
-        previous_transform: TransformSql | None = None,
-        transaction_id: str = "",
-    ) -> ValidateResult:
-        request = pb.ValidateRequest(
-            transaction_id=transaction_id,
-            dataset_id=dataset_id,
-            inputs=[_input_schema(i) for i in inputs],
-            transform=_transform(transform),
-            vocab=_vocab(vocab),
-        )
-        if previous_transform is not None:
-            request.previous_transform.CopyFrom(_transform(previous_transform))
-        reply = self._call(self._stub.ValidateQuery, request)
+    def validate(self, request: ValidateRequest) -> ValidateResult:
+        message = pb.ValidateRequest(inputs=[_input_schema(i) for i in request.inputs], **_common(request))
+        if request.previous_transform is not None:
+            message.previous_transform.CopyFrom(_transform(request.previous_transform))
+        reply = self._call(self._stub.ValidateQuery, message)
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         return ValidateResult(_read_schema(reply.schema.arrow_schema), reply.schema.ddl)
 
-    def execute(
-        self, request: ExecuteRequest, on_progress: Callable[[EngineProgress], None] | None = None
-    ) -> ExecuteResult:
-        """Runs one transaction; ``on_progress`` receives progress and log lines as they come."""
+    def execute(self, request: ExecuteRequest) -> ExecuteResult:
+        """Runs one transaction; ``request.on_progress`` receives progress and log lines as
+        they come."""
         message = pb.ExecuteRequest(
-            transaction_id=request.transaction_id,
-            dataset_id=request.dataset_id,
             inputs=[_execute_input(i) for i in request.inputs],
-            transform=_transform(request.transform),
-            vocab=_vocab(request.vocab),
-            prev_checkpoint_dir=str(request.prev_checkpoint) if request.prev_checkpoint else "",
-            new_checkpoint_dir=str(request.new_checkpoint),
-            output_data_path=str(request.output_path),
+            prev_checkpoint_dir=_path(request.prev_checkpoint_dir),
+            new_checkpoint_dir=str(request.new_checkpoint_dir),
+            output_data_path=str(request.output_data_path),
+            **_common(request),
         )
         message.system_time.FromNanoseconds(epoch_nanos(request.system_time))
         try:
@@ -168,106 +159,83 @@ class EngineClient:
                 if kind == "error":
                     raise _engine_error(reply.error)
                 if kind == "result":
-                    return _execute_result(reply.result, request.output_path)
-                if on_progress is not None:
-                    on_progress(_progress(reply))
+                    return _execute_result(reply.result, request.output_data_path)
+                if request.on_progress is not None:
+                    request.on_progress(_progress(reply))
         except grpc.RpcError as exc:
             raise _transport_error(exc) from None
-        raise EngineError("INTERNAL", "the engine ended Execute without a result")
+        raise EngineError(EngineErrorKind.INTERNAL, "the engine ended Execute without a result")
 
-    def migrate(
-        self,
-        transaction_id: str,
-        dataset_id: str,
-        prev_transform: TransformSql,
-        next_transform: TransformSql,
-        prev_checkpoint: Path | None,
-        new_checkpoint: Path,
-    ) -> MigrateResult:
+    def migrate(self, request: MigrateRequest) -> MigrateResult:
         reply = self._call(
             self._stub.MigrateQuery,
             pb.MigrateRequest(
-                transaction_id=transaction_id,
-                dataset_id=dataset_id,
-                prev_transform=_transform(prev_transform),
-                next_transform=_transform(next_transform),
-                prev_checkpoint_dir=str(prev_checkpoint) if prev_checkpoint else "",
-                new_checkpoint_dir=str(new_checkpoint),
+                transaction_id=request.transaction_id,
+                dataset_id=request.dataset_id,
+                prev_transform=_transform(request.prev_transform),
+                next_transform=_transform(request.next_transform),
+                prev_checkpoint_dir=_path(request.prev_checkpoint_dir),
+                new_checkpoint_dir=str(request.new_checkpoint_dir),
             ),
         )
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         return MigrateResult(reply.migrated.state_carried, reply.migrated.message)
 
-    def preprocess(
-        self, dataset_id: str, input_path: Path, transform: TransformSql, output_path: Path,
-        transaction_id: str = "",
-    ) -> int:
+    def preprocess(self, request: PreprocessRequest) -> int:
         """Runs a root's preprocess query over ``input_path`` (the view ``input``) into
         ``output_path``; returns the number of records."""
         reply = self._call(
             self._stub.Preprocess,
             pb.PreprocessRequest(
-                transaction_id=transaction_id, dataset_id=dataset_id, input_path=str(input_path),
-                transform=_transform(transform), output_path=str(output_path),
+                transaction_id=request.transaction_id, dataset_id=request.dataset_id,
+                input_path=str(request.input_path), transform=_transform(request.transform),
+                output_path=str(request.output_path),
             ),
         )
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         return reply.result.num_records
 
-    def read_source(
-        self, dataset_id: str, input_path: Path, format: str, options: dict[str, str],
-        schema: pa.Schema, output_dir: Path, split_bytes: int = 0, transaction_id: str = "",
-    ) -> list[Path]:
+    def read_source(self, request: ReadSourceRequest) -> list[Path]:
         """Reads one source file into Parquet files under ``output_dir``, in record order."""
         reply = self._call(
             self._stub.ReadSource,
             pb.ReadSourceRequest(
-                transaction_id=transaction_id, dataset_id=dataset_id, input_path=str(input_path),
-                format=format, options=options, arrow_schema=_schema_bytes(schema),
-                output_dir=str(output_dir), split_bytes=split_bytes,
+                transaction_id=request.transaction_id, dataset_id=request.dataset_id,
+                input_path=str(request.input_path), format=request.format, options=request.options,
+                arrow_schema=_schema_bytes(request.schema), output_dir=str(request.output_dir),
+                split_bytes=request.split_bytes,
             ),
         )
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         return [Path(p) for p in reply.result.parts]
 
-    def derive_field_lineage(
-        self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
-        vocab: DatasetVocabulary, transaction_id: str = "",
-    ) -> FieldLineage:
-        """The column-level lineage of ``transform`` over the inputs' schemas (no data read)."""
-        request = pb.LineageRequest(
-            transaction_id=transaction_id, dataset_id=dataset_id,
-            inputs=[_input_schema(i) for i in inputs], transform=_transform(transform),
-            vocab=_vocab(vocab),
-        )
+    def derive_field_lineage(self, request: LineageRequest) -> FieldLineage:
+        """The column-level lineage of the transform over the inputs' schemas (no data read)."""
+        message = pb.LineageRequest(inputs=[_input_schema(i) for i in request.inputs], **_common(request))
         try:
-            reply = self._stub.DeriveLineage(request)
+            reply = self._stub.DeriveLineage(message)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.UNIMPLEMENTED:  # an engine (image) built before it
-                raise EngineError("UNSUPPORTED", "this engine build has no DeriveLineage "
-                                                 "(rebuild the engine image)") from None
+                raise EngineError(EngineErrorKind.UNSUPPORTED, "this engine build has no DeriveLineage "
+                                                               "(rebuild the engine image)") from None
             raise _transport_error(exc) from None
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         return _field_lineage(reply.lineage)
 
-    def derive_provenance(
-        self, dataset_id: str, inputs: list[ExecuteInput], transform: TransformSql,
-        vocab: DatasetVocabulary, records: pa.Table, transaction_id: str = "",
-    ) -> ProvenanceResult:
+    def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
         """Which input rows make each of ``records`` (see proto/engine.proto)."""
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, records.schema) as writer:
-            writer.write_table(records)
-        request = pb.ProvenanceRequest(
-            transaction_id=transaction_id, dataset_id=dataset_id,
-            inputs=[_execute_input(i) for i in inputs], transform=_transform(transform),
-            vocab=_vocab(vocab), records=sink.getvalue().to_pybytes(),
+        with pa.ipc.new_stream(sink, request.records.schema) as writer:
+            writer.write_table(request.records)
+        message = pb.ProvenanceRequest(
+            inputs=[_execute_input(i) for i in request.inputs], records=sink.getvalue().to_pybytes(),
+            **_common(request),
         )
-        reply = self._call(self._stub.DeriveProvenance, request)
+        reply = self._call(self._stub.DeriveProvenance, message)
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         derivations = pa.ipc.open_stream(reply.result.derivations).read_all()
@@ -301,6 +269,12 @@ class GrpcEngine(EngineClient):
 
 
 # ----- conversions -----------------------------------------------------------------------------
+
+
+def _common(request: ValidateRequest | ExecuteRequest | ProvenanceRequest | LineageRequest) -> dict:
+    """The fields of every message that plans or runs a transform of a dataset."""
+    return {"transaction_id": request.transaction_id, "dataset_id": request.dataset_id,
+            "transform": _transform(request.transform), "vocab": _vocab(request.vocab)}
 
 
 def _input_schema(i: InputSchema):
@@ -376,11 +350,15 @@ def _engine_error(error) -> EngineError:
     if error.HasField("position"):
         p = error.position
         position = SourcePosition(p.step, p.alias, p.line, p.column, p.fragment)
-    return engine_error(pb.Error.Kind.Name(error.kind), error.message, position)
+    return engine_error(EngineErrorKind[pb.Error.Kind.Name(error.kind)], error.message, position)
 
 
 def _transport_error(exc: grpc.RpcError) -> EngineError:
     return EngineUnavailable(f"engine call failed ({exc.code().name}): {exc.details()}")
+
+
+def _path(path: Path | None) -> str:
+    return str(path) if path else ""
 
 
 def _schema_bytes(schema: pa.Schema) -> bytes:

@@ -1,9 +1,16 @@
 """The engine port: what transforms need of an engine, whatever runs it.
 
-``Engine`` is the operations of proto/engine.proto as the coordinator uses them, with typed
-requests and results. ``client.GrpcEngine`` implements it over gRPC for both runtimes
-(sandbox, container); tests implement it with DuckDB (tests/fake_engine.py). Transforms only
-ever see this protocol, and get an engine from ``factory.open_engine``.
+``Engine`` is the operations of proto/engine.proto as the coordinator uses them: one method
+per RPC, taking one frozen request named and shaped as the proto's message (``ValidateRequest``,
+``ExecuteRequest``, ``MigrateRequest``, ``PreprocessRequest``, ``ReadSourceRequest``,
+``ProvenanceRequest``, ``LineageRequest``; every field by name, ``transaction_id`` always
+given) and returning a typed result. The fields hold Python values where the wire holds text or
+bytes (a ``Path`` for a path, ``pa.Schema`` as ``schema`` for an ``arrow_schema``, None for "");
+``ExecuteRequest.on_progress`` is the one field that is not sent. Every failure is an
+``EngineError`` whose ``kind`` is an ``EngineErrorKind``. ``client.GrpcEngine`` implements the
+port over gRPC for both runtimes (sandbox, container) and does the conversions; tests implement
+it with DuckDB (tests/support/fake_engine.py). Transforms only ever see this protocol, and get
+an engine from ``factory.open_engine``.
 
 Invariants every implementation keeps (the real engine's, see docs/architecture.md):
 - an engine writes only into folders it hands out (``workdir``) and the paths a request names
@@ -18,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -49,25 +57,96 @@ class ExecuteInput:
     system_time_interval: str = "()"  # the spec's text syntax, e.g. "(a, b]"
 
 
+# ----- requests: one per RPC, as proto/engine.proto's messages --------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class _OverSchemas:
+    """What Validate and DeriveLineage share: a transform planned over the inputs' schemas,
+    no data read, nothing changed."""
+
+    transaction_id: str  # for logs
+    dataset_id: str  # the output dataset
+    inputs: list[InputSchema]  # every input of the transform
+    transform: TransformSql
+    vocab: DatasetVocabulary  # the output dataset's vocabulary
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidateRequest(_OverSchemas):
+    previous_transform: TransformSql | None = None  # the current one, when changing a query
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecuteRequest:
+    transaction_id: str  # the same transaction over the same inputs and checkpoint: the same output
+    dataset_id: str  # the output dataset
+    inputs: list[ExecuteInput]  # in the order of the dataset's inputs
+    transform: TransformSql
+    vocab: DatasetVocabulary  # the output dataset's vocabulary
+    prev_checkpoint_dir: Path | None = None  # read only; None on the first run
+    new_checkpoint_dir: Path  # absent or empty; the engine fills it
+    output_data_path: Path  # where the output slice goes (not created when there are no records)
+    system_time: datetime  # stamped into the output's system_time column
+    # not sent: receives the progress and log lines the engine streams while it runs
+    on_progress: Callable[[EngineProgress], None] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MigrateRequest:
+    transaction_id: str
+    dataset_id: str  # the output dataset
+    prev_transform: TransformSql  # the transform the previous checkpoint belongs to
+    next_transform: TransformSql  # the transform that runs from now on
+    prev_checkpoint_dir: Path | None  # read only; None: there is none
+    new_checkpoint_dir: Path  # absent or empty; the engine fills it
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreprocessRequest:
+    transaction_id: str
+    dataset_id: str  # the root dataset
+    input_path: Path  # one Parquet file, read as the view ``input``; read only
+    transform: TransformSql  # the root's preprocess query
+    output_path: Path  # where the result goes: one Parquet file
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadSourceRequest:
+    transaction_id: str
+    dataset_id: str  # the root dataset
+    input_path: Path  # the source file; read only
+    format: str  # the read step's kind: csv, jsonLines or parquet
+    options: dict[str, str]  # the read step's options, by Spark's names
+    schema: pa.Schema  # the records' columns and types (the wire's arrow_schema)
+    output_dir: Path  # an empty folder for the Parquet files
+    split_bytes: int = 0  # read in splits of about this many bytes (0: Spark's default)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProvenanceRequest:
+    transaction_id: str
+    dataset_id: str  # the output dataset
+    transform: TransformSql  # the query in force when the records were produced
+    inputs: list[ExecuteInput]  # data_paths: every slice of the input the replay reads
+    vocab: DatasetVocabulary  # the output's vocabulary
+    records: pa.Table  # the records to explain: the query's columns and ``__odf_record``
+
+
+@dataclass(frozen=True, kw_only=True)
+class LineageRequest(_OverSchemas):
+    pass
+
+
+# ----- results --------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class ProvenanceResult:
     # one row per input row of a derivation: record (the caller's key), derivation (the
     # replayed row equal to the record), input (dataset id), file (data file name), row
     derivations: pa.Table
     stateful: bool  # the plan joins or aggregates: a derivation may reach into older slices
-
-
-@dataclass(frozen=True)
-class ExecuteRequest:
-    transaction_id: str
-    dataset_id: str  # the output dataset
-    inputs: list[ExecuteInput]  # in the order of the dataset's inputs
-    transform: TransformSql
-    vocab: DatasetVocabulary  # the output dataset's vocabulary
-    new_checkpoint: Path  # absent or empty; the engine fills it
-    output_path: Path  # where the output slice goes (not created when there are no records)
-    system_time: datetime  # stamped into the output's system_time column
-    prev_checkpoint: Path | None = None  # read only
 
 
 @dataclass(frozen=True)
@@ -111,15 +190,25 @@ class SourcePosition:
     fragment: str
 
 
+class EngineErrorKind(StrEnum):
+    """What failed: the kinds of proto/engine.proto's ``Error``, and UNAVAILABLE. Each prints
+    as its name (``str(EngineErrorKind.UNSUPPORTED) == "UNSUPPORTED"``)."""
+
+    INTERNAL = "INTERNAL"  # the engine failed (a bug or the machine)
+    INVALID_QUERY = "INVALID_QUERY"  # the SQL is wrong: syntax, names, types, streaming use
+    INVALID_REQUEST = "INVALID_REQUEST"  # the request is inconsistent (bad path, used checkpoint)
+    UNSUPPORTED = "UNSUPPORTED"  # a feature this engine does not implement
+    EXECUTION = "EXECUTION"  # the query failed while running over the data
+    FORBIDDEN = "FORBIDDEN"  # the SQL policy refused the query
+    UNAVAILABLE = "UNAVAILABLE"  # the engine could not be reached (not on the wire)
+
+
 class EngineError(CoordError):
-    """A failure reported by the engine or on the way to it.
+    """A failure reported by the engine or on the way to it; ``kind`` says which."""
 
-    ``kind`` is INVALID_QUERY, INVALID_REQUEST, UNSUPPORTED, EXECUTION, FORBIDDEN (the SQL
-    policy refused the query), INTERNAL, or UNAVAILABLE (the engine could not be reached)."""
-
-    def __init__(self, kind: str, message: str, position: SourcePosition | None = None):
+    def __init__(self, kind: EngineErrorKind, message: str, position: SourcePosition | None = None):
         super().__init__(message)
-        self.kind = kind
+        self.kind = EngineErrorKind(kind)
         self.message = message
         self.position = position
 
@@ -135,18 +224,19 @@ class EngineUnavailable(EngineError, Unavailable):
     """The engine could not be reached (kind UNAVAILABLE)."""
 
     def __init__(self, message: str):
-        super().__init__("UNAVAILABLE", message)
+        super().__init__(EngineErrorKind.UNAVAILABLE, message)
 
 
 class EngineQueryError(EngineError, Invalid):
     """The engine refused the SQL: it is wrong (INVALID_QUERY) or its policy forbids it (FORBIDDEN)."""
 
 
-def engine_error(kind: str, message: str, position: SourcePosition | None = None) -> EngineError:
+def engine_error(kind: EngineErrorKind, message: str, position: SourcePosition | None = None) -> EngineError:
     """The error for an engine's answer of ``kind``, in the category that kind is."""
-    if kind == "UNAVAILABLE":
+    if kind is EngineErrorKind.UNAVAILABLE:
         return EngineUnavailable(message)
-    cls = EngineQueryError if kind in ("INVALID_QUERY", "FORBIDDEN") else EngineError
+    query = (EngineErrorKind.INVALID_QUERY, EngineErrorKind.FORBIDDEN)
+    cls = EngineQueryError if kind in query else EngineError
     return cls(kind, message, position)
 
 
@@ -160,55 +250,34 @@ class Engine(Protocol):
     def workdir(self, name: str) -> Path:
         """A fresh, empty folder the engine may write: one transaction's output and checkpoint."""
 
-    def validate(
-        self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
-        vocab: DatasetVocabulary, previous_transform: TransformSql | None = None,
-        transaction_id: str = "",
-    ) -> ValidateResult:
-        """Plans ``transform`` over inputs of these schemas; the output schema, or EngineError."""
+    def validate(self, request: ValidateRequest) -> ValidateResult:
+        """Plans the transform over inputs of these schemas; the output schema, or EngineError."""
 
-    def execute(
-        self, request: ExecuteRequest, on_progress: Callable[[EngineProgress], None] | None = None
-    ) -> ExecuteResult:
+    def execute(self, request: ExecuteRequest) -> ExecuteResult:
         """Runs one transaction over the inputs' new slices, resuming from the previous
-        checkpoint; ``on_progress`` receives progress and log lines as they come."""
+        checkpoint; ``request.on_progress`` receives progress and log lines as they come."""
 
-    def migrate(
-        self, transaction_id: str, dataset_id: str, prev_transform: TransformSql,
-        next_transform: TransformSql, prev_checkpoint: Path | None, new_checkpoint: Path,
-    ) -> MigrateResult:
+    def migrate(self, request: MigrateRequest) -> MigrateResult:
         """A checkpoint for ``next_transform`` from one of ``prev_transform``."""
 
-    def preprocess(
-        self, dataset_id: str, input_path: Path, transform: TransformSql, output_path: Path,
-        transaction_id: str = "",
-    ) -> int:
+    def preprocess(self, request: PreprocessRequest) -> int:
         """Runs a root's preprocess query over ``input_path`` (the view ``input``) into
         ``output_path``; returns the number of records."""
 
-    def read_source(
-        self, dataset_id: str, input_path: Path, format: str, options: dict[str, str],
-        schema: pa.Schema, output_dir: Path, split_bytes: int = 0, transaction_id: str = "",
-    ) -> list[Path]:
+    def read_source(self, request: ReadSourceRequest) -> list[Path]:
         """Reads one source file with the engine's reader (``format``: csv, jsonLines or
         parquet; ``options`` by Spark's names) typed as ``schema``, into Parquet files under
         ``output_dir``; returns them in the file's record order. EngineError EXECUTION for a
         malformed record or a value that does not fit its type."""
 
-    def derive_field_lineage(
-        self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
-        vocab: DatasetVocabulary, transaction_id: str = "",
-    ) -> FieldLineage:
-        """The column-level lineage of ``transform`` over the inputs' schemas (no data read);
+    def derive_field_lineage(self, request: LineageRequest) -> FieldLineage:
+        """The column-level lineage of the transform over the inputs' schemas (no data read);
         EngineError UNSUPPORTED for a plan it cannot trace."""
 
-    def derive_provenance(
-        self, dataset_id: str, inputs: list[ExecuteInput], transform: TransformSql,
-        vocab: DatasetVocabulary, records: pa.Table, transaction_id: str = "",
-    ) -> ProvenanceResult:
-        """Replays ``transform`` over the inputs' slices and answers which input rows make each
-        of ``records`` (the query's columns and ``__odf_record``); EngineError UNSUPPORTED for
-        a plan shape it cannot trace."""
+    def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
+        """Replays the transform over the inputs' slices and answers which input rows make
+        each of ``records`` (the query's columns and ``__odf_record``); EngineError
+        UNSUPPORTED for a plan shape it cannot trace."""
 
     def close(self) -> None:
         """Releases the connection (the factory stops the engine itself)."""

@@ -61,10 +61,13 @@ _EMPTY = "\x00odf:empty\x00"
 def run_preprocess(engine: Engine, dataset_id: str, table: pa.Table,
                    transform: TransformSql) -> pa.Table:
     """The root's preprocess query over ``table`` (the view ``input``), run in the engine."""
+    from ..engine.port import PreprocessRequest
+
     scratch = engine.workdir(f"preprocess-{uuid.uuid4().hex[:12]}")
     source, result = scratch / "input.parquet", scratch / "output.parquet"
     pq.write_table(table, source)
-    engine.preprocess(dataset_id, source, transform, result, transaction_id=scratch.name)
+    engine.preprocess(PreprocessRequest(transaction_id=scratch.name, dataset_id=dataset_id,
+                                        input_path=source, transform=transform, output_path=result))
     return pq.read_table(result)
 
 
@@ -79,7 +82,7 @@ def read_in_engine(engine: Engine, dataset_id: str, path: Path, step: ReadStep, 
     the file; at least one table, maybe empty. ``private``: the file is the pull's own copy
     (fetched or prepared), which the engine may be given as a hard link; the user's own files
     are copied, since the engine can write its run folder."""
-    from ..engine.port import EngineError
+    from ..engine.port import EngineError, ReadSourceRequest
 
     schema = _schema(path, step, name, piece_bytes)
     options = {_SPARK_OPTIONS[k]: _text(v) for k, v in vars(step).items()
@@ -94,8 +97,11 @@ def read_in_engine(engine: Engine, dataset_id: str, path: Path, step: ReadStep, 
         source = scratch / ("source" + "".join(path.suffixes[-2:]))
         _place(path, source, private)
         try:
-            parts = engine.read_source(dataset_id, source, _FORMATS[type(step)], options, schema,
-                                       scratch, split_bytes=piece_bytes, transaction_id=scratch.name)
+            parts = engine.read_source(ReadSourceRequest(
+                transaction_id=scratch.name, dataset_id=dataset_id, input_path=source,
+                format=_FORMATS[type(step)], options=options, schema=schema, output_dir=scratch,
+                split_bytes=piece_bytes,
+            ))
         except EngineError as e:
             _locate(path, step, name, piece_bytes)
             raise IngestError(f"{name}: Spark could not read it ({e.message}), though the "

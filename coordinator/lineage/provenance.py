@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..engine.port import Engine, ExecuteInput
+from ..engine.port import Engine, ExecuteInput, ProvenanceRequest
 from ..errors import Invalid
 from ..metadata.objects import FieldLineage, MetadataBlock
 from ..metadata.timestamps import IntervalType
@@ -114,9 +114,12 @@ def block_provenance(ws: Workspace, dataset_id: str, block_prefix: str, engine: 
         raise ProvenanceError(f"input {waiting[0]} had no data when block {block_hash.hex()[:12]} ran")
     query_columns = [c for c in table.column_names if c != vocab.system_time]
     records = table.select(query_columns).take(chosen).append_column(RECORD, pa.array(chosen, pa.int64()))
-    answer = engine().derive_provenance(
-        dataset_id, [ExecuteInput(p.dataset.id, p.vocab, p.schema, p.data_paths) for p in history],
-        source.transform, vocab, records, transaction_id=f"provenance-{block_hash.hex()[:12]}")
+    answer = engine().derive_provenance(ProvenanceRequest(
+        transaction_id=f"provenance-{block_hash.hex()[:12]}", dataset_id=dataset_id,
+        transform=source.transform,
+        inputs=[ExecuteInput(p.dataset.id, p.vocab, p.schema, p.data_paths) for p in history],
+        vocab=vocab, records=records,
+    ))
     derivations = answer.derivations
     if not answer.stateful:  # one row of a slice this block consumed makes each record
         keep = [f in new[source.inputs.index(i)] for i, f in

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..build.pull import pull_one
 from ..engine.client import EngineError
-from ..engine.port import Engine
+from ..engine.port import Engine, EngineErrorKind
 from ..engine.session import EngineOnDemand, engine_reads
 from ..errors import CoordError, Unavailable
 from ..metadata.objects import DatasetSourceRoot
@@ -266,7 +266,8 @@ class BuildService:
         ours = isinstance(error, CoordError | OSError)
         if not ours:  # a bug: the traceback goes to the service's log, the message to the API
             traceback.print_exc(file=sys.stderr)
-        if not ours or (isinstance(error, EngineError) and error.kind in ("UNAVAILABLE", "INTERNAL")):
+        broken = (EngineErrorKind.UNAVAILABLE, EngineErrorKind.INTERNAL)
+        if not ours or (isinstance(error, EngineError) and error.kind in broken):
             self._close_engine()  # it may be the engine that broke: the retry starts a new one
         message = str(error) if ours else f"internal error: {type(error).__name__}: {error}"
         with self._lock:

@@ -5,8 +5,10 @@ schema; every column the dataset already has must still be there with the same t
 """
 from __future__ import annotations
 
+import uuid
+
 from ..data.slices import GROWTH_RULE, compare_schemas
-from ..engine.port import Engine, InputSchema
+from ..engine.port import Engine, InputSchema, ValidateRequest
 from ..errors import Conflict
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
 from ..workspace import Dataset, DatasetState, Workspace
@@ -31,10 +33,11 @@ def check_query_change(engine: Engine, ws: Workspace, ds: Dataset, snapshot: Dat
     if missing:
         return  # nothing to validate against yet; Execute reports errors when data arrives
     vocab = snapshot.vocab or current.vocab
-    new = engine.validate(
-        ds.id, [InputSchema(i.dataset.id, i.vocab, i.schema) for i in inputs],
-        source.transform, vocab, previous_transform=previous.transform,
-    ).schema
+    new = engine.validate(ValidateRequest(
+        transaction_id=f"validate-{uuid.uuid4().hex[:12]}", dataset_id=ds.id,
+        inputs=[InputSchema(i.dataset.id, i.vocab, i.schema) for i in inputs],
+        transform=source.transform, vocab=vocab, previous_transform=previous.transform,
+    )).schema
     old = current.schema(ds)
     if old is None:
         return

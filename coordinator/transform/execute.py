@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..data.hashing import file_logical_hash, physical_hash
 from ..data.slices import output_slice as data_slice
-from ..engine.port import Engine, EngineProgress, ExecuteInput, ExecuteRequest
+from ..engine.port import Engine, EngineProgress, ExecuteInput, ExecuteRequest, MigrateRequest
 from ..metadata.objects import MetadataBlock
 from ..metadata.timestamps import now_utc
 from ..workspace import DatasetState, Workspace
@@ -69,7 +69,10 @@ def run_step(
     prev_checkpoint = plan.prev_checkpoint
     if plan.prev_transform is not None:  # the query changed since the last executed block
         migrated = scratch / "migrated-checkpoint"
-        engine.migrate(txn, plan.dataset.id, plan.prev_transform, plan.transform, prev_checkpoint, migrated)
+        engine.migrate(MigrateRequest(
+            transaction_id=txn, dataset_id=plan.dataset.id, prev_transform=plan.prev_transform,
+            next_transform=plan.transform, prev_checkpoint_dir=prev_checkpoint, new_checkpoint_dir=migrated,
+        ))
         prev_checkpoint = migrated
     request = ExecuteRequest(
         transaction_id=txn,
@@ -84,12 +87,13 @@ def run_step(
         ],
         transform=plan.transform,
         vocab=plan.vocab,
-        new_checkpoint=scratch / "checkpoint",
-        output_path=scratch / "output.parquet",
+        prev_checkpoint_dir=prev_checkpoint,
+        new_checkpoint_dir=scratch / "checkpoint",
+        output_data_path=scratch / "output.parquet",
         system_time=system_time,
-        prev_checkpoint=prev_checkpoint,
+        on_progress=progress,
     )
-    result = engine.execute(request, on_progress=progress)
+    result = engine.execute(request)
     output_slice = None
     if result.output_path is not None:
         # a batch at a time: an output slice can be larger than memory allows to hold
@@ -106,4 +110,4 @@ def run_step(
         input_slices=[i.consumed_slice() for i in plan.inputs],
         engine=engine.identity,
     )
-    return block, result.output_path, request.new_checkpoint
+    return block, result.output_path, request.new_checkpoint_dir

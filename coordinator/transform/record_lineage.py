@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine.port import Engine, EngineError, InputSchema
+from ..engine.port import Engine, EngineError, EngineErrorKind, InputSchema, LineageRequest
 from ..metadata.objects import FieldLineage, MetadataBlock
 from ..workspace import DatasetState
 from .plan import TransformPlan
@@ -23,10 +23,12 @@ def derive_field_lineage(engine: Engine, plan: TransformPlan) -> FieldLineage | 
     the engine cannot trace it column by column (an older build, or a plan shape it refuses)."""
     inputs = [InputSchema(i.dataset.id, i.vocab, i.schema) for i in plan.inputs if i.schema is not None]
     try:
-        return engine.derive_field_lineage(plan.dataset.id, inputs, plan.transform, plan.vocab,
-                                           transaction_id=plan.transaction_id())
+        return engine.derive_field_lineage(LineageRequest(
+            transaction_id=plan.transaction_id(), dataset_id=plan.dataset.id, inputs=inputs,
+            transform=plan.transform, vocab=plan.vocab,
+        ))
     except EngineError as error:
-        if error.kind != "UNSUPPORTED":
+        if error.kind is not EngineErrorKind.UNSUPPORTED:
             raise
         return None
 

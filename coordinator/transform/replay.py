@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..engine.port import Engine, EngineError
+from ..engine.port import Engine, EngineError, EngineErrorKind
 from ..metadata.chain import ChainBlock
 from ..metadata.objects import (
     DatasetSourceDerivative,
@@ -62,7 +62,7 @@ def make_replay(engine: Callable[[], Engine]):
             try:
                 replayed, _, checkpoint = run_step(engine(), plan, system_time=block.system_time)
             except EngineError as error:
-                if error.kind != "FORBIDDEN":
+                if error.kind is not EngineErrorKind.FORBIDDEN:
                     raise
                 # A query from someone else: refused before it ran, and nothing after it can
                 # be replayed (each step starts from the previous one's checkpoint).

@@ -83,17 +83,17 @@ class Chain:
             inputs=inputs,
             transform=self.transform,
             vocab=VOCAB,
-            new_checkpoint=self.run_dir / call / "checkpoint",
-            output_path=self.run_dir / call / "output.parquet",
+            prev_checkpoint_dir=self.checkpoint,
+            new_checkpoint_dir=self.run_dir / call / "checkpoint",
+            output_data_path=self.run_dir / call / "output.parquet",
             system_time=OUTPUT_SYSTEM_TIME,
-            prev_checkpoint=self.checkpoint,
         )
 
     def execute(self, slices=None, watermarks=None) -> ExecuteResult:
         """Runs the next call and moves the chain to its checkpoint."""
         request = self.prepare(slices, watermarks)
         result = self.client.execute(request)
-        self.checkpoint = request.new_checkpoint
+        self.checkpoint = request.new_checkpoint_dir
         self.results.append(result)
         return result
 

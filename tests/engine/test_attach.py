@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.engine.attach import EngineEndpoint, attached_engine
-from coordinator.engine.port import EngineError
+from coordinator.engine.port import EngineError, EngineErrorKind
 from coordinator.metadata.objects import EngineIdentity
 
 IDENTITY = EngineIdentity(runtime="sandbox", version="0.1.0", spark_version="4.3.0", files_hash="ab" * 32,
@@ -39,5 +39,5 @@ def test_an_input_the_engine_was_not_started_to_read_is_refused_naming_it(endpoi
     with pytest.raises(EngineError, match="cannot read .*elsewhere") as refused:
         with attached_engine(endpoint, [tmp_path / "data" / "ds", tmp_path / "elsewhere"]):
             pass
-    assert refused.value.kind == "UNAVAILABLE"
+    assert refused.value.kind is EngineErrorKind.UNAVAILABLE
     assert list(endpoint.run_dir.iterdir()) == []  # nothing was made for it

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from engine_testkit import OUTPUT_SYSTEM_TIME, T0, input_schema, records
 
-from coordinator.engine.port import EngineError
+from coordinator.engine.port import EngineError, EngineErrorKind, MigrateRequest
 from coordinator.metadata.objects import TransformSql
 
 pytestmark = pytest.mark.spark
@@ -186,21 +186,21 @@ def test_rerunning_a_transaction_gives_the_same_result(make_chain, engine_client
     first = engine_client.execute(request)
     retry = dataclasses.replace(
         request,
-        new_checkpoint=request.new_checkpoint.with_name("checkpoint-retry"),
-        output_path=request.output_path.with_name("output-retry.parquet"),
+        new_checkpoint_dir=request.new_checkpoint_dir.with_name("checkpoint-retry"),
+        output_data_path=request.output_data_path.with_name("output-retry.parquet"),
     )
     second = engine_client.execute(retry)
 
     assert first.num_records == second.num_records > 0
     assert first.output_watermark == second.output_watermark
-    assert request.output_path.read_bytes() == retry.output_path.read_bytes()
-    states = [json.loads((r.new_checkpoint / "engine.json").read_text()) for r in (request, retry)]
+    assert request.output_data_path.read_bytes() == retry.output_data_path.read_bytes()
+    states = [json.loads((r.new_checkpoint_dir / "engine.json").read_text()) for r in (request, retry)]
     assert states[0] == states[1]
     assert sorted(p.name for p in start.iterdir()) == ["engine.json", "spark"]  # untouched input
 
     # Both checkpoints carry the same streaming state: the next call agrees too.
     outputs = []
-    for checkpoint in (request.new_checkpoint, retry.new_checkpoint):
+    for checkpoint in (request.new_checkpoint_dir, retry.new_checkpoint_dir):
         chain.checkpoint = checkpoint
         outputs.append(chain.execute({READINGS_ID: [READING_ROWS[30:]]}).output_path.read_bytes())
     assert outputs[0] == outputs[1]
@@ -212,14 +212,17 @@ def test_checkpoint_of_another_query_is_refused(make_chain):
     chain.transform = TransformSql(engine="spark", query="SELECT * FROM `com.example.readings`")
     with pytest.raises(EngineError, match="MigrateQuery") as failure:
         chain.execute({READINGS_ID: [READING_ROWS[10:20]]})
-    assert failure.value.kind == "INVALID_REQUEST"
+    assert failure.value.kind is EngineErrorKind.INVALID_REQUEST
 
 
 def test_migrate_same_query_carries_open_windows(make_chain, engine_client):
     chain = make_chain(HOURLY, READINGS)
     chain.execute({READINGS_ID: [READING_ROWS[:22]]})  # up to 02:30: windows 0 and 1 closed
     migrated = chain.run_dir / "migrated"
-    result = engine_client.migrate("tx-m", "x", chain.transform, chain.transform, chain.checkpoint, migrated)
+    result = engine_client.migrate(MigrateRequest(
+        transaction_id="tx-m", dataset_id="x", prev_transform=chain.transform,
+        next_transform=chain.transform, prev_checkpoint_dir=chain.checkpoint, new_checkpoint_dir=migrated,
+    ))
     assert result.state_carried
 
     chain.checkpoint = migrated
@@ -233,7 +236,10 @@ def test_migrate_to_a_new_query_keeps_watermarks(make_chain, engine_client):
     with_top = HOURLY.replace("sum(v) AS total", "sum(v) AS total, max(v) AS top")
     new_query = TransformSql(engine="spark", query=with_top)
     migrated = chain.run_dir / "migrated"
-    result = engine_client.migrate("tx-m", "x", chain.transform, new_query, chain.checkpoint, migrated)
+    result = engine_client.migrate(MigrateRequest(
+        transaction_id="tx-m", dataset_id="x", prev_transform=chain.transform,
+        next_transform=new_query, prev_checkpoint_dir=chain.checkpoint, new_checkpoint_dir=migrated,
+    ))
     assert not result.state_carried and "dropped" in result.message
 
     chain.transform, chain.checkpoint = new_query, migrated

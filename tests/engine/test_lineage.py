@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 from engine_testkit import VOCAB, input_schema
 
-from coordinator.engine.client import EngineError, InputSchema
+from coordinator.engine.port import EngineError, EngineErrorKind, InputSchema, LineageRequest
 from coordinator.metadata.objects import SqlQueryStep, TransformSql
 
 pytestmark = pytest.mark.spark
@@ -21,8 +21,10 @@ CUSTOMERS = InputSchema("shop.customers", VOCAB, input_schema(customer=pa.string
 def derive(engine_client, *steps: str | tuple[str, str]):
     queries = [SqlQueryStep(alias=s[0], query=s[1]) if isinstance(s, tuple) else SqlQueryStep(query=s)
                for s in steps]
-    lineage = engine_client.derive_field_lineage(
-        "out", [ORDERS, CUSTOMERS], TransformSql(engine="spark", queries=queries), VOCAB)
+    lineage = engine_client.derive_field_lineage(LineageRequest(
+        transaction_id="lineage", dataset_id="out", inputs=[ORDERS, CUSTOMERS],
+        transform=TransformSql(engine="spark", queries=queries), vocab=VOCAB,
+    ))
     fields = {f.field: {(s.input, s.field, s.kind) for s in f.sources} for f in lineage.fields}
     conditions = {(c.input, c.field, c.kind) for c in lineage.conditions or []}
     return lineage, fields, conditions
@@ -145,12 +147,12 @@ def test_union_and_subquery(engine_client):
 def test_bad_query_is_reported_like_validate(engine_client):
     with pytest.raises(EngineError) as failure:
         derive(engine_client, "SELECT nope FROM `shop.orders`")
-    assert failure.value.kind == "INVALID_QUERY"
+    assert failure.value.kind is EngineErrorKind.INVALID_QUERY
 
 
 def test_an_operator_the_engine_cannot_trace_is_named_not_guessed(engine_client):
     with pytest.raises(EngineError) as failure:
         derive(engine_client, "SELECT o.event_time, x.w FROM `shop.orders` o, "
                               "LATERAL (SELECT o.amount + 1 AS w) x")
-    assert failure.value.kind == "UNSUPPORTED"
+    assert failure.value.kind is EngineErrorKind.UNSUPPORTED
     assert "LateralJoin" in failure.value.message

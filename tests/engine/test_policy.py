@@ -12,7 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 from engine_testkit import T0, VOCAB, input_schema, records
 
-from coordinator.engine.port import EngineError, InputSchema
+from coordinator.engine.port import (
+    EngineError,
+    EngineErrorKind,
+    InputSchema,
+    PreprocessRequest,
+    ValidateRequest,
+)
 from coordinator.metadata.objects import SqlQueryStep, TransformSql
 
 pytestmark = pytest.mark.spark
@@ -29,7 +35,10 @@ PAY = "`com.example.payments`"
 def validate(engine_client, transform: TransformSql | str):
     if isinstance(transform, str):
         transform = TransformSql(engine="spark", query=transform)
-    return engine_client.validate("com.example.out", [ORDERS, PAYMENTS], transform, VOCAB)
+    return engine_client.validate(ValidateRequest(
+        transaction_id="policy", dataset_id="com.example.out", inputs=[ORDERS, PAYMENTS],
+        transform=transform, vocab=VOCAB,
+    ))
 
 
 REFUSED = {
@@ -111,7 +120,7 @@ def test_refused(engine_client, query, expected):
     with pytest.raises(EngineError) as failure:
         validate(engine_client, query)
     error = failure.value
-    assert error.kind == "FORBIDDEN", error
+    assert error.kind is EngineErrorKind.FORBIDDEN, error
     assert error.message.startswith("step 0 (the output): ")
     assert expected in error.message
     assert "\n" not in error.message
@@ -126,7 +135,7 @@ def test_refusal_names_the_step_and_its_alias(engine_client):
     ])
     with pytest.raises(EngineError) as failure:
         validate(engine_client, transform)
-    assert failure.value.kind == "FORBIDDEN"
+    assert failure.value.kind is EngineErrorKind.FORBIDDEN
     assert failure.value.message.startswith("step 1 (tagged): function uuid() is not allowed")
 
 
@@ -208,7 +217,7 @@ def test_execute_refuses_before_running(make_chain):
     chain = make_chain(f"SELECT *, rand() AS r FROM {ORD}", {ORDERS.dataset_id: ORDERS.schema})
     with pytest.raises(EngineError) as failure:
         chain.execute({ORDERS.dataset_id: [[ORDER]]})
-    assert failure.value.kind == "FORBIDDEN"
+    assert failure.value.kind is EngineErrorKind.FORBIDDEN
     assert "function rand()" in failure.value.message
 
 
@@ -218,10 +227,15 @@ def test_preprocess_reads_its_input_and_nothing_else(engine_client, engine_root)
     source.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"city": ["Oslo", "Lima"]}), source)
     output = engine_root.run / "preprocess-policy.parquet"
-    query = TransformSql(engine="spark", query="SELECT upper(city) AS city FROM input")
-    assert engine_client.preprocess("x", source, query, output) == 2
-    leaking = TransformSql(engine="spark", query="SELECT value AS city FROM text.`/etc/hostname`")
+
+    def preprocess(query: str) -> int:
+        return engine_client.preprocess(PreprocessRequest(
+            transaction_id="preprocess-policy", dataset_id="x", input_path=source,
+            transform=TransformSql(engine="spark", query=query), output_path=output,
+        ))
+
+    assert preprocess("SELECT upper(city) AS city FROM input") == 2
     with pytest.raises(EngineError) as failure:
-        engine_client.preprocess("x", source, leaking, output)
-    assert failure.value.kind == "FORBIDDEN"
+        preprocess("SELECT value AS city FROM text.`/etc/hostname`")
+    assert failure.value.kind is EngineErrorKind.FORBIDDEN
     assert "path relation text.`/etc/hostname`" in failure.value.message

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 from engine_testkit import VOCAB, input_schema
 
-from coordinator.engine.port import EngineError, InputSchema
+from coordinator.engine.port import EngineError, EngineErrorKind, InputSchema, ValidateRequest
 from coordinator.metadata.objects import SqlQueryStep, TemporalTable, TransformSql
 
 pytestmark = pytest.mark.spark
@@ -17,12 +17,18 @@ def sql(query: str) -> TransformSql:
     return TransformSql(engine="spark", query=query)
 
 
+def validate(engine_client, transform: TransformSql, dataset_id: str = "x"):
+    return engine_client.validate(ValidateRequest(
+        transaction_id=f"validate-{dataset_id}", dataset_id=dataset_id, inputs=[ORDERS],
+        transform=transform, vocab=VOCAB,
+    ))
+
+
 def test_output_schema(engine_client):
-    result = engine_client.validate(
-        "com.example.big_orders",
-        [ORDERS],
+    result = validate(
+        engine_client,
         sql("SELECT *, amount * 2 AS doubled FROM `com.example.orders` WHERE amount > 10"),
-        VOCAB,
+        "com.example.big_orders",
     )
     ts = pa.timestamp("us", tz="UTC")
     assert result.schema == pa.schema(
@@ -40,16 +46,16 @@ def test_query_steps_with_aliases(engine_client):
             SqlQueryStep(query="SELECT event_time, order_id FROM big"),
         ],
     )
-    result = engine_client.validate("x", [ORDERS], transform, VOCAB)
+    result = validate(engine_client, transform)
     assert result.schema.names == ["system_time", "event_time", "order_id"]
 
 
 def test_unknown_column_reports_spark_message_and_position(engine_client):
     query = "SELECT event_time,\n  amount, nope\nFROM `com.example.orders`"
     with pytest.raises(EngineError) as failure:
-        engine_client.validate("x", [ORDERS], sql(query), VOCAB)
+        validate(engine_client, sql(query))
     error = failure.value
-    assert error.kind == "INVALID_QUERY"
+    assert error.kind is EngineErrorKind.INVALID_QUERY
     assert "UNRESOLVED_COLUMN" in error.message and "`nope`" in error.message
     assert "Project" not in error.message  # no logical plan dump
     assert (error.position.line, error.position.column, error.position.fragment) == (2, 10, "nope")
@@ -59,23 +65,23 @@ def test_unknown_column_reports_spark_message_and_position(engine_client):
 def test_syntax_error_position(engine_client):
     query = "SELECT event_time\nFROM `com.example.orders` WHERE amount >"
     with pytest.raises(EngineError) as failure:
-        engine_client.validate("x", [ORDERS], sql(query), VOCAB)
-    assert failure.value.kind == "INVALID_QUERY"
+        validate(engine_client, sql(query))
+    assert failure.value.kind is EngineErrorKind.INVALID_QUERY
     assert "PARSE_SYNTAX_ERROR" in failure.value.message
     assert failure.value.position.line == 2
 
 
 def test_missing_event_time_column(engine_client):
     with pytest.raises(EngineError, match="no column `event_time`"):
-        engine_client.validate("x", [ORDERS], sql("SELECT order_id FROM `com.example.orders`"), VOCAB)
+        validate(engine_client, sql("SELECT order_id FROM `com.example.orders`"))
 
 
 def test_streaming_only_errors_are_found(engine_client):
     # Valid SQL, but an aggregation over all time never closes in a stream.
     query = "SELECT max(event_time) AS event_time, count(*) AS n FROM `com.example.orders`"
     with pytest.raises(EngineError) as failure:
-        engine_client.validate("x", [ORDERS], sql(query), VOCAB)
-    assert failure.value.kind == "INVALID_QUERY"
+        validate(engine_client, sql(query))
+    assert failure.value.kind is EngineErrorKind.INVALID_QUERY
     assert "aggregat" in failure.value.message.lower()
 
 
@@ -91,8 +97,8 @@ def test_window_over_an_earlier_window_end_is_refused_naming_the_shape(engine_cl
         ],
     )
     with pytest.raises(EngineError) as failure:
-        engine_client.validate("x", [ORDERS], transform, VOCAB)
-    assert failure.value.kind == "INVALID_QUERY"
+        validate(engine_client, transform)
+    assert failure.value.kind is EngineErrorKind.INVALID_QUERY
     assert "aggregations without watermark" in failure.value.message
     assert "window_time(window)" in failure.value.message
     assert "\n" not in failure.value.message  # one line, no plan
@@ -105,5 +111,5 @@ def test_temporal_tables_are_unsupported(engine_client):
         temporal_tables=[TemporalTable(id="com.example.orders", primary_key=["order_id"])],
     )
     with pytest.raises(EngineError) as failure:
-        engine_client.validate("x", [ORDERS], transform, VOCAB)
-    assert failure.value.kind == "UNSUPPORTED"
+        validate(engine_client, transform)
+    assert failure.value.kind is EngineErrorKind.UNSUPPORTED

@@ -20,12 +20,10 @@ class CountingEngine(FakeEngine):
         super().__init__(run_dir)
         self.reads, self.inodes = [], []
 
-    def read_source(self, dataset_id, input_path, format, options, schema, output_dir,
-                    split_bytes=0, transaction_id=""):
-        self.reads.append((format, options))
-        self.inodes.append(input_path.stat().st_ino)
-        return super().read_source(dataset_id, input_path, format, options, schema, output_dir,
-                                   split_bytes, transaction_id)
+    def read_source(self, request):
+        self.reads.append((request.format, request.options))
+        self.inodes.append(request.input_path.stat().st_ino)
+        return super().read_source(request)
 
 
 def reading_engine(ws: Workspace, mode: str) -> CountingEngine:

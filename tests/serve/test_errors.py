@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 import coordinator
 from coordinator import errors
 from coordinator.build.pull import pull_datasets
-from coordinator.engine.port import EngineError, engine_error
+from coordinator.engine.port import EngineError, EngineErrorKind, engine_error
 from coordinator.engine.process import EngineStartError
 from coordinator.errors import Conflict, CoordError, Invalid, NotFound, Unavailable, category
 from coordinator.metadata.chain import ChainError
@@ -41,9 +41,10 @@ from .conftest import add_root, drop_csv, serving
     (DatasetBusy("t.x"), 409), (HeadMoved("head of t.x moved during the commit"), 409),
     (Diverged("diverged: ..."), 409), (RepositoryExists("repository r already exists"), 409),
     (ManifestError("m.yaml", "content.id", "is required"), 400), (ConfigError("bad value"), 400),
-    (SqlError("syntax error"), 400), (engine_error("INVALID_QUERY", "no such column"), 400),
-    (engine_error("UNAVAILABLE", "engine call failed"), 503), (EngineStartError("no bwrap"), 503),
-    (engine_error("INTERNAL", "the engine failed"), 400), (SyncError("a file is missing"), 400),
+    (SqlError("syntax error"), 400), (engine_error(EngineErrorKind.INVALID_QUERY, "no such column"), 400),
+    (engine_error(EngineErrorKind.UNAVAILABLE, "engine call failed"), 503),
+    (EngineStartError("no bwrap"), 503),
+    (engine_error(EngineErrorKind.INTERNAL, "the engine failed"), 400), (SyncError("a file is missing"), 400),
     (ChainError(b"\0" * 32, "block is missing"), 400),
 ])
 def test_each_category_has_its_status(error, status):
@@ -51,11 +52,11 @@ def test_each_category_has_its_status(error, status):
 
 
 def test_an_engine_error_keeps_its_kind_whatever_its_category():
-    unavailable = engine_error("UNAVAILABLE", "gone")
+    unavailable = engine_error(EngineErrorKind.UNAVAILABLE, "gone")
     assert isinstance(unavailable, EngineError) and isinstance(unavailable, Unavailable)
-    assert unavailable.kind == "UNAVAILABLE"
-    forbidden = engine_error("FORBIDDEN", "no")
-    assert forbidden.kind == "FORBIDDEN" and category(forbidden) is Invalid
+    assert unavailable.kind is EngineErrorKind.UNAVAILABLE
+    forbidden = engine_error(EngineErrorKind.FORBIDDEN, "no")
+    assert forbidden.kind is EngineErrorKind.FORBIDDEN and category(forbidden) is Invalid
 
 
 def _every_error_class() -> set[type[CoordError]]:

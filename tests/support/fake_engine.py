@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -42,12 +42,18 @@ import pyarrow.parquet as pq
 
 from coordinator.engine.port import (
     EngineError,
+    EngineErrorKind,
     EngineProgress,
-    ExecuteInput,
     ExecuteRequest,
     ExecuteResult,
-    InputSchema,
+    LineageRequest,
+    MigrateRequest,
     MigrateResult,
+    PreprocessRequest,
+    ProvenanceRequest,
+    ProvenanceResult,
+    ReadSourceRequest,
+    ValidateRequest,
     ValidateResult,
 )
 from coordinator.engine.settings import EngineSettings
@@ -73,16 +79,13 @@ class FakeEngine:
         path.mkdir(parents=True)
         return path
 
-    def validate(self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
-                 vocab: DatasetVocabulary, previous_transform: TransformSql | None = None,
-                 transaction_id: str = "") -> ValidateResult:
-        tables = {i.dataset_id: i.schema.empty_table() for i in inputs}
-        schema = _output(_run_streaming(transform, tables), vocab).schema
+    def validate(self, request: ValidateRequest) -> ValidateResult:
+        tables = {i.dataset_id: i.schema.empty_table() for i in request.inputs}
+        schema = _output(_run_streaming(request.transform, tables), request.vocab).schema
         return ValidateResult(schema, _ddl(schema))
 
-    def execute(self, request: ExecuteRequest,
-                on_progress: Callable[[EngineProgress], None] | None = None) -> ExecuteResult:
-        state = _load_state(request.prev_checkpoint)
+    def execute(self, request: ExecuteRequest) -> ExecuteResult:
+        state = _load_state(request.prev_checkpoint_dir)
         before: dict[str, pa.Table] = {}
         after: dict[str, pa.Table] = {}
         watermarks: list[datetime | None] = []
@@ -97,8 +100,8 @@ class FakeEngine:
             before[i.dataset_id] = _read(seen["paths"], i.schema)
             after[i.dataset_id] = _read(seen["paths"] + paths, i.schema)
             watermarks.append(watermark)
-            if on_progress is not None:
-                on_progress(EngineProgress("log", f"input {i.dataset_id}: {len(paths)} new slice(s)"))
+            if request.on_progress is not None:
+                request.on_progress(EngineProgress("log", f"input {i.dataset_id}: {len(paths)} new slice(s)"))
 
         new_rows = _difference(_run_streaming(request.transform, after),
                                _run_streaming(request.transform, before))
@@ -110,33 +113,33 @@ class FakeEngine:
             output_watermark = previous
         state["output_watermark"] = _text(output_watermark)
 
-        request.new_checkpoint.mkdir(parents=True, exist_ok=True)
-        (request.new_checkpoint / STATE_FILE).write_text(json.dumps(state, indent=1))
+        request.new_checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        (request.new_checkpoint_dir / STATE_FILE).write_text(json.dumps(state, indent=1))
         if table.num_rows:
-            pq.write_table(table, request.output_path)
+            pq.write_table(table, request.output_data_path)
         return ExecuteResult(table.num_rows, output_watermark, table.schema, _ddl(table.schema),
-                             request.output_path if table.num_rows else None)
+                             request.output_data_path if table.num_rows else None)
 
-    def migrate(self, transaction_id: str, dataset_id: str, prev_transform: TransformSql,
-                next_transform: TransformSql, prev_checkpoint: Path | None,
-                new_checkpoint: Path) -> MigrateResult:
-        _run_streaming(next_transform, {}, plan_only=True)
+    def migrate(self, request: MigrateRequest) -> MigrateResult:
+        _run_streaming(request.next_transform, {}, plan_only=True)
+        new_checkpoint = request.new_checkpoint_dir
         new_checkpoint.mkdir(parents=True, exist_ok=True)
-        (new_checkpoint / STATE_FILE).write_text(json.dumps(_load_state(prev_checkpoint), indent=1))
+        state = _load_state(request.prev_checkpoint_dir)
+        (new_checkpoint / STATE_FILE).write_text(json.dumps(state, indent=1))
         # this engine's only state is the watermarks and the slices consumed: both carry over
         return MigrateResult(True, "watermarks and consumed slices carried over")
 
-    def preprocess(self, dataset_id: str, input_path: Path, transform: TransformSql,
-                   output_path: Path, transaction_id: str = "") -> int:
-        table = _run(transform, {"input": pq.read_table(input_path)})
-        pq.write_table(table, output_path)
+    def preprocess(self, request: PreprocessRequest) -> int:
+        table = _run(request.transform, {"input": pq.read_table(request.input_path)})
+        pq.write_table(table, request.output_path)
         return table.num_rows
 
-    def read_source(self, dataset_id: str, input_path: Path, format: str, options: dict[str, str],
-                    schema: pa.Schema, output_dir: Path, split_bytes: int = 0,
-                    transaction_id: str = "") -> list[Path]:
+    def read_source(self, request: ReadSourceRequest) -> list[Path]:
         """Arrow's readers with the options the tests use (sep, header, nullValue); parts of
         about ``split_bytes`` of the file each, as the real engine splits."""
+        input_path, format, options, schema = (request.input_path, request.format, request.options,
+                                               request.schema)
+        split_bytes, output_dir = request.split_bytes, request.output_dir
         try:
             if format == "csv":
                 table = pacsv.read_csv(
@@ -153,7 +156,7 @@ class FakeEngine:
                 table = pajson.read_json(input_path,
                                          parse_options=pajson.ParseOptions(explicit_schema=schema))
         except pa.ArrowInvalid as e:
-            raise EngineError("EXECUTION", str(e)) from None
+            raise EngineError(EngineErrorKind.EXECUTION, str(e)) from None
         size = max(1, input_path.stat().st_size)
         rows = max(1, table.num_rows * split_bytes // size) if split_bytes else max(1, table.num_rows)
         parts = []
@@ -162,14 +165,12 @@ class FakeEngine:
             pq.write_table(table.slice(start, rows), parts[-1])
         return parts
 
-    def derive_field_lineage(self, dataset_id: str, inputs: list[InputSchema], transform: TransformSql,
-                             vocab: DatasetVocabulary, transaction_id: str = "") -> FieldLineage:
-        raise EngineError("UNSUPPORTED", "the test engine derives no field lineage")
+    def derive_field_lineage(self, request: LineageRequest) -> FieldLineage:
+        raise EngineError(EngineErrorKind.UNSUPPORTED, "the test engine derives no field lineage")
 
-    def derive_provenance(self, dataset_id: str, inputs: list[ExecuteInput], transform: TransformSql,
-                          vocab: DatasetVocabulary, records: pa.Table, transaction_id: str = ""):
-        raise EngineError("UNSUPPORTED", "provenance: not supported for this query: the test engine "
-                                         "derives no provenance")
+    def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
+        raise EngineError(EngineErrorKind.UNSUPPORTED,
+                          "provenance: not supported for this query: the test engine derives no provenance")
 
     def close(self) -> None:
         pass
@@ -211,10 +212,10 @@ def _run(transform: TransformSql, tables: dict[str, pa.Table]) -> pa.Table:
                 return con.sql(sql).to_arrow_table()
             con.execute(f"CREATE VIEW {_quote(step.alias or '')} AS {sql}")
     except duckdb.Error as e:
-        raise EngineError("INVALID_QUERY", f"step {k}: {e}") from None
+        raise EngineError(EngineErrorKind.INVALID_QUERY, f"step {k}: {e}") from None
     finally:
         con.close()
-    raise EngineError("INVALID_REQUEST", "the transform has no query")
+    raise EngineError(EngineErrorKind.INVALID_REQUEST, "the transform has no query")
 
 
 def _refuse_stateful(query: str) -> None:
@@ -228,13 +229,13 @@ def _refuse_stateful(query: str) -> None:
     finally:
         con.close()
     if tree.get("error"):  # Spark's window(...) among others
-        raise EngineError("UNSUPPORTED", f"the test engine cannot parse the query "
-                                         f"({tree.get('error_message')}); Spark SQL beyond DuckDB's "
-                                         "needs the Spark engine")
+        raise EngineError(EngineErrorKind.UNSUPPORTED,
+                          f"the test engine cannot parse the query ({tree.get('error_message')}); "
+                          "Spark SQL beyond DuckDB's needs the Spark engine")
     reason = _stateful_part(tree, aggregates)
     if reason:
-        raise EngineError("UNSUPPORTED", f"the test engine runs stateless queries only; {reason} "
-                                         "needs the Spark engine's streaming state")
+        raise EngineError(EngineErrorKind.UNSUPPORTED, f"the test engine runs stateless queries only; "
+                          f"{reason} needs the Spark engine's streaming state")
 
 
 def _stateful_part(node: Any, aggregates: set[str]) -> str | None:
@@ -289,8 +290,9 @@ def _output(rows: pa.Table, vocab: DatasetVocabulary, system_time: datetime | No
     """system_time, the event time, the data columns (sorted), as the Spark engine writes them."""
     event_time, system = vocab.event_time, vocab.system_time
     if event_time not in rows.column_names:
-        raise EngineError("INVALID_QUERY", f"the query result has no column `{event_time}` (the output "
-                                           f"event time column); it has: {', '.join(rows.column_names)}")
+        raise EngineError(EngineErrorKind.INVALID_QUERY,
+                          f"the query result has no column `{event_time}` (the output event time "
+                          f"column); it has: {', '.join(rows.column_names)}")
     data = [c for c in rows.column_names if c not in (event_time, system)]
     table = rows.select([event_time, *data])
     stamp = pa.repeat(pa.scalar(system_time, SYSTEM_TIME_TYPE), table.num_rows) if system_time \
