@@ -25,7 +25,7 @@ def _arrow_without_pandas() -> None:
     C++ converter, and remembers the answer. Both probes are made here, once, with pandas
     hidden. Only the optional probes are affected: a pyarrow call that needs pandas
     (``to_pandas``) imports it as usual. Should a later pyarrow probe again, pandas is imported
-    as before (slower, same results); tests/test_startup.py notices.
+    as before (slower, same results); tests/cli/test_startup.py notices.
     """
     if "pandas" in sys.modules:
         return

@@ -4,7 +4,7 @@
 ``auto`` picks, see ``runtime.start_engine``) and hands it out as a ``port.Engine`` over gRPC;
 leaving the ``with`` block closes the connection and stops the engine.
 
-A program embedding the coordinator (the test suite's DuckDB engine, tests/fake_engine.py)
+A program embedding the coordinator (the test suite's DuckDB engine, tests/support/fake_engine.py)
 may put another implementation in place for the whole process with ``use_engine``: every
 engine the process opens afterwards comes from that opener, whatever the workspace's settings
 say. Nothing in the coordinator itself calls it, so a workspace cannot select it.

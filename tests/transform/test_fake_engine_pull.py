@@ -1,5 +1,5 @@
 """A derivative pulled through the real ``coord`` command, with the DuckDB test engine in
-place of Spark (tests/fake_engine.py): add → pull → more data → pull → verify, every answer
+place of Spark (tests/support/fake_engine.py): add → pull → more data → pull → verify, every answer
 computed again from the CSV files with pandas."""
 from __future__ import annotations
 

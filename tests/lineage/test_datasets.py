@@ -8,9 +8,8 @@ import pytest
 
 from coordinator.lineage.datasets import lineage
 from coordinator.workspace import Workspace
-
-from .support.cli import MANIFESTS, coord
-from .support.manifests import derivative_manifest
+from tests.support.cli import MANIFESTS, coord
+from tests.support.manifests import derivative_manifest
 
 ORDERS, DAILY, REPORT = "com.example.orders", "com.example.orders.daily", "com.example.report"
 

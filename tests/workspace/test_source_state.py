@@ -26,9 +26,8 @@ from coordinator.workspace.source_state import (
     UrlState,
     fingerprint,
 )
-
-from .ingest.conftest import add_dataset, write
-from .test_status import LOCAL_FILE
+from tests.build.test_status import LOCAL_FILE
+from tests.ingest.conftest import add_dataset, write
 
 # Written by the code before the typed state (json.dumps(state_dict, sort_keys=True)), taken
 # from real pulls: a filesGlob by event time and by name, a file:// url, an out-of-core

@@ -9,7 +9,7 @@ from referencing import Registry, Resource
 from coordinator.metadata import objects
 from coordinator.metadata.shape import fields_of
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 SCHEMA_FILES = sorted(SCHEMAS.glob("*.json"))
 
 

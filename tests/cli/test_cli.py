@@ -16,9 +16,13 @@ from coordinator.metadata.yaml_codec import dump_yaml, manifest_to_dict
 from coordinator.workspace import Workspace
 from coordinator.workspace.commit import CRASH_POINTS
 from coordinator.workspace.lock import DatasetLock
-
-from .support.cli import MANIFESTS, coord
-from .test_block_codec import CONFORMANCE_HASH, DERIVATIVE_NANOS_HASH, NOON_NANOS, conformance_block
+from tests.metadata.test_block_codec import (
+    CONFORMANCE_HASH,
+    DERIVATIVE_NANOS_HASH,
+    NOON_NANOS,
+    conformance_block,
+)
+from tests.support.cli import MANIFESTS, coord
 
 ORDERS = "com.example.orders"
 

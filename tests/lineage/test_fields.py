@@ -12,9 +12,8 @@ import pytest
 from coordinator.lineage.fields import FieldGraph, FieldRef, field_versions
 from coordinator.metadata.objects import FieldLineage, FieldOrigin, FieldSource, MetadataBlock
 from coordinator.workspace import Workspace
-
-from .support.cli import MANIFESTS, coord
-from .support.manifests import derivative_manifest
+from tests.support.cli import MANIFESTS, coord
+from tests.support.manifests import derivative_manifest
 
 ORDERS, DAILY, REPORT = "com.example.orders", "com.example.orders.daily", "com.example.report"
 REPORT_MANIFEST = derivative_manifest(REPORT, [DAILY], f"SELECT day, total * 2 AS doubled FROM `{DAILY}`")

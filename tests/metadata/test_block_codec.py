@@ -15,8 +15,7 @@ from coordinator.metadata.flatbuffers_codec import BlockFormatError, decode_bloc
 from coordinator.metadata.shape import union_tag
 from coordinator.metadata.timestamps import IntervalType, TimeInterval, format_timestamp, parse_timestamp
 from coordinator.metadata.yaml_codec import dump_yaml, from_dict, load_yaml, manifest_to_dict
-
-from .metadata_strategies import blocks
+from tests.metadata.strategies import blocks
 
 CONFORMANCE_HASH = "d8be7cde15b4507b98226444a8e75c3459be33de5aa2abf59974ed8f9a71faea"
 # kamu-cli's published vector for its derivative block (same era as CONFORMANCE_HASH)

@@ -10,7 +10,7 @@ from coordinator.metadata.manifest import ManifestError, load_manifest, load_man
 from coordinator.metadata.timestamps import TimeInterval
 from coordinator.metadata.yaml_codec import render
 
-FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manifests"
 
 ORDERS = """\
 apiVersion: 1

@@ -14,8 +14,7 @@ import pytest
 
 from coordinator.engine import stubs
 from coordinator.workspace.runs import LEASE_NAME, abandoned_run_folders, run_folder
-
-from .support.cli import run_folder_holder
+from tests.support.cli import run_folder_holder
 
 sys.path.insert(0, str(stubs.ENGINE_DIR))
 from odf_spark_engine import lease as engine_lease  # noqa: E402 - the engine's own package

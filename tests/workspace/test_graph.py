@@ -5,9 +5,8 @@ import pytest
 
 from coordinator.workspace import DatasetNotFound, Workspace
 from coordinator.workspace.graph import DatasetGraph, DependencyCycle
-
-from .support.cli import MANIFESTS, coord
-from .support.manifests import derivative_manifest
+from tests.support.cli import MANIFESTS, coord
+from tests.support.manifests import derivative_manifest
 
 ORDERS, DAILY = "com.example.orders", "com.example.orders.daily"
 

@@ -9,8 +9,7 @@ from coordinator.metadata.chain import ChainError, walk
 from coordinator.metadata.signing import Signature, SignatureStatus, SigningKey, check_signature
 from coordinator.metadata.timestamps import format_timestamp, now_utc, parse_timestamp
 from coordinator.workspace import Workspace, layout
-
-from .test_workspace import first_block
+from tests.workspace.test_workspace import first_block
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.workspace import Workspace
-
-from .support.cli import coord, coord_command, coord_env
+from tests.support.cli import coord, coord_command, coord_env
 
 CITIES, ORDERS = "org.example.cities", "org.example.orders"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from .support.cli import coord, run_folder_holder
+from tests.support.cli import coord, run_folder_holder
 
 
 @pytest.fixture

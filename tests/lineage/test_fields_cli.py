@@ -8,9 +8,8 @@ import json
 
 from coordinator.lineage.fields import FieldGraph
 from coordinator.lineage.openlineage import openlineage_events, to_json
-
-from .support.cli import coord
-from .test_field_lineage import DAILY, DAILY_V2, ORDERS, REPORT, T2, record, ws  # noqa: F401
+from tests.lineage.test_fields import DAILY, DAILY_V2, ORDERS, REPORT, T2, record, ws  # noqa: F401
+from tests.support.cli import coord
 
 
 def test_backward_tree_shows_operations_down_to_the_root_and_its_source(ws):  # noqa: F811

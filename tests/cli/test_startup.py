@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .support.cli import ROOT, coord
+from tests.support.cli import ROOT, coord
 
 # data, schema, engine and cloud libraries: no metadata command needs any of them
 HEAVY = ("pyarrow", "pandas", "numpy", "jsonschema", "grpc", "boto3", "docker", "pyspark", "duckdb",

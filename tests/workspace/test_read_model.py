@@ -19,11 +19,10 @@ from coordinator.metadata.timestamps import now_utc
 from coordinator.workspace import CommitError, Config, ConfigError, SealedBlock, Workspace
 from coordinator.workspace.catalog import add_datasets
 from coordinator.workspace.config import DEFAULT_SPARK_MASTER
-
-from .ingest.conftest import DATASET, write
-from .ingest.test_pull import glob_dataset
-from .repository.conftest import append_slices, make_root
-from .support.cli import coord
+from tests.ingest.conftest import DATASET, write
+from tests.ingest.test_pull import glob_dataset
+from tests.repository.conftest import append_slices, make_root
+from tests.support.cli import coord
 
 ROOT_DS, DERIVED = "org.example.root", "org.example.derived"
 
@@ -68,7 +67,7 @@ def test_a_root_pull_with_new_data_walks_its_chain_once_and_parses_the_config_on
 @pytest.mark.spark
 def test_a_derivative_pull_with_new_input_walks_its_chain_once_and_parses_the_config_once(
         tmp_path, counted):
-    from .transform.pipeline import LARGE, ORDERS, order_rows, write_manifests, write_orders_file
+    from tests.transform.pipeline import LARGE, ORDERS, order_rows, write_manifests, write_orders_file
 
     coord("init", cwd=tmp_path)
     rows = order_rows(2)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from coordinator.workspace import Workspace
-
-from ..support.cli import coord
-from .pipeline import LARGE, ORDERS, order_rows, write_manifests, write_orders_file
+from tests.support.cli import coord
+from tests.transform.pipeline import LARGE, ORDERS, order_rows, write_manifests, write_orders_file
 
 
 @pytest.fixture(scope="module")

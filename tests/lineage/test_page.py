@@ -12,9 +12,8 @@ import pytest
 
 from coordinator.lineage.page import render_lineage_page
 from coordinator.workspace import Workspace
-
-from .support.cli import MANIFESTS, coord
-from .test_field_lineage import DAILY, DAILY_V1, ORDERS, REPORT, REPORT_MANIFEST, REPORT_V1, T1, record
+from tests.lineage.test_fields import DAILY, DAILY_V1, ORDERS, REPORT, REPORT_MANIFEST, REPORT_V1, T1, record
+from tests.support.cli import MANIFESTS, coord
 
 
 @pytest.fixture

@@ -21,10 +21,9 @@ from tests.chained_streams import (
     SHIPMENTS_ID,
     in_pulls,
 )
-
-from ..support.cli import coord
-from .pipeline import manifest
-from .test_chained_pull import root, write_csv
+from tests.support.cli import coord
+from tests.transform.pipeline import manifest
+from tests.transform.test_chained_pull import root, write_csv
 
 pytestmark = pytest.mark.spark
 QUERIES = {

@@ -22,10 +22,9 @@ from coordinator.repository import add_repository, pull_from_repository, push_da
 from coordinator.transform.plan import plan_transform
 from coordinator.workspace import Workspace
 from coordinator.workspace.catalog import add_datasets
-
-from .ingest.conftest import add_dataset, write
-from .repository.conftest import append_slices, make_root
-from .support.cli import ROOT, coord
+from tests.ingest.conftest import add_dataset, write
+from tests.repository.conftest import append_slices, make_root
+from tests.support.cli import ROOT, coord
 
 ROOT_DS, DERIVED = "org.example.root", "org.example.derived"
 
