@@ -17,12 +17,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ..workspace.graph import DatasetGraph
 from ..ingest.errors import IngestError
 from ..ingest.fetch import probe
 from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot
 from ..transform.builds import consumed_until, last_run_query
 from ..workspace import Dataset, DatasetState, Workspace
+from ..workspace.graph import DatasetGraph
 from ..workspace.source_state import SourceStateError
 
 
