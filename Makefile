@@ -25,8 +25,8 @@ proto:
 engine-image: install
 	bash engines/spark/build-image.sh
 
-# Two workers: the tests that run Spark on one (one engine shared by them, see tests/conftest.py),
-# the rest spread over both.
+# Two workers, each with one engine its Spark tests share; the Spark tests of a module stay on
+# one worker (tests/conftest.py).
 XDIST := -n 2 --dist loadgroup
 
 test: install engine-image lint

@@ -7,7 +7,8 @@ Markers (``make test-fast`` leaves out every test with one of the first three):
 - ``container``: needs Podman and the engine image (given to tests using ``engine_image``);
 - ``browser``: drives Debian's chromium (given to tests using ``browser``).
 A test with neither ``spark`` nor ``engine_start`` that opens an engine fails. Under xdist the
-tests that run Spark go to one worker, so the machine runs one Spark at a time.
+tests of one module that run Spark stay on one worker, so the module's fixtures (pipelines
+pulled through Spark) are built once; each worker has its own shared engine.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ settings.register_profile("quick", max_examples=25, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's hook, which turns the group into the test's id
 def pytest_collection_modifyitems(items):
     for item in items:
         if "engine_image" in item.fixturenames:
@@ -39,7 +41,7 @@ def pytest_collection_modifyitems(items):
         if "browser" in item.fixturenames:
             item.add_marker("browser")
         if any(item.get_closest_marker(name) for name in ENGINE_MARKERS):
-            item.add_marker(pytest.mark.xdist_group("spark"))
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session")
