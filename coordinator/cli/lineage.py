@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import click
 
 from ..metadata.timestamps import format_timestamp, parse_timestamp
-from .console import out
-from .console import workspace as _ws
+from .context import workspace
+from .output import Output
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -43,6 +43,7 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
     """Show the datasets DATASET is computed from, or the ones computed from it; with
     --field/--fields/-o openlineage, the lineage of its columns (recorded on the chains: no
     engine needed)."""
+    show = Output(output)
     begins = parse_timestamp(since) if since else None
     ends = parse_timestamp(until) if until else None
     if field is not None or all_fields or output == "openlineage":
@@ -51,7 +52,7 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
                                    "json or openlineage")
         from .lineage_fields import show_field_lineage
 
-        show_field_lineage(_ws(ctx), dataset, field, direction, depth, begins, ends, output)
+        show_field_lineage(show, workspace(ctx), dataset, field, direction, depth, begins, ends)
         return
     if direction in ("backward", "forward"):
         direction = "up" if direction == "backward" else "down"
@@ -62,27 +63,27 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
         from ..lineage.document import lineage_document
         from ..lineage.page import render_lineage_page
 
-        document = lineage_document(_ws(ctx), dataset, upstream=direction != "down",
+        document = lineage_document(workspace(ctx), dataset, upstream=direction != "down",
                                     downstream=direction != "up")
-        click.echo(render_lineage_page(document), nl=False)
+        show.text(render_lineage_page(document), nl=False)
         return
     from ..lineage.datasets import lineage, within
 
-    graph = lineage(_ws(ctx), dataset, upstream=direction != "down", downstream=direction != "up",
+    graph = lineage(workspace(ctx), dataset, upstream=direction != "down", downstream=direction != "up",
                     since=begins, until=ends)
     if depth is not None:
         graph = within(graph, depth)
     if output == "json":
         from ..lineage.datasets import as_json
 
-        click.echo(json.dumps(as_json(graph), indent=2))
+        show.json(as_json(graph))
     elif output == "dot":
-        click.echo(_as_dot(graph))
+        show.text(_as_dot(graph))
     else:
         if direction != "down":
-            out.print(_tree(graph, dataset, graph.inputs, "computed from"))
+            show.rich(_tree(graph, dataset, graph.inputs, "computed from"))
         if direction != "up":
-            out.print(_tree(graph, dataset, graph.readers, "read by"))
+            show.rich(_tree(graph, dataset, graph.readers, "read by"))
 
 
 def _label(node: Node) -> str:

@@ -6,11 +6,9 @@ exist (filter, join, grouping) are shown under ``rows decided by``.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import datetime
 
-import click
 from rich.markup import escape
 from rich.tree import Tree
 
@@ -25,40 +23,39 @@ from ..lineage.fields import (
     upstream_mapping,
 )
 from ..workspace import DatasetNotFound, Workspace
-from .console import out
+from .output import Output
 
 
-def show_field_lineage(ws: Workspace, dataset: str, field: str | None, direction: str,
-                       depth: int | None, since: datetime | None, until: datetime | None,
-                       output: str) -> None:
+def show_field_lineage(show: Output, ws: Workspace, dataset: str, field: str | None, direction: str,
+                       depth: int | None, since: datetime | None, until: datetime | None) -> None:
     fields = FieldGraph(ws, since=since, until=until)
     if not fields.graph.exists(dataset):
         raise DatasetNotFound(dataset)
-    if output == "openlineage":
+    if show.format == "openlineage":
         from ..lineage.openlineage import openlineage_events, to_json
-        click.echo(to_json(openlineage_events(fields, ws, dataset, since, until)))
+        show.text(to_json(openlineage_events(fields, ws, dataset, since, until)))
         return
     if field is None:
         edges = upstream_mapping(fields, dataset, depth)
-        if output == "json":
-            click.echo(json.dumps({"dataset": dataset, "edges": [edge_json(e) for e in edges]}, indent=2))
+        if show.format == "json":
+            show.json({"dataset": dataset, "edges": [edge_json(e) for e in edges]})
         else:
-            out.print(_mapping_tree(dataset, edges))
+            show.rich(_mapping_tree(dataset, edges))
         return
     forward = direction in ("forward", "down")
-    if output == "json":
-        click.echo(json.dumps(column_lineage_json(fields, dataset, field, forward, depth), indent=2))
+    if show.format == "json":
+        show.json(column_lineage_json(fields, dataset, field, forward, depth))
         return
     check_field(fields, dataset, field)
     walk = fields.forward if forward else fields.backward
     edges = walk(dataset, field, depth)
     start = FieldRef(dataset, field)
     if forward:
-        out.print(_tree(start, edges, lambda ref: [(e, e.target) for e in edges if e.source == ref],
+        show.rich(_tree(start, edges, lambda ref: [(e, e.target) for e in edges if e.source == ref],
                         "used by", lambda ref: ""))
     else:
         roots = root_origins(fields, start, edges)
-        out.print(_tree(start, edges, lambda ref: [(e, e.source) for e in edges if _into(e, ref)],
+        show.rich(_tree(start, edges, lambda ref: [(e, e.source) for e in edges if _into(e, ref)],
                         "computed from", lambda ref: f"  [dim]({escape(str(roots[ref]))})[/dim]"
                         if ref in roots else ""))
 

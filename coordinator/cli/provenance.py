@@ -1,13 +1,12 @@
 """``coord provenance``: the input records behind records of one block (record provenance)."""
 from __future__ import annotations
 
-import json
 from contextlib import ExitStack
 
 import click
 
-from .console import out
-from .console import workspace as _ws
+from .context import workspace
+from .output import Output
 
 
 @click.command("provenance")
@@ -31,30 +30,30 @@ def provenance_(ctx: click.Context, dataset: str, block: str, rows: tuple[int, .
 
     if rows and where:
         raise click.UsageError("give --row or --where, not both")
-    ws = _ws(ctx)
+    ws = workspace(ctx)
     with ExitStack() as stack:
         # every input of every query version: the block's is one
         engine = EngineOnDemand(ws, stack, lambda: engine_reads(ws, [dataset], every_query=True))
         result = block_provenance(ws, dataset, block, engine.get, rows=list(rows) or None, where=where)
-    if output == "json":
-        out.print_json(json.dumps(as_json(result)))
+    show = Output(output)
+    if show.format == "json":
+        show.json(as_json(result), highlight=True)
         return
     for record in result.records:
-        out.print(f"row {record.row}: {_values(record.values)}", markup=False)
+        show.line(f"row {record.row}: {_values(record.values)}")
         if not record.derivations:
-            out.print("  not produced by a replay of its query over its inputs (e.g. input rows "
-                      "the watermark dropped as late)", markup=False)
+            show.line("  not produced by a replay of its query over its inputs (e.g. input rows "
+                      "the watermark dropped as late)")
         if len(record.derivations) > 1:
-            out.print(f"  {len(record.derivations)} derivations: the replay makes identical records "
-                      "from different input rows", markup=False)
+            show.line(f"  {len(record.derivations)} derivations: the replay makes identical records "
+                      "from different input rows")
         for d in record.derivations:
-            out.print(f"  made from {len(d.inputs)} input record(s):", markup=False)
+            show.line(f"  made from {len(d.inputs)} input record(s):")
             for i in d.inputs:
-                out.print(f"    {i.dataset} block {i.block.hex()[:12]} row {i.row}: {_values(i.values)}",
-                          markup=False)
+                show.line(f"    {i.dataset} block {i.block.hex()[:12]} row {i.row}: {_values(i.values)}")
             for c in d.columns:
                 shown = ", ".join(map(_text, c.values[:10])) + (", ..." if len(c.values) > 10 else "")
-                out.print(f"    {c.column} <- {c.kind} {c.dataset}.{c.field} [{shown}]", markup=False)
+                show.line(f"    {c.column} <- {c.kind} {c.dataset}.{c.field} [{shown}]")
 
 
 def _values(row: dict) -> str:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from .console import err, out, workspace
-from .sharing import RichProgress
+from .context import workspace
+from .output import Output
 
 
 @click.command("publish")
@@ -21,6 +21,7 @@ def publish_(ctx, dataset, url, fmt, since_last):
     """Publish each new block of DATASET as a File Feed update (parts, _coord.json, _SUCCESS)."""
     from ..repository.publish import publish
 
+    show = Output()
     result = publish(workspace(ctx), dataset, url, fmt=fmt, since_last=since_last,
-                     progress=RichProgress(err))
-    out.print(f"{dataset}: {result.message}", markup=False)
+                     progress=show.progress())
+    show.line(f"{dataset}: {result.message}")

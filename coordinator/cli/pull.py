@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import click
 
 from ..metadata.ids import DatasetRef
-from .console import out, writable_workspace
+from .context import writable_workspace
+from .output import Output
 from .trust import signer_line
 
 if TYPE_CHECKING:
@@ -18,7 +19,8 @@ class _Bars:
     """The rich progress bars of one command, started by the first dataset that reports
     progress: a pull with nothing new shows none and does not import rich."""
 
-    def __init__(self) -> None:
+    def __init__(self, show: Output) -> None:
+        self.show = show
         self.live: Progress | None = None
 
     def get(self) -> Progress:
@@ -26,7 +28,7 @@ class _Bars:
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
             columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
-            self.live = Progress(*columns, console=out.real(), transient=True)
+            self.live = Progress(*columns, console=self.show.console(), transient=True)
             self.live.start()
         return self.live
 
@@ -37,9 +39,9 @@ class _Bars:
     def echo(self, line: str) -> None:
         """A line of output, above the bars while they are shown."""
         if self.live is not None:
-            out.print(line, markup=False)
+            self.show.line(line)
         else:
-            click.echo(line)
+            self.show.text(line)
 
 
 class _Bytes:
@@ -89,7 +91,7 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     if as_name and len(remote) != 1:
         raise click.UsageError("--as needs exactly one REPO/DATASET")
 
-    bars = _Bars()
+    bars = _Bars(Output())
     try:
         for ref in remote:
             from ..repository import pull_from_repository

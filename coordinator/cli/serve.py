@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from .console import writable_workspace
+from .context import writable_workspace
 
 
 @click.command("serve")

@@ -1,7 +1,6 @@
 """``coord sql``: queries over the workspace's datasets (DuckDB), one-shot or interactive."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -10,8 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import CoordError
-from .console import err, out
-from .console import workspace as _ws
+from .context import workspace
+from .output import Output, write_records
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,7 +52,7 @@ def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | 
         raise click.UsageError("-o parquet needs --out FILE")
     if output == "table" and out_file is not None:
         raise click.UsageError("--out writes csv, json or parquet: give -o")
-    ws = _ws(ctx)
+    ws = workspace(ctx)
     when = resolve_as_at(ws, as_at) if as_at else None
     with SqlSession(ws, when) as session:
         if command is None and file is None and sys.stdin.isatty():
@@ -65,32 +64,37 @@ def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | 
             results = list(session.run(script))
         except SqlError as e:
             raise SqlError(f"{file}: {e}") if file else e from None
+    show = Output(output)
     if output == "table":
         for result in results:
-            _print_table(result, max_rows)
+            _show_table(show, result, max_rows)
         return
     if len(results) != 1:
         raise click.UsageError(f"-o {output} writes one result; the query has {len(results)} statements")
-    _write(results[0], output, out_file)
+    if out_file is None:
+        show.records(results[0])
+    else:
+        _write_file(results[0], output, Path(out_file))
 
 
 def _repl(session: SqlSession, max_rows: int) -> None:
     import readline  # noqa: F401  (line editing and history for input())
 
-    err.print("SQL over the workspace's datasets (DuckDB dialect); end a statement with ; "
-              "and leave with Ctrl-D.", markup=False)
+    show = Output("table")
+    show.note("SQL over the workspace's datasets (DuckDB dialect); end a statement with ; "
+              "and leave with Ctrl-D.")
     if session.tables:
-        err.print("datasets: " + ", ".join(f'"{t}"' for t in session.tables), markup=False)
+        show.note("datasets: " + ", ".join(f'"{t}"' for t in session.tables))
     buffer: list[str] = []
     while True:
         try:
             line = input("coord sql> " if not buffer else "       ..> ")
         except EOFError:
-            err.print()
+            show.note()
             return
         except KeyboardInterrupt:
             buffer = []
-            err.print()
+            show.note()
             continue
         buffer.append(line)
         script = "\n".join(buffer)
@@ -101,49 +105,27 @@ def _repl(session: SqlSession, max_rows: int) -> None:
         buffer = []
         try:
             for result in session.run(script):
-                _print_table(result, max_rows)
+                _show_table(show, result, max_rows)
         except CoordError as e:
-            err.print(f"error: {e}", markup=False)
+            show.note(f"error: {e}")
         except KeyboardInterrupt:
             session.interrupt()
-            err.print("interrupted", markup=False)
+            show.note("interrupted")
 
 
-def _print_table(result: pa.Table, max_rows: int) -> None:
-    from rich.table import Table
-
-    table = Table(*result.column_names, box=None)
-    for row in result.slice(0, max_rows).to_pylist():
-        table.add_row(*("NULL" if v is None else str(v) for v in row.values()))
-    out.print(table)
+def _show_table(show: Output, result: pa.Table, max_rows: int) -> None:
+    show.records(result, null="NULL", max_rows=max_rows)
     shown = min(max_rows, result.num_rows)
     more = f", {shown:,} shown (--max-rows, or -o csv for all)" if shown < result.num_rows else ""
-    out.print(f"({result.num_rows:,} row{'s' if result.num_rows != 1 else ''}{more})", markup=False)
+    show.line(f"({result.num_rows:,} row{'s' if result.num_rows != 1 else ''}{more})")
 
 
-def _write(result: pa.Table, output: str, out_file: str | None) -> None:
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
-
-    def write(sink) -> None:
-        if output == "csv":
-            pacsv.write_csv(result, sink)
-        elif output == "parquet":
-            pq.write_table(result, sink)
-        else:
-            from ..query.tail import json_value
-
-            sink.write(json.dumps(result.to_pylist(), indent=2, default=json_value).encode() + b"\n")
-
-    if out_file is None:
-        sys.stdout.flush()
-        write(sys.stdout.buffer)
-        return
-    target = Path(out_file)
+def _write_file(result: pa.Table, output: str, target: Path) -> None:
+    """The result in a file that appears whole or not at all."""
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
         with open(partial, "wb") as sink:
-            write(sink)
-        os.replace(partial, target)  # the file appears whole or not at all
+            write_records(result, output, sink)
+        os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)

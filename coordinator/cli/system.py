@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from .console import out
-from .console import workspace as _ws
+from .context import workspace
+from .output import Output, count
 
 
 @click.group()
@@ -17,20 +17,17 @@ def system() -> None:
 @click.pass_context
 def engines(ctx: click.Context, stop: bool) -> None:
     """List the engines running for this workspace (containers and sandboxes)."""
-    from rich.table import Table
-
     from ..engine import reaper
 
-    found = reaper.engines(_ws(ctx))
+    show = Output()
+    found = reaper.engines(workspace(ctx))
     if not found:
-        out.print("no engines running for this workspace")
+        show.line("no engines running for this workspace")
         return
-    table = Table("run", "runtime", "engine", "command", box=None)
-    for engine in found:
-        table.add_row(engine.run_id, engine.runtime, engine.name,
-                      "running" if engine.alive else "dead (the engine is exiting)")
-    out.print(table)
+    show.table(("run", "runtime", "engine", "command"),
+               ((engine.run_id, engine.runtime, engine.name,
+                 "running" if engine.alive else "dead (the engine is exiting)") for engine in found))
     if stop:
         for engine in found:
             engine.stop()
-        out.print(f"stopped {len(found)} engine{'' if len(found) == 1 else 's'}")
+        show.line(f"stopped {count(len(found), 'engine')}")

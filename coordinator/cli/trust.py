@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .console import out, workspace
+from .context import workspace
+from .output import Output, count
 
 if TYPE_CHECKING:
     from ..trust.authorship import Signer
@@ -18,7 +19,7 @@ def signer_line(s: Signer) -> str:
     """``N blocks signed by KEY (status)``: one signer of a pull or a dataset."""
     from ..trust.authorship import Authorship
 
-    blocks = f"{s.blocks} block{'s' * (s.blocks != 1)}"
+    blocks = count(s.blocks, "block")
     if s.key is None:
         history = " (older than any signature: written by a tool that does not sign)"
         return f"{blocks} unsigned" + (history if s.status is Authorship.UNSIGNED_HISTORY else "")
@@ -45,15 +46,16 @@ def trust_list(ctx: click.Context) -> None:
     from ..trust import authorship
 
     ws = workspace(ctx)
-    out.print(f"trusted keys (trust.require: {authorship.policy(ws).value}):", markup=False)
+    show = Output()
+    show.line(f"trusted keys (trust.require: {authorship.policy(ws).value}):")
     for key, name in ws.trusted_key_names().items():
-        out.print(f"  {key.hex()}  {name}".rstrip(), markup=False)
+        show.line(f"  {key.hex()}  {name}".rstrip())
     pins = authorship.all_pins(ws)
     if pins:
-        out.print("pinned keys:", markup=False)
+        show.line("pinned keys:")
     for dataset_id, keys in pins.items():
         for key in keys:
-            out.print(f"  {key.hex()}  {dataset_id}", markup=False)
+            show.line(f"  {key.hex()}  {dataset_id}")
 
 
 @trust_.command("add")
@@ -66,14 +68,15 @@ def trust_add(ctx: click.Context, key: str, name: str, dataset: str | None) -> N
     from ..trust import authorship
 
     ws = workspace(ctx)
+    show = Output()
     if dataset:
         if name:
             raise click.UsageError("--name names a trusted key; a key pinned with --dataset has none")
         k = authorship.pin_key(ws, dataset, key)
-        out.print(f"pinned {k.hex()} for {dataset}", markup=False)
+        show.line(f"pinned {k.hex()} for {dataset}")
     else:
         k = authorship.add_trusted(ws, key, name)
-        out.print(f"trusted {k.hex()}{f' ({name})' if name else ''}", markup=False)
+        show.line(f"trusted {k.hex()}{f' ({name})' if name else ''}")
 
 
 @trust_.command("remove")
@@ -85,9 +88,10 @@ def trust_remove(ctx: click.Context, key: str, dataset: str | None) -> None:
     from ..trust import authorship
 
     ws = workspace(ctx)
+    show = Output()
     if dataset:
         k = authorship.unpin_key(ws, dataset, key)
-        out.print(f"unpinned {k.hex()} for {dataset}", markup=False)
+        show.line(f"unpinned {k.hex()} for {dataset}")
     else:
         k = authorship.remove_trusted(ws, key)
-        out.print(f"no longer trusted: {k.hex()}", markup=False)
+        show.line(f"no longer trusted: {k.hex()}")

@@ -24,12 +24,12 @@ def test_every_domain_error_is_a_coord_error():
 
 
 def test_a_bug_is_reported_as_an_internal_error_with_its_own_exit_code(tmp_path, capsys, monkeypatch):
-    import coordinator.cli.main as cli_main
+    import coordinator.cli.list as list_command
 
     def broken(ctx):
         raise KeyError("oops")
 
-    monkeypatch.setattr(cli_main, "_ws", broken)
+    monkeypatch.setattr(list_command, "workspace", broken)
     code, err = run(["-w", str(tmp_path), "list"], capsys)
     assert code == INTERNAL_ERROR
     assert err.startswith("coord: internal error: KeyError: 'oops'") and "--debug" in err

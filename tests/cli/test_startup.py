@@ -4,7 +4,8 @@ Each probe runs the real CLI in a fresh interpreter and reports which of the cos
 it imported. What each command may import follows from what it does: ``--help`` parses
 arguments (click only); ``list``, ``status`` and a pull that finds nothing new read metadata
 chains and no data (and the Ed25519 primitive only for signatures no earlier command found
-valid); a pull that ingests data uses Arrow but never pandas.
+valid); ``log`` reads them too, and prints through rich; a pull that ingests data uses Arrow
+but never pandas.
 """
 from __future__ import annotations
 
@@ -97,3 +98,8 @@ def test_metadata_commands_read_no_data_and_print_without_rich(ingested, command
 def test_metadata_commands_check_no_signature_an_earlier_command_found_valid(ingested, command):
     coord("pull", "cities", cwd=ingested)  # its chain walk checks every signature once
     assert imported_by(*command, cwd=ingested, watched=("cryptography",)) == []
+
+
+@pytest.mark.parametrize("command", [["log", "cities"], ["log", "cities", "-o", "json"]])
+def test_log_reads_no_data_and_needs_no_schema_or_engine(ingested, command):
+    assert imported_by(*command, cwd=ingested) == []

@@ -1,0 +1,40 @@
+"""``coord add``: datasets from manifests, a changed query checked against its inputs."""
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import click
+
+from .context import writable_workspace
+from .output import Output, short
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--replace", is_flag=True, help="Change the definition of datasets that exist.")
+@click.pass_context
+def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
+    """Add datasets from manifest files or folders of them."""
+    from ..engine.session import EngineOnDemand, engine_reads
+    from ..metadata.manifest import load_manifests
+    from ..workspace import catalog
+    from ..workspace.graph import inputs_of
+
+    ws = writable_workspace(ctx)
+    snapshots = load_manifests(paths)
+    show = Output()
+    with ExitStack() as stack:
+        def readable() -> list[str]:  # a changed query is validated against its inputs, old and new
+            return engine_reads(ws, [s.id for s in snapshots if ws.dataset(s.id).exists()],
+                                proposed={s.id: inputs_of(s) for s in snapshots})
+
+        engine = EngineOnDemand(ws, stack, readable)
+
+        def check_change(ds, snapshot, current):
+            from ..transform.evolution import check_query_change, transform_changed  # needs gRPC
+
+            if transform_changed(snapshot, current):
+                check_query_change(engine.get(), ws, ds, snapshot, current)
+
+        for result in catalog.add_datasets(ws, snapshots, replace=replace, check_change=check_change):
+            show.line(f"{result.action:9} {result.dataset_id} {short(result.block_hash)}")

@@ -1,0 +1,193 @@
+"""``Output``: how every ``coord`` command shows what it has to show.
+
+The services decide; a command words their results and hands them to an ``Output``, made with
+its ``-o`` choice where it has one (``Output(fmt)``; ``"text"`` where it has none): tables,
+JSON, Arrow records, documents and lines on stdout; notes, errors and progress bars on stderr.
+The commands print through nothing else, so that each kind of result is shown one way.
+
+Nothing heavy is imported here: rich is imported when something is first printed through it
+(the plain columns and text of the every-day commands never are) and Arrow by the records.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from rich.console import Console
+    from rich.progress import Progress as RichBar
+
+
+class LazyConsole:
+    """A rich ``Console`` made on first use; attributes are the console's."""
+
+    def __init__(self, **options: Any):
+        self._options: dict[str, Any] = options
+        self._console: Console | None = None
+
+    def real(self) -> Console:
+        """The console itself (for rich objects that take one, e.g. a progress bar)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+
+# Piped output keeps whole lines: tables are not cut to 80 columns.
+_out = LazyConsole(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 250)
+_err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+
+
+class Output:
+    """What one command shows: results on stdout in its ``format``, messages on stderr."""
+
+    def __init__(self, format: str = "text"):
+        self.format = format
+
+    # -- stdout -----------------------------------------------------------------------------
+
+    def line(self, text: str = "", end: str = "\n") -> None:
+        """A line of words through the rich console (no markup; tabs become spaces)."""
+        _out.print(text, markup=False, end=end)
+
+    def rich(self, renderable: Any) -> None:
+        """A rich renderable (a tree), or a line with rich markup."""
+        _out.print(renderable)
+
+    def text(self, text: str, nl: bool = True) -> None:
+        """Text as it is, without rich: a document (DOT, HTML, OpenLineage) or a line of a
+        command that must not import rich."""
+        click.echo(text, nl=nl)
+
+    def json(self, data: Any, default: Callable[[Any], Any] | None = None, highlight: bool = False) -> None:
+        """DATA as JSON indented by two; ``highlight``: through rich's JSON view (coloured on a
+        terminal, characters beyond ASCII as they are)."""
+        if highlight:
+            _out.print_json(json.dumps(data, default=default))
+        else:
+            self.text(json.dumps(data, indent=2, default=default))
+
+    def columns(self, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+        """Left-aligned columns two spaces apart, headers first: the tables of the every-day
+        commands (``list``, ``status``), printed without rich, whose table costs them a fifth
+        of their run."""
+        lines = [tuple(headers), *map(tuple, rows)]
+        widths = [max(len(row[i]) for row in lines) for i in range(len(headers))]
+        self.text("\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                            for row in lines))
+
+    def table(self, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+        """A rich table without borders."""
+        from rich.table import Table
+
+        table = Table(*headers, box=None)
+        for row in rows:
+            table.add_row(*row)
+        _out.print(table)
+
+    def records(self, data: pa.Table, null: str = "", max_rows: int | None = None) -> None:
+        """Arrow records as the format says: ``json`` (a list of records), ``csv`` (with a
+        header line), else a table of the first MAX_ROWS (all by default), a null shown as NULL."""
+        if self.format == "json":
+            self.text(_records_json(data))
+        elif self.format == "csv":
+            sys.stdout.flush()
+            write_records(data, "csv", sys.stdout.buffer)
+        else:
+            shown = data if max_rows is None else data.slice(0, max_rows)
+            self.table(data.column_names, (tuple(null if v is None else str(v) for v in row.values())
+                                           for row in shown.to_pylist()))
+
+    # -- stderr -----------------------------------------------------------------------------
+
+    def note(self, text: str = "") -> None:
+        """A line on stderr (no markup)."""
+        _err.print(text, markup=False)
+
+    def error(self, message: str) -> None:
+        """``coord: error: MESSAGE`` on stderr: a refusal the user can act on."""
+        self.note(f"coord: error: {message}")
+
+    def progress(self) -> RichProgress:
+        """The services' Progress protocol as a bar on stderr."""
+        return RichProgress(_err)
+
+    def console(self) -> Console:
+        """The rich console of stdout, for bars drawn above its lines (``coord pull``)."""
+        return _out.real()
+
+
+def write_records(data: pa.Table, format: str, sink: Any) -> None:
+    """Arrow records to a binary SINK as csv (with a header line), json or parquet."""
+    if format == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(data, sink)
+    elif format == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(data, sink)
+    else:
+        sink.write(_records_json(data).encode() + b"\n")
+
+
+def _records_json(data: pa.Table) -> str:
+    from ..query.tail import json_value
+
+    return json.dumps(data.to_pylist(), indent=2, default=json_value)
+
+
+class RichProgress:
+    """The services' Progress protocol as a rich bar of bytes (silent when piped)."""
+
+    def __init__(self, console: LazyConsole):
+        self.console = console
+        self._bar: RichBar | None = None
+
+    def start(self, total_bytes: int | None, description: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+        from rich.progress import Progress as RichBar
+
+        self._bar = RichBar(
+            TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+            TimeRemainingColumn(), console=self.console.real(), transient=True,
+            disable=not self.console.is_terminal,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(description, total=total_bytes)
+
+    def advance(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+# -- words the commands share ----------------------------------------------------------------
+
+def short(h: bytes | None) -> str:
+    """The first twelve hex digits of a hash, or ``-``."""
+    return h.hex()[:12] if h else "-"
+
+
+def count(n: int, what: str) -> str:
+    """``1 block``, ``2 blocks``."""
+    return f"{n} {what}{'s' * (n != 1)}"

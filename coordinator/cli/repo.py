@@ -1,0 +1,49 @@
+"""``coord repo add|list|delete``: the repositories datasets are pushed to and pulled from.
+
+``coord push`` and ``coord pull REPO/DS`` are commands of their own (push.py, pull.py).
+"""
+from __future__ import annotations
+
+import click
+
+from .context import workspace
+from .output import Output
+
+
+@click.group("repo")
+def repo() -> None:
+    """Repositories to push datasets to and pull them from."""
+
+
+@repo.command("add")
+@click.argument("name")
+@click.argument("url")
+@click.pass_context
+def repo_add(ctx: click.Context, name: str, url: str) -> None:
+    """Add repository NAME at URL (file:///path, s3://bucket/prefix, s3+http://host:port/bucket/prefix)."""
+    from .. import repository
+
+    r = repository.add_repository(workspace(ctx), name, url)
+    Output().line(f"added repository {r.name} ({r.url})")
+
+
+@repo.command("list")
+@click.pass_context
+def repo_list(ctx: click.Context) -> None:
+    """List repositories."""
+    from .. import repository
+
+    show = Output()
+    for r in repository.list_repositories(workspace(ctx)):
+        show.line(f"{r.name}\t{r.url}")
+
+
+@repo.command("delete")
+@click.argument("name")
+@click.pass_context
+def repo_delete(ctx: click.Context, name: str) -> None:
+    """Forget repository NAME (nothing in it is deleted)."""
+    from .. import repository
+
+    repository.delete_repository(workspace(ctx), name)
+    Output().line(f"deleted repository {name}")

@@ -1,0 +1,19 @@
+"""``coord reset``: a dataset's head moved back to an earlier block."""
+from __future__ import annotations
+
+import click
+
+from .context import writable_workspace
+from .output import Output
+
+
+@click.command()
+@click.argument("dataset")
+@click.argument("block")
+@click.pass_context
+def reset(ctx: click.Context, dataset: str, block: str) -> None:
+    """Move the head of DATASET back to BLOCK (a hash or its prefix); later blocks go."""
+    from ..workspace import catalog
+
+    h = catalog.reset_dataset(writable_workspace(ctx), dataset, block)
+    Output().line(f"{dataset} head is now {h.hex()}")
