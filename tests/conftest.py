@@ -1,8 +1,8 @@
 """Shared fixtures: a fresh workspace, the engine each test may use, a browser, the engine's
 container image; and the markers that say which of these resources a test needs.
 
-Markers (``make test-fast`` leaves out every test with one of the first three):
-- ``spark``: runs Spark SQL in the session's one shared sandboxed engine (tests/support/engines.py);
+Markers (``make test-fast`` leaves out every test that has one):
+- ``spark``: runs Spark SQL in its worker's one shared sandboxed engine (tests/support/engines.py);
 - ``engine_start``: starts engines of its own (start, lifetime, isolation, runtimes, cluster, serve);
 - ``container``: needs Podman and the engine image (given to tests using ``engine_image``);
 - ``browser``: drives Debian's chromium (given to tests using ``browser``).
@@ -46,7 +46,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def shared_engine(tmp_path_factory):
-    """The endpoint file of the session's one sandboxed engine, which may read every test folder."""
+    """The endpoint file of this worker's one sandboxed engine, which may read every test folder."""
     with engines.start_shared_engine(tmp_path_factory.getbasetemp().resolve()) as endpoint_file:
         yield endpoint_file
 

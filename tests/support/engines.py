@@ -1,20 +1,22 @@
 """Which engine a test's commands get, in the test process and in the ``coord`` processes it
 runs.
 
-Starting Spark costs 10-20 s, so the suite starts it once: the tests marked ``spark`` share
-one sandboxed engine (``start_shared_engine``), which may read every folder of the test
-session and writes only its own run folder; their commands attach to it
+Starting Spark costs 10-20 s, so each test process (an xdist worker) starts it once: its tests
+marked ``spark`` share one sandboxed engine (``start_shared_engine``), which may read every
+folder of the test session and writes only its own run folder; their commands attach to it
 (``coordinator.engine.attach``). Only the tests marked ``engine_start`` start engines of their
 own, because starting, stopping, isolating or choosing an engine is what they test. Any other
 test that opens an engine fails (``refuse_engine``): the fast suite provably starts none.
 
 A ``coord`` child process learns its engine from ``$COORD_TEST_ENGINE`` (read by
-``tests.support.entry``): ``fake`` (the DuckDB engine), ``attach:PATH`` (the shared engine's
-endpoint file), ``own`` (the configured runtime, started per command) or ``none``.
+``tests.support.entry`` and the fork server): ``fake`` (the DuckDB engine), ``attach:PATH``
+(the shared engine's endpoint file), ``own`` (the configured runtime, started per command) or
+``none``.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -91,4 +93,5 @@ def start_shared_engine(readable: Path) -> Iterator[Path]:
         yield endpoint_file
     finally:
         engine.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
 
