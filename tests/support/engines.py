@@ -57,6 +57,12 @@ def refuse_engine_and_exit(settings, run_dir, read_only_paths) -> AbstractContex
     os._exit(REFUSED_EXIT)
 
 
+def use_chosen_engine_in_coord() -> None:
+    """In a ``coord`` process: every engine it opens is the one ``$COORD_TEST_ENGINE`` names."""
+    mode = os.environ.get(ENV, "")
+    factory.use_engine(refuse_engine_and_exit if mode == "none" else opener_for(mode))
+
+
 def attach_to(endpoint_file: Path) -> factory.EngineOpener:
     endpoint = EngineEndpoint.read(endpoint_file)
     return lambda settings, run_dir, read_only_paths: attached_engine(endpoint, read_only_paths)

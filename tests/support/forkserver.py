@@ -48,12 +48,10 @@ def _child(request: dict) -> None:
         sys.argv = ["coord", *request["args"]]
 
         from coordinator.cli.main import main
-        from coordinator.engine import factory
 
-        from .engines import ENV, opener_for, refuse_engine_and_exit
+        from .engines import use_chosen_engine_in_coord
 
-        mode = os.environ.get(ENV, "")
-        factory.use_engine(refuse_engine_and_exit if mode == "none" else opener_for(mode))
+        use_chosen_engine_in_coord()
         main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
