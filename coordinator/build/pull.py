@@ -4,6 +4,11 @@ Each dataset is pulled by the service that fits it: one that came from a reposit
 repository sync, a root dataset by ingest, a derivative by the transform service. The engine
 is started at most once, on first need, and stopped when the command ends. ``pull_one`` is
 that choice for one dataset; ``coord serve``'s build service calls it too.
+
+A pull of several datasets keeps going past one that fails (a ``CoordError`` or the machine's
+``OSError``: something the user can act on; a bug still stops the command): the datasets that
+read it, directly or not, are skipped, every other one is pulled, and each outcome says which
+it was. A pull of one dataset raises its error as it is.
 """
 from __future__ import annotations
 
@@ -11,10 +16,11 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from ..engine.session import EngineOnDemand, engine_reads
-from ..errors import Invalid
+from ..errors import CoordError, Invalid
 from ..metadata.objects import DatasetSourceRoot
 from ..repository.registry import pull_source
 from ..workspace import DatasetNotFound, DatasetState, Workspace
@@ -24,14 +30,21 @@ from ..workspace.progress import PullProgress
 if TYPE_CHECKING:
     from ..engine.port import Engine
 
+class PullStatus(StrEnum):
+    PULLED = "pulled"  # brought up to date (possibly with nothing new)
+    FAILED = "failed"  # its pull raised; the message is the error
+    SKIPPED = "skipped"  # not tried: an input of it (direct or not) failed
+
+
 @dataclass
 class PullOutcome:
     """What one pull of one dataset did."""
 
     dataset_id: str
-    message: str  # "3 new records", "up to date", "new dataset: pulling 4 blocks", ...
+    message: str  # "3 new records", "up to date", "new dataset: pulling 4 blocks", an error, ...
     blocks: list[bytes] = field(default_factory=list)  # committed by ingest or transform, in order
     signers: list = field(default_factory=list)  # trust.authorship.Signer of blocks pulled from a repository
+    status: PullStatus = PullStatus.PULLED
 
 
 def pull_one(
@@ -90,18 +103,43 @@ def pull_datasets(
     progress_factory: Callable[[str], PullProgress] | None = None,
     report: Callable[[PullOutcome], None] = lambda outcome: None,
 ) -> list[PullOutcome]:
+    """Pull ``ids`` (and, with ``recursive``, everything upstream of them), inputs first; each
+    outcome is reported as it comes. See the module doc for a failure among several."""
     graph = DatasetGraph(ws)
     order = pull_order(ws, graph, ids, recursive=recursive)
-    outcomes = []
+    outcomes: list[PullOutcome] = []
+    not_pulled: dict[str, str] = {}  # dataset -> the failed dataset that stops it
     with ExitStack() as stack:
         engine = EngineOnDemand(ws, stack, lambda: engine_reads(ws, order, graph=graph))
         for dataset_id in order:
-            outcome = pull_one(
-                ws, dataset_id, engine.get,
-                state=graph.state(dataset_id),  # read once, handed to the writer that pulls it
-                progress=progress_factory(dataset_id) if progress_factory else None,
-                set_watermark=set_watermark if dataset_id in ids else None,
-            )
+            try:
+                blocker = _failed_input(ws, graph, dataset_id, not_pulled)
+                if blocker is not None:
+                    not_pulled[dataset_id] = blocker
+                    outcome = PullOutcome(dataset_id, f"skipped: it depends on {blocker}, which failed",
+                                          status=PullStatus.SKIPPED)
+                else:
+                    outcome = pull_one(
+                        ws, dataset_id, engine.get,
+                        state=graph.state(dataset_id),  # read once, handed to the writer that pulls it
+                        progress=progress_factory(dataset_id) if progress_factory else None,
+                        set_watermark=set_watermark if dataset_id in ids else None,
+                    )
+            except (CoordError, OSError) as e:
+                if len(order) == 1:
+                    raise
+                not_pulled[dataset_id] = dataset_id
+                outcome = PullOutcome(dataset_id, str(e), status=PullStatus.FAILED)
             report(outcome)
             outcomes.append(outcome)
     return outcomes
+
+
+
+def _failed_input(ws: Workspace, graph: DatasetGraph, dataset_id: str,
+                  not_pulled: dict[str, str]) -> str | None:
+    """The failed dataset that an input of ``dataset_id`` was not pulled for, if any (one from
+    a repository is updated from there, so its inputs do not matter)."""
+    if pull_source(ws, dataset_id) is not None:
+        return None
+    return next((not_pulled[i] for i in graph.inputs(dataset_id) if i in not_pulled), None)

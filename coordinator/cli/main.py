@@ -42,8 +42,12 @@ from .tail import tail
 from .trust import trust_
 from .verify import verify_
 
+SPEC = "Open Data Fabric 0.18"  # the metadata format the chains are written in
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="odf-coordinator", prog_name="coord",
+                      message=f"%(prog)s %(version)s ({SPEC})")
 @click.option("--workspace", "-w", type=click.Path(file_okay=False), envvar="COORD_WORKSPACE",
               help="Workspace folder (default: the nearest one with a .coord folder).")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
@@ -66,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in argv or bool(os.environ.get("COORD_DEBUG"))
     show = Output()
     try:
-        cli.main(args=argv, prog_name="coord", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="coord", standalone_mode=False)
     except click.exceptions.Abort:
         show.note("coord: aborted")
         sys.exit(130)
@@ -86,6 +90,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(1)
         show.note(f"coord: internal error: {type(e).__name__}: {e} (run with --debug for the traceback)")
         sys.exit(INTERNAL_ERROR)
+    if isinstance(code, int) and code:  # a command that ended with ctx.exit(code)
+        sys.exit(code)
 
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug of ours, not the user's input

@@ -76,8 +76,11 @@ class _Bytes:
 @click.option("--as", "as_name", metavar="NAME", help="Local name for a dataset pulled from a repository.")
 @click.pass_context
 def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
-    """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET."""
-    from ..build.pull import pull_datasets
+    """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET.
+
+    Of several datasets, one that fails does not stop the others: those that depend on it are
+    skipped, the failures are listed at the end and the exit code is 1."""
+    from ..build.pull import PullStatus, pull_datasets
     from ..metadata.timestamps import parse_timestamp
 
     ws = writable_workspace(ctx)
@@ -91,7 +94,9 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     if as_name and len(remote) != 1:
         raise click.UsageError("--as needs exactly one REPO/DATASET")
 
-    bars = _Bars(Output())
+    show = Output()
+    bars = _Bars(show)
+    outcomes = []
     try:
         for ref in remote:
             from ..repository import pull_from_repository
@@ -99,15 +104,32 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
             result = pull_from_repository(ws, ref, as_name=as_name)
             _print_outcome(bars, result.dataset_id, result.message, result.signers)
         if local:
-            pull_datasets(
+            outcomes = pull_datasets(
                 ws, local, recursive=recursive or all_,
                 set_watermark=parse_timestamp(set_watermark) if set_watermark else None,
                 # bars only on a terminal: elsewhere rich would draw nothing, yet cost its import
                 progress_factory=(lambda ds: _Bytes(bars, ds)) if sys.stdout.isatty() else None,
-                report=lambda o: _print_outcome(bars, o.dataset_id, o.message, o.signers),
+                report=lambda o: _print_outcome(bars, o.dataset_id, _worded(o), o.signers),
             )
     finally:
         bars.stop()
+    failed = [o for o in outcomes if o.status is PullStatus.FAILED]
+    if failed:
+        skipped = sum(o.status is PullStatus.SKIPPED for o in outcomes)
+        also = f" ({skipped} skipped: they depend on {'it' if len(failed) == 1 else 'them'})" if skipped else ""
+        if len(failed) == 1:
+            show.error(f"{failed[0].dataset_id}: {failed[0].message}{also}")
+        else:
+            show.error(f"{len(failed)} of {len(outcomes)} datasets failed{also}:")
+            for o in failed:
+                show.note(f"  {o.dataset_id}: {o.message}")
+        ctx.exit(1)
+
+
+def _worded(outcome) -> str:
+    from ..build.pull import PullStatus
+
+    return f"failed: {outcome.message}" if outcome.status is PullStatus.FAILED else outcome.message
 
 
 def _print_outcome(bars: _Bars, dataset_id: str, message: str, signers) -> None:

@@ -22,7 +22,7 @@ from tests.metadata.test_block_codec import (
     NOON_NANOS,
     conformance_block,
 )
-from tests.support.cli import MANIFESTS, coord
+from tests.support.cli import MANIFESTS, ROOT, coord
 
 ORDERS = "com.example.orders"
 
@@ -31,6 +31,14 @@ ORDERS = "com.example.orders"
 def home(tmp_path):
     coord("init", cwd=tmp_path)
     return tmp_path
+
+
+def test_version_names_the_release_and_the_metadata_format(tmp_path):
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    out = coord("--version", cwd=tmp_path).stdout
+    assert out == f"coord {version} (Open Data Fabric 0.18)\n"
 
 
 def write_orders(path, event_time_column="placed_at"):

@@ -75,5 +75,5 @@ def test_a_stateful_query_is_refused_in_one_line_and_nothing_is_committed(home):
     proc = pull(home, "-r", HOURLY, check=False)
     assert proc.returncode == 1
     [line] = proc.stderr.strip().splitlines()
-    assert line.startswith("coord: error: UNSUPPORTED:") and "Spark engine" in line
+    assert line.startswith(f"coord: error: {HOURLY}: UNSUPPORTED:") and "Spark engine" in line
     assert Workspace.open(home).dataset(HOURLY).head() == head
