@@ -12,6 +12,8 @@ import click
 from .output import Output
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from ..workspace import Workspace
 
 
@@ -35,3 +37,19 @@ def writable_workspace(ctx: click.Context) -> Workspace:
     ws = workspace(ctx)
     refuse_if_served(ws.meta)
     return ws
+
+
+def complete_dataset(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """The workspace's dataset ids starting with ``incomplete``, for the shell's completion
+    (``coord completions``); none outside a workspace."""
+    from click.shell_completion import CompletionItem
+
+    from ..errors import CoordError
+    from ..workspace import Workspace
+
+    root = ctx.find_root().params.get("workspace")  # the group's callback does not run while completing
+    try:
+        ws = Workspace.open(Path(root)) if root else Workspace.find()
+        return [CompletionItem(ds.id) for ds in ws.datasets() if ds.id.startswith(incomplete)]
+    except (CoordError, OSError):
+        return []

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..metadata.timestamps import format_timestamp, parse_timestamp
-from .context import workspace
+from .context import complete_dataset, workspace
 from .output import Output
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 @click.command("lineage")
-@click.argument("dataset")
+@click.argument("dataset", shell_complete=complete_dataset)
 @click.option("--direction", type=click.Choice(["up", "down", "both", "backward", "forward"]),
               default="up", show_default=True,
               help="What DATASET is computed from (up/backward), what reads it (down/forward).")

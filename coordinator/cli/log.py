@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..metadata.timestamps import format_timestamp
-from .context import workspace
+from .context import complete_dataset, workspace
 from .output import Output, count, short
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("dataset")
+@click.argument("dataset", shell_complete=complete_dataset)
 @click.option("--output", "-o", type=click.Choice(["yaml", "json"]), default="yaml")
 @click.option("--builds", is_flag=True,
               help="Per block a derivative computed: the input blocks and the query that made it.")

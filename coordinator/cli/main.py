@@ -21,6 +21,7 @@ import click
 from ..errors import CoordError
 from .add import add
 from .block import block
+from .completions import completions
 from .config import config
 from .delete import delete
 from .init import init
@@ -59,7 +60,7 @@ def cli(ctx: click.Context, workspace: str | None, debug: bool) -> None:
 
 COMMANDS: tuple[click.Command, ...] = (
     init, add, list_, status_, log, tail, pull, lineage_, provenance_, sql, verify_, repo, push,
-    publish_, trust_, config, system, block, serve, reset, delete,
+    publish_, trust_, config, system, block, serve, reset, delete, completions,
 )
 for command in COMMANDS:
     cli.add_command(command)

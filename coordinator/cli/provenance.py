@@ -5,12 +5,12 @@ from contextlib import ExitStack
 
 import click
 
-from .context import workspace
+from .context import complete_dataset, workspace
 from .output import Output
 
 
 @click.command("provenance")
-@click.argument("dataset")
+@click.argument("dataset", shell_complete=complete_dataset)
 @click.option("--block", "block", required=True, metavar="HASH",
               help="A data block of DATASET (its hash or a prefix of it).")
 @click.option("--row", "rows", type=click.IntRange(min=0), multiple=True,

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import click
 
-from .context import workspace
+from .context import complete_dataset, workspace
 from .output import Output
 
 
 @click.command("publish")
-@click.argument("dataset")
+@click.argument("dataset", shell_complete=complete_dataset)
 @click.option("--to-feed", "url", required=True, metavar="URL",
               help="Feed location: file:///path/, s3://bucket/prefix/ or "
                    "s3+http(s)://host:port/bucket/prefix/.")

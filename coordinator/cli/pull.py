@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..metadata.ids import DatasetRef
-from .context import writable_workspace
+from .context import complete_dataset, writable_workspace
 from .output import Output
 from .trust import signer_line
 
@@ -69,7 +69,7 @@ class _Bytes:
 
 
 @click.command()
-@click.argument("datasets", nargs=-1)
+@click.argument("datasets", nargs=-1, shell_complete=complete_dataset)
 @click.option("--all", "all_", is_flag=True, help="Pull every dataset of the workspace.")
 @click.option("-r", "--recursive", is_flag=True, help="Bring upstream datasets up to date first.")
 @click.option("--set-watermark", metavar="TIME", help="Advance a root dataset's watermark, no data.")
@@ -116,7 +116,8 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     failed = [o for o in outcomes if o.status is PullStatus.FAILED]
     if failed:
         skipped = sum(o.status is PullStatus.SKIPPED for o in outcomes)
-        also = f" ({skipped} skipped: they depend on {'it' if len(failed) == 1 else 'them'})" if skipped else ""
+        them = "it" if len(failed) == 1 else "them"
+        also = f" ({skipped} skipped: they depend on {them})" if skipped else ""
         if len(failed) == 1:
             show.error(f"{failed[0].dataset_id}: {failed[0].message}{also}")
         else:

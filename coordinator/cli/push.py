@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import click
 
-from .context import workspace
+from .context import complete_dataset, workspace
 from .output import Output
 
 
 @click.command()
-@click.argument("dataset")
+@click.argument("dataset", shell_complete=complete_dataset)
 @click.option("--to", "to", metavar="REPO[/NAME]", help="Where to push (default: where it went last).")
 @click.pass_context
 def push(ctx: click.Context, dataset: str, to: str | None) -> None:

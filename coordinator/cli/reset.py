@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import click
 
-from .context import writable_workspace
+from .context import complete_dataset, writable_workspace
 from .output import Output
 
 
 @click.command()
-@click.argument("dataset")
+@click.argument("dataset", shell_complete=complete_dataset)
 @click.argument("block")
 @click.pass_context
 def reset(ctx: click.Context, dataset: str, block: str) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .context import workspace
+from .context import complete_dataset, workspace
 from .output import Output, count
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def _reason_words(st: DatasetStatus, reason: Reason) -> str:
 
 
 @click.command("status")
-@click.argument("datasets", nargs=-1)
+@click.argument("datasets", nargs=-1, shell_complete=complete_dataset)
 @click.pass_context
 def status_(ctx: click.Context, datasets: tuple[str, ...]) -> None:
     """Show which datasets are out of date and why (without pulling anything)."""

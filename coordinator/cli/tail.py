@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import click
 
-from .context import workspace
+from .context import complete_dataset, workspace
 from .output import Output
 
 
 @click.command()
-@click.argument("dataset")
+@click.argument("dataset", shell_complete=complete_dataset)
 @click.option("-n", "num", default=10, show_default=True, help="Number of records.")
 @click.option("--output", "-o", type=click.Choice(["table", "json", "csv"]), default="table",
               show_default=True, help="json: a list of records; csv: with a header line.")

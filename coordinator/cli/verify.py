@@ -9,7 +9,7 @@ import click
 
 from ..errors import CoordError
 from ..metadata.timestamps import format_timestamp
-from .context import workspace
+from .context import complete_dataset, workspace
 from .output import Output
 from .trust import signer_line
 
@@ -22,7 +22,7 @@ class VerifyFailed(CoordError):
 
 
 @click.command("verify")
-@click.argument("dataset")
+@click.argument("dataset", shell_complete=complete_dataset)
 @click.option("-r", "--recursive", is_flag=True, help="Verify the upstream datasets too.")
 @click.option("--integrity", is_flag=True, help="Check hashes and signatures only (no replay).")
 @click.option("--deep", is_flag=True,

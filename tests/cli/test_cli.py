@@ -22,7 +22,7 @@ from tests.metadata.test_block_codec import (
     NOON_NANOS,
     conformance_block,
 )
-from tests.support.cli import MANIFESTS, ROOT, coord
+from tests.support.cli import MANIFESTS, ROOT, coord, coord_command, coord_env
 
 ORDERS = "com.example.orders"
 
@@ -112,6 +112,33 @@ def test_delete_refuses_a_dataset_others_depend_on(home):
     coord("delete", "--yes", "com.example.orders.daily", cwd=home)
     coord("delete", "--yes", ORDERS, cwd=home)
     assert ORDERS not in coord("list", cwd=home).stdout
+
+
+def test_delete_without_a_terminal_needs_yes(home):
+    coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
+    proc = coord("delete", ORDERS, cwd=home, check=False)
+    assert proc.returncode == 2 and "give --yes to confirm" in proc.stderr
+    assert ORDERS in coord("list", cwd=home).stdout
+
+
+def test_delete_on_a_terminal_asks_and_keeps_the_dataset_on_no(home):
+    import select
+
+    coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
+    primary, secondary = os.openpty()
+    proc = subprocess.Popen(coord_command(["delete", ORDERS]), cwd=home, env=coord_env({"TERM": "dumb"}),
+                            stdin=secondary, stdout=secondary, stderr=secondary, close_fds=True)
+    os.close(secondary)
+    seen = b""
+    while b"[y/N]" not in seen:
+        ready, _, _ = select.select([primary], [], [], 60)
+        assert ready, seen
+        seen += os.read(primary, 4096)
+    assert f"Delete {ORDERS} and all its data?".encode() in seen
+    os.write(primary, b"n\n")
+    assert proc.wait(timeout=60) == 130
+    os.close(primary)
+    assert ORDERS in coord("list", cwd=home).stdout
 
 
 def test_reset_moves_the_head_to_an_earlier_block(home):
