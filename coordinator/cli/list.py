@@ -6,12 +6,14 @@ import click
 from ..metadata.timestamps import format_timestamp
 from .context import workspace
 from .output import Output, short
-from .status import short_status
+from .status import reason_codes, short_status
 
 
 @click.command("list")
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="json: the head as a full hash, the status as reason codes (see coord status -o json).")
 @click.pass_context
-def list_(ctx: click.Context) -> None:
+def list_(ctx: click.Context, output: str) -> None:
     """List the datasets of the workspace (status: see coord status)."""
     from ..build import status as status_service
     from ..workspace.graph import DatasetGraph
@@ -19,9 +21,17 @@ def list_(ctx: click.Context) -> None:
     ws = workspace(ctx)
     graph = DatasetGraph(ws)  # one read of each chain, for its row and for its readers' status
     rows: list[tuple[str, ...]] = []
+    records: list[dict] = []
     for ds in ws.datasets():
         s = graph.state(ds.id)
-        wm = format_timestamp(s.watermark) if s.watermark else "-"
-        rows.append((s.id, s.kind, short(s.head), str(s.num_blocks), f"{s.num_records:,}", wm,
-                     short_status(status_service.dataset_status(ws, ds, graph))))
-    Output().columns(("dataset", "kind", "head", "blocks", "records", "watermark", "status"), rows)
+        st = status_service.dataset_status(ws, ds, graph)
+        wm = format_timestamp(s.watermark) if s.watermark else None
+        records.append({"id": s.id, "kind": s.kind, "head": s.head.hex() if s.head else None,
+                        "blocks": s.num_blocks, "records": s.num_records, "watermark": wm,
+                        "upToDate": st.up_to_date, "reasons": reason_codes(st)})
+        rows.append((s.id, s.kind, short(s.head), str(s.num_blocks), f"{s.num_records:,}", wm or "-",
+                     short_status(st)))
+    if output == "json":
+        Output().json(records)
+    else:
+        Output().columns(("dataset", "kind", "head", "blocks", "records", "watermark", "status"), rows)

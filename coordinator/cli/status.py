@@ -55,13 +55,33 @@ def _reason_words(st: DatasetStatus, reason: Reason) -> str:
     return reason.value
 
 
+def reason_codes(st: DatasetStatus) -> list[str]:
+    """The reasons as the JSON outputs name them: ``newInput``, ``queryChanged``, ..."""
+    return [_camel(r.name) for r in st.reasons]
+
+
+def status_json(st: DatasetStatus) -> dict:
+    return {"id": st.dataset_id, "kind": st.kind, "upToDate": st.up_to_date, "reasons": reason_codes(st),
+            "newInputBlocks": st.new_input, "newFiles": st.new_files, "recordsOfFirstFileIn": st.partly_in,
+            "waitingFor": st.waiting_for, "notChecked": st.unchecked or None, "words": status_words(st)}
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.lower().split("_")
+    return first + "".join(w.capitalize() for w in rest)
+
+
 @click.command("status")
 @click.argument("datasets", nargs=-1, shell_complete=complete_dataset)
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_context
-def status_(ctx: click.Context, datasets: tuple[str, ...]) -> None:
+def status_(ctx: click.Context, datasets: tuple[str, ...], output: str) -> None:
     """Show which datasets are out of date and why (without pulling anything)."""
     from ..build import status as status_service
 
-    Output().columns(("dataset", "kind", "status"),
-                     ((st.dataset_id, st.kind, status_words(st))
-                      for st in status_service.status(workspace(ctx), list(datasets))))
+    statuses = status_service.status(workspace(ctx), list(datasets))
+    if output == "json":
+        Output().json([status_json(st) for st in statuses])
+    else:
+        Output().columns(("dataset", "kind", "status"), ((st.dataset_id, st.kind, status_words(st))
+                                                         for st in statuses))

@@ -173,6 +173,19 @@ def test_status_and_list_say_what_is_behind_and_why(pipeline):
     assert next(line for line in listed if line.split()[:1] == [DERIVED]).split()[-1] == "behind"
 
 
+def test_status_and_list_as_json_for_scripts(pipeline):
+    status = {s["id"]: s for s in json.loads(coord("status", "-o", "json", cwd=pipeline.root).stdout)}
+    assert status[DERIVED]["reasons"] == ["newInput"] and not status[DERIVED]["upToDate"]
+    assert status[DERIVED]["newInputBlocks"] == {ROOT_DS: 1}
+    assert status[ROOT_DS]["upToDate"] and status[ROOT_DS]["reasons"] == []
+    listed = {d["id"]: d for d in json.loads(coord("list", "-o", "json", cwd=pipeline.root).stdout)}
+    root = pipeline.dataset(ROOT_DS).state()
+    assert listed[ROOT_DS] == {"id": ROOT_DS, "kind": "root", "head": root.head.hex(),
+                               "blocks": root.num_blocks, "records": 3,  # 1, then the file read again whole
+                               "watermark": listed[ROOT_DS]["watermark"], "upToDate": True, "reasons": []}
+    assert listed[DERIVED]["reasons"] == ["newInput"]
+
+
 def test_status_reads_no_data_and_imports_no_arrow(pipeline):
     probe = ("import sys\nfrom coordinator.cli.main import main\n"
              "try:\n    main(['status'])\nexcept SystemExit:\n    pass\n"
