@@ -5,10 +5,10 @@ repository sync, a root dataset by ingest, a derivative by the transform service
 is started at most once, on first need, and stopped when the command ends. ``pull_one`` is
 that choice for one dataset; ``coord serve``'s build service calls it too.
 
-A pull of several datasets keeps going past one that fails (a ``CoordError`` or the machine's
-``OSError``: something the user can act on; a bug still stops the command): the datasets that
-read it, directly or not, are skipped, every other one is pulled, and each outcome says which
-it was. A pull of one dataset raises its error as it is.
+A pull keeps going past a dataset that fails (a ``CoordError`` or the machine's ``OSError``:
+something the user can act on; a bug still stops the command): the datasets that read it,
+directly or not, are skipped, every other one is pulled, and each outcome says which it was
+(a failed one holds its error).
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ class PullOutcome:
     blocks: list[bytes] = field(default_factory=list)  # committed by ingest or transform, in order
     signers: list = field(default_factory=list)  # trust.authorship.Signer of blocks pulled from a repository
     status: PullStatus = PullStatus.PULLED
+    error: CoordError | OSError | None = None  # FAILED: what stopped it
 
 
 def pull_one(
@@ -126,10 +127,8 @@ def pull_datasets(
                         set_watermark=set_watermark if dataset_id in ids else None,
                     )
             except (CoordError, OSError) as e:
-                if len(order) == 1:
-                    raise
                 not_pulled[dataset_id] = dataset_id
-                outcome = PullOutcome(dataset_id, str(e), status=PullStatus.FAILED)
+                outcome = PullOutcome(dataset_id, str(e), status=PullStatus.FAILED, error=e)
             report(outcome)
             outcomes.append(outcome)
     return outcomes

@@ -78,8 +78,8 @@ class _Bytes:
 def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET.
 
-    Of several datasets, one that fails does not stop the others: those that depend on it are
-    skipped, the failures are listed at the end and the exit code is 1."""
+    A dataset that fails does not stop the others: those that depend on it are skipped, the
+    failures are named at the end (each with its dataset) and the exit code is 1."""
     from ..build.pull import PullStatus, pull_datasets
     from ..metadata.timestamps import parse_timestamp
 
@@ -118,6 +118,11 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
         skipped = sum(o.status is PullStatus.SKIPPED for o in outcomes)
         them = "it" if len(failed) == 1 else "them"
         also = f" ({skipped} skipped: they depend on {them})" if skipped else ""
+        if ctx.find_root().obj.get("debug"):
+            import traceback
+
+            for o in failed:
+                traceback.print_exception(o.error)
         if len(failed) == 1:
             show.error(f"{failed[0].dataset_id}: {failed[0].message}{also}")
         else:

@@ -81,9 +81,15 @@ def api_url(socket: str | os.PathLike | None = None) -> str:
 
 
 def _client(socket=None, timeout: int = 120):
+    """A client of the API; one that does not answer is a ``ContainerEngineError`` (the SDK
+    asks the API's version as it connects)."""
     import docker  # lazy: importing this module must stay cheap and dependency-light
 
-    return docker.DockerClient(base_url=api_url(socket), timeout=timeout)
+    try:
+        return docker.DockerClient(base_url=api_url(socket), timeout=timeout)
+    except docker.errors.DockerException as e:
+        raise ContainerEngineError(f"no container API at {api_url(socket)} ({e}); start one with "
+                                   "engines/spark/podman-setup.sh, or set engine.runtime: sandbox") from e
 
 
 def container_api_available(socket: str | os.PathLike | None = None) -> bool:
@@ -208,7 +214,8 @@ def start_container(
         client.ping()
     except Exception as e:  # noqa: BLE001
         raise ContainerEngineError(
-            f"no container API at {api_url()} ({e}); start one with engines/spark/podman-setup.sh"
+            f"no container API at {api_url()} ({e}); start one with engines/spark/podman-setup.sh, "
+            "or set engine.runtime: sandbox"
         ) from e
 
     import docker

@@ -73,12 +73,14 @@ class EngineOnDemand:
     """Starts the engine the first time a dataset needs it; one per command. The engine sees
     only the folders of the datasets ``readable()`` names (read-only): ``engine_reads`` of the
     ones it computes. It is asked when the engine starts: a command that needs no engine
-    (verify of a broken chain) never reads them."""
+    (verify of a broken chain) never reads them. An engine that could not start is not tried
+    again by the same command: every later dataset gets the same error at once."""
 
     def __init__(self, ws: Workspace, stack: ExitStack, readable: Callable[[], Iterable[str]],
                  settings=None):
         self._ws, self._stack, self._settings, self._engine = ws, stack, settings, None
         self._readable = readable
+        self._failed: Exception | None = None
 
     @property
     def identity(self):
@@ -86,6 +88,13 @@ class EngineOnDemand:
         return self._engine.identity if self._engine is not None else None
 
     def get(self):
+        if self._failed is not None:
+            raise self._failed
         if self._engine is None:
-            self._engine = self._stack.enter_context(open_engine(self._ws, self._readable(), self._settings))
+            try:
+                engine = open_engine(self._ws, self._readable(), self._settings)
+                self._engine = self._stack.enter_context(engine)
+            except Exception as e:
+                self._failed = e
+                raise
         return self._engine

@@ -270,7 +270,7 @@ def test_a_full_disk_names_the_file_and_commits_nothing(small_disk):
     full = coord("pull", ORDERS, cwd=home, check=False)
     assert full.returncode == 1
     assert full.stderr.count("\n") == 1 and "Traceback" not in full.stderr
-    assert full.stderr.startswith(f"coord: error: No space left on device: {home}/.coord/")
+    assert full.stderr.startswith(f"coord: error: {ORDERS}: No space left on device: {home}/.coord/")
     assert f"nothing of this step was committed, {ORDERS} stays at block {before.hex()[:12]}" in full.stderr
     assert ds.head() == before
     assert not list(ds.root.glob("data/*")) and not list((home / ".coord" / "run").iterdir()), \
