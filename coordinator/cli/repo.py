@@ -28,14 +28,19 @@ def repo_add(ctx: click.Context, name: str, url: str) -> None:
 
 
 @repo.command("list")
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_context
-def repo_list(ctx: click.Context) -> None:
+def repo_list(ctx: click.Context, output: str) -> None:
     """List repositories."""
     from .. import repository
 
     show = Output()
-    for r in repository.list_repositories(workspace(ctx)):
-        show.line(f"{r.name}\t{r.url}")
+    repositories = repository.list_repositories(workspace(ctx))
+    if output == "json":
+        show.json([{"name": r.name, "url": r.url} for r in repositories])
+    else:
+        for r in repositories:
+            show.line(f"{r.name}\t{r.url}")
 
 
 @repo.command("delete")

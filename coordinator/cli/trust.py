@@ -40,17 +40,23 @@ def trust_() -> None:
 
 
 @trust_.command("list")
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_context
-def trust_list(ctx: click.Context) -> None:
+def trust_list(ctx: click.Context, output: str) -> None:
     """List the trusted keys and, per dataset, the keys pinned when it was first pulled."""
     from ..trust import authorship
 
     ws = workspace(ctx)
     show = Output()
-    show.line(f"trusted keys (trust.require: {authorship.policy(ws).value}):")
-    for key, name in ws.trusted_key_names().items():
+    require, trusted, pins = authorship.policy(ws).value, ws.trusted_key_names(), authorship.all_pins(ws)
+    if output == "json":
+        show.json({"require": require,
+                   "trusted": [{"key": k.hex(), "name": n or None} for k, n in trusted.items()],
+                   "pinned": {d: [k.hex() for k in keys] for d, keys in pins.items()}})
+        return
+    show.line(f"trusted keys (trust.require: {require}):")
+    for key, name in trusted.items():
         show.line(f"  {key.hex()}  {name}".rstrip())
-    pins = authorship.all_pins(ws)
     if pins:
         show.line("pinned keys:")
     for dataset_id, keys in pins.items():

@@ -1,6 +1,8 @@
 """Push and pull through folder and S3 repositories: incremental, concurrent, crash-safe."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from coordinator.metadata.chain import walk
@@ -65,6 +67,8 @@ def test_repo_commands(ws, tmp_path):
     url = (tmp_path / "r").as_uri()
     coord("repo", "add", "local", url, cwd=ws.root)
     assert coord("repo", "list", cwd=ws.root).stdout.split() == ["local", url]
+    listed = json.loads(coord("repo", "list", "-o", "json", cwd=ws.root).stdout)
+    assert listed == [{"name": "local", "url": url}]
     coord("repo", "delete", "local", cwd=ws.root)
     assert coord("repo", "list", cwd=ws.root).stdout.strip() == ""
     bad = coord("repo", "delete", "local", cwd=ws.root, check=False)

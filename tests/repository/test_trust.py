@@ -5,6 +5,8 @@ with the real ``coord``. Carol and Mallory are further workspaces that continue 
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from coordinator.metadata.ids import DatasetRef
@@ -70,6 +72,9 @@ def test_a_foreign_unknown_key_is_pinned_at_first_pull_with_a_warning(alice, bob
     assert "authorship: ok, with warnings (trust.require: known)" in verified.stdout
     listed = coord("trust", "list", cwd=bob.root).stdout
     assert f"{key(bob)}  this workspace" in listed and f"{key(alice)}  {DS}" in listed
+    as_json = json.loads(coord("trust", "list", "-o", "json", cwd=bob.root).stdout)
+    assert as_json == {"require": "known", "trusted": [{"key": key(bob), "name": "this workspace"}],
+                       "pinned": {DS: [key(alice)]}}
 
 
 def test_a_foreign_trusted_key_is_named_by_its_owner(alice, bob):
