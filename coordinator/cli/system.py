@@ -1,4 +1,5 @@
-"""``coord system engines``: the engines running for this workspace, and stopping them."""
+"""``coord system engines``: the engines running for this workspace, and stopping them;
+``coord system diagnose``: whether this machine can run engines, with a fix per failure."""
 from __future__ import annotations
 
 import click
@@ -10,6 +11,36 @@ from .output import Output, count
 @click.group()
 def system() -> None:
     """Look after the machinery of the workspace (the engines its commands start)."""
+
+
+@system.command("diagnose")
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.pass_context
+def diagnose_(ctx: click.Context, output: str) -> None:
+    """Check that engines can run here (packages, Java, sandbox, container API, image, disk).
+
+    Exits 1 when engines cannot start as configured; outside a workspace, for the defaults."""
+    from pathlib import Path
+
+    from ..engine.diagnose import CheckStatus, diagnose
+    from ..engine.session import engine_settings
+    from ..workspace.workspace import NoWorkspace, Workspace
+
+    root = ctx.find_root().obj.get("workspace")
+    try:
+        ws: Workspace | None = Workspace.open(Path(root)) if root else Workspace.find()
+    except NoWorkspace:
+        ws = None
+    checks = diagnose(engine_settings(ws), ws.root if ws is not None else Path.cwd())
+    show = Output()
+    if output == "json":
+        show.json([{"check": c.name, "status": c.status.value, "detail": c.detail, "fix": c.fix or None}
+                   for c in checks])
+    else:
+        rows = ((c.name, c.status.value, c.detail + (f"\n  fix: {c.fix}" if c.fix else "")) for c in checks)
+        show.table(("check", "status", "detail"), rows)
+    if any(c.status is CheckStatus.FAIL for c in checks):
+        ctx.exit(1)
 
 
 @system.command("engines")

@@ -31,7 +31,7 @@ def start_engine(
     ``auto`` picks the container runtime when a container API answers and has the engine
     image, else the sandbox."""
     runtime = settings.runtime
-    container = _container_runtime()
+    container = container_runtime()
     if runtime == "auto":
         usable = (container is not None and container.container_api_available()
                   and container.image_available(settings.image))
@@ -56,7 +56,7 @@ def running_engine(
         engine.stop()
 
 
-def _container_runtime() -> ModuleType | None:
+def container_runtime() -> ModuleType | None:
     """The container runtime module, or None when it is not part of this build."""
     name = f"{__package__}.container"
     try:

@@ -84,7 +84,7 @@ def bwrap_command(
     shared = shared_inputs_dir(settings, run_dir)
     if shared is not None:
         args += ["--bind", str(shared), str(shared)]
-    java_home = _java_home()
+    java_home = find_java_home()
     environment = engine_environment(shared) | {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
         "PYTHONPATH": str(stubs.ENGINE_DIR),
@@ -113,7 +113,7 @@ def _python_paths() -> list[Path]:
     return [p for p in dict.fromkeys(paths) if not any(p != q and p.is_relative_to(q) for q in paths)]
 
 
-def _java_home() -> Path | None:
+def find_java_home() -> Path | None:
     """The JVM Spark starts: $JAVA_HOME, else the one ``java`` on PATH resolves to."""
     if os.environ.get("JAVA_HOME"):
         return Path(os.environ["JAVA_HOME"])

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..workspace import Workspace
+from ..workspace.config import EngineConfig
 from ..workspace.graph import DatasetGraph, inputs_in_force
 from ..workspace.runs import LEASE_NAME, run_folder
 from . import factory
@@ -21,9 +22,10 @@ from .process import LABEL_RUN_ID, LABEL_WORKSPACE
 from .settings import EngineSettings
 
 
-def engine_settings(ws: Workspace) -> EngineSettings:
-    """The ``engine`` settings of the workspace config; $COORD_ENGINE_RUNTIME wins."""
-    cfg = ws.config().engine
+def engine_settings(ws: Workspace | None) -> EngineSettings:
+    """The ``engine`` settings of the workspace config (the defaults without a workspace);
+    $COORD_ENGINE_RUNTIME wins."""
+    cfg = ws.config().engine if ws is not None else EngineConfig()
     settings = EngineSettings(
         runtime=os.environ.get("COORD_ENGINE_RUNTIME") or cfg.runtime,
         spark_master=cfg.spark_master,
