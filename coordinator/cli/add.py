@@ -16,12 +16,21 @@ from .output import Output, short
 def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     """Add datasets from manifest files or folders of them."""
     from ..engine.session import EngineOnDemand, engine_reads
-    from ..metadata.manifest import load_manifests
+    from ..ingest.errors import IngestError
+    from ..ingest.schema_ddl import check_read_schema
+    from ..metadata.manifest import ManifestError, load_manifest, manifest_files
     from ..workspace import catalog
     from ..workspace.graph import inputs_of
 
     ws = writable_workspace(ctx)
-    snapshots = load_manifests(paths)
+    snapshots = []
+    for file in manifest_files(paths):
+        snapshot = load_manifest(file)
+        try:
+            check_read_schema(getattr(snapshot, "source", None))
+        except IngestError as e:
+            raise ManifestError(str(file), "content.source.read", str(e)) from None
+        snapshots.append(snapshot)
     show = Output()
     with ExitStack() as stack:
         def readable() -> list[str]:  # a changed query is validated against its inputs, old and new

@@ -34,6 +34,14 @@ _TYPE = re.compile(r"^([A-Za-z]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$")
 _TOP_LEVEL_COMMA = re.compile(r",(?![^(]*\))")
 
 
+def check_read_schema(source) -> None:
+    """Refuse (``IngestError``) a root source whose read step declares a schema that does not
+    parse, before anything is written (``coord add``): a typo is found at once, not at a pull."""
+    schema = getattr(getattr(source, "read", None), "schema", None)
+    if schema:
+        parse_schema(schema)
+
+
 def parse_schema(lines: list[str]) -> pa.Schema:
     fields = []
     for entry in lines:
@@ -58,7 +66,7 @@ def _parse_column(text: str, entry: str) -> pa.Field:
 def parse_type(text: str, context: str = "schema") -> pa.DataType:
     m = _TYPE.match(text.strip())
     if not m:
-        raise IngestError(f"{context}: unknown type {text!r} (known: {', '.join(_KNOWN)})")
+        raise _unknown_type(text, context)
     word, p, s = m.group(1).upper(), m.group(2), m.group(3)
     if word in ("DECIMAL", "NUMERIC"):
         precision, scale = int(p or 10), int(s or 0)  # Spark's DECIMAL default is (10, 0)
@@ -69,7 +77,15 @@ def parse_type(text: str, context: str = "schema") -> pa.DataType:
         return pa.timestamp(_timestamp_unit(int(p) if p else 6), tz="UTC")
     if word in _SIMPLE and (p is None or word in ("VARCHAR", "CHAR")) and s is None:
         return _SIMPLE[word]
-    raise IngestError(f"{context}: unknown type {text!r} (known: {', '.join(_KNOWN)})")
+    raise _unknown_type(text, context)
+
+
+def _unknown_type(text: str, context: str) -> IngestError:
+    import difflib
+
+    close = difflib.get_close_matches(text.strip().upper(), [*_SIMPLE, "DECIMAL", "TIMESTAMP"], n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return IngestError(f"{context}: unknown type {text!r} ({hint}known: {', '.join(_KNOWN)})")
 
 
 def _timestamp_unit(precision: int) -> str:

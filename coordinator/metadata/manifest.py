@@ -82,13 +82,18 @@ def _parse(text: str, name: str, load, *, unsealed: bool = False):
 
 def load_manifests(paths: Iterable[str | Path]) -> list:
     """Load manifest files and directories (each *.yaml / *.yml directly inside, sorted)."""
+    return [load_manifest(f) for f in manifest_files(paths)]
+
+
+def manifest_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The manifest files of ``paths``: files as given, folders' *.yaml / *.yml, sorted."""
     found = []
     for p in map(Path, paths):
         if p.is_dir():
             found += sorted(f for f in p.iterdir() if f.suffix in MANIFEST_SUFFIXES and f.is_file())
         else:
             found.append(p)
-    return [load_manifest(f) for f in found]
+    return found
 
 
 def validate_document(doc, source_name: str) -> None:

@@ -63,10 +63,18 @@ def add_datasets(
             )
         for dep in inputs_of(s):
             if dep not in by_id and not ws.dataset(dep).exists():
-                raise CatalogError(f"dataset {s.id}: input {dep} does not exist")
+                hint = _did_you_mean(ws, by_id, dep)
+                raise CatalogError(f"dataset {s.id}: input {dep} does not exist{hint}")
     graph = DatasetGraph(ws, proposed={i: inputs_of(s) for i, s in by_id.items()})
     graph.check_acyclic()  # the whole workspace as it would be: a redefinition can close a loop
     return [_add_one(ws.dataset(i), by_id[i], check_change) for i in graph.order(by_id, recursive=False)]
+
+
+def _did_you_mean(ws: Workspace, adding: dict[str, DatasetSnapshot], name: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, [*adding, *(ds.id for ds in ws.datasets())], n=1, cutoff=0.7)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _add_one(ds: Dataset, snapshot: DatasetSnapshot, check_change: ChangeCheck | None) -> AddResult:

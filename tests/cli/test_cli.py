@@ -114,6 +114,26 @@ def test_delete_refuses_a_dataset_others_depend_on(home):
     assert ORDERS not in coord("list", cwd=home).stdout
 
 
+def test_add_refuses_an_unknown_column_type_naming_the_file_and_a_close_type(home):
+    doc = yaml.safe_load((MANIFESTS / f"{ORDERS}.yaml").read_text())
+    doc["content"]["source"]["read"]["schema"][1] = "customer STRNG"
+    (home / "typo.yaml").write_text(yaml.safe_dump(doc))
+    proc = coord("add", "typo.yaml", cwd=home, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("coord: error: typo.yaml: content.source.read: schema: column 'customer': "
+                                  "unknown type 'STRNG' (did you mean STRING? known: ")
+    assert coord("list", cwd=home).stdout.count("\n") == 1  # the header: nothing was added
+
+
+def test_add_suggests_a_close_name_for_an_unknown_input(home):
+    doc = yaml.safe_load((MANIFESTS / "com.example.orders.daily.yaml").read_text())
+    doc["content"]["source"]["inputs"] = ["com.example.order"]
+    (home / "daily.yaml").write_text(yaml.safe_dump(doc))
+    proc = coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), "daily.yaml", cwd=home, check=False)
+    assert proc.stderr == ("coord: error: dataset com.example.orders.daily: input com.example.order does not "
+                           "exist (did you mean com.example.orders?)\n")
+
+
 def test_delete_without_a_terminal_needs_yes(home):
     coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
     proc = coord("delete", ORDERS, cwd=home, check=False)
