@@ -51,13 +51,10 @@ def reference_text() -> str:
     return REFERENCE.read_text(encoding="utf-8")
 
 
-def yaml_blocks() -> list[str]:
-    return re.findall(r"^```yaml\n(.*?)^```", reference_text(), re.M | re.S)
-
-
 def full_manifests() -> list[str]:
-    return [b for b in yaml_blocks() if isinstance(yaml.safe_load(b), dict)
-            and "apiVersion" in yaml.safe_load(b)]
+    """The reference's YAML blocks that are whole manifests (not a fragment of one)."""
+    blocks = re.findall(r"^```yaml\n(.*?)^```", reference_text(), re.M | re.S)
+    return [b for b in blocks if "apiVersion" in (yaml.safe_load(b) or {})]
 
 
 def written(tmp_path: Path, text: str) -> Path:
