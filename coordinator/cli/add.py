@@ -19,6 +19,8 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     from ..ingest.errors import IngestError
     from ..ingest.schema_ddl import check_read_schema
     from ..metadata.manifest import ManifestError, load_manifest, manifest_files
+    from ..metadata.objects import DatasetSnapshot
+    from ..transform.definition import derivative_problem
     from ..workspace import catalog
     from ..workspace.graph import inputs_of
 
@@ -26,10 +28,16 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     snapshots = []
     for file in manifest_files(paths):
         snapshot = load_manifest(file)
+        if not isinstance(snapshot, DatasetSnapshot):
+            raise ManifestError(str(file), "kind", "coord add takes DatasetSnapshot manifests "
+                                "(a MetadataBlock's hash: coord block hash FILE)")
         try:
-            check_read_schema(getattr(snapshot, "source", None))
+            check_read_schema(snapshot.source)
         except IngestError as e:
             raise ManifestError(str(file), "content.source.read", str(e)) from None
+        problem = derivative_problem(snapshot.source)
+        if problem is not None:
+            raise ManifestError(str(file), *problem)
         snapshots.append(snapshot)
     show = Output()
     with ExitStack() as stack:

@@ -125,6 +125,39 @@ def test_add_refuses_an_unknown_column_type_naming_the_file_and_a_close_type(hom
     assert coord("list", cwd=home).stdout.count("\n") == 1  # the header: nothing was added
 
 
+def test_add_refuses_a_block_manifest_in_one_line(home):
+    block = home / "block.yaml"
+    doc = manifest_to_dict(conformance_block())
+    doc["content"]["blockHash"] = CONFORMANCE_HASH
+    block.write_text(dump_yaml(doc))
+    proc = coord("add", str(block), cwd=home, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == (f"coord: error: {block}: kind: coord add takes DatasetSnapshot manifests "
+                           "(a MetadataBlock's hash: coord block hash FILE)\n")
+
+
+def sql(**fields) -> dict:
+    return {"transform": {"kind": "sql", "engine": "spark", **fields}}
+
+
+@pytest.mark.parametrize("change, where, what", [
+    ({"inputs": []}, "content.source.inputs", "a derivative needs at least one input"),
+    (sql(query="SELECT 1", queries=[{"query": "SELECT 2"}]),
+     "content.source.transform", "give query or queries, not both"),
+    (sql(queries=[{"query": "SELECT 1"}, {"query": "SELECT 2"}]),
+     "content.source.transform.queries", "only one query step may have no alias (the output)"),
+    (sql(query="SELECT 1", temporalTables=[{"id": ORDERS, "primaryKey": ["order_id"]}]),
+     "content.source.transform.temporalTables", "temporal tables are not supported by the Spark engine yet"),
+])
+def test_add_refuses_a_derivative_the_engine_would_refuse_without_starting_it(home, change, where, what):
+    doc = yaml.safe_load((MANIFESTS / "com.example.orders.daily.yaml").read_text())
+    doc["content"]["source"].update(change)
+    (home / "daily.yaml").write_text(yaml.safe_dump(doc))
+    proc = coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), "daily.yaml", cwd=home, check=False)
+    assert proc.returncode == 1 and proc.stderr.startswith(f"coord: error: daily.yaml: {where}: {what}")
+    assert coord("list", cwd=home).stdout.count("\n") == 1  # nothing was added
+
+
 def test_add_suggests_a_close_name_for_an_unknown_input(home):
     doc = yaml.safe_load((MANIFESTS / "com.example.orders.daily.yaml").read_text())
     doc["content"]["source"]["inputs"] = ["com.example.order"]
