@@ -107,6 +107,7 @@ REFUSED = {
     "session_user": (f"SELECT *, session_user() AS u FROM {ORD}", "function session_user()"),
     "current_database": (f"SELECT *, current_database() AS d FROM {ORD}", "function current_database()"),
     "current_catalog": (f"SELECT *, current_catalog() AS c FROM {ORD}", "function current_catalog()"),
+    "current_path": (f"SELECT *, current_path() AS p FROM {ORD}", "function current_path()"),
     "version": (f"SELECT *, version() AS v FROM {ORD}", "function version()"),
     "input_file_name": (f"SELECT *, input_file_name() AS f FROM {ORD}", "function input_file_name()"),
     "spark_partition_id": (f"SELECT *, spark_partition_id() AS p FROM {ORD}",

@@ -64,7 +64,7 @@ DENIED_FUNCTIONS = {
     ], "depends on the moment the query runs"),
     **dict.fromkeys([
         "current_user", "user", "session_user", "current_database", "current_schema",
-        "current_catalog", "version",
+        "current_catalog", "current_path", "version",
     ], "depends on the session or the engine"),
     **dict.fromkeys([
         "input_file_name", "input_file_block_start", "input_file_block_length",
