@@ -7,6 +7,8 @@ All through ValidateQuery in the shared sandboxed engine (a refused query never 
 """
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -105,6 +107,7 @@ REFUSED = {
     "session_user": (f"SELECT *, session_user() AS u FROM {ORD}", "function session_user()"),
     "current_database": (f"SELECT *, current_database() AS d FROM {ORD}", "function current_database()"),
     "current_catalog": (f"SELECT *, current_catalog() AS c FROM {ORD}", "function current_catalog()"),
+    "current_path": (f"SELECT *, current_path() AS p FROM {ORD}", "function current_path()"),
     "version": (f"SELECT *, version() AS v FROM {ORD}", "function version()"),
     "input_file_name": (f"SELECT *, input_file_name() AS f FROM {ORD}", "function input_file_name()"),
     "spark_partition_id": (f"SELECT *, spark_partition_id() AS p FROM {ORD}",
@@ -125,6 +128,80 @@ def test_refused(engine_client, query, expected):
     assert expected in error.message
     assert "\n" not in error.message
     assert (error.position.step, error.position.alias) == (0, "")
+
+
+NOW = "the special datetime value 'now' (the moment the query runs) is not allowed"
+TODAY = "the special datetime value 'today' (the day the query runs)"
+RANDOM_IV = "function aes_encrypt() is not allowed without a constant IV (its fifth argument)"
+KEY = "'0000111122223333'"
+# Spark turns special datetime strings into the time of the run wherever a constant string
+# becomes a date or timestamp, and aes_encrypt draws a random IV unless it is given one.
+CLOCK_AND_CHANCE = {
+    # typed literals: the parser replaces them by the current time
+    "TIMESTAMP 'now'": (f"SELECT *, TIMESTAMP 'now' AS t FROM {ORD}", NOW),
+    "TIMESTAMP_NTZ, case and spaces": (f"SELECT *, TIMESTAMP_NTZ ' NoW ' AS t FROM {ORD}", NOW),
+    "TIMESTAMP_LTZ, double quotes, comment": (
+        f'SELECT *, timestamp_ltz /* the day after */ "tomorrow" AS t FROM {ORD}',
+        "the special datetime value 'tomorrow' (the day after the query runs)"),
+    "DATE 'today'": (f"SELECT *, DATE 'today' AS d FROM {ORD}", TODAY),
+    "DATE 'yesterday' with a time zone": (
+        f"SELECT *, DATE 'yesterday Europe/Oslo' AS d FROM {ORD}",
+        "the special datetime value 'yesterday' (the day before the query runs)"),
+    "typed literal in VALUES": (
+        f"SELECT o.* FROM {ORD} o JOIN (VALUES (TIMESTAMP 'now')) AS v(t) ON o.event_time < v.t", NOW),
+    "typed literal in a table function argument": (
+        f"SELECT o.* FROM {ORD} o JOIN range(unix_timestamp(TIMESTAMP 'now') % 3) r ON r.id = 0", NOW),
+    # casts of constant strings: Spark's optimizer replaces them by the current time
+    "CAST": (f"SELECT *, CAST('now' AS TIMESTAMP) AS t FROM {ORD}", NOW),
+    "try_cast": (f"SELECT *, try_cast('Now' AS TIMESTAMP) AS t FROM {ORD}", NOW),
+    "cast to TIMESTAMP_NTZ": (f"SELECT *, CAST('now' AS TIMESTAMP_NTZ) AS t FROM {ORD}", NOW),
+    "to_timestamp": (f"SELECT *, to_timestamp('now') AS t FROM {ORD}", NOW),
+    "to_timestamp_ntz": (f"SELECT *, to_timestamp_ntz('now') AS t FROM {ORD}", NOW),
+    "to_date": (f"SELECT *, to_date('today') AS d FROM {ORD}", TODAY),
+    "implicit cast of a date function argument": (f"SELECT *, date_add('today', 1) AS d FROM {ORD}", TODAY),
+    "implicit cast in a comparison": (f"SELECT * FROM {ORD} WHERE event_time < 'now'", NOW),
+    "folded concat": (f"SELECT *, CAST(concat('no', 'w') AS TIMESTAMP) AS t FROM {ORD}", NOW),
+    "folded substring": (f"SELECT *, CAST(substring('today or never', 1, 5) AS DATE) AS d FROM {ORD}", TODAY),
+    "folded nvl": (f"SELECT *, CAST(nvl(NULL, 'now') AS TIMESTAMP) AS t FROM {ORD}", NOW),
+    "in a CTE": (f"WITH c AS (SELECT CAST('today' AS DATE) AS d) SELECT o.* FROM {ORD} o, c "
+                 "WHERE o.event_time > c.d", TODAY),
+    "in a scalar subquery": (
+        f"SELECT * FROM {ORD} WHERE event_time < (SELECT CAST('now' AS TIMESTAMP))", NOW),
+    # chance
+    "aes_encrypt (GCM)": (f"SELECT *, aes_encrypt(customer, {KEY}) AS secret FROM {ORD}", RANDOM_IV),
+    "aes_encrypt (CBC)": (f"SELECT *, aes_encrypt(customer, {KEY}, 'CBC') AS secret FROM {ORD}", RANDOM_IV),
+    "aes_encrypt with an IV from the data": (
+        f"SELECT *, aes_encrypt(customer, {KEY}, 'GCM', 'DEFAULT', unhex(customer)) AS secret FROM {ORD}",
+        RANDOM_IV),
+}
+
+
+@pytest.mark.parametrize("query, expected", CLOCK_AND_CHANCE.values(), ids=CLOCK_AND_CHANCE.keys())
+def test_the_clock_and_chance_in_constants_are_refused(engine_client, query, expected):
+    with pytest.raises(EngineError) as failure:
+        validate(engine_client, query)
+    error = failure.value
+    assert error.kind is EngineErrorKind.FORBIDDEN, error
+    assert error.message.startswith(f"step 0 (the output): {expected}")
+    assert "\n" not in error.message
+
+
+def test_datetime_constants_and_data_values_run(make_chain):
+    # 'epoch' is a constant; a string from the data is never special (Spark reads special
+    # values only in constant strings), so try_cast gives null for it, as for any non-date.
+    chain = make_chain(f"""
+        SELECT event_time, TIMESTAMP '2024-01-01 12:00:00' AS noon, CAST('epoch' AS TIMESTAMP) AS epoch,
+               DATE 'epoch' AS epoch_day, try_cast(customer AS TIMESTAMP) AS customer_time,
+               try_to_date(customer) AS customer_day,
+               aes_encrypt(customer, {KEY}, 'GCM', 'DEFAULT', unhex('000000000000000000000000')) AS secret
+        FROM {ORD}""", {ORDERS.dataset_id: ORDERS.schema})
+    result = chain.execute({ORDERS.dataset_id: [[{**ORDER, "customer": " now "}]]})
+    [row] = records(result.output_path)
+    assert row["noon"] == datetime(2024, 1, 1, 12, tzinfo=UTC)
+    assert row["epoch"] == datetime(1970, 1, 1, tzinfo=UTC)
+    assert row["epoch_day"] == date(1970, 1, 1)
+    assert (row["customer_time"], row["customer_day"]) == (None, None)
+    assert row["secret"][:12] == bytes(12)  # GCM output starts with the IV it was given
 
 
 def test_refusal_names_the_step_and_its_alias(engine_client):
@@ -187,6 +264,12 @@ ALLOWED = {
         FROM {ORD}""",
     "join with range": f"SELECT o.event_time, o.order_id, r.id FROM {ORD} o JOIN range(3) r ON r.id < 2",
     "hint": f"SELECT /*+ BROADCAST(r) */ o.* FROM {ORD} o JOIN (VALUES (1)) AS r(k) ON o.order_id = r.k",
+    "date and time constants": f"""
+        SELECT * FROM {ORD} WHERE event_time > TIMESTAMP '2020-01-01' AND event_time > 'epoch'
+          AND to_date(event_time) <> DATE '2020-01-02' AND date_add('2020-01-01', 1) < to_date(event_time)""",
+    "aes_encrypt with a constant IV": f"""
+        SELECT *, aes_encrypt(customer, {KEY}, 'CBC', 'PKCS', unhex('00000000000000000000000000000000')) AS s
+        FROM {ORD}""",
     "steps with aliases": [
         SqlQueryStep(alias="big", query=f"SELECT * FROM {ORD} WHERE amount > 10"),
         SqlQueryStep(alias="hourly", query="SELECT window.end AS event_time, count(*) AS n "

@@ -1,4 +1,5 @@
-"""The SQL policy: what a transform's query may do, checked on Spark's own plans, never on text.
+"""The SQL policy: what a transform's query may do, checked on Spark's own plans (and, for
+typed literals, Spark's own tokens), never on patterns of text.
 
 A query is code from someone else as often as not (a manifest copied from a catalogue, a
 pulled dataset that ``verify`` replays), and its result must be reproducible from its inputs
@@ -12,26 +13,41 @@ alone. Each step is checked twice:
    - every relation is a declared input, an earlier step or a CTE of the query, named by one
      identifier: no path relation (``text.`/a/file```), no catalog table;
    - table-valued functions are only the generators (TABLE_FUNCTIONS);
-   - no function of DENIED_FUNCTIONS is called.
+   - no function of DENIED_FUNCTIONS is called;
+   - no typed literal is a special datetime value (``TIMESTAMP 'now'``, ``DATE 'today'``):
+     the parser replaces them by the current time as it builds the plan (and evaluates VALUES
+     lists of them), so they are looked for in the tokens Spark's parser reads.
 2. Its *analysed* plan:
    - every leaf reads a declared input (the same source as one of the input views), or is a
      VALUES list, a one-row or a ``range`` relation;
    - no expression is one of DENIED_FUNCTIONS (this catches the ones written without
-     parentheses, ``current_date``, ``user``) or is marked non-deterministic by Spark.
+     parentheses, ``current_date``, ``user``) or is marked non-deterministic by Spark;
+   - ``aes_encrypt`` has a constant IV (or the ECB mode, which takes none): without one it
+     draws a random IV;
+   - no constant string becomes a special datetime value: Spark's optimizer (rule
+     SpecialDatetimeValues, after ReplaceExpressions) turns a cast of a *foldable* string
+     that DateTimeUtils reads as ``now``, ``today``, ``yesterday`` or ``tomorrow`` into the
+     current time; explicit casts, ``try_cast``, ``to_timestamp``/``to_date``/... and the
+     implicit casts of string arguments are all such casts. The policy evaluates the same
+     strings and asks Spark's own DateTimeUtils. ``epoch`` is a constant and stays allowed;
+     a string from the data is never special (it is not foldable).
 
 Variable substitution (``${env:NAME}``, ``${system:user.home}``, ``${spark.app.id}``) is off in
 every session a query runs in: it would put the machine's values into the SQL text itself.
 
 A refusal is an EngineFailure of kind FORBIDDEN, one line naming the step and the function,
-relation or statement. The README's "Allowed SQL" section says the same for users.
+relation, statement or special value. The README's "Allowed SQL" section says the same for users.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from py4j.java_gateway import is_instance_of
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from .errors import EngineFailure, Kind
@@ -48,7 +64,7 @@ DENIED_FUNCTIONS = {
     ], "depends on the moment the query runs"),
     **dict.fromkeys([
         "current_user", "user", "session_user", "current_database", "current_schema",
-        "current_catalog", "version",
+        "current_catalog", "current_path", "version",
     ], "depends on the session or the engine"),
     **dict.fromkeys([
         "input_file_name", "input_file_block_start", "input_file_block_length",
@@ -59,6 +75,21 @@ DENIED_FUNCTIONS = {
 }
 # (unix_timestamp() without arguments is the current time: the analysed plan shows it as
 # current_timestamp(), refused there; with arguments it only converts them.)
+
+# What Spark's special datetime values stand for ('epoch', a constant, is allowed). A value
+# Spark reads as special that is not listed here is refused all the same.
+SPECIAL_DATETIMES = {
+    "now": "the moment the query runs",
+    "today": "the day the query runs",
+    "yesterday": "the day before the query runs",
+    "tomorrow": "the day after the query runs",
+}
+# Spark's readers of special values (DateTimeUtils), by the type a string becomes.
+SPECIAL_DATETIME_READERS = {
+    "date": "convertSpecialDate",
+    "timestamp": "convertSpecialTimestamp",
+    "timestamp_ntz": "convertSpecialTimestampNTZ",
+}
 
 # Table-valued functions that only generate rows from their arguments.
 TABLE_FUNCTIONS = {
@@ -108,6 +139,7 @@ class Policy:
         session.conf.set("spark.sql.variable.substitute", "false")
         self._session = session
         self._walker = _Walker(session)
+        self._clock = _SpecialDatetimes(session)
         self._relations = set(inputs)
         self._inputs = {name: _analysed(frame) for name, frame in inputs.items()}
         self._steps: set[str] = set()  # aliases of the steps already checked
@@ -137,6 +169,8 @@ class Policy:
                     name = list(_scala(expression.nameParts()))[-1].lower()
                     if name in DENIED_FUNCTIONS:
                         raise step.refuse(f"function {name}() is not allowed: it {DENIED_FUNCTIONS[name]}")
+        if (special := self._clock.in_typed_literals(sql)) is not None:
+            raise step.refuse(_special_refusal(special))
 
     def check_plan(self, frame: DataFrame, step: Step) -> None:
         """The analysed plan: what the leaves read and what the expressions compute. The
@@ -147,7 +181,8 @@ class Policy:
                 continue
             if node.children().isEmpty() and _class(node) not in SAFE_LEAVES:
                 raise step.refuse(f"relation {_describe(node)} is not allowed: read the declared inputs")
-            for expression in _expressions(node):
+            expressions = list(_expressions(node))
+            for expression in expressions:
                 name = expression.prettyName().lower()
                 if name in DENIED_FUNCTIONS:
                     raise step.refuse(f"function {name}() is not allowed: it {DENIED_FUNCTIONS[name]}")
@@ -158,6 +193,15 @@ class Policy:
                         f"function {name}() is not allowed: Spark marks it non-deterministic, "
                         "so verify could not reproduce the result"
                     )
+            # Constants are evaluated only once the operator has passed the checks above.
+            for expression in expressions:
+                if _class(expression) == "AesEncrypt" and _draws_random_iv(expression):
+                    raise step.refuse(
+                        "function aes_encrypt() is not allowed without a constant IV (its fifth "
+                        "argument): it would draw a random one"
+                    )
+            if (special := self._clock.in_casts(node)) is not None:
+                raise step.refuse(_special_refusal(special))
 
     def _checked(self, node) -> bool:
         """An input view as the engine made it, or the view of an earlier step (a query cannot
@@ -181,6 +225,107 @@ class Policy:
             hint = f" (to read the input {'.'.join(parts)}, quote its name: `{'.'.join(parts)}`)"
         known = ", ".join(sorted(self._relations))
         raise step.refuse(f"relation {name} is not a declared input or an earlier step ({known}){hint}")
+
+
+# ----- constants that are not constant ------------------------------------------------------
+
+STRING_TYPE = "org.apache.spark.sql.types.StringType"
+
+
+class _SpecialDatetimes:
+    """Finds Spark's special datetime values where Spark would take them from the clock."""
+
+    def __init__(self, session: SparkSession):
+        self._gateway = session.sparkContext._gateway
+        jvm = session.sparkContext._jvm
+        self._readers = jvm.org.apache.spark.sql.catalyst.util.DateTimeUtils
+        self._zone = self._readers.getZoneId(session.conf.get("spark.sql.session.timeZone"))
+        self._parser = session._jsparkSession.sessionState().sqlParser()
+        self._replace_expressions = jvm.org.apache.spark.sql.catalyst.optimizer.ReplaceExpressions
+        self._antlr = jvm.org.antlr.v4.runtime
+        self._spark_parser = jvm.org.apache.spark.sql.catalyst.parser
+        tokens = self._spark_parser.SqlBaseLexer  # the token types
+        self._literal_types = {tokens.DATE: "date", tokens.TIMESTAMP: "timestamp",
+                               tokens.TIMESTAMP_LTZ: "timestamp", tokens.TIMESTAMP_NTZ: "timestamp_ntz"}
+        self._string_types = {tokens.STRING_LITERAL, tokens.DOUBLEQUOTED_STRING}
+        self._parsed_channel = self._antlr.Token.DEFAULT_CHANNEL  # others: spaces, comments
+        self._keywords = jvm.java.util.HashSet()
+        for token_type in self._literal_types:
+            self._keywords.add(token_type)
+
+    def in_typed_literals(self, sql: str) -> str | None:
+        """The first special value written as a typed literal: a date or timestamp keyword then
+        a string, in the tokens Spark's parser reads (comments and strings are single tokens)."""
+        chars = self._spark_parser.UpperCaseCharStream(self._antlr.CharStreams.fromString(sql))
+        lexer = self._spark_parser.SqlBaseLexer(chars)
+        lexer.removeErrorListeners()  # the statement parsed already
+        tokens = self._antlr.CommonTokenStream(lexer)
+        tokens.fill()
+        for keyword in tokens.getTokens(0, tokens.size() - 1, self._keywords) or []:
+            index = keyword.getTokenIndex() + 1
+            while tokens.get(index).getChannel() != self._parsed_channel:
+                index += 1
+            token = tokens.get(index)  # EOF at the end, on the default channel
+            if token.getType() in self._string_types:
+                string = self._parser.parseExpression(token.getText()).eval(None).toString()
+                if (name := self._special(string, self._literal_types[keyword.getType()])) is not None:
+                    return name
+        return None
+
+    def in_casts(self, node) -> str | None:
+        """The first special value a cast of a constant string to a date or timestamp reads in
+        the expressions of ``node``, one operator, as Spark's SpecialDatetimeValues rule reads
+        them: after ReplaceExpressions, the rule before it, has replaced ``to_timestamp``,
+        ``nvl``, ... by what runs (subquery plans are operators of their own)."""
+        for expression in _expressions(self._replace_expressions.apply(node)):
+            if (name := self._in_cast(expression)) is not None:
+                return name
+        return None
+
+    def _in_cast(self, expression) -> str | None:
+        if _class(expression) != "Cast":
+            return None
+        kind, child = expression.dataType().typeName(), expression.child()
+        is_string = is_instance_of(self._gateway, child.dataType(), STRING_TYPE)
+        if kind not in SPECIAL_DATETIME_READERS or not is_string:
+            return None
+        value = _constant(child)
+        return None if value is NOT_CONSTANT or value is None else self._special(str(value), kind)
+
+    def _special(self, string: str, kind: str) -> str | None:
+        if not getattr(self._readers, SPECIAL_DATETIME_READERS[kind])(string, self._zone).isDefined():
+            return None
+        name = re.findall(r"[a-z]+", string.lower())[0]  # as Spark read it: its first word
+        return None if name == "epoch" else name
+
+
+def _special_refusal(name: str) -> str:
+    meaning = SPECIAL_DATETIMES.get(name, "a time Spark takes from the clock")
+    return f"the special datetime value '{name}' ({meaning}) is not allowed: write the date or time itself"
+
+
+NOT_CONSTANT = object()
+
+
+def _constant(expression) -> Any:
+    """The value of ``expression`` (None for null) if it is foldable and evaluates, as Spark's
+    optimizer evaluates it; else NOT_CONSTANT (where the evaluation fails, so does the query)."""
+    if not expression.foldable():
+        return NOT_CONSTANT
+    try:
+        return expression.eval(None)
+    except (Py4JJavaError, PySparkException):
+        return NOT_CONSTANT
+
+
+def _draws_random_iv(expression) -> bool:
+    """Whether ``aes_encrypt`` may draw its IV at random: it does for an empty IV in any mode
+    but ECB (which takes no IV), so only a constant IV or a constant ECB mode is reproducible."""
+    _, _, mode, _, iv, _ = _scala(expression.children())
+    if str(_constant(mode)).upper() == "ECB":
+        return False
+    value = _constant(iv)
+    return value is NOT_CONSTANT or (value is not None and len(value) == 0)
 
 
 # ----- walking Spark's trees through py4j ----------------------------------------------------
