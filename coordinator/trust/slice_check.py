@@ -1,9 +1,9 @@
 """Local slices are checked against their block before anything reads them.
 
 Every reader of a dataset's records (``coord sql``, ``coord tail``, the HTTP API, a
-derivative's inputs, provenance, publish and push) takes its data files from
-``checked_slices``, so a changed file is refused instead of read: a flipped byte would
-otherwise be computed with silently (only ``coord verify`` used to notice).
+derivative's inputs, provenance, publish and push, a root's ledger and snapshot merges)
+takes its data files from ``checked_slices``, so a changed file is refused instead of read:
+a flipped byte would otherwise be computed with silently (only ``coord verify`` noticed).
 
 - The check is ``verify``'s (``check_data_file``): the file's SHA3-256 against the block's
   ``physical_hash`` and its record count against the footer's; a slice recorded without a
@@ -45,7 +45,12 @@ def checked_slices(ds: Dataset, blocks: Iterable[tuple[bytes, MetadataBlock]]) -
     """The data files of those ``blocks`` that add a slice, in the same order, each checked
     against its block (see the module doc); raises ``ChangedSlice`` for the first one that
     is not what its block records."""
-    wanted = [(h, b.output_slice) for h, b in blocks if b.output_slice is not None]
+    return checked_slice_files(ds, [(h, b.output_slice) for h, b in blocks if b.output_slice is not None])
+
+
+def checked_slice_files(ds: Dataset, slices: Iterable[tuple[bytes, DataSlice]]) -> list[Path]:
+    """``checked_slices`` for callers holding (block hash, the slice it records) pairs."""
+    wanted = list(slices)
     cache = _Cache(ds.ws.meta / layout.cache_dir(ds.id, layout.CHECKED_SLICES))
     todo = [(h, s) for h, s in wanted if not cache.holds(ds.data_file(h), h, s)]
     if todo:
