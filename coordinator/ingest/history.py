@@ -11,8 +11,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary
+from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary, DataSlice
 from ..metadata.timestamps import now_utc
+from ..trust.slice_check import checked_slice_files
 from ..workspace import Dataset, DatasetNotFound, DatasetState, layout
 from ..workspace.source_state import SourceState
 from .errors import IngestError
@@ -32,6 +33,7 @@ class DatasetHistory:
     last_system_time: datetime | None
     state: SourceState | None  # the fetch step's progress and where to resume (source_state.py)
     data_blocks: list[bytes] = field(default_factory=list)  # blocks with a slice, oldest first
+    slices: dict[bytes, DataSlice] = field(default_factory=dict)  # the slice each one records
 
     @staticmethod
     def load(ds: Dataset, s: DatasetState | None) -> DatasetHistory:
@@ -42,7 +44,8 @@ class DatasetHistory:
             raise IngestError(f"{ds.id} is not a root dataset: it has no fetch/read/merge source")
         return DatasetHistory(ds=ds, source=s.source, vocab=s.vocab, watermark=s.watermark,
                               last_system_time=s.last_updated, state=ds.source_state(s),
-                              data_blocks=[b.hash for b in s.data_blocks])
+                              data_blocks=[b.hash for b in s.data_blocks],
+                              slices={b.hash: b.slice for b in s.data_blocks})
 
     def next_system_time(self) -> datetime:
         """Now, but strictly after the previous block (clocks step back; intervals must not)."""
@@ -52,10 +55,11 @@ class DatasetHistory:
         return t
 
     def committed(self, block_hash: bytes, system_time: datetime, watermark: datetime | None,
-                  has_data: bool, state: SourceState | None) -> None:
+                  data: DataSlice | None, state: SourceState | None) -> None:
         self.last_system_time, self.watermark = system_time, watermark
-        if has_data:
+        if data is not None:
             self.data_blocks.append(block_hash)
+            self.slices[block_hash] = data
         if state is not None:
             self.state = state
 
@@ -67,12 +71,18 @@ class DatasetHistory:
 
         return pq.read_schema(self.ds.data_file(self.data_blocks[-1])) if self.data_blocks else None
 
+    def files(self, blocks: list[bytes] | None = None) -> list[Path]:
+        """The data files of ``blocks`` (default: all) in commit order, each checked against
+        its block first (``trust.slice_check``)."""
+        hashes = self.data_blocks if blocks is None else blocks
+        return checked_slice_files(self.ds, [(h, self.slices[h]) for h in hashes])
+
     def read(self, blocks: list[bytes] | None = None, columns: list[str] | None = None):
         """The slices of ``blocks`` (default: all) concatenated in commit order, or None."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        files = [self.ds.data_file(h) for h in (self.data_blocks if blocks is None else blocks)]
+        files = self.files(blocks)
         if not files:
             return None
         tables = [pq.read_table(f, columns=columns) for f in files]

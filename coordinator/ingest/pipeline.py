@@ -360,7 +360,7 @@ class _Pull:
                     num_records=len(table), system_time=system_time))
             del rows
         h = self.writer.commit(block, data_file=data_file, source_state=state)
-        self.history.committed(h, system_time, watermark, data_file is not None, state)
+        self.history.committed(h, system_time, watermark, block.output_slice, state)
         if data_file is not None:
             self._advance_states(table)
         return h, len(table)

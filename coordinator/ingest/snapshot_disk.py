@@ -73,13 +73,14 @@ class DiskSnapshot:
         if not h.data_blocks:
             return None
         folder = h.projection_dir()
-        newer, cached = [h.ds.data_file(b) for b in h.data_blocks], None
+        blocks, cached = h.data_blocks, None
         for i in range(len(h.data_blocks) - 1, -1, -1):
             if (folder / f"{h.data_blocks[i].hex()}.parquet").exists():
                 if i == len(h.data_blocks) - 1:
                     return folder / f"{h.data_blocks[i].hex()}.parquet"
-                cached, newer = folder / f"{h.data_blocks[i].hex()}.parquet", newer[i + 1:]
+                cached, blocks = folder / f"{h.data_blocks[i].hex()}.parquet", blocks[i + 1:]
                 break
+        newer = h.files(blocks)
         schema = h.schema()
         assert schema is not None  # the history has slices
         # a row's position: its row in the cached state, or (its slice's number << 40) + its row

@@ -15,6 +15,8 @@ Invariants:
 - A query that neither joins nor aggregates makes each record from one row of the slices the
   block consumed, so only those are candidates; otherwise older slices are candidates too (a
   window is fed by every slice since it opened).
+- Every slice read (the block's own, its inputs') is first checked against its block
+  (``trust.slice_check``).
 - Several derivations of one record mean the replay made identical records from different
   input rows; all are listed, none is picked.
 """
@@ -34,6 +36,7 @@ from ..metadata.objects import FieldLineage, MetadataBlock
 from ..metadata.timestamps import IntervalType
 from ..transform.builds import source_in_force_at
 from ..transform.plan import InputPlan, plan_input
+from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, Workspace
 from ..workspace.catalog import find_block
 
@@ -96,7 +99,7 @@ def block_provenance(ws: Workspace, dataset_id: str, block_prefix: str, engine: 
                               "provenance is for the data blocks of a derivative")
     if block.output_slice is None:
         raise ProvenanceError(f"block {block_hash.hex()[:12]} of {dataset_id} added no records")
-    table = pq.read_table(ds.data_file(block_hash))
+    table = pq.read_table(checked_slices(ds, [(block_hash, block)])[0])
     chosen = _choose(ws, ds, block_hash, table, rows, where)
     _, source = source_in_force_at(list(state.blocks), block_hash)
     vocab = state.vocab

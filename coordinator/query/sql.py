@@ -2,7 +2,8 @@
 
 Every dataset with data is a view named by its id (``"com.example.orders"``, double quotes:
 the dots are part of the name) over exactly the Parquet slices its chain names, oldest block
-first; never a file no block names. No short aliases: a name that is unambiguous today could
+first; never a file no block names, nor one changed since its block recorded it (each is
+checked first, ``trust.slice_check``). No short aliases: a name that is unambiguous today could
 mean another dataset after the next ``coord add``, and a saved query must not change meaning.
 
 Invariants:
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Invalid
 from ..metadata.timestamps import format_timestamp, parse_timestamp
+from ..trust.slice_check import checked_slices
 from ..workspace import Workspace
 from ..workspace.dataset import BlockNotFound
 
@@ -81,21 +83,21 @@ def resolve_as_at(ws: Workspace, when: str) -> AsAt:
 
 
 def slice_files(ws: Workspace, as_at: AsAt | None = None) -> dict[str, list[Path]]:
-    """Each dataset's Parquet slices, oldest first (as at ``as_at``); datasets without any
-    are left out."""
+    """Each dataset's Parquet slices, oldest first (as at ``as_at``), each checked against its
+    block (``checked_slices``); datasets without any are left out."""
     tables = {}
     for ds in ws.datasets():
         stop = as_at.block if as_at is not None and as_at.dataset == ds.id else None
         by_time = as_at is not None and stop is None
         reached = stop is None
-        files = []
+        blocks = []
         for h, block in ds.blocks():  # newest first
             reached = reached or h == stop
             if (reached and block.output_slice is not None
                     and not (by_time and block.system_time > as_at.time)):  # type: ignore[union-attr]
-                files.append(ds.data_file(h))
-        if files:
-            tables[ds.id] = files[::-1]
+                blocks.append((h, block))
+        if blocks:
+            tables[ds.id] = checked_slices(ds, blocks[::-1])
     return tables
 
 

@@ -1,16 +1,20 @@
 """The last records of a dataset, now or as at a system time or block (``coord tail``, the
 API's ``/tail``): one implementation for both front ends.
 
-Only the newest slices that hold the last ``n`` records are read.
+Only the newest slices that hold the last ``n`` records (by the counts their blocks record)
+are checked (``trust.slice_check``) and read.
 """
 from __future__ import annotations
 
+import itertools
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..metadata.objects import MetadataBlock
 from ..metadata.timestamps import format_timestamp
+from ..trust.slice_check import checked_slices
 from ..workspace import Dataset
 from ..workspace.catalog import block_as_at
 
@@ -20,12 +24,17 @@ if TYPE_CHECKING:
 
 def tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
     """The last ``n`` records ``ds`` holds, or held at ``as_at`` (RFC 3339 time or block)."""
-    if as_at is None:
-        files = ds.data_files()
-    else:
-        block = block_as_at(ds, as_at)
-        files = [] if block is None else ds.data_files(up_to=block)
-    return last_records(files, n)
+    newest: list[tuple[bytes, MetadataBlock]] = []
+    stop = None if as_at is None else block_as_at(ds, as_at)
+    if as_at is None or stop is not None:  # else the dataset did not exist yet
+        have = 0
+        for h, b in itertools.dropwhile(lambda hb: stop is not None and hb[0] != stop, ds.blocks()):
+            if have >= n:
+                break
+            if b.output_slice is not None:
+                newest.append((h, b))
+                have += b.output_slice.num_records
+    return last_records(checked_slices(ds, newest[::-1]), n)
 
 
 def last_records(files: list[Path], num: int) -> pa.Table:

@@ -28,6 +28,7 @@ from pathlib import Path
 from ..errors import Invalid
 from ..metadata.objects import DatasetVocabulary, MetadataBlock
 from ..metadata.timestamps import UTC, format_timestamp
+from ..trust.slice_check import checked_slices
 from ..workspace import DatasetNotFound, Workspace, layout
 from ..workspace.fsutil import atomic_write
 from ..workspace.progress import NoProgress, Progress
@@ -82,6 +83,7 @@ def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
     progress = progress or NoProgress()
     record_path.parent.mkdir(parents=True, exist_ok=True)
     to_write = [(name, batch) for name, batch, written in plans if not written]
+    checked_slices(ds, [x for _, batch in to_write for x in batch])  # never publish a changed slice
     progress.start(sum(ds.data_file(h).stat().st_size for _, batch in to_write for h, _ in batch),
                    f"publish {dataset_id}")
     try:

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from ..metadata.chain import ChainBlock
 from ..metadata.ids import DatasetRef
+from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, DatasetNotFound, Workspace, layout
 from ..workspace.crash import crash_point
 from ..workspace.progress import Progress
 from .fileio import RefConflict
 from .registry import BadRepositoryArgument, open_remote, parse_target, remember, remembered
-from .remote import Diverged, RemoteDataset, SyncError
+from .remote import Diverged, RemoteDataset
 from .transfer import Job, run_parallel
 
 
@@ -81,13 +82,11 @@ def push_dataset(
 
 def _uploads(ds: Dataset, new: list[ChainBlock]) -> list[tuple[str, list[tuple[Path, str]]]]:
     """(phase, [(local file, path in the remote dataset)]) in upload order, oldest block first."""
-    data, checkpoints, meta = [], [], []
-    for h, block in ((cb.hash, cb.block) for cb in new):
-        if block.output_slice is not None:
-            if not ds.data_file(h).exists():
-                raise SyncError(f"block {h.hex()}: its data file {ds.data_file(h)} is missing "
-                                f"(coord verify {ds.id} checks the whole dataset)")
-            data.append((ds.data_file(h), layout.data_file(h)))
+    # a slice is uploaded only if it is what its block records (missing or changed: refused)
+    files = checked_slices(ds, [(cb.hash, cb.block) for cb in new])
+    data = [(f, f.relative_to(ds.root).as_posix()) for f in files]
+    checkpoints, meta = [], []
+    for h in (cb.hash for cb in new):
         folder = ds.checkpoint_dir(h)
         for f in sorted(folder.rglob("*")) if folder.is_dir() else ():
             if f.is_file():

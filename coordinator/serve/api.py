@@ -108,9 +108,12 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     def schema(dataset_id: str) -> dict:
         import pyarrow.parquet as pq
 
+        from ..trust.slice_check import checked_slices
+
         ds = _existing(ws, dataset_id)
-        files = ds.data_files()
-        columns = [{"name": f.name, "type": str(f.type)} for f in pq.read_schema(files[-1])] if files else []
+        newest = next(((h, b) for h, b in ds.blocks() if b.output_slice is not None), None)
+        files = checked_slices(ds, [newest] if newest else [])
+        columns = [{"name": f.name, "type": str(f.type)} for f in pq.read_schema(files[0])] if files else []
         return {"dataset": dataset_id, "columns": columns, "vocab": to_dict(ds.state().vocab)}
 
     @app.get("/api/datasets/{dataset_id}/lineage", summary="Datasets it is computed from / computed from it")

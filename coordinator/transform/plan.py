@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from ..metadata.objects import DatasetVocabulary, DataSlice, MetadataBlock, TransformSql
 from ..metadata.timestamps import IntervalType, TimeInterval
+from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, DatasetState, Workspace
 from .builds import consumed_until, query_in_force_at, source_of
 
@@ -32,7 +33,8 @@ class InputPlan:
 
     @property
     def data_paths(self) -> list[Path]:
-        return [self.dataset.data_file(h) for h, b in self.blocks if b.output_slice is not None]
+        """The new blocks' slices, each checked against its block: what the engine reads."""
+        return checked_slices(self.dataset, self.blocks)
 
     @property
     def explicit_watermarks(self) -> list[tuple[datetime, datetime]]:

@@ -21,6 +21,7 @@ from ..metadata.objects import (
     TransformSql,
 )
 from ..metadata.timestamps import IntervalType, now_utc
+from ..trust.slice_check import ChangedSlice
 from ..trust.verify import Problem
 from ..workspace import Dataset
 from .execute import run_step
@@ -61,6 +62,9 @@ def make_replay(engine: Callable[[], Engine]):
                                  vocab, inputs, checkpoint, migrate_from)
             try:
                 replayed, _, checkpoint = run_step(engine(), plan, system_time=block.system_time)
+            except ChangedSlice as error:  # an input's slice is not what its block records
+                problems.append(Problem(cb.hash, f"not replayed: {error}"))
+                return problems
             except EngineError as error:
                 if error.kind is not EngineErrorKind.FORBIDDEN:
                     raise

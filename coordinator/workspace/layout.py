@@ -20,7 +20,8 @@ The workspace's part is relative to ``.coord`` (docs/architecture.md, Workspace)
                                  state/<block hash>.json (the fetch state a block committed),
                                  remotes.json, signers.json, snapshot-state/,
                                  verified-signatures (the signature checks passed),
-                                 published.json (coord publish: feed URL → updates)
+                                 published.json (coord publish: feed URL → updates),
+                                 checked-slices.json (the data files found good, by state)
     locks/<id>.lock              one writer per dataset
     run/<kind>-<id>/             a running command's scratch, leased (runs.py)
     run/pull/<id>/               a repository pull's staging (no lease: one writer per dataset)
@@ -68,6 +69,7 @@ def dataset_dir(dataset_id: str) -> str:
 STATE, REMOTES, SIGNERS, SNAPSHOT_STATE = "state", "remotes.json", "signers.json", "snapshot-state"
 VERIFIED = "verified-signatures"  # the signatures found valid (workspace.dataset.CheckedBlocks)
 PUBLISHED = "published.json"  # what ``coord publish`` wrote where (feed URL → update → blocks)
+CHECKED_SLICES = "checked-slices.json"  # data files found good, by file state (trust.slice_check)
 
 
 def cache_dir(dataset_id: str, *inside: str) -> str:

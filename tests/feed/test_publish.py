@@ -10,10 +10,12 @@ from coordinator.data.hashing import logical_hash
 from coordinator.ingest import pull_root
 from coordinator.repository.feed import update_name
 from coordinator.repository.publish import PublishError, publish
+from coordinator.trust.slice_check import ChangedSlice
 from coordinator.workspace import Workspace, layout
 
 from ..ingest.conftest import add_dataset, write
 from ..support.cli import coord
+from ..support.tamper import flip_a_byte
 from .conftest import add_feed_dataset
 
 SRC = "src.events"
@@ -186,3 +188,12 @@ def test_a_stopped_run_is_finished_under_the_same_names(ws, folder_feed):
     (ws.meta / layout.cache_dir(SRC, layout.PUBLISHED)).unlink()
     assert publish(ws, SRC, folder_feed.url).updates == [first, second]
     assert folder_feed.get(f"{second}/_SUCCESS") == b"1"
+
+
+def test_a_changed_slice_is_never_published(ws, folder_feed):
+    source_dataset(ws)
+    changed = ws.dataset(SRC).data_files()[-1]
+    flip_a_byte(changed)
+    with pytest.raises(ChangedSlice, match=f"refusing to read {changed}: physical hash differs"):
+        publish(ws, SRC, folder_feed.url)
+    assert [p for p in folder_feed.folder.rglob("*") if p.is_file()] == []

@@ -1,4 +1,5 @@
 """pull_root end to end: real workspace, files, HTTP server and Parquet slices."""
+import shutil
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -8,8 +9,10 @@ import pytest
 from coordinator.data.hashing import logical_hash, physical_hash
 from coordinator.ingest import IngestError, pull_root
 from coordinator.metadata.timestamps import IntervalType
+from coordinator.trust.slice_check import ChangedSlice
 
 from ..support.fake_engine import FakeEngine
+from ..support.tamper import flip_a_byte
 from .conftest import DATASET, add_dataset, rows_of, slices_of, write
 
 JAN, FEB = datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 2, 1, tzinfo=UTC)
@@ -267,3 +270,18 @@ def test_progress_reports_bytes(ws):
     pull_root(ws, DATASET, progress=Recorder())
     size = path.stat().st_size
     assert events == [("start", size), ("advance", size), ("finish",)]
+
+
+@pytest.mark.parametrize("merge", ["ledger", "snapshot"])
+def test_a_merge_refuses_an_earlier_slice_that_changed_and_commits_nothing(ws, merge):
+    glob_dataset(ws, f"{{kind: {merge}, primaryKey: [id]}}")
+    write(ws.root / "in" / "2020-01-01.csv", "id,name\n1,a\n2,b\n")
+    pull_root(ws, DATASET)
+    shutil.rmtree(ws.cache_dir(DATASET) / "snapshot-state", ignore_errors=True)  # read the slices
+    [path] = ws.dataset(DATASET).data_files()
+    flip_a_byte(path)
+    head = ws.dataset(DATASET).head()
+    write(ws.root / "in" / "2020-02-01.csv", "id,name\n2,B\n3,c\n")
+    with pytest.raises(ChangedSlice, match=f"dataset {DATASET}: refusing to read {path}: "):
+        pull_root(ws, DATASET)
+    assert ws.dataset(DATASET).head() == head

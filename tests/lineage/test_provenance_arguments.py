@@ -6,6 +6,7 @@ import pytest
 
 from coordinator.workspace import Workspace
 from tests.support.cli import coord
+from tests.support.tamper import flip_a_byte
 from tests.transform.pipeline import LARGE, ORDERS, order_rows, write_manifests, write_orders_file
 
 
@@ -54,3 +55,15 @@ def test_a_root_block_has_no_provenance(home):
 def test_an_engine_that_cannot_trace_the_query_is_reported(home):
     block = newest_block(home, LARGE)
     assert "not supported for this query" in provenance_error(home, LARGE, "--block", block, "--row", "0")
+
+
+@pytest.mark.parametrize("changed", [LARGE, ORDERS], ids=["the block's slice", "an input's slice"])
+def test_a_changed_slice_is_refused_before_the_engine_runs(tmp_path, changed):
+    coord("init", cwd=tmp_path)
+    coord("add", str(write_manifests(tmp_path)), cwd=tmp_path)
+    write_orders_file(tmp_path, "1.csv", order_rows(2))
+    coord("pull", "-r", LARGE, cwd=tmp_path, fake_engine=True)
+    path = Workspace.open(tmp_path).dataset(changed).data_files()[-1]
+    flip_a_byte(path)
+    error = provenance_error(tmp_path, LARGE, "--block", newest_block(tmp_path, LARGE), "--row", "0")
+    assert error.startswith(f"coord: error: dataset {changed}: refusing to read {path}: ")

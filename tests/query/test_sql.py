@@ -15,6 +15,7 @@ import pytest
 
 from coordinator.workspace import Workspace
 from tests.support.cli import coord, coord_command, coord_env
+from tests.support.tamper import flip_a_byte
 
 CITIES, ORDERS = "org.example.cities", "org.example.orders"
 
@@ -222,3 +223,12 @@ def test_on_a_terminal_it_is_interactive_and_an_error_does_not_end_it(home):
     os.write(primary, b"\x04")
     assert proc.wait(timeout=60) == 0
     os.close(primary)
+
+
+def test_a_changed_slice_is_refused_naming_the_dataset_and_the_file(home):
+    path = Workspace.open(home).dataset(ORDERS).data_files()[-1]
+    flip_a_byte(path)
+    error = refused(home, "-c", f'SELECT sum(amount) FROM "{ORDERS}"')
+    assert error.startswith(f"coord: error: dataset {ORDERS}: refusing to read {path}: "
+                            "physical hash differs from the block's")
+    assert f"run coord verify {ORDERS}" in error

@@ -27,9 +27,11 @@ from coordinator.repository import (
 from coordinator.repository import push as push_module
 from coordinator.repository.registry import remote_path
 from coordinator.trust.authorship import Authorship
+from coordinator.trust.slice_check import ChangedSlice
 from coordinator.trust.verify import verify_dataset
 
 from ..support.cli import coord, coord_started
+from ..support.tamper import flip_a_byte
 from .conftest import append_slices, make_derivative, make_root, snapshot, with_repo
 
 DS = "org.example.events"
@@ -356,3 +358,12 @@ def test_a_push_killed_midway_leaves_the_old_head_and_the_next_push_completes(
 
 def test_remote_path_includes_the_user_when_given():
     assert remote_path(DatasetRef.parse("repo/alice/org.example.a")) == "alice/org.example.a"
+
+
+def test_a_changed_slice_is_never_pushed(ws, repo_url):
+    ds = make_root(with_repo(ws, repo_url), DS, slices=2)
+    changed = ds.data_files()[-1]
+    flip_a_byte(changed)
+    with pytest.raises(ChangedSlice, match=f"refusing to read {changed}: physical hash differs"):
+        push_dataset(ws, DS, "shared")
+    assert remote_of(repo_url).files("") == {}

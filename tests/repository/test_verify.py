@@ -10,14 +10,10 @@ from coordinator.trust.verify import Problem, verify, verify_dataset
 from coordinator.workspace import Workspace, layout
 
 from ..support.cli import coord
+from ..support.tamper import flip_a_byte
 from .conftest import make_derivative, make_root
 
 DS = "org.example.events"
-
-
-def _flip(path) -> None:
-    data = path.read_bytes()
-    path.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])
 
 
 def _slices(ds) -> list[bytes]:
@@ -52,11 +48,11 @@ def test_reproducibility_is_reported_honestly(ws):
 
 
 def edit_block(ds, h):
-    _flip(ds.block_path(h))
+    flip_a_byte(ds.block_path(h))
 
 
 def flip_data_byte(ds, h):
-    _flip(ds.data_file(h))
+    flip_a_byte(ds.data_file(h))
 
 
 def swap_data_file(ds, h):
@@ -150,7 +146,7 @@ def test_a_missing_checkpoint_of_a_transform_block_is_found(ws):
 def test_recursive_verifies_upstream_first(ws):
     up = make_root(ws, DS, slices=2)
     der = make_derivative(ws, "org.example.derived", up)
-    _flip(up.data_file(_slices(up)[0]))
+    flip_a_byte(up.data_file(_slices(up)[0]))
     reports = verify(ws, der.id, recursive=True, integrity_only=True)
     assert [r.dataset_id for r in reports] == [DS, der.id]
     assert [r.ok for r in reports] == [False, True]
@@ -163,7 +159,7 @@ def test_verify_command_reports_and_fails(ws):
     assert "integrity: ok" in ok.stdout and "authorship: ok (trust.require: known)" in ok.stdout
 
     bad = _slices(ds)[1]
-    _flip(ds.data_file(bad))
+    flip_a_byte(ds.data_file(bad))
     failed = coord("verify", DS, cwd=ws.root, check=False)
     assert failed.returncode == 1
     assert f"BAD {bad.hex()[:12]}" in failed.stdout

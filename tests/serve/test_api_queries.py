@@ -11,6 +11,7 @@ from coordinator.metadata.objects import FieldLineage, FieldOrigin, FieldSource,
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord
+from ..support.tamper import flip_a_byte
 from .conftest import Served, add_derivative, add_root, drop_csv, init_workspace, serving
 
 PEOPLE, EMPTY, NAMES, INITIALS = "t.people", "t.empty", "t.names", "t.initials"
@@ -118,3 +119,19 @@ def test_dataset_lineage_before_the_datasets_existed_has_no_edges(served):
 def test_dataset_lineage_with_a_bad_time_is_a_400(served):
     r = served.get(f"/api/datasets/{INITIALS}/lineage", params={"since": "yesterday"})
     assert r.status_code == 400 and "yesterday" in r.json()["error"]
+
+
+def test_a_changed_slice_is_refused_with_a_409_naming_it(tmp_path):
+    home = init_workspace(tmp_path)
+    add_root(home, PEOPLE, "people")
+    drop_csv(home / "people", "a.csv", [(1, "ann"), (2, "bob")])
+    with serving(home) as s:
+        s.wait_for(lambda: s.dataset(PEOPLE)["records"] == 2, what="the file ingested")
+        [path] = Workspace.open(home).dataset(PEOPLE).data_files()
+        flip_a_byte(path)
+        for endpoint, params in [("/api/sql", {"q": f'SELECT count(*) FROM "{PEOPLE}"'}),
+                                 (f"/api/datasets/{PEOPLE}/tail", {}),
+                                 (f"/api/datasets/{PEOPLE}/schema", {})]:
+            r = s.get(endpoint, params=params)
+            assert r.status_code == 409, endpoint
+            assert r.json()["error"].startswith(f"dataset {PEOPLE}: refusing to read {path}: ")

@@ -26,6 +26,7 @@ from coordinator.repository import add_repository, pull_from_repository, push_da
 from coordinator.repository.registry import RepositoryExists, UnknownRepository
 from coordinator.repository.remote import Diverged, SyncError
 from coordinator.serve.api import _errors, status_of
+from coordinator.trust.slice_check import ChangedSlice
 from coordinator.workspace import ConfigError, DatasetBusy, DatasetNotFound, Workspace
 from coordinator.workspace.commit import HeadMoved
 
@@ -40,6 +41,7 @@ from .conftest import add_root, drop_csv, serving
     (DatasetNotFound("t.x"), 404), (UnknownRepository("no repository named r"), 404),
     (DatasetBusy("t.x"), 409), (HeadMoved("head of t.x moved during the commit"), 409),
     (Diverged("diverged: ..."), 409), (RepositoryExists("repository r already exists"), 409),
+    (ChangedSlice("dataset t.x: refusing to read data/ab: physical hash differs"), 409),
     (ManifestError("m.yaml", "content.id", "is required"), 400), (ConfigError("bad value"), 400),
     (SqlError("syntax error"), 400), (engine_error(EngineErrorKind.INVALID_QUERY, "no such column"), 400),
     (engine_error(EngineErrorKind.UNAVAILABLE, "engine call failed"), 503),

@@ -13,6 +13,7 @@ import pytest
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord
+from ..support.tamper import flip_a_byte
 from .pipeline import HOURLY, LARGE, ORDERS, order_rows, write_manifests, write_orders_file
 
 
@@ -77,3 +78,26 @@ def test_a_stateful_query_is_refused_in_one_line_and_nothing_is_committed(home):
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith(f"coord: error: {HOURLY}: UNSUPPORTED:") and "Spark engine" in line
     assert Workspace.open(home).dataset(HOURLY).head() == head
+
+
+def test_a_changed_input_slice_is_refused_and_nothing_is_committed(home):
+    rows = order_rows(2)
+    write_orders_file(home, "1.csv", rows)
+    pull(home, ORDERS)
+    [path] = Workspace.open(home).dataset(ORDERS).data_files()
+    flip_a_byte(path)
+    proc = pull(home, LARGE, check=False)
+    assert proc.returncode == 1
+    assert f"dataset {ORDERS}: refusing to read {path}: physical hash differs" in proc.stderr
+    assert f"run coord verify {ORDERS}" in proc.stderr
+    assert Workspace.open(home).dataset(LARGE).data_files() == []
+
+
+def test_verify_reports_a_step_whose_input_slice_changed_as_not_replayed(home):
+    write_orders_file(home, "1.csv", order_rows(2))
+    pull(home, "-r", LARGE)
+    [path] = Workspace.open(home).dataset(ORDERS).data_files()
+    flip_a_byte(path)
+    proc = coord("verify", LARGE, cwd=home, fake_engine=True, check=False)
+    assert proc.returncode == 1
+    assert f"not replayed: dataset {ORDERS}: refusing to read {path}" in proc.stdout
