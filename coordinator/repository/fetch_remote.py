@@ -32,7 +32,7 @@ from ..trust.verify import ExpectedFiles, check_data_file, expected_files
 from ..workspace import DatasetState, SealedBlock, Workspace, layout
 from ..workspace.fsutil import remove
 from ..workspace.progress import Progress
-from .fileio import OutsideRepository, TooLarge
+from .fileio import NotAFile, OutsideRepository, TooLarge
 from .registry import open_remote, remember
 from .remote import Diverged, RemoteDataset, RemoteDatasetNotFound, SyncError, checked_name
 from .transfer import Job, run_parallel
@@ -154,7 +154,7 @@ def _fetch(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedF
     def run(on_bytes) -> bytes | None:
         try:
             return remote.io.get_file(remote.file(rel), local, on_bytes, limit=size, digest=digest)
-        except (TooLarge, OutsideRepository) as error:
+        except (TooLarge, OutsideRepository, NotAFile) as error:
             raise SyncError(f"block {e.block_hash.hex()}: {error} (nothing was pulled)") from None
 
     return run

@@ -8,12 +8,24 @@ write (``If-None-Match: *`` to create, ``If-Match: <etag>`` to replace) on S3.
 URLs: ``file:///path``, ``s3://bucket/prefix`` (AWS) and ``s3+http://host:port/bucket/prefix``
 or ``s3+https://...`` (an S3-compatible store at that endpoint). Credentials come from the
 usual AWS environment variables and profiles.
+
+Reading a folder repository opens regular files only: a named pipe would block the reader
+forever, a device could have side effects, a folder is no object. Each path is checked with
+``stat`` before it is opened (so a device is never opened), then opened with ``O_NONBLOCK``
+(opening a pipe cannot wait for a writer) and ``O_NOFOLLOW``, and checked again on the open
+descriptor; anything else is ``NotAFile``, named in one line. Symbolic links are followed
+while they stay inside the repository folder (``OutsideRepository`` otherwise): a folder
+repository may be assembled from links. A regular local file cannot block a read; S3 reads
+end on the SDKs' connect and stall timeouts. On S3, a "folder" (a key that only prefixes
+others, or a ``name/`` marker) in place of an object is ``NotAFile`` too.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +53,24 @@ class RefConflict(Conflict):
 
 class OutsideRepository(CoordError):
     """A path in a folder repository leads (through a link) outside the folder."""
+
+
+class NotAFile(CoordError):
+    """A path in the repository names something other than a regular file; it is not read."""
+
+    def __init__(self, path: str, kind: str):
+        super().__init__(f"{path} is a {kind}, not a file")
+        self.path = path
+        self.kind = kind
+
+
+_KINDS = ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "named pipe"), (stat.S_ISCHR, "character device"),
+          (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"), (stat.S_ISLNK, "symbolic link"))
+
+
+def _refuse_unless_regular(path: str, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise NotAFile(path, next((kind for is_kind, kind in _KINDS if is_kind(mode)), "special file"))
 
 
 class TooLarge(CoordError):
@@ -77,7 +107,14 @@ class FileIO(ABC):
             with self._open_input(path) as f:
                 return _bounded(f.read(limit + 1), path, limit)
         except FileNotFoundError:
+            self._refuse_folder(path)
             return None
+
+    def _refuse_folder(self, path: str) -> None:
+        """(``path`` was not found as an object.) NotAFile when a folder stands in its place: on
+        S3, a key that only prefixes others, or a ``path/`` marker."""
+        if self.fs.get_file_info(self.full_path(path)).type == pafs.FileType.Directory:
+            raise NotAFile(path, "folder")
 
     def list_files(self, prefix: str) -> dict[str, int]:
         """Every file under the folder ``prefix`` (recursively): relative path → size."""
@@ -126,7 +163,10 @@ class FileIO(ABC):
 
     def _open_input(self, path: str):
         # compression=None: the bytes as stored (pyarrow would un-gzip a name ending in .gz)
-        return self.fs.open_input_stream(self.full_path(path), compression=None)
+        try:
+            return self.fs.open_input_stream(self.full_path(path), compression=None)
+        except IsADirectoryError:
+            raise NotAFile(path, "folder") from None
 
     @abstractmethod
     def _open_output(self, path: str):
@@ -155,7 +195,19 @@ class LocalFileIO(FileIO):
         real, root = os.path.realpath(self.full_path(path)), os.path.realpath(self.root)
         if os.path.commonpath([real, root]) != root:
             raise OutsideRepository(f"{path}: a link to {real}, outside the repository folder")
-        return super()._open_input(path)
+        _refuse_unless_regular(path, os.stat(real).st_mode)  # a device is not even opened
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            if e.errno == errno.ELOOP:  # replaced by a link since realpath
+                raise NotAFile(path, "symbolic link") from None
+            raise
+        try:  # it may have been replaced since the stat
+            _refuse_unless_regular(path, os.fstat(fd).st_mode)
+        except NotAFile:
+            os.close(fd)
+            raise
+        return os.fdopen(fd, "rb")  # O_NONBLOCK does not change reads of a regular file
 
     def _open_output(self, path: str):
         return _LocalOutput(Path(self.full_path(path)))
@@ -172,7 +224,10 @@ class LocalFileIO(FileIO):
         fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            current = target.read_bytes() if target.exists() else None
+            try:  # anything longer than the expected ref differs from it
+                current = self.read_bytes(path, len(expected) if isinstance(expected, bytes) else 0)
+            except TooLarge:
+                raise RefConflict(path) from None
             if current != expected:
                 raise RefConflict(path)
             atomic_write(target, data)
@@ -257,6 +312,7 @@ class S3FileIO(FileIO):
         try:
             obj = self.client.get_object(Bucket=self.bucket, Key=self._key(path))
         except self.client.exceptions.NoSuchKey:
+            self._refuse_folder(path)
             return None, None
         with obj["Body"] as body:
             return _bounded(body.read(limit + 1), path, limit), obj["ETag"]
