@@ -147,13 +147,15 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     def provenance(dataset_id: str, block: str = Query(..., pattern="^[0-9a-fA-F]{4,64}$"),
                    row: Annotated[list[Annotated[int, Field(ge=0)]] | None, Query()] = None,
                    where: str | None = Query(None, min_length=1, max_length=10_000)) -> dict:
+        from ..engine.session import engine_reads
         from ..lineage.provenance import as_json, block_provenance
 
         if row and where:
             raise Invalid("give row or where, not both")
         ds = _existing(ws, dataset_id)
         job = service.with_engine(lambda engine: block_provenance(ws, ds.id, block, engine,
-                                                                  rows=row, where=where))
+                                                                  rows=row, where=where),
+                                  reads=engine_reads(ws, [ds.id], every_query=True))  # as the CLI's
         return as_json(job.result(timeout=PROVENANCE_MAX_SECONDS))
 
     @app.get("/lineage/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
