@@ -279,14 +279,14 @@ def _errors(app: FastAPI) -> None:
     async def bug(request: Request, exc: Exception) -> JSONResponse:
         import traceback
 
-        message = internal_error(exc)
+        message = _internal_error(exc)
         # the traceback to the service's log, never to the client
         print(f"coord serve: {request.method} {request.url.path}: {message}", file=sys.stderr, flush=True)
         traceback.print_exception(exc)
         return _error(500, message)
 
 
-def internal_error(exc: BaseException) -> str:
+def _internal_error(exc: BaseException) -> str:
     """A bug's one line for the client: the exception's type and the first line of its
     message (bounded), which the service's log holds in full with the traceback."""
     first = next(iter(str(exc).splitlines()), "")[:200]
