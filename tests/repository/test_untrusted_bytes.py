@@ -143,6 +143,11 @@ def _link_out(rel_of):
     return damage
 
 
+def _file_for_folder(r: Repo, rel: str) -> None:
+    shutil.rmtree(r.folder / DER / rel)
+    r.put(rel, b"not a folder")
+
+
 # name → (damage(repo, pristine), what the one line must say: a format with the pristine's fields)
 REF_CASES = {
     "ref random bytes": (lambda r, p: r.put("meta/refs/head", NOISE[32]), "not a block hash"),
@@ -213,6 +218,10 @@ FOLDER_ONLY_CASES = {  # S3 has no links, and moto refuses a newline in a key
     "data file is a link out of the folder": (_link_out(_data), OUTSIDE),
     "checkpoint file is a link out of the folder": (_link_out(lambda p: f"{_ckpt(p)}/offsets"), OUTSIDE),
     "ref is a link out of the folder": (_link_out(lambda p: "meta/refs/head"), "ref .*outside"),
+    "the blocks folder is a file": (lambda r, p: _file_for_folder(r, "meta/blocks"),
+                                    f"{DER}/meta/blocks is a file, not a folder"),
+    "the data folder is a file": (lambda r, p: _file_for_folder(r, "data"),
+                                  f"{DER}/data is a file, not a folder"),
 }
 
 CASES = {**OBJECT_CASES, **S3_ONLY_CASES, **FOLDER_ONLY_CASES}
