@@ -38,20 +38,24 @@ def engine_settings(ws: Workspace | None) -> EngineSettings:
 def engine_reads(ws: Workspace, computed: Iterable[str], *, graph: DatasetGraph | None = None,
                  every_query: bool = False, proposed: Mapping[str, Iterable[str]] | None = None) -> list[str]:
     """The datasets an engine may read for a command that computes, replays or validates the
-    transforms of ``computed`` (datasets of the workspace): them and their inputs that the
-    workspace holds, no other.
+    transforms of ``computed`` (datasets of the workspace): the derivatives among them and
+    their inputs that the workspace holds, no other. A root among them adds nothing: the
+    engine reads a root's files (a preprocess query's input, a file read in the engine) as
+    copies in its run folder, never from the dataset's folder.
 
     The inputs are those of each one's current query; with ``every_query``, those of every
     query its chain has had (a replay of an older block reads that block's inputs);
     ``proposed`` adds the inputs of new definitions being validated (``coord add --replace``
     checks a changed query against its new inputs). ``graph``: the command's, if it has one."""
     graph = graph if graph is not None else DatasetGraph(ws)
-    computed = list(computed)
-    inputs: set[str] = set()
+    reads: set[str] = set()
     for d in computed:
-        inputs.update(inputs_in_force(graph.state(d), None, None) if every_query else graph.inputs(d))
-        inputs.update((proposed or {}).get(d, ()))
-    return sorted({*computed, *(i for i in inputs if graph.exists(i))})
+        inputs = {*(inputs_in_force(graph.state(d), None, None) if every_query else graph.inputs(d)),
+                  *(proposed or {}).get(d, ())}
+        if inputs:  # a derivative (or one being defined as one)
+            reads.add(d)
+            reads.update(i for i in inputs if graph.exists(i))
+    return sorted(reads)
 
 
 def dataset_folders(ws: Workspace, datasets: Iterable[str]) -> list[Path]:

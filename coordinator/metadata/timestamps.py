@@ -32,7 +32,8 @@ from ..errors import Invalid
 UTC = UTC
 
 _RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$"
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$",
+    re.ASCII,  # digits 0-9 only, as RFC 3339 says (\d alone also takes '٣')
 )
 
 
@@ -161,7 +162,11 @@ def parse_timestamp(text: str | datetime) -> datetime:
     else:
         sign = 1 if tz[0] == "+" else -1
         offset = sign * timedelta(hours=int(tz[1:3]), minutes=int(tz[4:6]))
-    return with_nanosecond((dt - offset).replace(tzinfo=UTC), int(frac[6:]))
+    try:
+        utc = (dt - offset).replace(tzinfo=UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-01:00 is after year 9999 in UTC
+        raise TimeParseError(f"not a valid timestamp: {text!r} (out of range in UTC)") from None
+    return with_nanosecond(utc, int(frac[6:]))
 
 
 def format_timestamp(dt: datetime) -> str:

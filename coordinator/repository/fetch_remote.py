@@ -32,7 +32,7 @@ from ..trust.verify import ExpectedFiles, check_data_file, expected_files
 from ..workspace import DatasetState, SealedBlock, Workspace, layout
 from ..workspace.fsutil import remove
 from ..workspace.progress import Progress
-from .fileio import OutsideRepository, TooLarge
+from .fileio import OutsideRepository, TooLarge, WrongKind
 from .registry import open_remote, remember
 from .remote import Diverged, RemoteDataset, RemoteDatasetNotFound, SyncError, checked_name
 from .transfer import Job, run_parallel
@@ -129,7 +129,10 @@ def _download(
     remote: RemoteDataset, expected: list[ExpectedFiles], staging: Path, progress: Progress | None
 ) -> None:
     """Fetch and check data files and checkpoints; raise naming the oldest bad block and file."""
-    listed = remote.files("data") | remote.files("checkpoint")
+    try:
+        listed = remote.files("data") | remote.files("checkpoint")
+    except WrongKind as wrong:
+        raise SyncError(f"{wrong} (nothing was pulled)") from None
     jobs = []
     for e in expected:
         h = e.block_hash.hex()
@@ -154,7 +157,7 @@ def _fetch(remote: RemoteDataset, rel: str, size: int, local: Path, e: ExpectedF
     def run(on_bytes) -> bytes | None:
         try:
             return remote.io.get_file(remote.file(rel), local, on_bytes, limit=size, digest=digest)
-        except (TooLarge, OutsideRepository) as error:
+        except (TooLarge, OutsideRepository, WrongKind) as error:
             raise SyncError(f"block {e.block_hash.hex()}: {error} (nothing was pulled)") from None
 
     return run

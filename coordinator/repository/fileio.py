@@ -8,12 +8,25 @@ write (``If-None-Match: *`` to create, ``If-Match: <etag>`` to replace) on S3.
 URLs: ``file:///path``, ``s3://bucket/prefix`` (AWS) and ``s3+http://host:port/bucket/prefix``
 or ``s3+https://...`` (an S3-compatible store at that endpoint). Credentials come from the
 usual AWS environment variables and profiles.
+
+Reading a folder repository opens regular files only: a named pipe would block the reader
+forever, a device could have side effects, a folder is no object. Each path is checked with
+``stat`` before it is opened (so a device is never opened), then opened with ``O_NONBLOCK``
+(opening a pipe cannot wait for a writer) and ``O_NOFOLLOW``, and checked again on the open
+descriptor; anything else is ``WrongKind``, named in one line (as is a file where a folder
+of the repository should be). Symbolic links are followed while they stay inside the
+repository folder (``OutsideRepository`` otherwise): a folder repository may be assembled
+from links. A regular local file cannot block a read; S3 reads
+end on the SDKs' connect and stall timeouts. On S3, a "folder" (a key that only prefixes
+others, or a ``name/`` marker) in place of an object is ``WrongKind`` too.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +54,31 @@ class RefConflict(Conflict):
 
 class OutsideRepository(CoordError):
     """A path in a folder repository leads (through a link) outside the folder."""
+
+
+class WrongKind(CoordError):
+    """A path in the repository names another kind of object than the reader needs (a named
+    pipe, a device, a folder where it reads a file; a file where it needs a folder); it is
+    not read."""
+
+    def __init__(self, path: str, kind: str, expected: str = "file"):
+        super().__init__(f"{path} is a {kind}, not a {expected}")
+        self.path = path
+        self.kind = kind
+
+
+_KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "named pipe"),
+          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"),
+          (stat.S_ISLNK, "symbolic link"))
+
+
+def _kind(mode: int) -> str:
+    return next((kind for is_kind, kind in _KINDS if is_kind(mode)), "special file")
+
+
+def _refuse_unless_regular(path: str, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise WrongKind(path, _kind(mode))
 
 
 class TooLarge(CoordError):
@@ -77,7 +115,14 @@ class FileIO(ABC):
             with self._open_input(path) as f:
                 return _bounded(f.read(limit + 1), path, limit)
         except FileNotFoundError:
+            self._refuse_folder(path)
             return None
+
+    def _refuse_folder(self, path: str) -> None:
+        """(``path`` was not found as an object.) WrongKind when a folder stands in its place: on
+        S3, a key that only prefixes others, or a ``path/`` marker."""
+        if self.fs.get_file_info(self.full_path(path)).type == pafs.FileType.Directory:
+            raise WrongKind(path, "folder")
 
     def list_files(self, prefix: str) -> dict[str, int]:
         """Every file under the folder ``prefix`` (recursively): relative path → size."""
@@ -126,7 +171,10 @@ class FileIO(ABC):
 
     def _open_input(self, path: str):
         # compression=None: the bytes as stored (pyarrow would un-gzip a name ending in .gz)
-        return self.fs.open_input_stream(self.full_path(path), compression=None)
+        try:
+            return self.fs.open_input_stream(self.full_path(path), compression=None)
+        except IsADirectoryError:
+            raise WrongKind(path, "folder") from None
 
     @abstractmethod
     def _open_output(self, path: str):
@@ -155,7 +203,42 @@ class LocalFileIO(FileIO):
         real, root = os.path.realpath(self.full_path(path)), os.path.realpath(self.root)
         if os.path.commonpath([real, root]) != root:
             raise OutsideRepository(f"{path}: a link to {real}, outside the repository folder")
-        return super()._open_input(path)
+        try:
+            _refuse_unless_regular(path, os.stat(real).st_mode)  # a device is not even opened
+        except NotADirectoryError:
+            raise self._not_a_folder(path.rpartition("/")[0]) from None
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            if e.errno == errno.ELOOP:  # replaced by a link since realpath
+                raise WrongKind(path, "symbolic link") from None
+            raise
+        try:  # it may have been replaced since the stat
+            _refuse_unless_regular(path, os.fstat(fd).st_mode)
+        except WrongKind:
+            os.close(fd)
+            raise
+        return os.fdopen(fd, "rb")  # O_NONBLOCK does not change reads of a regular file
+
+    def list_files(self, prefix: str) -> dict[str, int]:
+        try:
+            return super().list_files(prefix)
+        except NotADirectoryError:
+            raise self._not_a_folder(prefix) from None
+
+    def _not_a_folder(self, folder: str) -> Exception:
+        """What to raise when a component of ``folder`` is not a folder: WrongKind naming the
+        first one (else the error the system gives, should the folder have changed since)."""
+        parts = folder.split("/")
+        for i in range(1, len(parts) + 1):
+            sub = "/".join(parts[:i])
+            try:
+                mode = os.stat(self.full_path(sub)).st_mode
+            except OSError as e:
+                return e
+            if not stat.S_ISDIR(mode):
+                return WrongKind(sub, _kind(mode), "folder")
+        return NotADirectoryError(errno.ENOTDIR, "not a folder", self.full_path(folder))
 
     def _open_output(self, path: str):
         return _LocalOutput(Path(self.full_path(path)))
@@ -172,7 +255,10 @@ class LocalFileIO(FileIO):
         fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            current = target.read_bytes() if target.exists() else None
+            try:  # anything longer than the expected ref differs from it
+                current = self.read_bytes(path, len(expected) if isinstance(expected, bytes) else 0)
+            except TooLarge:
+                raise RefConflict(path) from None
             if current != expected:
                 raise RefConflict(path)
             atomic_write(target, data)
@@ -257,6 +343,7 @@ class S3FileIO(FileIO):
         try:
             obj = self.client.get_object(Bucket=self.bucket, Key=self._key(path))
         except self.client.exceptions.NoSuchKey:
+            self._refuse_folder(path)
             return None, None
         with obj["Body"] as body:
             return _bounded(body.read(limit + 1), path, limit), obj["ETag"]

@@ -32,7 +32,7 @@ from ..metadata.block_hash import seal
 from ..metadata.chain import ChainError
 from ..metadata.manifest import ManifestError, load_block_manifest
 from ..workspace import layout
-from .fileio import FileIO, OutsideRepository, TooLarge
+from .fileio import FileIO, OutsideRepository, TooLarge, WrongKind
 
 MAX_REF = 256  # 64 hex digits and a newline, with room to spare
 MAX_BLOCK = 16 << 20  # a block holds metadata only: queries, schemas, hashes
@@ -85,6 +85,8 @@ class RemoteDataset:
             data, token = self.io.read_ref(where, MAX_REF)
         except (TooLarge, OutsideRepository) as e:
             raise SyncError(f"ref {e}: not a block hash") from None
+        except WrongKind as e:
+            raise SyncError(f"ref {e}") from None
         if data is None:
             return None, token
         if not _HEAD.fullmatch(data):
@@ -116,6 +118,9 @@ class RemoteDataset:
             return self.io.read_bytes(self.file(rel), limit)
         except TooLarge:
             raise ChainError(block_hash, f"{what} is larger than {limit} bytes") from None
+        except WrongKind as e:  # the object, or one of its folders
+            raise ChainError(block_hash, f"{what} is a {e.kind}, not a file" if e.path == self.file(rel)
+                             else str(e)) from None
         except OutsideRepository as e:
             raise ChainError(block_hash, str(e)) from None
 

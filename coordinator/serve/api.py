@@ -3,7 +3,10 @@
 Every answer is built by the same services the CLI words (status, lineage, catalog, tail):
 one implementation, two front ends. Answers are JSON; errors are JSON too, ``{"error": ...}``
 with the status of the error's category (``status_of``: not found 404, conflict 409,
-invalid 400, unavailable 503, any other refusal 400, a bug 500), never a traceback.
+invalid 400, unavailable 503, any other refusal 400), never a traceback. Every parameter is
+checked before use (ASCII digits, bounded lengths and numbers, timestamps within range), so
+bad input is a 4xx; anything else raised is a bug: a 500 naming it in one line (its type and
+message), its traceback logged once to the service's stderr.
 
 Security (the invariants ``server.py`` sets up and the tests check):
 - with a token, every request, ``/docs`` included, needs ``Authorization: Bearer TOKEN`` (or
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -146,13 +150,15 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     def provenance(dataset_id: str, block: str = Query(..., pattern="^[0-9a-fA-F]{4,64}$"),
                    row: Annotated[list[Annotated[int, Field(ge=0)]] | None, Query()] = None,
                    where: str | None = Query(None, min_length=1, max_length=10_000)) -> dict:
+        from ..engine.session import engine_reads
         from ..lineage.provenance import as_json, block_provenance
 
         if row and where:
             raise Invalid("give row or where, not both")
         ds = _existing(ws, dataset_id)
         job = service.with_engine(lambda engine: block_provenance(ws, ds.id, block, engine,
-                                                                  rows=row, where=where))
+                                                                  rows=row, where=where),
+                                  reads=engine_reads(ws, [ds.id], every_query=True))  # as the CLI's
         return as_json(job.result(timeout=PROVENANCE_MAX_SECONDS))
 
     @app.get("/lineage/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -192,8 +198,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
 
     @app.get("/api/events", summary="Server-sent events: commit and state of datasets, as they happen")
     async def events(request: Request) -> StreamingResponse:
-        last = request.headers.get("last-event-id", "")
-        queue, missed = bus.subscribe(int(last) if last.isdigit() else None)
+        queue, missed = bus.subscribe(_last_event_id(request.headers.get("last-event-id", "")))
 
         async def stream() -> AsyncIterator[str]:
             try:
@@ -223,6 +228,20 @@ def _existing(ws: Workspace, dataset_id: str) -> Dataset:
     if not ds.exists():
         raise DatasetNotFound(dataset_id)
     return ds
+
+
+MAX_EVENT_ID_DIGITS = 18  # event ids count up from 1 in one process: far below this
+
+
+def _last_event_id(header: str) -> int | None:
+    """The id in a ``Last-Event-ID`` header (None when empty): ASCII digits only, as this
+    service writes them (``str.isdigit`` also takes '²' and '٣', which ``int`` may refuse)."""
+    if not header:
+        return None
+    if not (header.isascii() and header.isdigit() and len(header) <= MAX_EVENT_ID_DIGITS):
+        raise Invalid(f"Last-Event-ID {header[:40]!r}: expected the id of an event this service "
+                      "sent (a number), or no header")
+    return int(header)
 
 
 def _ok(body: bytes) -> Response:
@@ -263,8 +282,18 @@ def _errors(app: FastAPI) -> None:
     async def bug(request: Request, exc: Exception) -> JSONResponse:
         import traceback
 
-        traceback.print_exception(exc)  # to the service's log, not to the client
-        return _error(500, "internal error (see the service's log)")
+        message = _internal_error(exc)
+        # the traceback to the service's log, never to the client
+        print(f"coord serve: {request.method} {request.url.path}: {message}", file=sys.stderr, flush=True)
+        traceback.print_exception(exc)
+        return _error(500, message)
+
+
+def _internal_error(exc: BaseException) -> str:
+    """A bug's one line for the client: the exception's type and the first line of its
+    message (bounded), which the service's log holds in full with the traceback."""
+    first = next(iter(str(exc).splitlines()), "")[:200]
+    return f"internal error: {type(exc).__name__}{': ' + first if first else ''} (see the service's log)"
 
 
 class _Guard:
@@ -290,7 +319,11 @@ class _Guard:
             redirect.set_cookie(COOKIE, token, httponly=True, samesite="strict")
             await redirect(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        try:
+            await self.app(scope, receive, send)
+        except Exception:
+            pass  # answered and logged by the handler of ``_errors``; Starlette raises it again,
+            # which would have the server log a second traceback
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> JSONResponse | None:
         token = self.access.token
@@ -312,8 +345,15 @@ class _Guard:
                 return response
         if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
             origin = headers.get("origin")
-            if origin is not None and urlsplit(origin).netloc != headers.get("host"):
-                return _error(403, f"requests from {origin} may not write here")
+            if origin is not None and _netloc(origin) != headers.get("host"):
+                return _error(403, f"requests from {origin[:200]} may not write here")
+        return None
+
+
+def _netloc(url: str) -> str | None:
+    try:
+        return urlsplit(url).netloc
+    except ValueError:  # e.g. an unclosed IPv6 bracket: no origin this service has
         return None
 
 

@@ -15,6 +15,14 @@ Invariants:
 - Order: the next dataset taken is the earliest due one in the workspace's dependency order.
 - One engine, started on first need and kept warm while there is work; it stops after
   ``serve.engineIdle`` without any, and after an error that may have come from it.
+- The engine reads (read-only) what the derivatives this service computes read, as
+  ``coord pull`` of them would (``engine_reads``): those derivatives and their inputs, no
+  other dataset (not the roots no derivative reads, not the datasets pulled from a
+  repository that none reads). That set is fixed while the service runs, since the
+  workspace's datasets are (the serve lease refuses ``coord add``); a restarted service
+  reads it again. An engine job that needs more (provenance of an older query's block, of a
+  dataset pulled from a repository) restarts the engine with that too; the next engine
+  after an idle stop reads the service's set again.
 - A failing dataset is recorded (message, attempts), held back with exponential backoff
   (1 s, 2 s, 4 s ... up to ``serve.retryMax``) and retried; the others go on meanwhile.
 - ``stop`` lets the current pull finish (its commit completes, or never starts) and returns.
@@ -28,12 +36,13 @@ Invariants:
 from __future__ import annotations
 
 import enum
+import functools
 import queue
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -113,7 +122,8 @@ class BuildService:
                         if pull_source(ws, d) is None]
         self.roots = [d for d in self.managed if isinstance(graph.state(d).source, DatasetSourceRoot)]
         self._readers = {d: [r for r in graph.readers(d) if r in self.managed] for d in self.managed}
-        self._engine_reads = engine_reads(ws, self.managed, graph=graph)
+        self._service_reads = frozenset(engine_reads(ws, self.managed, graph=graph))
+        self._engine_reads = self._service_reads  # what the current (or next) engine reads
         self._lock = threading.Lock()  # guards the queue, the states and the failures
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -127,8 +137,8 @@ class BuildService:
         self._stack = ExitStack()
         self._engine: EngineOnDemand | None = None
         self._engine_used = 0.0
-        self._engine_jobs: queue.SimpleQueue[tuple[Callable[[Callable[[], Engine]], Any], Future]] = \
-            queue.SimpleQueue()
+        self._engine_jobs: queue.SimpleQueue[
+            tuple[Callable[[Callable[[], Engine]], Any], frozenset[str], Future]] = queue.SimpleQueue()
 
     # --- control (any thread) -----------------------------------------------------------------
 
@@ -157,13 +167,14 @@ class BuildService:
         self._wake.set()
         return taken
 
-    def with_engine(self, job: Callable[[Callable[[], Engine]], Any]) -> Future:
-        """Run ``job(engine)`` on the worker thread with the warm engine, between pulls."""
+    def with_engine(self, job: Callable[[Callable[[], Engine]], Any], reads: Iterable[str] = ()) -> Future:
+        """Run ``job(engine)`` on the worker thread with the warm engine, between pulls; the
+        engine it gets can read the datasets ``reads`` names too (``engine_reads``)."""
         done: Future = Future()
         if self._stopping.is_set():
             done.set_exception(Unavailable("the service is stopping"))
             return done
-        self._engine_jobs.put((job, done))
+        self._engine_jobs.put((job, frozenset(reads), done))
         self._wake.set()
         return done
 
@@ -187,14 +198,14 @@ class BuildService:
         finally:
             self._close_engine()
             while not self._engine_jobs.empty():
-                _, done = self._engine_jobs.get()
+                *_, done = self._engine_jobs.get()
                 done.set_exception(Unavailable("the service stopped"))
 
     def _run_engine_jobs(self) -> None:
         while not self._engine_jobs.empty():
-            job, done = self._engine_jobs.get()
+            job, reads, done = self._engine_jobs.get()
             try:
-                done.set_result(job(lambda: self._warm().get()))
+                done.set_result(job(functools.partial(self._warm_engine, reads)))
             except Exception as e:  # the caller gets it; the service goes on
                 done.set_exception(e)
             finally:
@@ -291,12 +302,22 @@ class BuildService:
 
     # --- the warm engine ----------------------------------------------------------------------
 
-    def _warm(self) -> EngineOnDemand:
+    def _warm(self, reads: frozenset[str] = frozenset()) -> EngineOnDemand:
+        """The warm engine, able to read ``reads`` besides the service's set: restarted with
+        them when the running one cannot (a running engine's mounts cannot grow)."""
+        if not reads <= self._engine_reads:
+            self._close_engine()
+            self._engine_reads = self._service_reads | reads
         if self._engine is None:
-            self._engine = EngineOnDemand(self.ws, self._stack, lambda: self._engine_reads)
+            readable = sorted(self._engine_reads)
+            self._engine = EngineOnDemand(self.ws, self._stack, lambda: readable)
         return self._engine
 
+    def _warm_engine(self, reads: frozenset[str]) -> Engine:
+        return self._warm(reads).get()
+
     def _close_engine(self) -> None:
+        self._engine_reads = self._service_reads
         if self._engine is not None:
             self._engine = None
             self._stack.close()

@@ -8,6 +8,7 @@ reads too). Random bytes come from a fixed seed, so every run tries the same cas
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 import shutil
@@ -22,6 +23,7 @@ from coordinator.repository import add_repository, open_url, push_dataset
 from coordinator.repository.remote import MAX_BLOCK, MAX_REF, MAX_SIGNATURE
 from coordinator.workspace import Workspace, layout
 
+from ..support.cli import coord
 from .conftest import S3_ENV, make_derivative, make_root, with_repo
 
 UP, DER = "org.example.events", "org.example.derived"
@@ -72,6 +74,11 @@ class Repo:
             path.write_bytes(data)
         else:
             self.client.put_object(Bucket=self.bucket, Key=f"{self.prefix}/{DER}/{rel}", Body=data)
+
+    def replace_by_folder_key(self, rel: str) -> None:
+        """(S3) Delete the object at ``rel`` and put a ``rel/`` folder marker in its place."""
+        self.client.delete_object(Bucket=self.bucket, Key=f"{self.prefix}/{DER}/{rel}")
+        self.client.put_object(Bucket=self.bucket, Key=f"{self.prefix}/{DER}/{rel}/", Body=b"")
 
     def get(self, rel: str) -> bytes:
         return self.io.read_bytes(f"{DER}/{rel}", MAX_BLOCK)
@@ -136,6 +143,11 @@ def _link_out(rel_of):
     return damage
 
 
+def _file_for_folder(r: Repo, rel: str) -> None:
+    shutil.rmtree(r.folder / DER / rel)
+    r.put(rel, b"not a folder")
+
+
 # name → (damage(repo, pristine), what the one line must say: a format with the pristine's fields)
 REF_CASES = {
     "ref random bytes": (lambda r, p: r.put("meta/refs/head", NOISE[32]), "not a block hash"),
@@ -191,6 +203,10 @@ S3_ONLY_CASES = {  # names a folder cannot hold
                                 "not a plain file name"),
     "checkpoint name with a backslash": (lambda r, p: r.put(f"{_ckpt(p)}/..\\..\\escape", b"x"),
                                          "not a plain file name"),
+    "block is a folder key": (lambda r, p: r.replace_by_folder_key(_block(p)),
+                              "block {transform}: block is a folder, not a file"),
+    "signature is a folder key": (lambda r, p: r.replace_by_folder_key(_sig(p)),
+                                  "block {transform}: signature is a folder, not a file"),
 }
 OUTSIDE = "block {transform}: .*outside the repository"
 
@@ -202,6 +218,10 @@ FOLDER_ONLY_CASES = {  # S3 has no links, and moto refuses a newline in a key
     "data file is a link out of the folder": (_link_out(_data), OUTSIDE),
     "checkpoint file is a link out of the folder": (_link_out(lambda p: f"{_ckpt(p)}/offsets"), OUTSIDE),
     "ref is a link out of the folder": (_link_out(lambda p: "meta/refs/head"), "ref .*outside"),
+    "the blocks folder is a file": (lambda r, p: _file_for_folder(r, "meta/blocks"),
+                                    f"{DER}/meta/blocks is a file, not a folder"),
+    "the data folder is a file": (lambda r, p: _file_for_folder(r, "data"),
+                                  f"{DER}/data is a file, not a folder"),
 }
 
 CASES = {**OBJECT_CASES, **S3_ONLY_CASES, **FOLDER_ONLY_CASES}
@@ -265,6 +285,34 @@ def test_a_damaged_ref_is_refused_on_pull_and_push(repo, pristine, tmp_path, cap
     code, stderr = run_coord(capsys, "-w", str(pristine.source.root), "push", DER, "--to", name)
     assert_refused(code, stderr, pattern)
     assert repo.get("meta/refs/head") == damaged
+
+
+@pytest.mark.parametrize("repo", ["s3"], indirect=True)
+def test_a_ref_that_is_a_folder_key_is_named_as_such(repo, tmp_path, capsys):
+    repo.replace_by_folder_key("meta/refs/head")
+    pull_is_refused(repo, tmp_path, capsys, f"ref {DER}/meta/refs/head is a folder, not a file$")
+
+
+# what stands in place of an object of a folder repository: how to make it, and its name
+NOT_A_FILE = {"named pipe": os.mkfifo, "folder": os.mkdir}
+NOT_A_FILE_AT = {"block": _block, "signature": _sig, "ref": lambda p: "meta/refs/head"}
+
+
+@pytest.mark.parametrize("kind", NOT_A_FILE)
+@pytest.mark.parametrize("what", NOT_A_FILE_AT)
+def test_an_object_that_is_not_a_file_ends_the_pull_at_once_naming_it(pristine, tmp_path, kind, what):
+    """A named pipe would block a reader forever: the real command must end, in seconds."""
+    shutil.copytree(pristine.folder, tmp_path / "repo")
+    path = tmp_path / "repo" / DER / NOT_A_FILE_AT[what](pristine)
+    path.unlink()
+    NOT_A_FILE[kind](path)
+    ws = with_repo(Workspace.init(tmp_path / "ws"), (tmp_path / "repo").as_uri())
+    before = visible(tmp_path)
+    result = coord("pull", f"shared/{DER}", cwd=ws.root, check=False, timeout=20)
+    named = (f"ref {DER}/meta/refs/head" if what == "ref" else f"block {pristine.transform.hex()}: {what}")
+    assert_refused(result.returncode, result.stderr, re.escape(f"{named} is a {kind}, not a file"))
+    assert visible(tmp_path) - before <= {"ws/.coord/run/pull"}, visible(tmp_path) - before
+    assert not ws.dataset(DER).exists()
 
 
 LOCAL_DAMAGE = {  # a pulled copy damaged on disk afterwards: what `coord verify` must say

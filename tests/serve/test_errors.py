@@ -1,7 +1,8 @@
 """Error categories and the HTTP status ``coord serve`` answers each with.
 
 The mapping by itself (every category, representative errors of each, a bug) in process; the
-statuses a real request can produce against a real service over real HTTP.
+statuses a real request can produce against a real service over real HTTP, including the
+inputs that once made it fail with a 500 (each class of them), and a real unexpected failure.
 """
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ from coordinator.repository.registry import RepositoryExists, UnknownRepository
 from coordinator.repository.remote import Diverged, SyncError
 from coordinator.serve.api import _errors, status_of
 from coordinator.trust.slice_check import ChangedSlice
-from coordinator.workspace import ConfigError, DatasetBusy, DatasetNotFound, Workspace
+from coordinator.workspace import ConfigError, DatasetBusy, DatasetNotFound, Workspace, layout
 from coordinator.workspace.commit import HeadMoved
 
-from .conftest import add_root, drop_csv, serving
+from .conftest import add_root, drop_csv, init_workspace, serving
 
 # --- the mapping ------------------------------------------------------------------------------
 
@@ -97,7 +98,7 @@ def test_the_handlers_answer_json_with_the_categorys_status_and_a_bug_with_500()
     assert {w: r.status_code for w, r in answers.items()} == {
         "gone": 404, "busy": 409, "bad": 400, "down": 503, "other": 400, "bug": 500}
     assert answers["busy"].json() == {"error": str(DatasetBusy("t.x"))}
-    assert answers["bug"].json() == {"error": "internal error (see the service's log)"}
+    assert answers["bug"].json() == {"error": "internal error: KeyError: 'k' (see the service's log)"}
 
 
 # --- real requests to a real service ----------------------------------------------------------
@@ -142,3 +143,64 @@ def test_a_real_service_answers_404_409_and_400_by_category(home, tmp_path):
         rows = [s.get("/api/datasets/t.people/provenance", params={"block": "abcdef", "row": [0, 2]}),
                 s.get("/api/datasets/t.people/provenance", params={"block": "abcdef", "row": -1})]
         assert [r.status_code for r in rows] == [404, 422], [r.text for r in rows]
+
+
+# --- input that once made the service fail (500), and an unexpected failure -------------------
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """One writable service with one root, for the tests that only send bad input."""
+    home = init_workspace(tmp_path_factory.mktemp("ws"))
+    add_root(home, "t.people", "people")
+    drop_csv(home / "people", "a.csv", [(1, "ann")])
+    with serving(home, "--allow-writes") as s:
+        s.wait_for(lambda: s.dataset("t.people")["records"] == 1, what="the file ingested")
+        yield s
+
+
+@pytest.mark.parametrize("last", [
+    b"\xb2",  # '²' in Latin-1, the header's encoding: a digit to str.isdigit, not to int()
+    "٣".encode(),  # '٣' (Arabic-Indic three) in UTF-8
+    b"9" * 5000,  # more digits than int() converts
+    b"-1",
+])
+def test_a_last_event_id_that_is_not_a_plain_number_is_a_400(served, last):
+    r = served.get("/api/events", headers={"Last-Event-ID": last})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"].startswith("Last-Event-ID ") and "a number" in r.json()["error"]
+
+
+@pytest.mark.parametrize("path, params", [
+    ("/api/datasets/t.people/lineage", {"since": "٢٠٢٤-01-01T00:00:00Z"}),  # other digits
+    ("/api/datasets/t.people/lineage", {"until": "9999-12-31T23:59:59-01:00"}),  # past year 9999 in UTC
+    ("/api/datasets/t.people/fields/id/lineage", {"since": "0001-01-01T00:00:00+01:00"}),  # before year 1
+    ("/api/datasets/t.people/tail", {"as_at": "9999-12-31T23:59:59-01:00"}),
+    ("/api/sql", {"q": "SELECT 1", "as_at": "9999-12-31T23:59:59-01:00"}),
+])
+def test_a_timestamp_with_other_digits_or_out_of_range_is_a_400(served, path, params):
+    r = served.get(path, params=params)
+    assert r.status_code == 400, r.text
+    assert "timestamp" in r.json()["error"]
+
+
+def test_a_write_from_a_malformed_origin_is_refused_403(served):
+    r = served.post("/api/datasets/t.people/pull", headers={"Origin": "http://[::1"})
+    assert r.status_code == 403 and r.json()["error"] == "requests from http://[::1 may not write here"
+
+
+def test_an_unexpected_failure_is_a_500_naming_it_in_one_line_and_logged_once(home):
+    add_root(home, "t.people", "people")
+    add_root(home, "t.other", "other")
+    with serving(home) as s:
+        s.wait_for(lambda: s.dataset("t.people")["blocks"] == 1)
+        (home / ".coord" / "datasets" / "t.people" / layout.HEAD).write_bytes(b"\xff\n")  # not text
+        r = s.get("/api/datasets")
+        assert s.get("/api/datasets/t.other/chain").status_code == 200  # the service goes on
+        assert s.stop() == 0
+        log = s.proc.stderr.read()
+    assert r.status_code == 500
+    assert r.json() == {"error": "internal error: UnicodeDecodeError: 'utf-8' codec can't decode byte "
+                                 "0xff in position 0: invalid start byte (see the service's log)"}
+    assert f"coord serve: GET /api/datasets: {r.json()['error']}" in log
+    assert log.count("Traceback") == 1, log

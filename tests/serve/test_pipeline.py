@@ -147,7 +147,11 @@ def test_record_provenance_is_answered_with_the_warm_engine_as_the_cli_answers_i
         assert r.status_code == 200, r.text
         cli = coord("provenance", LONG, "--block", block, "--where", "name = 'cid'", "-o", "json",
                     cwd=home, env=SANDBOX).stdout
+        names = pq.read_table(Workspace.open(home).dataset(LONG).data_file(bytes.fromhex(block)))["name"]
+        by_row = served.get(f"/api/datasets/{LONG}/provenance",
+                            params={"block": block, "row": names.to_pylist().index("cid")}, timeout=300)
     assert r.json() == json.loads(cli)
+    assert by_row.status_code == 200 and by_row.json() == r.json(), by_row.text  # the same record, by its row
     [record] = r.json()["records"]
     [derivation] = record["derivations"]
     [person] = derivation["inputs"]

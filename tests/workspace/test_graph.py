@@ -77,7 +77,8 @@ def test_an_engine_reads_the_datasets_it_computes_and_their_inputs_held_here(hom
     ws = Workspace.open(home)
     assert engine_reads(ws, ["y"]) == ["x", "y"]
     assert engine_reads(ws, ["x", "y"]) == [DAILY, "x", "y"]
-    assert engine_reads(ws, [ORDERS]) == [ORDERS]
+    assert engine_reads(ws, [ORDERS]) == []  # a root's files reach the engine as copies in its run folder
+    assert engine_reads(ws, [ORDERS, DAILY]) == [ORDERS, DAILY]
     # a new definition being validated: its inputs too, none that the workspace does not hold
     assert engine_reads(ws, ["x"], proposed={"x": [ORDERS, "no.such"]}) == [ORDERS, DAILY, "x"]
 
