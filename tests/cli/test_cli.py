@@ -123,7 +123,8 @@ def test_add_replace_appends_a_block_only_when_something_changed(home):
 def test_log_renders_yaml_with_the_signature_status(home):
     coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
     out = coord("log", ORDERS, cwd=home).stdout
-    assert "# signed by a trusted key" in out and "kind: MetadataBlock" in out
+    own = Workspace.open(home).public_key.hex()
+    assert f"# signed by {own} (trusted: this workspace)\n" in out and "kind: MetadataBlock" in out
 
 
 def test_a_second_writer_exits_with_busy(home):
