@@ -11,6 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from coordinator.workspace import Workspace
 from tests.support.cli import coord
@@ -125,3 +126,23 @@ def test_pull_and_verify_show_the_name_a_signer_was_trusted_by_literally(pulled,
     assert f"{key}  {SHOWN}" in shown(tmp_path, "trust", "list")
     assert signer in shown(tmp_path, "pull", f"shared/{ROOT}")
     assert signer in shown(tmp_path, "verify", ROOT)
+
+
+@pytest.mark.spark
+def test_provenance_and_the_field_lineage_tree_show_names_and_values_literally(pulled):
+    home, _ = pulled
+    spark = "org.example.spark"
+    doc = yaml.safe_load(MANIFESTS.split("---\n")[1])
+    doc["content"]["id"] = spark
+    name = HOSTILE.replace(".", "")  # the engine reads a dot in an output column's name as a path
+    query = f"SELECT event_time, n, '{HOSTILE}' AS `{name}` FROM `{ROOT}`"
+    doc["content"]["source"]["transform"]["query"] = query
+    (home / "spark.yaml").write_text(yaml.safe_dump(doc))
+    coord("add", "spark.yaml", cwd=home)
+    coord("pull", spark, cwd=home)
+    head = Workspace.open(home).dataset(spark).head().hex()
+
+    provenance = shown(home, "provenance", spark, "--block", head, "--row", "0")
+    assert f"{SHOWN.replace('.', '')}={SHOWN}" in provenance  # a column and value of the record
+    assert f"{SHOWN}={SHOWN}" in provenance  # and of its input record
+    assert f"{spark}.{SHOWN.replace('.', '')}" in shown(home, "lineage", spark, "--field", name)
