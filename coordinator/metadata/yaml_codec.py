@@ -3,6 +3,11 @@
 camelCase keys, ``kind:`` tags on union values, enum values in camelCase, hashes in lowercase
 hex, times in RFC 3339, intervals in the spec's text syntax. Absent optional fields are left
 out and present ones (even ``[]``) are kept, so presence survives a round trip.
+
+Text is someone else's as often as not, so loading it is bounded: a key given twice, nesting
+deeper than ``MAX_DEPTH`` or more than ``MAX_VALUES`` values (an alias counted as what it
+stands for) is a YAML error at its line, raised while the document is composed, before any
+object is built (the byte size is the caller's bound: manifest.py).
 """
 from __future__ import annotations
 
