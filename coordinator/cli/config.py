@@ -35,4 +35,4 @@ def config_set(ctx: click.Context, key: str, value: str) -> None:
     ws = workspace(ctx)
     cfg = ws.config().set(key, yaml.safe_load(value), where=str(ws.config_path))
     ws.save_config(cfg)
-    Output().rich(f"{key} = {cfg.get(key)}")
+    Output().line(f"{key} = {cfg.get(key)}")

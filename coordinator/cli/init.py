@@ -15,4 +15,4 @@ def init(path: str) -> None:
     from ..workspace import Workspace
 
     ws = Workspace.init(Path(path))
-    Output().rich(f"Initialised workspace in {ws.meta}")
+    Output().line(f"Initialised workspace in {ws.meta}")

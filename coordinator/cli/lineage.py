@@ -9,7 +9,7 @@ import click
 
 from ..metadata.timestamps import format_timestamp, parse_timestamp
 from .context import complete_dataset, workspace
-from .output import Output
+from .output import Output, markup_literal
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -87,8 +87,6 @@ def lineage_(ctx: click.Context, dataset: str, direction: str, output: str, fiel
 
 
 def _label(node: Node) -> str:
-    from rich.markup import escape
-
     facts = [node.kind]
     if node.kind != "missing":
         facts += [node.origin or "", f"{node.records:,} records"]
@@ -96,12 +94,11 @@ def _label(node: Node) -> str:
             facts.append(f"watermark {format_timestamp(node.watermark)}")
     else:
         facts.append("not in this workspace")
-    return f"[bold]{escape(node.id)}[/bold] ({escape(', '.join(f for f in facts if f))})"
+    return f"[bold]{markup_literal(node.id)}[/bold] ({markup_literal(', '.join(f for f in facts if f))})"
 
 
 def _tree(graph: Lineage, dataset: str, next_of, relation: str) -> Tree:
     """One direction as a tree; a dataset met a second time is not expanded again."""
-    from rich.markup import escape
     from rich.tree import Tree
 
     root = Tree(f"{_label(graph.nodes[dataset])} {relation}:" if next_of(dataset) else
@@ -111,7 +108,7 @@ def _tree(graph: Lineage, dataset: str, next_of, relation: str) -> Tree:
     def grow(branch: Tree, current: str) -> None:
         for other in next_of(current):
             if other in shown:
-                branch.add(f"{escape(other)} (see above)")
+                branch.add(f"{markup_literal(other)} (see above)")
                 continue
             shown.add(other)
             grow(branch.add(_label(graph.nodes[other])), other)

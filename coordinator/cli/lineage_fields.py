@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from rich.markup import escape
 from rich.tree import Tree
 
 from ..lineage.fields import (
@@ -23,7 +22,7 @@ from ..lineage.fields import (
     upstream_mapping,
 )
 from ..workspace import DatasetNotFound, Workspace
-from .output import Output
+from .output import Output, markup_literal
 
 
 def show_field_lineage(show: Output, ws: Workspace, dataset: str, field: str | None, direction: str,
@@ -56,7 +55,7 @@ def show_field_lineage(show: Output, ws: Workspace, dataset: str, field: str | N
     else:
         roots = root_origins(fields, start, edges)
         show.rich(_tree(start, edges, lambda ref: [(e, e.source) for e in edges if _into(e, ref)],
-                        "computed from", lambda ref: f"  [dim]({escape(str(roots[ref]))})[/dim]"
+                        "computed from", lambda ref: f"  [dim]({markup_literal(str(roots[ref]))})[/dim]"
                         if ref in roots else ""))
 
 
@@ -67,14 +66,14 @@ def _into(edge: FieldEdge, ref: FieldRef) -> bool:
 def _operation(edge: FieldEdge) -> str:
     text = f"[cyan]{edge.kind}[/cyan]"
     if edge.expression:
-        text += f" {escape(edge.expression)}"
+        text += f" {markup_literal(edge.expression)}"
     return text
 
 
 def _tree(start: FieldRef, edges: list[FieldEdge],
           next_of: Callable[[FieldRef], list[tuple[FieldEdge, FieldRef]]], relation: str,
           note: Callable[[FieldRef], str]) -> Tree:
-    root = Tree(f"[bold]{escape(str(start))}[/bold]{note(start)}"
+    root = Tree(f"[bold]{markup_literal(str(start))}[/bold]{note(start)}"
                 + ("" if next_of(start) else f": {relation} no other column"))
     shown = {start}
 
@@ -91,9 +90,9 @@ def _tree(start: FieldRef, edges: list[FieldEdge],
                 add(rows, edge, other)
 
     def add(branch: Tree, edge: FieldEdge, other: FieldRef) -> None:
-        label = f"{_operation(edge)} ← [bold]{escape(str(other))}[/bold]{note(other)}" \
+        label = f"{_operation(edge)} ← [bold]{markup_literal(str(other))}[/bold]{note(other)}" \
             if relation == "computed from" else \
-            f"{_operation(edge)} → [bold]{escape(str(other))}[/bold]"
+            f"{_operation(edge)} → [bold]{markup_literal(str(other))}[/bold]"
         if other in shown:
             branch.add(label + " (see above)")
             return
@@ -105,20 +104,20 @@ def _tree(start: FieldRef, edges: list[FieldEdge],
 
 
 def _mapping_tree(dataset: str, edges: list[FieldEdge]) -> Tree:
-    root = Tree(f"[bold]{escape(dataset)}[/bold]: fields and where they come from")
+    root = Tree(f"[bold]{markup_literal(dataset)}[/bold]: fields and where they come from")
     by_dataset: dict[str, list[FieldEdge]] = {}
     for e in edges:
         by_dataset.setdefault(e.target.dataset, []).append(e)
     if not by_dataset:
         root.add("no field lineage recorded (pull the derivatives to record it)")
     for d, its in by_dataset.items():
-        branch = root.add(f"[bold]{escape(d)}[/bold]")
+        branch = root.add(f"[bold]{markup_literal(d)}[/bold]")
         by_field: dict[str | None, list[FieldEdge]] = {}
         for e in its:
             by_field.setdefault(e.target.field, []).append(e)
         for name, sources in by_field.items():
-            title = escape(name) if name is not None else "[dim]rows decided by[/dim]"
+            title = markup_literal(name) if name is not None else "[dim]rows decided by[/dim]"
             column = branch.add(title)
             for e in sources:
-                column.add(f"{_operation(e)} ← {escape(str(e.source))}")
+                column.add(f"{_operation(e)} ← {markup_literal(str(e.source))}")
     return root

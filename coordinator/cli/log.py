@@ -13,6 +13,7 @@ import click
 from ..metadata.timestamps import format_timestamp
 from .context import complete_dataset, workspace
 from .output import Output, count, short
+from .trust import signed_words
 
 if TYPE_CHECKING:
     from ..transform.builds import Build
@@ -35,13 +36,18 @@ def log(ctx: click.Context, dataset: str, output: str, builds: bool) -> None:
         ws = workspace(ctx)
         _show_builds(show, build_catalog(ws, ws.dataset(dataset)))
         return
-    chain = list(workspace(ctx).dataset(dataset).chain())
+    from ..trust.authorship import block_signers
+
+    ws = workspace(ctx)
+    chain = list(ws.dataset(dataset).chain())
+    signers = block_signers(ws, dataset, chain)
     if show.format == "json":
-        docs = [dict(to_dict(c.block), signature=c.signature.value) for c in chain]
+        docs = [dict(to_dict(c.block), signer=s.key.hex() if s.key else None, authorship=s.status.value)
+                for c, s in zip(chain, signers, strict=True)]
         show.line(json.dumps(docs, indent=2))  # through the console, as the YAML
         return
-    for c in chain:
-        show.line(f"# {c.signature.value}\n" + render(c.block), end="")
+    for c, s in zip(chain, signers, strict=True):
+        show.line(f"# {signed_words(s)}\n" + render(c.block), end="")
         show.line("---")
 
 

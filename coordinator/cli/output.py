@@ -5,12 +5,21 @@ its ``-o`` choice where it has one (``Output(fmt)``; ``"text"`` where it has non
 JSON, Arrow records, documents and lines on stdout; notes, errors and progress bars on stderr.
 The commands print through nothing else, so that each kind of result is shown one way.
 
+Whatever is shown may hold someone else's data (a pulled dataset's names and values, a file
+name, an error quoting them), so it is shown as it is written and cannot restyle the
+terminal: no rich markup or emoji codes are read from it (tables and lines are text; a
+tree's markup takes data only through ``markup_literal``) and control characters (ESC
+sequences, CR, BEL...) are shown escaped (``literal``). Only CSV written to a pipe or a file
+keeps them, as the data it is.
+
 Nothing heavy is imported here: rich is imported when something is first printed through it
 (the plain columns and text of the every-day commands never are) and Arrow by the records.
 """
 from __future__ import annotations
 
+import io
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -43,8 +52,34 @@ class LazyConsole:
 
 
 # Piped output keeps whole lines: tables are not cut to 80 columns.
-_out = LazyConsole(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 250)
-_err = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+_out = LazyConsole(highlight=False, emoji=False, soft_wrap=True,
+                   width=None if sys.stdout.isatty() else 250)
+_err = LazyConsole(stderr=True, highlight=False, emoji=False, soft_wrap=True)
+
+# C0 and C1 controls (but newline and tab) and the bidirectional overrides, which reorder
+# what a terminal shows; in a table cell or a column, newline and tab too.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CELL_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r",
+          "\x1b": "\\e"}
+
+
+def literal(text: str, cell: bool = False) -> str:
+    """TEXT with its control characters escaped (``\\e[31m``, ``\\r``, ``\\x07``...), as a
+    terminal must show someone else's data; ``cell``: newline and tab too (one line of a table)."""
+    return (_CELL_CONTROLS if cell else _CONTROLS).sub(_escape, text)
+
+
+def _escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _NAMED.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def markup_literal(text: str) -> str:
+    """TEXT as a piece of a rich markup string (a tree's label): shown as written."""
+    from rich.markup import escape
+
+    return escape(literal(text))
 
 
 class Output:
@@ -56,17 +91,17 @@ class Output:
     # -- stdout -----------------------------------------------------------------------------
 
     def line(self, text: str = "", end: str = "\n") -> None:
-        """A line of words through the rich console (no markup; tabs become spaces)."""
-        _out.print(text, markup=False, end=end)
+        """A line of words through the rich console (literal; tabs become spaces)."""
+        _out.print(literal(text), markup=False, end=end)
 
     def rich(self, renderable: Any) -> None:
-        """A rich renderable (a tree), or a line with rich markup."""
+        """A rich renderable (a tree) whose markup holds data only through ``markup_literal``."""
         _out.print(renderable)
 
     def text(self, text: str, nl: bool = True) -> None:
-        """Text as it is, without rich: a document (DOT, HTML, OpenLineage) or a line of a
-        command that must not import rich."""
-        click.echo(text, nl=nl)
+        """Text without rich (literal): a document (DOT, HTML, OpenLineage, JSON) or a line of
+        a command that must not import rich."""
+        click.echo(literal(text), nl=nl)
 
     def json(self, data: Any, default: Callable[[Any], Any] | None = None, highlight: bool = False) -> None:
         """DATA as JSON indented by two; ``highlight``: through rich's JSON view (coloured on a
@@ -80,18 +115,21 @@ class Output:
         """Left-aligned columns two spaces apart, headers first: the tables of the every-day
         commands (``list``, ``status``), printed without rich, whose table costs them a fifth
         of their run."""
-        lines = [tuple(headers), *map(tuple, rows)]
+        lines = [tuple(map(_cell, headers)), *(tuple(map(_cell, row)) for row in rows)]
         widths = [max(len(row[i]) for row in lines) for i in range(len(headers))]
         self.text("\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
                             for row in lines))
 
     def table(self, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-        """A rich table without borders."""
+        """A rich table without borders, every header and cell literal."""
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(*headers, box=None)
+        table = Table(box=None)
+        for header in headers:
+            table.add_column(Text(_cell(header)))
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(_cell(c)) for c in row))
         _out.print(table)
 
     def records(self, data: pa.Table, null: str = "", max_rows: int | None = None) -> None:
@@ -99,6 +137,10 @@ class Output:
         header line), else a table of the first MAX_ROWS (all by default), a null shown as NULL."""
         if self.format == "json":
             self.text(_records_json(data))
+        elif self.format == "csv" and sys.stdout.isatty():
+            sink = io.BytesIO()
+            write_records(data, "csv", sink)
+            self.text(sink.getvalue().decode(), nl=False)
         elif self.format == "csv":
             sys.stdout.flush()
             write_records(data, "csv", sys.stdout.buffer)
@@ -110,8 +152,8 @@ class Output:
     # -- stderr -----------------------------------------------------------------------------
 
     def note(self, text: str = "") -> None:
-        """A line on stderr (no markup)."""
-        _err.print(text, markup=False)
+        """A line on stderr (literal)."""
+        _err.print(literal(text), markup=False)
 
     def error(self, message: str) -> None:
         """``coord: error: MESSAGE`` on stderr: a refusal the user can act on."""
@@ -124,6 +166,10 @@ class Output:
     def console(self) -> Console:
         """The rich console of stdout, for bars drawn above its lines (``coord pull``)."""
         return _out.real()
+
+
+def _cell(text: str) -> str:
+    return literal(text, cell=True)
 
 
 def write_records(data: pa.Table, format: str, sink: Any) -> None:
@@ -164,12 +210,12 @@ class RichProgress:
         from rich.progress import Progress as RichBar
 
         self._bar = RichBar(
-            TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-            TimeRemainingColumn(), console=self.console.real(), transient=True,
+            TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
+            TransferSpeedColumn(), TimeRemainingColumn(), console=self.console.real(), transient=True,
             disable=not self.console.is_terminal,
         )
         self._bar.start()
-        self._task = self._bar.add_task(description, total=total_bytes)
+        self._task = self._bar.add_task(literal(description, cell=True), total=total_bytes)
 
     def advance(self, n: int) -> None:
         if self._bar is not None:

@@ -8,7 +8,7 @@ import click
 
 from ..metadata.ids import DatasetRef
 from .context import complete_dataset, writable_workspace
-from .output import Output
+from .output import Output, literal
 from .trust import signer_line
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ class _Bars:
         if self.live is None:
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-            columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+            columns = (TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
+                       TimeRemainingColumn())
             self.live = Progress(*columns, console=self.show.console(), transient=True)
             self.live.start()
         return self.live
@@ -51,7 +52,8 @@ class _Bytes:
         self.bars, self.dataset_id, self.task = bars, dataset_id, None
 
     def start(self, total_bytes, description):
-        self.task = self.bars.get().add_task(f"{self.dataset_id}: {description}", total=total_bytes)
+        self.task = self.bars.get().add_task(literal(f"{self.dataset_id}: {description}", cell=True),
+                                                  total=total_bytes)
 
     def advance(self, n):
         if self.task is not None:
@@ -65,7 +67,8 @@ class _Bytes:
     def __call__(self, engine_progress):  # engine progress lines while a transform runs
         if self.task is None:
             self.task = self.bars.get().add_task(self.dataset_id, total=None)
-        self.bars.get().update(self.task, description=f"{self.dataset_id}: {engine_progress}")
+        shown = literal(f"{self.dataset_id}: {engine_progress}", cell=True)
+        self.bars.get().update(self.task, description=shown)
 
 
 @click.command()

@@ -17,21 +17,26 @@ if TYPE_CHECKING:
 
 def signer_line(s: Signer) -> str:
     """``N blocks signed by KEY (status)``: one signer of a pull or a dataset."""
+    return f"{count(s.blocks, 'block')} {signed_words(s, hint=True)}"
+
+
+def signed_words(s: Signer, hint: bool = False) -> str:
+    """``signed by KEY (trusted: NAME)``, ``unsigned``...: how a signer reads for this workspace
+    (``coord log`` says it per block); ``hint``: say how to trust a pinned key."""
     from ..trust.authorship import Authorship
 
-    blocks = count(s.blocks, "block")
     if s.key is None:
         history = " (older than any signature: written by a tool that does not sign)"
-        return f"{blocks} unsigned" + (history if s.status is Authorship.UNSIGNED_HISTORY else "")
+        return "unsigned" + (history if s.status is Authorship.UNSIGNED_HISTORY else "")
     key = s.key.hex()
     status = {
         Authorship.TRUSTED: f"trusted: {s.name}" if s.name else "trusted",
-        Authorship.PINNED: f"pinned for this dataset, not trusted; to trust its owner: "
-                           f"coord trust add {key} --name WHO",
+        Authorship.PINNED: "pinned for this dataset, not trusted"
+                           + (f"; to trust its owner: coord trust add {key} --name WHO" if hint else ""),
         Authorship.UNKNOWN: "unknown key",
         Authorship.CHANGED: f"CHANGED: the dataset's pinned key is {', '.join(k.hex() for k in s.pinned)}",
     }[s.status]
-    return f"{blocks} signed by {key} ({status})"
+    return f"signed by {key} ({status})"
 
 
 @click.group("trust")

@@ -57,17 +57,20 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
                                 deep=deep, replay=replay, progress=show.progress())
     for report in reports:
         bad = {p.block_hash for p in report.problems}
+        differs = {p.block_hash for p in report.replay_problems}
         show.line(f"{report.dataset_id}: {len(report.blocks)} blocks")
         for cb, author in zip(report.blocks, report.authors, strict=True):
-            mark = "BAD" if cb.hash in bad else "ok "
+            mark = "BAD" if cb.hash in bad else "DIFF" if cb.hash in differs else "ok"
             signer = f" {author.signer.hex()[:12]}" if author.signer else ""
-            show.line(f"  {mark} {cb.hash.hex()[:12]} {format_timestamp(cb.block.system_time)} "
+            show.line(f"  {mark:4} {cb.hash.hex()[:12]} {format_timestamp(cb.block.system_time)} "
                       f"{author.status.value}{signer}")
-        for p in report.problems:
-            show.line(f"  problem: {p}")
         show.line(f"  integrity: {'FAILED' if report.problems else 'ok'}")
+        for p in report.problems:
+            show.line(f"    problem: {p}")
         _show_authorship(show, report)
         show.line(f"  reproducibility: {report.reproducibility}")
+        for p in report.replay_problems:
+            show.line(f"    problem: {p}")
         if engine.identity is not None and report.reproducibility == "reproduced":
             ds = ws.dataset(report.dataset_id)
             show.line(f"  replayed with {replaying.engine_note(ds, engine.identity)}")
@@ -90,7 +93,7 @@ def _show_authorship(show: Output, report: VerifyReport) -> None:
     for s in report.signers:
         show.line(f"    {signer_line(s)}")
     for p in report.authorship_problems:
-        show.line(f"  problem: {p}")
+        show.line(f"    problem: {p}")
 
 
 def _engine_settings(ws, spec: str):

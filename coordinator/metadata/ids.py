@@ -2,6 +2,9 @@
 
 ``DatasetRef = (Repository "/")? (Username "/")? DatasetID``; ids and repository names are
 hostnames: ``Subdomain ("." Subdomain)*`` with ``Subdomain = [a-zA-Z0-9]+ ("-" [a-zA-Z0-9]+)*``.
+The spec sets no length; an id is at most ``MAX_ID_LENGTH`` characters, because ids become
+file names (``datasets/<id>``, ``locks/<id>.lock``, ``run/ingest-<id>-<8 hex>``) and a file
+name holds 255 bytes (schemas/Common.json says the same).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from ..errors import Invalid
 _SUBDOMAIN = r"[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*"
 _HOSTNAME = re.compile(rf"^{_SUBDOMAIN}(?:\.{_SUBDOMAIN})*$")
 _USERNAME = re.compile(rf"^{_SUBDOMAIN}$")
+MAX_ID_LENGTH = 200  # the longest name made of an id adds 16 characters; room to spare
 
 
 class InvalidDatasetRef(Invalid, ValueError):
@@ -20,10 +24,13 @@ class InvalidDatasetRef(Invalid, ValueError):
 
 
 def is_dataset_id(text: str) -> bool:
-    return bool(_HOSTNAME.match(text))
+    return len(text) <= MAX_ID_LENGTH and bool(_HOSTNAME.match(text))
 
 
 def validate_dataset_id(text: str) -> str:
+    if len(text) > MAX_ID_LENGTH:
+        raise InvalidDatasetRef(f"dataset id longer than {MAX_ID_LENGTH} characters "
+                                f"({len(text):,}): {text[:40]}...")
     if not is_dataset_id(text):
         raise InvalidDatasetRef(
             f"not a valid dataset id: {text!r} (expected dot-separated names of letters, digits "

@@ -23,9 +23,11 @@ from .yaml_codec import DecodeError, from_dict, load_untrusted_yaml, load_yaml
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[2] / "schemas"
 MANIFEST_SUFFIXES = (".yaml", ".yml")
-# A block manifest from someone else's store (kamu-cli of the ODF 0.18 era stored blocks as
-# YAML): metadata only, so far below this; text cannot be hashed before it is parsed, so the
-# bound and the alias-free loader are what limit the parser's work.
+# What a manifest may be at most: metadata (queries, schemas, steps), not data. Text cannot be
+# hashed before it is parsed, so these bounds and the loader's (yaml_codec.MAX_DEPTH,
+# MAX_VALUES) are what limit the parser's work. A block manifest comes from someone else's
+# store (kamu-cli of the ODF 0.18 era stored blocks as YAML) and is read alias-free.
+MAX_MANIFEST = 4 << 20
 MAX_BLOCK_MANIFEST = 1 << 20
 
 
@@ -46,24 +48,29 @@ def load_manifest(path: str | Path, *, unsealed: bool = False):
     """
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            data = f.read(MAX_MANIFEST + 1)
     except OSError as e:
         raise ManifestError(name, "", e.strerror or str(e)) from None
-    return _parse(text, name, load_yaml, unsealed=unsealed)
+    return _parse(_text(data, name, MAX_MANIFEST), name, load_yaml, unsealed=unsealed)
 
 
 def load_block_manifest(data: bytes, name: str) -> objects.MetadataBlock:
     """A MetadataBlock manifest read from a repository: bounded, alias-free, schema-checked."""
-    if len(data) > MAX_BLOCK_MANIFEST:
-        raise ManifestError(name, "", f"larger than {MAX_BLOCK_MANIFEST} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ManifestError(name, "", f"not UTF-8 text (byte {e.start})") from None
-    block = _parse(text, name, load_untrusted_yaml)
+    block = _parse(_text(data, name, MAX_BLOCK_MANIFEST), name, load_untrusted_yaml)
     if not isinstance(block, objects.MetadataBlock):
         raise ManifestError(name, "kind", "expected a MetadataBlock")
     return block
+
+
+def _text(data: bytes, name: str, limit: int) -> str:
+    if len(data) > limit:
+        raise ManifestError(name, "", f"larger than {limit} bytes ({limit >> 20} MiB): a manifest "
+                            "holds metadata; data belongs in the files it names")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ManifestError(name, "", f"not UTF-8 text (byte {e.start})") from None
 
 
 def _parse(text: str, name: str, load, *, unsealed: bool = False):
@@ -152,6 +159,10 @@ def _describe(file: str, error: ValidationError) -> ManifestError:
         what = schema.get("title", "value")
         hint = schema.get("description", f"must match {value}")
         return ManifestError(file, path, f"not a valid {what}: {_show(instance)} ({hint})")
+    if keyword == "maxLength":
+        what = schema.get("title", "value")
+        return ManifestError(file, path, f"{what} longer than {value} characters ({len(instance):,}): "
+                                         f"{_show(instance)}")
     if keyword == "minimum":
         return ManifestError(file, path, f"expected at least {value} (got {_show(instance)})")
     return ManifestError(file, path, error.message)  # keywords the schemas do not use yet

@@ -3,12 +3,21 @@
 camelCase keys, ``kind:`` tags on union values, enum values in camelCase, hashes in lowercase
 hex, times in RFC 3339, intervals in the spec's text syntax. Absent optional fields are left
 out and present ones (even ``[]``) are kept, so presence survives a round trip.
+
+Text is someone else's as often as not, so loading it is bounded: a key given twice, nesting
+deeper than ``MAX_DEPTH`` or more than ``MAX_VALUES`` values (an alias counted as what it
+stands for) is a YAML error at its line, raised while the document is composed, before any
+object is built (the byte size is the caller's bound: manifest.py).
 """
 from __future__ import annotations
 
 from typing import Any
 
 import yaml
+from yaml._yaml import CParser
+from yaml.composer import Composer, ComposerError
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from ..errors import Invalid
 from . import objects
@@ -157,32 +166,95 @@ def _str_presenter(dumper, data: str):
 _Dumper.add_representer(str, _str_presenter)
 
 
+# Bounds on what a document may make the loader and every later pass (schema check, decoding)
+# walk: a manifest is a few hundred values, a block's a few thousand.
+MAX_DEPTH = 50  # nested mappings and lists
+MAX_VALUES = 20_000  # scalars, mappings and lists, with every alias expanded
+
+
 def load_yaml(text: str):
-    """Parse YAML keeping timestamps as text (the codec parses them itself, exactly)."""
-    return yaml.load(text, Loader=_Loader)
+    """Parse YAML keeping timestamps as text (the codec parses them itself, exactly); refuse a
+    key given twice, nesting deeper than ``MAX_DEPTH`` and more than ``MAX_VALUES`` values."""
+    return _load(text, _Loader)
 
 
 def load_untrusted_yaml(text: str):
-    """``load_yaml`` for someone else's text: aliases are refused and deep nesting is an error.
+    """``load_yaml`` for someone else's text, which the stores this reads from never write
+    with aliases: an alias is refused."""
+    return _load(text, _NoAliasLoader)
 
-    An alias lets a few bytes stand for an exponential tree that later passes (schema check,
-    decoding) would walk in full; the stores this reads from never write them.
-    """
+
+def _load(text: str, loader_class: type[_Loader]):
+    loader = loader_class(text)  # what yaml.load does, whose stubs know only PyYAML's loaders
     try:
-        return yaml.load(text, Loader=_NoAliasLoader)
-    except RecursionError:
-        raise yaml.YAMLError("nested too deeply") from None
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
-class _Loader(yaml.SafeLoader):
-    pass
+class _Loader(Composer, CParser, SafeConstructor, Resolver):
+    """PyYAML's SafeLoader with libyaml's parser (a tenth of the pure-Python parser's time per
+    byte) under PyYAML's own composer, whose hooks check each node as it is made.
+
+    An alias costs nothing to parse but stands for its anchor's whole tree, which later passes
+    walk in full (a few bytes of nested aliases make billions of values): each alias counts the
+    values of its anchor, so the count is the size of the document those passes see.
+    """
+
+    def __init__(self, stream):
+        CParser.__init__(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        self._depth = 0
+        self._values = 0
+        self._sizes: dict[int, int] = {}  # id of an anchored node -> its values, aliases expanded
+
+    def compose_node(self, parent, index):
+        mark = self.peek_event().start_mark
+        if self.check_event(yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            size = self._sizes.get(id(node))
+            if size is None:  # its anchor is still open: the alias is inside itself
+                raise ComposerError(None, None, "an alias inside its own anchor", mark)
+            self._count(size, mark)
+            return node
+        anchor = self.peek_event().anchor
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
+        self._count(1, mark)
+        before = self._values - 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if anchor is not None:
+            self._sizes[id(node)] = self._values - before
+        return node
+
+    def _count(self, values: int, mark) -> None:
+        self._values += values
+        if self._values > MAX_VALUES:
+            raise ComposerError(None, None, f"more than {MAX_VALUES:,} values (an alias counts "
+                                "as the values it stands for)", mark)
+
+    def compose_mapping_node(self, anchor):
+        node = super().compose_mapping_node(anchor)
+        first: dict[tuple[str, str], Any] = {}  # key -> where it is first
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                seen = first.setdefault((key.tag, key.value), key.start_mark)
+                if seen is not key.start_mark:
+                    raise ComposerError(None, None, f"duplicate key {key.value!r} (first on line "
+                                        f"{seen.line + 1})", key.start_mark)
+        return node
 
 
 class _NoAliasLoader(_Loader):
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
-            raise yaml.composer.ComposerError(None, None, "aliases are not accepted here",
-                                              self.peek_event().start_mark)
+            raise ComposerError(None, None, "aliases are not accepted here", self.peek_event().start_mark)
         return super().compose_node(parent, index)
 
 

@@ -37,6 +37,7 @@ from pydantic import Field
 from ..errors import Conflict, CoordError, Invalid, NotFound, Unavailable, category
 from ..metadata.ids import validate_dataset_id
 from ..metadata.yaml_codec import to_dict
+from ..trust.authorship import block_signers
 from ..workspace import Dataset, DatasetNotFound, Workspace
 from .answers import Answers
 from .build_service import BuildService
@@ -98,9 +99,11 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
               limit: int = Query(50, ge=1, le=1000)) -> dict:
         blocks = list(_existing(ws, dataset_id).chain())
         page = blocks[offset:offset + limit]
+        signers = block_signers(ws, dataset_id, blocks)[offset:offset + limit]
         return {"dataset": dataset_id, "total": len(blocks), "offset": offset, "limit": limit,
-                "blocks": [{"hash": c.hash.hex(), "signature": c.signature.value,
-                            "block": to_dict(c.block)} for c in page]}
+                "blocks": [{"hash": c.hash.hex(), "signer": s.key.hex() if s.key else None,
+                            "authorship": s.status.value, "block": to_dict(c.block)}
+                           for c, s in zip(page, signers, strict=True)]}
 
     @app.get("/api/datasets/{dataset_id}/tail", summary="The last records, now or as at a time or block")
     async def tail(dataset_id: str, n: int = Query(10, ge=1, le=10_000),

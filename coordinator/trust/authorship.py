@@ -193,11 +193,22 @@ def signers(ws: Workspace, authors: list[BlockAuthor], pinned: Iterable[bytes]) 
     counts: dict[tuple, int] = {}
     for a in authors:
         counts[(a.signer, a.status)] = counts.get((a.signer, a.status), 0) + 1
-    return [
-        Signer(key, status, n, names.get(key, "") if key else "",
-               pinned if status is Authorship.CHANGED else ())
-        for (key, status), n in counts.items()
-    ]
+    return [_signer(key, status, n, names, pinned) for (key, status), n in counts.items()]
+
+
+def block_signers(ws: Workspace, dataset_id: str, newest_first: list[ChainBlock]) -> list[Signer]:
+    """Each block's signer as a one-block ``Signer``, in the order given (a chain as walked),
+    judged against the dataset's pins as ``verify`` judges it: what ``coord log`` and the API's
+    chain show per block."""
+    names, pinned = ws.trusted_key_names(), tuple(pinned_keys(ws, dataset_id))
+    authors = authorship(ws, newest_first[::-1], pinned)[::-1]
+    return [_signer(a.signer, a.status, 1, names, pinned) for a in authors]
+
+
+def _signer(key: bytes | None, status: Authorship, blocks: int, names: dict[bytes, str],
+            pinned: tuple[bytes, ...]) -> Signer:
+    return Signer(key, status, blocks, names.get(key, "") if key else "",
+                  pinned if status is Authorship.CHANGED else ())
 
 
 def admit_pull(

@@ -13,7 +13,9 @@ workspace's ``trust.require`` accepts that signer. A good signature by a key not
 never an integrity problem.
 
 Reproducibility re-runs every transform; that needs the engine, so ``replay`` is a callable
-the transform layer passes in. Without it the report says so instead of claiming success.
+the transform layer passes in. Without it the report says so instead of claiming success. A
+block that does not reproduce still holds its author's bytes: it is a ``replay_problems``
+entry, never an integrity problem.
 """
 from __future__ import annotations
 
@@ -64,20 +66,23 @@ Replay = Callable[[Dataset, list[ChainBlock]], list[Problem]]
 class VerifyReport:
     dataset_id: str
     blocks: list[ChainBlock] = field(default_factory=list)  # oldest first, as far as readable
-    problems: list[Problem] = field(default_factory=list)  # integrity and replay, oldest block first
+    problems: list[Problem] = field(default_factory=list)  # integrity, oldest block first
     authors: list[BlockAuthor] = field(default_factory=list)  # like ``blocks``
     signers: list[Signer] = field(default_factory=list)
     policy: Policy = Policy.KNOWN
     authorship_problems: list[Problem] = field(default_factory=list)  # signers the policy refuses
     reproducibility: str = ""
+    replay_problems: list[Problem] = field(default_factory=list)  # blocks that did not reproduce
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.authorship_problems
+        return not self.problems and not self.authorship_problems and not self.replay_problems
 
     @property
     def first_problem(self) -> Problem | None:
-        problems = self.problems or self.authorship_problems
+        """The oldest integrity problem (the bytes are not the author's: nothing else can be
+        trusted), else the oldest block that did not reproduce, else the first refused signer."""
+        problems = self.problems or self.replay_problems or self.authorship_problems
         return problems[0] if problems else None
 
 
@@ -171,7 +176,7 @@ def verify_dataset(
         report.reproducibility = "not checked (engine replay unavailable)"
     else:
         mismatches = replay(ds, report.blocks)
-        report.problems = sorted([*report.problems, *mismatches], key=lambda p: age[p.block_hash])
+        report.replay_problems = sorted(mismatches, key=lambda p: age[p.block_hash])
         report.reproducibility = (
             "reproduced" if not mismatches else f"{len(mismatches)} block(s) did not reproduce"
         )

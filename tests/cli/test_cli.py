@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 import subprocess
+import time
 from decimal import ROUND_HALF_UP, Decimal
 
 import pyarrow as pa
@@ -75,6 +76,42 @@ def test_a_bad_manifest_names_file_and_path_and_writes_nothing(home):
     assert not Workspace.open(home).datasets()
 
 
+def _hostile(text: str) -> dict[str, tuple[str, str]]:
+    """Manifests made to exhaust the loader, from a good one: (text, what the error says)."""
+    bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10))
+    first_kind = text.splitlines().index("kind: DatasetSnapshot") + 1
+    return {
+        "alias bomb": (text + bomb, "values (an alias counts as the values it stands for)"),
+        "oversized": (text + "#" * (8 << 20), "larger than 4194304 bytes (4 MiB)"),
+        "deeply nested": (text + "x: " + "[" * 100_000, "nested more than 50 levels deep"),
+        "duplicate key": (text + "kind: DatasetSnapshot\n",
+                          f"duplicate key 'kind' (first on line {first_kind})"),
+        "over-long id": (text.replace(f"id: {ORDERS}", "id: " + "a" * 5000),
+                         "content.id: dataset id longer than 200 characters (5,000)"),
+    }
+
+
+@pytest.mark.parametrize("case", ["alias bomb", "oversized", "deeply nested", "duplicate key",
+                                  "over-long id"])
+def test_a_hostile_manifest_is_refused_in_one_line_within_a_second(home, case):
+    text, reason = _hostile((MANIFESTS / f"{ORDERS}.yaml").read_text())[case]
+    (home / "hostile.yaml").write_text(text)
+    started = time.monotonic()
+    proc = coord("add", "hostile.yaml", cwd=home, check=False)
+    took = time.monotonic() - started
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr[:500]
+    assert proc.stderr.startswith("coord: error: hostile.yaml: ") and reason in proc.stderr, proc.stderr
+    assert took < 1, f"took {took:.2f} s"
+    assert not Workspace.open(home).datasets()
+
+
+def test_an_over_long_dataset_id_argument_is_refused_naming_the_limit(home):
+    proc = coord("log", "a" * 5000, cwd=home, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("coord: error: dataset id longer than 200 characters (5,000): aaa")
+
+
 def test_debug_shows_the_traceback(home):
     proc = coord("--debug", "log", "org.example.missing", cwd=home, check=False)
     assert proc.returncode == 1 and "Traceback" in proc.stderr
@@ -94,7 +131,8 @@ def test_add_replace_appends_a_block_only_when_something_changed(home):
 def test_log_renders_yaml_with_the_signature_status(home):
     coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), cwd=home)
     out = coord("log", ORDERS, cwd=home).stdout
-    assert "# signed by a trusted key" in out and "kind: MetadataBlock" in out
+    own = Workspace.open(home).public_key.hex()
+    assert f"# signed by {own} (trusted: this workspace)\n" in out and "kind: MetadataBlock" in out
 
 
 def test_a_second_writer_exits_with_busy(home):

@@ -5,7 +5,7 @@ import json
 
 import pyarrow as pa
 
-from coordinator.cli.output import Output, count, short, write_records
+from coordinator.cli.output import Output, count, literal, markup_literal, short, write_records
 
 RECORDS = pa.table({"city": ["Oslo", None], "population": [709000, 291000]})
 
@@ -44,3 +44,38 @@ def test_errors_and_notes_go_to_stderr(capsys):
 def test_words():
     assert (short(bytes(range(16))), short(None)) == ("000102030405", "-")
     assert (count(1, "block"), count(2, "block"), count(0, "file")) == ("1 block", "2 blocks", "0 files")
+
+
+# --- someone else's data, shown as written ----------------------------------------------------
+
+HOSTILE = "[/oops] [red]x[/red] [link=https://e.x]y[/link] :smile: \x1b[31mESC\r\a\u202e"
+SHOWN = "[/oops] [red]x[/red] [link=https://e.x]y[/link] :smile: \\e[31mESC\\r\\a\\u202e"
+
+
+def test_literal_escapes_control_characters_and_keeps_lines_but_in_a_cell():
+    assert literal(HOSTILE) == SHOWN
+    assert literal("a\tb\nc\x00\x9b") == "a\tb\nc\\x00\\x9b"
+    assert literal("a\tb\nc", cell=True) == "a\\tb\\nc"
+
+
+def test_a_table_shows_markup_emoji_codes_and_control_characters_as_written(capsys):
+    Output("table").records(pa.table({HOSTILE: [HOSTILE]}))
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.strip() == SHOWN and row.strip() == SHOWN
+
+
+def test_lines_notes_columns_and_text_are_literal(capsys):
+    Output().line(HOSTILE)
+    Output().columns(("name",), [(HOSTILE + "\n",)])
+    Output().text(HOSTILE)
+    Output().note(HOSTILE)
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [SHOWN, "name", SHOWN + "\\n", SHOWN]
+    assert captured.err == SHOWN + "\n"
+
+
+def test_a_tree_takes_data_into_its_markup_literally(capsys):
+    from rich.tree import Tree
+
+    Output().rich(Tree(f"[bold]{markup_literal(HOSTILE)}[/bold]"))
+    assert capsys.readouterr().out == SHOWN + "\n"

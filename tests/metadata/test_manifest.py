@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from coordinator.metadata import objects
-from coordinator.metadata.manifest import ManifestError, load_manifest, load_manifests
+from coordinator.metadata.ids import MAX_ID_LENGTH
+from coordinator.metadata.manifest import MAX_MANIFEST, ManifestError, load_manifest, load_manifests
 from coordinator.metadata.timestamps import TimeInterval
-from coordinator.metadata.yaml_codec import render
+from coordinator.metadata.yaml_codec import MAX_DEPTH, MAX_VALUES, render
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manifests"
 
@@ -196,7 +197,7 @@ def test_wrong_api_version(tmp_path):
 def test_yaml_syntax_error_names_the_line(tmp_path):
     path = write(tmp_path, ORDERS.replace("order: byName", "order: byName: yes"))
     assert load_error(path) == (
-        f"{path}: line 10, column 20: invalid YAML: mapping values are not allowed here"
+        f"{path}: line 10, column 20: invalid YAML: mapping values are not allowed in this context"
     )
 
 
@@ -218,3 +219,61 @@ def test_empty_file(tmp_path):
 def test_missing_file(tmp_path):
     path = tmp_path / "absent.yaml"
     assert load_error(path) == f"{path}: No such file or directory"
+
+
+# --- hostile manifests: refused in one line, at once -------------------------------------------
+
+def nested_aliases(levels: int) -> str:
+    """An alias bomb: each level's list holds the previous one nine times (9**levels values)."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_where_it_passes_the_values_cap(tmp_path):
+    path = write(tmp_path, ORDERS + nested_aliases(9))
+    assert load_error(path) == (f"{path}: line 21, column 15: invalid YAML: more than "
+                                f"{MAX_VALUES:,} values (an alias counts as the values it stands for)")
+
+
+def test_an_alias_within_the_cap_is_expanded(tmp_path):
+    text = DAILY.replace(", com.example.customers]", ", &c com.example.customers]")
+    snapshot = load_manifest(write(tmp_path, text.replace("- id: com.example.customers", "- id: *c")))
+    assert snapshot.source.transform.temporal_tables[0].id == "com.example.customers"
+
+
+def test_an_alias_inside_its_own_anchor_is_refused(tmp_path):
+    path = write(tmp_path, ORDERS.replace("primaryKey: [order_id]", "primaryKey: &k [*k]"))
+    assert load_error(path) == f"{path}: line 16, column 23: invalid YAML: an alias inside its own anchor"
+
+
+def test_deep_nesting_is_refused_with_its_line(tmp_path):
+    path = write(tmp_path, ORDERS.replace("[order_id]", "[" * 1000 + "]" * 1000))
+    assert load_error(path) == (f"{path}: line 16, column {19 + MAX_DEPTH - 4}: invalid YAML: "
+                                f"nested more than {MAX_DEPTH} levels deep")
+
+
+def test_a_duplicate_key_is_refused_naming_both_lines(tmp_path):
+    path = write(tmp_path, ORDERS.replace("      order: byName\n", "      order: byName\n      path: x\n"))
+    assert load_error(path) == (f"{path}: line 11, column 7: invalid YAML: duplicate key 'path' "
+                                "(first on line 9)")
+
+
+def test_a_manifest_over_the_size_cap_is_refused_before_parsing(tmp_path):
+    path = write(tmp_path, ORDERS + "#" * MAX_MANIFEST)
+    assert load_error(path) == (f"{path}: larger than {MAX_MANIFEST} bytes (4 MiB): a manifest holds "
+                                "metadata; data belongs in the files it names")
+
+
+def test_a_manifest_that_is_not_utf8_names_the_byte(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(ORDERS.encode() + b"# caf\xe9\n")
+    assert load_error(path) == f"{path}: not UTF-8 text (byte {len(ORDERS) + 5})"
+
+
+def test_an_over_long_id_is_refused_naming_the_limit(tmp_path):
+    long_id = ".".join(["part"] * 1000)
+    path = write(tmp_path, ORDERS.replace("id: com.example.orders", f"id: {long_id}"))
+    assert load_error(path) == (f"{path}: content.id: dataset id longer than {MAX_ID_LENGTH} characters "
+                                f"({len(long_id):,}): {repr(long_id)[:57]}...")
+    assert load_manifest(write(tmp_path, ORDERS.replace("com.example.orders", "a" * MAX_ID_LENGTH)))

@@ -111,7 +111,7 @@ YAML_GARBAGE = {
               "aliases are not accepted"),
     "oversized": (b"---\n" + b"#" * MAX_BLOCK_MANIFEST, f"larger than {MAX_BLOCK_MANIFEST} bytes"),
     "not UTF-8": (b"apiVersion: 1\n\xff\xfe", "not UTF-8"),
-    "nested deeply": (b"kind: " + b"[" * 50_000, "nested too deeply"),
+    "nested deeply": (b"kind: " + b"[" * 50_000, "nested more than"),
     "another kind": (b"apiVersion: 1\nkind: DatasetSnapshot\ncontent: {}\n", "content"),
 }
 

@@ -13,7 +13,7 @@ from coordinator.metadata.ids import DatasetRef
 from coordinator.metadata.signing import SigningKey
 from coordinator.repository import pull_from_repository, push_dataset
 from coordinator.trust.authorship import Authorship, Policy
-from coordinator.workspace import Workspace
+from coordinator.workspace import Workspace, layout
 
 from ..support.cli import coord
 from .conftest import append_slices, make_root, snapshot, with_repo
@@ -75,6 +75,24 @@ def test_a_foreign_unknown_key_is_pinned_at_first_pull_with_a_warning(alice, bob
     as_json = json.loads(coord("trust", "list", "-o", "json", cwd=bob.root).stdout)
     assert as_json == {"require": "known", "trusted": [{"key": key(bob), "name": "this workspace"}],
                        "pinned": {DS: [key(alice)]}}
+
+
+def test_log_labels_each_block_by_its_signer_pinned_then_trusted(alice, bob):
+    coord("pull", f"shared/{DS}", cwd=bob.root)
+    shown = coord("log", DS, cwd=bob.root).stdout
+    assert shown.count(f"# signed by {key(alice)} (pinned for this dataset, not trusted)\n") == 3
+    assert "unknown" not in shown
+    blocks = json.loads(coord("log", DS, "-o", "json", cwd=bob.root).stdout)
+    assert {(b["signer"], b["authorship"]) for b in blocks} == {(key(alice), "pinned")}
+
+    coord("trust", "add", key(alice), "--name", "alice", cwd=bob.root)
+    assert coord("log", DS, cwd=bob.root).stdout.count(f"# signed by {key(alice)} (trusted: alice)\n") == 3
+
+
+def test_log_calls_a_key_unknown_only_on_a_dataset_with_no_pins(alice, bob):
+    coord("pull", f"shared/{DS}", cwd=bob.root)
+    (bob.meta / layout.cache_dir(DS, layout.SIGNERS)).unlink()  # pulled before pins were kept
+    assert coord("log", DS, cwd=bob.root).stdout.count(f"# signed by {key(alice)} (unknown key)\n") == 3
 
 
 def test_a_foreign_trusted_key_is_named_by_its_owner(alice, bob):

@@ -162,6 +162,6 @@ def test_verify_command_reports_and_fails(ws):
     flip_a_byte(ds.data_file(bad))
     failed = coord("verify", DS, cwd=ws.root, check=False)
     assert failed.returncode == 1
-    assert f"BAD {bad.hex()[:12]}" in failed.stdout
+    assert f"BAD  {bad.hex()[:12]}" in failed.stdout
     assert "reproducibility: not applicable" in failed.stdout
     assert f"first bad block {bad.hex()}: data/{bad.hex()}: physical hash differs" in failed.stderr

@@ -80,6 +80,8 @@ def test_the_chain_is_paged_newest_block_first(read_only):
     assert first["total"] == len(hashes) == 2
     assert [b["hash"] for b in first["blocks"] + second["blocks"]] == hashes
     assert "source" in second["blocks"][0]["block"]  # the oldest block defines the dataset
+    own = Workspace.open(read_only.home).public_key.hex()
+    assert {(b["signer"], b["authorship"]) for b in first["blocks"] + second["blocks"]} == {(own, "trusted")}
 
 
 def test_schema_lists_the_columns_of_the_data(read_only):

@@ -15,6 +15,7 @@ from coordinator.workspace import Workspace
 from ..support.cli import coord
 from ..support.tamper import flip_a_byte
 from .pipeline import HOURLY, LARGE, ORDERS, order_rows, write_manifests, write_orders_file
+from .test_verify_replay import forge_with_query
 
 
 @pytest.fixture
@@ -68,6 +69,21 @@ def test_verify_replays_the_derivative_and_it_reproduces(home):
         pull(home, "-r", LARGE)
     out = coord("verify", LARGE, cwd=home, fake_engine=True).stdout
     assert "reproducibility: reproduced" in out
+
+
+def test_a_block_that_does_not_reproduce_fails_reproducibility_not_integrity(home):
+    write_orders_file(home, "1.csv", order_rows(2))
+    pull(home, "-r", LARGE)
+    forged = "com.example.forged"
+    forge_with_query(Workspace.open(home), LARGE, forged,
+                     f"SELECT event_time, order_id, customer, amount FROM `{ORDERS}` WHERE amount > 20")
+    proc = coord("verify", forged, cwd=home, fake_engine=True, check=False)
+    assert proc.returncode == 1 and "first bad block" in proc.stderr
+    integrity, rest = proc.stdout.split("  integrity: ")[1].split("\n", 1)
+    assert integrity == "ok" and "FAILED" not in proc.stdout.split("  authorship: ")[0]
+    reproducibility = rest.split("  reproducibility: ")[1]
+    assert reproducibility.startswith("1 block(s) did not reproduce\n    problem: block ")
+    assert "DIFF " in proc.stdout and "BAD " not in proc.stdout
 
 
 def test_a_stateful_query_is_refused_in_one_line_and_nothing_is_committed(home):
