@@ -7,6 +7,8 @@ import os
 import httpx
 import pytest
 
+from coordinator.workspace import Workspace
+
 from ..support.cli import coord
 from .conftest import add_root, serving
 
@@ -80,3 +82,43 @@ def test_a_post_from_another_origin_is_refused(home):
     with serving(home, "--allow-writes") as served:
         r = served.post("/api/datasets/t.people/pull", headers={"Origin": "https://attacker.example"})
         assert r.status_code == 403
+
+
+@pytest.mark.parametrize("headers", [
+    {"Origin": "https://attacker.example"},
+    {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"},  # an <img src> sends no Origin
+    {"Sec-Fetch-Site": "same-site"},  # a page served on another port of this host
+])
+def test_a_query_from_a_page_of_another_origin_is_refused(home, headers):
+    add_root(home, "t.people", "people")
+    (home / "people" / "a.csv").write_text("id,name\n1,ann\n")
+    with serving(home) as served:
+        served.wait_for(lambda: served.dataset("t.people")["records"] == 1)
+        target = Workspace.open(home).dataset("t.people").data_files()[0]
+        before = target.read_bytes()
+        attack = f"EXPLAIN ANALYZE COPY (SELECT 42) TO '{target}' (FORMAT csv, USE_TMP_FILE false)"
+        for r in (served.get("/api/sql", params={"q": attack}, headers=headers),
+                  served.get("/api/sql", params={"q": "SELECT 1"}, headers=headers),
+                  served.get("/api/datasets/t.people", headers=headers)):
+            assert r.status_code == 403 and "is refused" in r.json()["error"], r.text
+        assert target.read_bytes() == before
+
+
+def test_the_services_own_pages_and_their_requests_are_answered(home):
+    add_root(home, "t.people", "people")
+    with serving(home) as served:
+        own = {"Origin": served.url, "Sec-Fetch-Site": "same-origin"}
+        linked = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}  # a link elsewhere
+        assert served.get("/", headers=linked).status_code == 200
+        assert served.get("/lineage/t.people", headers=linked).status_code == 200
+        answer = served.get("/api/sql", params={"q": "SELECT 42 AS n"}, headers=own).json()
+        assert answer["rows"] == [{"n": 42}]
+        assert served.get("/api/datasets", headers=own).status_code == 200
+
+
+def test_a_request_body_without_a_length_or_too_large_is_refused(home):
+    with serving(home) as served:
+        chunked = served.post("/api/sql", content=iter([b'{"q": "SELECT 1"}']))
+        assert chunked.status_code == 411
+        large = served.post("/api/sql", json={"q": "SELECT 1", "pad": "x" * (2 << 20)})
+        assert large.status_code == 413 and "at most" in large.json()["error"]
