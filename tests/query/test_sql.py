@@ -98,6 +98,18 @@ def test_slices_are_read_in_chain_order(home):
     assert ids[-10:] == list(range(300, 310)) and len(ids) == 310
 
 
+def test_a_column_added_later_is_null_in_the_older_slices(home):
+    (home / "cities.yaml").write_text(root_manifest(
+        CITIES, "cities.parquet", ["city STRING", "country STRING", "population BIGINT"], "city"))
+    coord("add", "--replace", "cities.yaml", cwd=home)
+    pq.write_table(pa.table({"city": ["Oslo", "Lima", "Kyiv"], "country": ["NO", "PE", "UA"],
+                             "population": [700_000, 10_000_000, 3_000_000]}), home / "cities.parquet")
+    coord("pull", CITIES, cwd=home)
+    assert sql_json(home, f'SELECT city, population FROM "{CITIES}"') == [
+        {"city": "Oslo", "population": None}, {"city": "Lima", "population": None},
+        {"city": "Kyiv", "population": 3_000_000}]
+
+
 def test_as_at_a_time_reads_only_the_blocks_committed_by_then(home):
     first = log(home, ORDERS)[0]
     pq.write_table(pa.Table.from_pandas(orders_frame(310), preserve_index=False), home / "orders.parquet")
