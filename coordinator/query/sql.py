@@ -135,8 +135,8 @@ def split_script(script: str) -> list[Statement]:
 
 
 def _explained_kind(text: str) -> str:
-    """The kind of the statement an ``EXPLAIN [ANALYZE | ANALYSE | (OPTIONS)]`` names
-    (``UNKNOWN`` if it cannot be told)."""
+    """The kind of the statement an ``EXPLAIN [ANALYZE | ANALYSE | (OPTIONS)]`` names;
+    ``UNKNOWN``, which is refused, if it cannot be told (``EXPLAIN (SELECT 1)`` is)."""
     import duckdb
 
     starts = [at for at, token in duckdb.tokenize(text) if token != duckdb.token_type.comment]

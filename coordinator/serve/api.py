@@ -10,12 +10,15 @@ Security (the invariants ``server.py`` sets up and the tests check):
   the cookie the page at ``/?token=TOKEN`` sets) or gets 401; the comparison is constant-time;
 - without one (loopback only), the ``Host`` header must name the loopback, so a web page
   cannot reach the API through DNS rebinding;
-- writes (``POST``) exist only with ``--allow-writes`` (else 403);
+- writes (a pull's ``POST``) exist only with ``--allow-writes`` (else 403); ``POST /api/sql``
+  only reads;
 - a browser request from another origin to the API (``/api/...``, GETs included: a query
   runs on a GET) or any write is refused (403), so a page the user opens cannot post a form
   to it or make it run a query (an ``<img>`` is enough to send a GET). The pages (``/``,
   ``/lineage/DS``, ``/docs``) stay open to links from anywhere; their own requests are
-  same-origin.
+  same-origin;
+- a request body must say its length (else 411), of at most ``MAX_BODY`` (else 413), so none is
+  read into memory unbounded; ``/api/sql`` runs each query bounded (``query/bounded.py``).
 """
 from __future__ import annotations
 
