@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -70,6 +71,10 @@ class FieldDirection(StrEnum):
 SQL_MAX_TEXT = 100_000  # characters of one query
 MAX_BODY = 1 << 20  # bytes of a request's body (a JSON query and its options)
 PROVENANCE_MAX_SECONDS = 600.0  # an engine start and a replay
+
+
+class TooManyQueries(Unavailable):
+    pass
 
 
 class SqlRequest(BaseModel):
@@ -180,6 +185,8 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
                                                                  downstream=True)))
 
     settings = ws.config().serve
+    # each query is a process holding up to a GB or so (Arrow's read-ahead, DuckDB's memory)
+    running = threading.BoundedSemaphore(settings.sql_concurrency)
 
     def answer_sql(request: SqlRequest) -> Response:
         from ..query.bounded import Bounds, bounded_query
@@ -190,8 +197,14 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
             raise Invalid(f"limit: at most {settings.sql_max_rows} rows (the service's serve.sqlMaxRows)")
         if seconds > settings.sql_timeout_s:
             raise Invalid(f"timeout_s: at most {settings.sql_timeout_s:g} (the service's serve.sqlTimeout)")
-        bounds = Bounds(limit, settings.sql_max_bytes, seconds)
-        return _ok(bounded_query(ws.root, request.q, bounds, request.as_at))
+        if not running.acquire(blocking=False):
+            raise TooManyQueries(f"{settings.sql_concurrency} queries are running (serve.sqlConcurrency); "
+                                 "try again when one has ended")
+        try:
+            return _ok(bounded_query(ws.root, request.q, Bounds(limit, settings.sql_max_bytes, seconds),
+                                     request.as_at))
+        finally:
+            running.release()
 
     @app.get("/api/sql", summary="One read-only query over the datasets (DuckDB SQL), bounded in "
                                  "time, rows and bytes")

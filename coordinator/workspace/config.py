@@ -87,6 +87,7 @@ class ServeConfig:
           sqlMaxRows: 10000     # GET /api/sql: rows one answer holds at most (its limit= up to this)
           sqlMaxBytes: 16MiB    #   the rows' JSON at most
           sqlTimeout: 30s       #   parse, plan and run at most (its timeout_s= up to this)
+          sqlConcurrency: 2     #   queries running at once (one more is answered 503)
           datasets:
             org.example.prices: {poll: 5s}                    # per root, overrides poll
             org.example.daily: {poll: {cron: "15 6 * * *"}}   # at 06:15 UTC every day
@@ -101,6 +102,7 @@ class ServeConfig:
     sql_max_rows: int = 10_000
     sql_max_bytes: int = 16 << 20
     sql_timeout_s: float = 30.0
+    sql_concurrency: int = 2
 
     def poll_of(self, dataset_id: str) -> Schedule:
         return self.poll_per_dataset.get(dataset_id, self.poll)
@@ -172,6 +174,7 @@ class Config:
                 "datasets": {d: {"poll": p.to_config()} for d, p in self.serve.poll_per_dataset.items()},
                 "sqlMaxRows": self.serve.sql_max_rows, "sqlMaxBytes": self.serve.sql_max_bytes,
                 "sqlTimeout": _seconds(self.serve.sql_timeout_s),
+                "sqlConcurrency": self.serve.sql_concurrency,
             }
         if self.ingest != IngestConfig():
             doc["ingest"] = {"maxSliceBytes": self.ingest.max_slice_bytes or "auto",
@@ -270,7 +273,7 @@ class Config:
 
 def _serve(section: dict, where: str) -> ServeConfig:
     _known(section, ("poll", "engineIdle", "retryMax", "datasets", "sqlMaxRows", "sqlMaxBytes",
-                     "sqlTimeout"), "serve.", where)
+                     "sqlTimeout", "sqlConcurrency"), "serve.", where)
     per_dataset = {}
     for dataset_id, value in _section(section.get("datasets"), "serve.datasets", where).items():
         key = f"serve.datasets.{dataset_id}.poll"
@@ -287,6 +290,8 @@ def _serve(section: dict, where: str) -> ServeConfig:
         sql_max_rows=_count(section.get("sqlMaxRows", default.sql_max_rows), "serve.sqlMaxRows", where),
         sql_max_bytes=_size(section.get("sqlMaxBytes", default.sql_max_bytes), "serve.sqlMaxBytes", where),
         sql_timeout_s=_duration(section.get("sqlTimeout", default.sql_timeout_s), "serve.sqlTimeout", where),
+        sql_concurrency=_count(section.get("sqlConcurrency", default.sql_concurrency), "serve.sqlConcurrency",
+                               where),
     )
 
 
