@@ -41,6 +41,7 @@ from ..workspace import Dataset, Workspace
 from ..workspace.catalog import find_block
 
 RECORD = "__odf_record"  # the engine's key of each record to explain
+BLOCK_TABLE, ROW_NUMBER = "_block", "_row_number"  # --where's table (no dataset id has a _)
 
 
 class ProvenanceError(Invalid):
@@ -154,14 +155,14 @@ def _choose(ws: Workspace, ds: Dataset, block_hash: bytes, table: pa.Table,
         return list(range(table.num_rows))
     from ..query.sql import SqlError, SqlSession, resolve_as_at, split_script
 
-    path = str(ds.data_file(block_hash)).replace("'", "''")
-    script = (f"SELECT file_row_number FROM read_parquet('{path}', file_row_number = true) "
-              f"WHERE {where}")
+    # the block's records with their row numbers, under a name no dataset has
+    numbered = table.append_column(ROW_NUMBER, pa.array(range(table.num_rows), pa.int64()))
+    script = f"SELECT {ROW_NUMBER} FROM {BLOCK_TABLE} WHERE {where}"
     try:
         statements = split_script(script)
         if len(statements) != 1:
             raise SqlError("--where must be one condition")
-        with SqlSession(ws, resolve_as_at(ws, block_hash.hex())) as session:
+        with SqlSession(ws, resolve_as_at(ws, block_hash.hex()), {BLOCK_TABLE: numbered}) as session:
             numbers = session.query(statements[0], script).column(0).to_pylist()
     except SqlError as e:
         raise ProvenanceError(f"--where {where!r}: {e}") from None

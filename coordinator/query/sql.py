@@ -11,23 +11,30 @@ Invariants:
   block, the dataset holding it is read up to that block and every other one as at its
   system time (the workspace as it stood when that block was committed).
 - A statement is run only if DuckDB parses it as a query (SELECT, WITH, VALUES, DESCRIBE,
-  SHOW, SUMMARIZE, EXPLAIN). The connection is then locked down before any of it runs:
-  file access is off except for the slices (``allowed_paths``), extensions are neither
-  installed nor loaded, and the configuration is locked, so ``read_csv('/etc/passwd')``,
-  ``COPY``, ``ATTACH`` or ``SET`` cannot reach the host whatever the statement says.
+  SHOW, SUMMARIZE, EXPLAIN of a query: the statement an EXPLAIN [ANALYZE] names is checked
+  as well, since EXPLAIN ANALYZE runs it).
+- DuckDB can reach no file at all, whatever the statement says: the slices are handed to it
+  as Arrow datasets (read by Arrow, lazily, batch by batch, so a dataset larger than memory
+  can be scanned), and the connection has external access off with no allowed path or
+  directory, no spill directory (a spill directory is writable by ``COPY``; a query needing
+  more memory than DuckDB's limit fails instead), no scan of Python variables, extensions
+  neither installed nor loaded, and the configuration locked. So ``read_csv('/etc/passwd')``,
+  ``COPY``, ``ATTACH`` or ``SET`` reach nothing, and no setting, plan or view names a slice.
+- Columns are united by name as ``read_parquet(union_by_name)`` does: a column a later slice
+  adds is null in the older ones; a type widened in a later slice (INT to BIGINT) is read as
+  the wider type.
 - A query may come from a stranger: it can compute anything from the datasets and nothing
   else. From the command line it has no time limit beyond the user's patience (Ctrl-C
-  interrupts it); ``query_limited`` (the HTTP API's) bounds its time and its rows.
+  interrupts it); ``bounded.py`` bounds the HTTP API's in time, rows and bytes.
 """
 from __future__ import annotations
 
 import re
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import Invalid
 from ..metadata.timestamps import format_timestamp, parse_timestamp
@@ -36,10 +43,13 @@ from ..workspace import Workspace
 from ..workspace.dataset import BlockNotFound
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow as pa
 
-# DuckDB statement kinds that only read (DESCRIBE, SHOW and SUMMARIZE parse as SELECT)
-READ_ONLY_KINDS = frozenset({"SELECT", "EXPLAIN"})
+# DuckDB statement kinds that only read (DESCRIBE, SHOW and SUMMARIZE parse as SELECT; an
+# EXPLAIN is allowed when the statement it explains is)
+READ_ONLY_KINDS = frozenset({"SELECT"})
+T = TypeVar("T")
 
 
 class SqlError(Invalid):
@@ -115,28 +125,54 @@ def split_script(script: str) -> list[Statement]:
         offset = _find(script, p.query, offset)
         kind = p.type.name
         statement = Statement(p.query, kind, offset)
-        if kind not in READ_ONLY_KINDS:
+        runs = _explained_kind(p.query) if kind == "EXPLAIN" else kind
+        if runs not in READ_ONLY_KINDS:
             line, column = _line_column(script, offset + len(p.query) - len(p.query.lstrip()))
-            raise SqlError(f"line {line}, column {column}: {kind} statements are not allowed: "
+            inside = " (inside EXPLAIN, which runs it)" if kind == "EXPLAIN" else ""
+            raise SqlError(f"line {line}, column {column}: {runs} statements are not allowed{inside}: "
                            "coord sql only reads (SELECT, WITH, VALUES, DESCRIBE, SHOW, EXPLAIN)")
         statements.append(statement)
         offset += len(p.query)
     return statements
 
 
-class SqlSession:
-    """A DuckDB connection holding the datasets as views, locked down (see the module doc)."""
+def _explained_kind(text: str) -> str:
+    """The kind of the statement an ``EXPLAIN [ANALYZE | ANALYSE | (OPTIONS)]`` names;
+    ``UNKNOWN``, which is refused, if it cannot be told (``EXPLAIN (SELECT 1)`` is)."""
+    import duckdb
 
-    def __init__(self, ws: Workspace, as_at: AsAt | None = None):
+    starts = [at for at, token in duckdb.tokenize(text) if token != duckdb.token_type.comment]
+    words = [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+    at, depth = 1, 0  # words[0] is EXPLAIN
+    while at < len(words) and (depth or words[at] == "(" or words[at].upper() in ("ANALYZE", "ANALYSE")):
+        depth += (words[at] == "(") - (words[at] == ")")
+        at += 1
+    try:
+        inner = duckdb.extract_statements(text[starts[at]:]) if at < len(words) else []
+    except duckdb.Error:
+        return "UNKNOWN"
+    if len(inner) != 1:
+        return "UNKNOWN"
+    kind = inner[0].type.name
+    return _explained_kind(inner[0].query) if kind == "EXPLAIN" else kind
+
+
+class SqlSession:
+    """A DuckDB connection holding the datasets as views, locked down (see the module doc).
+    ``extra``: more named in-memory tables a query may read (none of them a dataset's id)."""
+
+    def __init__(self, ws: Workspace, as_at: AsAt | None = None,
+                 extra: Mapping[str, pa.Table] | None = None):
         import duckdb
 
         self.as_at = as_at
         self.tables = slice_files(ws, as_at)
         self.empty = sorted({ds.id for ds in ws.datasets()} - self.tables.keys())
-        self._spill = tempfile.TemporaryDirectory(prefix="coord-sql-")
+        self._root = str(ws.root)
         self._con = duckdb.connect(config={
             "autoinstall_known_extensions": False, "autoload_known_extensions": False,
-            "temp_directory": self._spill.name,
+            "temp_directory": "",  # no spill directory: COPY could write into it
+            "python_enable_replacements": False,  # FROM a_python_variable would scan it
         })
         con = self._con
         con.execute("SET TimeZone = 'UTC'")
@@ -144,18 +180,24 @@ class SqlSession:
         # one (python -c, a notebook), which would mix it into our output
         con.execute("SET enable_progress_bar = false")
         for name, files in self.tables.items():
-            paths = ", ".join(_literal(str(f)) for f in files)
-            try:
-                con.execute(f"CREATE VIEW {_identifier(name)} AS "
-                            f"SELECT * FROM read_parquet([{paths}], union_by_name = true)")
-            except duckdb.Error as e:
-                raise SqlError(f"dataset {name}: its slices cannot be read ({explain_error(e, '')}); "
-                               f"run coord verify {name}") from None
-        allowed = ", ".join(_literal(str(f)) for files in self.tables.values() for f in files)
-        con.execute(f"SET allowed_paths = [{allowed}]")
-        con.execute(f"SET allowed_directories = [{_literal(self._spill.name)}]")
+            con.register(name, self._dataset(name, files))
+        for name, table in (extra or {}).items():
+            con.register(name, table)
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
+
+    def _dataset(self, name: str, files: list[Path]) -> Any:
+        """The slices as one lazy Arrow dataset, their columns united by name."""
+        import pyarrow as pa
+        import pyarrow.dataset as pds
+        import pyarrow.parquet as pq
+
+        try:
+            schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+            return pds.dataset([str(f) for f in files], schema=schema, format="parquet")
+        except (OSError, pa.ArrowException) as e:
+            raise SqlError(f"dataset {name}: its slices cannot be read ({self._hide_paths(str(e))}); "
+                           f"run coord verify {name}") from None
 
     def __enter__(self) -> SqlSession:
         return self
@@ -165,17 +207,31 @@ class SqlSession:
 
     def close(self) -> None:
         self._con.close()
-        self._spill.cleanup()
 
-    def query(self, statement: Statement, script: str, max_rows: int | None = None) -> pa.Table:
-        """Run one checked statement (its first ``max_rows`` rows only, if given); errors name
-        their place in ``script``."""
+    def query(self, statement: Statement, script: str) -> pa.Table:
+        """Run one checked statement; errors name their place in ``script``."""
+        return self._explained(lambda: self._relation(statement, script).to_arrow_table(),
+                               statement, script)
+
+    def batches(self, statement: Statement, script: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """One checked statement's columns, and its result batch by batch as it is computed."""
+        reader = self._explained(lambda: self._relation(statement, script).arrow(), statement, script)
+        return reader.schema, self._read(reader, statement, script)
+
+    def _read(self, reader: pa.RecordBatchReader, statement: Statement,
+              script: str) -> Iterator[pa.RecordBatch]:
         import duckdb
 
         try:
-            relation = self._con.sql(statement.text)
-            if max_rows is not None:
-                relation = relation.limit(max_rows)
+            yield from reader
+        except (duckdb.Error, OSError) as e:
+            raise SqlError(self._explain(e, statement, script)) from None
+
+    def _relation(self, statement: Statement, script: str) -> duckdb.DuckDBPyRelation:
+        import duckdb
+
+        try:
+            return self._con.sql(statement.text)
         except duckdb.Error as e:
             error: Exception = e
             try:  # the relational API drops the position; the same bind error again carries it
@@ -183,9 +239,13 @@ class SqlSession:
             except duckdb.Error as positioned:
                 error = positioned
             raise SqlError(self._explain(error, statement, script)) from None
+
+    def _explained(self, run: Callable[[], T], statement: Statement, script: str) -> T:
+        import duckdb
+
         try:
-            return relation.to_arrow_table()
-        except duckdb.Error as e:
+            return run()
+        except (duckdb.Error, OSError) as e:
             raise SqlError(self._explain(e, statement, script)) from None
 
     def run(self, script: str) -> Iterator[pa.Table]:
@@ -197,7 +257,7 @@ class SqlSession:
         self._con.interrupt()
 
     def _explain(self, e: Exception, statement: Statement, script: str) -> str:
-        text = explain_error(e, script, statement.offset)
+        text = self._hide_paths(explain_error(e, script, statement.offset))
         missing = re.search(r'Table with name "?([^"!]+?)"? does not exist', str(e))
         if missing:
             name = missing.group(1)
@@ -208,35 +268,13 @@ class SqlSession:
                 text += f' (a dataset is named with double quotes: FROM "{quoted}")'
         return text
 
+    def _hide_paths(self, message: str) -> str:
+        """Arrow names the slice it failed to read; where the workspace is is not the
+        query's business (an API client may be asking)."""
+        return message.replace(self._root, "<workspace>")
+
     def _when(self) -> str:
         return self.as_at.describe() if self.as_at else "yet"
-
-
-class QueryTimeout(SqlError):
-    pass
-
-
-def query_limited(ws: Workspace, text: str, *, max_rows: int, seconds: float,
-                  as_at: str | None = None) -> tuple[pa.Table, bool]:
-    """One query's first ``max_rows`` rows, and whether there were more; interrupted (and
-    refused) after ``seconds``."""
-    import threading
-
-    statements = split_script(text)
-    if len(statements) != 1:
-        raise SqlError(f"give exactly one query, not {len(statements)}")
-    with SqlSession(ws, resolve_as_at(ws, as_at) if as_at else None) as session:
-        timer = threading.Timer(seconds, session.interrupt)
-        timer.start()
-        try:
-            table = session.query(statements[0], text, max_rows + 1)
-        except SqlError:
-            if not timer.is_alive():
-                raise QueryTimeout(f"the query ran longer than {seconds:g} s and was stopped") from None
-            raise
-        finally:
-            timer.cancel()
-    return table.slice(0, max_rows), table.num_rows > max_rows
 
 
 def explain_error(e: Exception, script: str, offset: int = 0) -> str:
@@ -269,11 +307,3 @@ def _find(script: str, text: str, start: int) -> int:
 def _line_column(script: str, offset: int) -> tuple[int, int]:
     before = script[:offset]
     return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

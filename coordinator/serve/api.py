@@ -13,8 +13,15 @@ Security (the invariants ``server.py`` sets up and the tests check):
   the cookie the page at ``/?token=TOKEN`` sets) or gets 401; the comparison is constant-time;
 - without one (loopback only), the ``Host`` header must name the loopback, so a web page
   cannot reach the API through DNS rebinding;
-- writes (``POST``) exist only with ``--allow-writes`` (else 403), and a browser request from
-  another origin is refused (403), so another site cannot post a form to it.
+- writes (a pull's ``POST``) exist only with ``--allow-writes`` (else 403); ``POST /api/sql``
+  only reads;
+- a browser request from another origin to the API (``/api/...``, GETs included: a query
+  runs on a GET) or any write is refused (403), so a page the user opens cannot post a form
+  to it or make it run a query (an ``<img>`` is enough to send a GET). The pages (``/``,
+  ``/lineage/DS``, ``/docs``) stay open to links from anywhere; their own requests are
+  same-origin;
+- a request body must say its length (else 411), of at most ``MAX_BODY`` (else 413), so none is
+  read into memory unbounded; ``/api/sql`` runs each query bounded (``query/bounded.py``).
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import asyncio
 import hmac
 import json
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -32,7 +40,7 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..errors import Conflict, CoordError, Invalid, NotFound, Unavailable, category
 from ..metadata.ids import validate_dataset_id
@@ -65,9 +73,24 @@ class FieldDirection(StrEnum):
     forward = "forward"
 
 
-SQL_MAX_ROWS = 10_000
-SQL_MAX_SECONDS = 30.0
+SQL_MAX_TEXT = 100_000  # characters of one query
+MAX_BODY = 1 << 20  # bytes of a request's body (a JSON query and its options)
 PROVENANCE_MAX_SECONDS = 600.0  # an engine start and a replay
+
+
+class TooManyQueries(Unavailable):
+    pass
+
+
+class SqlRequest(BaseModel):
+    """One read-only query (DuckDB SQL) and how much of its answer to give."""
+
+    q: str = Field(..., min_length=1, max_length=SQL_MAX_TEXT)
+    limit: int | None = Field(None, ge=1, description="rows at most (default 1000, up to serve.sqlMaxRows)")
+    timeout_s: float | None = Field(None, gt=0, description="seconds at most, parsing included "
+                                                            "(default 10, up to serve.sqlTimeout)")
+    as_at: str | None = Field(None, max_length=100,
+                              description="RFC 3339 system time, or a block hash prefix")
 
 
 @dataclass(frozen=True)
@@ -173,17 +196,36 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         return HTMLResponse(render_lineage_page(lineage_document(ws, ds.id, upstream=True,
                                                                  downstream=True)))
 
-    @app.get("/api/sql", summary="One read-only query over the datasets (DuckDB SQL), time and rows bounded")
-    def sql(q: str = Query(..., min_length=1, max_length=100_000),
-            limit: int = Query(1000, ge=1, le=SQL_MAX_ROWS),
-            timeout_s: float = Query(10.0, gt=0, le=SQL_MAX_SECONDS),
-            as_at: str | None = Query(None, max_length=100)) -> dict:
-        from ..query.sql import query_limited
-        from ..query.tail import json_value
+    settings = ws.config().serve
+    # each query is a process holding up to a GB or so (Arrow's read-ahead, DuckDB's memory)
+    running = threading.BoundedSemaphore(settings.sql_concurrency)
 
-        table, truncated = query_limited(ws, q, max_rows=limit, seconds=timeout_s, as_at=as_at)
-        rows = json.loads(json.dumps(table.to_pylist(), default=json_value))
-        return {"columns": table.column_names, "rows": rows, "truncated": truncated}
+    def answer_sql(request: SqlRequest) -> Response:
+        from ..query.bounded import Bounds, bounded_query
+
+        limit = min(1000, settings.sql_max_rows) if request.limit is None else request.limit
+        seconds = min(10.0, settings.sql_timeout_s) if request.timeout_s is None else request.timeout_s
+        if limit > settings.sql_max_rows:
+            raise Invalid(f"limit: at most {settings.sql_max_rows} rows (the service's serve.sqlMaxRows)")
+        if seconds > settings.sql_timeout_s:
+            raise Invalid(f"timeout_s: at most {settings.sql_timeout_s:g} (the service's serve.sqlTimeout)")
+        if not running.acquire(blocking=False):
+            raise TooManyQueries(f"{settings.sql_concurrency} queries are running (serve.sqlConcurrency); "
+                                 "try again when one has ended")
+        try:
+            return _ok(bounded_query(ws.root, request.q, Bounds(limit, settings.sql_max_bytes, seconds),
+                                     request.as_at))
+        finally:
+            running.release()
+
+    @app.get("/api/sql", summary="One read-only query over the datasets (DuckDB SQL), bounded in "
+                                 "time, rows and bytes")
+    def sql(request: Annotated[SqlRequest, Query()]) -> Response:
+        return answer_sql(request)
+
+    @app.post("/api/sql", summary="The same, the query in a JSON body (for one too long for a URL)")
+    def sql_posted(request: SqlRequest) -> Response:
+        return answer_sql(request)
 
     @app.get("/api/graph", summary="The whole workspace's dependency graph")
     async def graph() -> Response:
@@ -347,10 +389,30 @@ class _Guard:
                 response.headers["www-authenticate"] = "Bearer"
                 return response
         if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
-            origin = headers.get("origin")
-            if origin is not None and _netloc(origin) != headers.get("host"):
-                return _error(403, f"requests from {origin[:200]} may not write here")
+            length = headers.get("content-length", "")
+            if not length.isdigit():
+                return _error(411, "a request with a body must give its Content-Length")
+            if int(length) > MAX_BODY:
+                return _error(413, f"a request's body may hold {MAX_BODY} bytes at most")
+        if scope["path"].startswith("/api/") or scope["method"] not in ("GET", "HEAD", "OPTIONS"):
+            sender = _other_site(headers)
+            if sender is not None:
+                return _error(403, f"a request from {sender} is refused: the API answers this "
+                                   "service's own pages and programs, not other web pages")
         return None
+
+
+def _other_site(headers: dict[str, str]) -> str | None:
+    """Who sent a browser request from a page of another origin, if one did: its ``Origin``
+    (sent on fetches and form posts), else ``Sec-Fetch-Site`` (sent on every request, even
+    an image's, by current browsers; "same-site" is another port or subdomain)."""
+    origin = headers.get("origin")
+    if origin is not None and _netloc(origin) != headers.get("host"):
+        return origin[:200]
+    site = headers.get("sec-fetch-site")
+    if site in ("cross-site", "same-site"):
+        return f"a page of another {'site' if site == 'cross-site' else 'origin'}"
+    return None
 
 
 def _netloc(url: str) -> str | None:

@@ -84,6 +84,10 @@ class ServeConfig:
                                 # also watched, so a dropped file is ingested at once)
           engineIdle: 60s       # the warm engine stops after this long without work
           retryMax: 5m          # a failing dataset is retried after 1 s, 2 s, 4 s ... up to this
+          sqlMaxRows: 10000     # GET /api/sql: rows one answer holds at most (its limit= up to this)
+          sqlMaxBytes: 16MiB    #   the rows' JSON at most
+          sqlTimeout: 30s       #   parse, plan and run at most (its timeout_s= up to this)
+          sqlConcurrency: 2     #   queries running at once (one more is answered 503)
           datasets:
             org.example.prices: {poll: 5s}                    # per root, overrides poll
             org.example.daily: {poll: {cron: "15 6 * * *"}}   # at 06:15 UTC every day
@@ -95,6 +99,10 @@ class ServeConfig:
     engine_idle_s: float = 60.0
     retry_max_s: float = 300.0
     poll_per_dataset: Mapping[str, Schedule] = field(default_factory=lambda: MappingProxyType({}))
+    sql_max_rows: int = 10_000
+    sql_max_bytes: int = 16 << 20
+    sql_timeout_s: float = 30.0
+    sql_concurrency: int = 2
 
     def poll_of(self, dataset_id: str) -> Schedule:
         return self.poll_per_dataset.get(dataset_id, self.poll)
@@ -164,6 +172,9 @@ class Config:
                 "poll": self.serve.poll.to_config(), "engineIdle": _seconds(self.serve.engine_idle_s),
                 "retryMax": _seconds(self.serve.retry_max_s),
                 "datasets": {d: {"poll": p.to_config()} for d, p in self.serve.poll_per_dataset.items()},
+                "sqlMaxRows": self.serve.sql_max_rows, "sqlMaxBytes": self.serve.sql_max_bytes,
+                "sqlTimeout": _seconds(self.serve.sql_timeout_s),
+                "sqlConcurrency": self.serve.sql_concurrency,
             }
         if self.ingest != IngestConfig():
             doc["ingest"] = {"maxSliceBytes": self.ingest.max_slice_bytes or "auto",
@@ -261,7 +272,8 @@ class Config:
 
 
 def _serve(section: dict, where: str) -> ServeConfig:
-    _known(section, ("poll", "engineIdle", "retryMax", "datasets"), "serve.", where)
+    _known(section, ("poll", "engineIdle", "retryMax", "datasets", "sqlMaxRows", "sqlMaxBytes",
+                     "sqlTimeout", "sqlConcurrency"), "serve.", where)
     per_dataset = {}
     for dataset_id, value in _section(section.get("datasets"), "serve.datasets", where).items():
         key = f"serve.datasets.{dataset_id}.poll"
@@ -275,6 +287,11 @@ def _serve(section: dict, where: str) -> ServeConfig:
         engine_idle_s=_duration(section.get("engineIdle", default.engine_idle_s), "serve.engineIdle", where),
         retry_max_s=_duration(section.get("retryMax", default.retry_max_s), "serve.retryMax", where),
         poll_per_dataset=MappingProxyType(per_dataset),
+        sql_max_rows=_count(section.get("sqlMaxRows", default.sql_max_rows), "serve.sqlMaxRows", where),
+        sql_max_bytes=_size(section.get("sqlMaxBytes", default.sql_max_bytes), "serve.sqlMaxBytes", where),
+        sql_timeout_s=_duration(section.get("sqlTimeout", default.sql_timeout_s), "serve.sqlTimeout", where),
+        sql_concurrency=_count(section.get("sqlConcurrency", default.sql_concurrency), "serve.sqlConcurrency",
+                               where),
     )
 
 
@@ -319,6 +336,12 @@ def _duration(value: object, key: str, where: str) -> float:
         raise ConfigError(f"{where}: {key}: expected a positive duration such as 30s, 500ms or 5m "
                           f"(got {value!r})")
     return seconds
+
+
+def _count(value: object, key: str, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{where}: {key}: expected a whole number of at least 1 (got {value!r})")
+    return value
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B)?\s*$", re.I)

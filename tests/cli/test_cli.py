@@ -473,6 +473,16 @@ def test_config_set_changes_the_engine_runtime_and_refuses_unknown_ones(home):
     assert coord("config", "get", "engine.runtime", cwd=home).stdout.strip() == "sandbox"
 
 
+def test_the_bounds_of_a_served_query_are_settings_checked_when_set(home):
+    coord("config", "set", "serve.sqlMaxBytes", "4MiB", cwd=home)
+    coord("config", "set", "serve.sqlTimeout", "5s", cwd=home)
+    assert coord("config", "get", "serve.sqlMaxBytes", cwd=home).stdout.strip() == str(4 << 20)
+    assert coord("config", "get", "serve.sqlTimeout", cwd=home).stdout.strip() == "5s"
+    proc = coord("config", "set", "serve.sqlMaxRows", "0", cwd=home, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert "serve.sqlMaxRows: expected a whole number of at least 1 (got 0)" in proc.stderr
+
+
 def test_a_remote_spark_master_needs_network_to_be_allowed_explicitly(home):
     proc = coord("config", "set", "engine.sparkMaster", "spark://127.0.0.1:7077", cwd=home, check=False)
     assert proc.returncode == 1 and "engine.allowNetwork" in proc.stderr

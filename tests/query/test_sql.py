@@ -99,6 +99,18 @@ def test_slices_are_read_in_chain_order(home):
     assert ids[-10:] == list(range(300, 310)) and len(ids) == 310
 
 
+def test_a_column_added_later_is_null_in_the_older_slices(home):
+    (home / "cities.yaml").write_text(root_manifest(
+        CITIES, "cities.parquet", ["city STRING", "country STRING", "population BIGINT"], "city"))
+    coord("add", "--replace", "cities.yaml", cwd=home)
+    pq.write_table(pa.table({"city": ["Oslo", "Lima", "Kyiv"], "country": ["NO", "PE", "UA"],
+                             "population": [700_000, 10_000_000, 3_000_000]}), home / "cities.parquet")
+    coord("pull", CITIES, cwd=home)
+    assert sql_json(home, f'SELECT city, population FROM "{CITIES}"') == [
+        {"city": "Oslo", "population": None}, {"city": "Lima", "population": None},
+        {"city": "Kyiv", "population": 3_000_000}]
+
+
 def test_as_at_a_time_reads_only_the_blocks_committed_by_then(home):
     first = log(home, ORDERS)[0]
     pq.write_table(pa.Table.from_pandas(orders_frame(310), preserve_index=False), home / "orders.parquet")
@@ -232,3 +244,64 @@ def test_a_changed_slice_is_refused_naming_the_dataset_and_the_file(home):
     assert error.startswith(f"coord: error: dataset {ORDERS}: refusing to read {path}: "
                             "physical hash differs from the block's")
     assert f"run coord verify {ORDERS}" in error
+
+
+def slice_of(home, dataset: str):
+    return Workspace.open(home).dataset(dataset).data_files()[0]
+
+
+@pytest.mark.parametrize("template", [
+    "EXPLAIN ANALYZE COPY (SELECT 42) TO '{path}' (FORMAT csv, USE_TMP_FILE false)",
+    "/* a note */ explain analyse COPY (SELECT 42) TO '{path}' (FORMAT csv)",
+    "EXPLAIN (ANALYZE, FORMAT json) COPY (SELECT 42) TO '{path}' (FORMAT csv)",
+    "EXPLAIN ANALYZE CREATE TABLE t AS SELECT 42",
+])
+def test_an_explain_of_a_statement_that_is_not_a_query_is_refused_and_the_slice_is_unchanged(home, template):
+    """EXPLAIN ANALYZE runs the statement it explains: that statement is checked too."""
+    target = slice_of(home, ORDERS)
+    before = target.read_bytes()
+    error = refused(home, "-c", template.format(path=target))
+    assert "line 1, column 1:" in error and "statements are not allowed (inside EXPLAIN" in error
+    assert target.read_bytes() == before
+    assert sql_json(home, f'SELECT count(*) AS n FROM "{ORDERS}"') == [{"n": 300}]
+
+
+def test_an_explain_of_a_query_still_shows_its_plan(home):
+    query = f'EXPLAIN ANALYZE SELECT count(*) FROM "{ORDERS}"'
+    plan = coord("sql", "-o", "csv", "-c", query, cwd=home).stdout
+    assert "ARROW_SCAN" in plan
+
+
+def test_the_session_itself_can_write_no_file_even_when_asked_by_a_copy(home, tmp_path_factory):
+    """The second wall: a COPY that got past the statement check still reaches no file, neither
+    a slice nor any other place (there is no spill directory either)."""
+    from coordinator.query.sql import SqlError, SqlSession, Statement
+
+    target, elsewhere = slice_of(home, ORDERS), tmp_path_factory.mktemp("elsewhere") / "out.csv"
+    before = target.read_bytes()
+    with SqlSession(Workspace.open(home)) as session:
+        for path in (target, elsewhere):
+            text = f"COPY (SELECT 42) TO '{path}' (FORMAT csv, USE_TMP_FILE false)"
+            with pytest.raises(SqlError, match="Permission Error"):
+                session.query(Statement(text, "COPY", 0), text)
+    assert target.read_bytes() == before and not elsewhere.exists()
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT current_setting('allowed_paths') AS v, current_setting('allowed_directories') AS d",
+    "SELECT name, value FROM duckdb_settings()",
+    "SELECT sql FROM duckdb_views()",
+    f'EXPLAIN SELECT * FROM "{ORDERS}" WHERE amount > 3',
+    f'EXPLAIN ANALYZE SELECT * FROM "{ORDERS}" WHERE amount > 3',
+])
+def test_no_setting_view_or_plan_names_where_the_slices_are(home, query):
+    answer = coord("sql", "-o", "json", "-c", query, cwd=home).stdout
+    assert str(home) not in answer and ".parquet" not in answer and "/data/" not in answer
+
+
+def test_a_slice_that_cannot_be_read_is_named_without_the_workspace_path(home):
+    target = slice_of(home, ORDERS)
+    target.write_bytes(target.read_bytes()[:-100])
+    error = refused(home, "-c", f'SELECT count(*) FROM "{ORDERS}"')
+    assert f"dataset {ORDERS}: its slices cannot be read" in error and f"coord verify {ORDERS}" in error
+    assert str(home) not in error

@@ -3,6 +3,7 @@ page. One implementation with the CLI (``coord lineage --field -o json``, ``coor
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -15,6 +16,7 @@ from ..support.tamper import flip_a_byte
 from .conftest import Served, add_derivative, add_root, drop_csv, init_workspace, serving
 
 PEOPLE, EMPTY, NAMES, INITIALS = "t.people", "t.empty", "t.names", "t.initials"
+SQL_MAX_BYTES = 1 << 20
 
 
 def record(home, dataset: str, lineage: FieldLineage) -> None:
@@ -25,7 +27,9 @@ def record(home, dataset: str, lineage: FieldLineage) -> None:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> Served:
-    home = init_workspace(tmp_path_factory.mktemp("ws"))
+    home = init_workspace(tmp_path_factory.mktemp("ws"),
+                          f"serve: {{poll: 1h, retryMax: 1s, sqlMaxBytes: {SQL_MAX_BYTES}, "
+                          "sqlConcurrency: 1}\n")
     add_root(home, PEOPLE, "people")
     add_root(home, EMPTY, "empty")
     add_derivative(home, NAMES, [EMPTY], "SELECT event_time, upper(name) AS name FROM `t.empty`")
@@ -63,18 +67,93 @@ def test_an_unknown_column_is_a_404_naming_the_known_ones(served):
 
 def test_sql_answers_a_query_over_the_datasets(served):
     r = served.get("/api/sql", params={"q": 'SELECT count(*) AS n, max(name) AS last FROM "t.people"'})
-    assert r.json() == {"columns": ["n", "last"], "rows": [{"n": 3, "last": "cid"}], "truncated": False}
+    assert r.json() == {"columns": ["n", "last"], "rows": [{"n": 3, "last": "cid"}], "truncated": False,
+                        "truncatedBy": None}
+
+
+def test_sql_posted_as_json_answers_as_the_get_does(served):
+    query = {"q": 'SELECT id FROM "t.people" ORDER BY id', "limit": 2}
+    assert served.post("/api/sql", json=query).json() == served.get("/api/sql", params=query).json()
 
 
 def test_sql_returns_at_most_limit_rows_and_says_so(served):
     r = served.get("/api/sql", params={"q": 'SELECT id FROM "t.people" ORDER BY id', "limit": 2}).json()
-    assert (r["rows"], r["truncated"]) == ([{"id": 1}, {"id": 2}], True)
+    assert (r["rows"], r["truncated"], r["truncatedBy"]) == ([{"id": 1}, {"id": 2}], True, "limit")
+
+
+def test_sql_asking_for_more_rows_or_time_than_the_service_gives_is_a_400(served):
+    for asked, setting in (({"limit": 10_001}, "serve.sqlMaxRows"), ({"timeout_s": 31}, "serve.sqlTimeout")):
+        r = served.get("/api/sql", params={"q": "SELECT 1", **asked})
+        assert r.status_code == 400 and setting in r.json()["error"]
 
 
 def test_sql_that_runs_too_long_is_stopped_with_a_400(served):
     slow = "SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b"
     r = served.get("/api/sql", params={"q": slow, "timeout_s": 0.5})
     assert r.status_code == 400 and "longer than 0.5 s" in r.json()["error"]
+
+
+def test_sql_answers_at_most_max_bytes_cut_at_a_whole_row_and_says_so(served):
+    r = served.get("/api/sql", params={"q": "SELECT i, repeat('x', 1000) AS s FROM range(5000) t(i)",
+                                       "limit": 10_000})
+    answer = r.json()
+    assert (answer["truncated"], answer["truncatedBy"]) == (True, "maxBytes")
+    assert SQL_MAX_BYTES - 1100 < len(r.content) < SQL_MAX_BYTES + 200
+    assert [row["i"] for row in answer["rows"]] == list(range(len(answer["rows"])))
+    assert all(row["s"] == "x" * 1000 for row in answer["rows"])
+
+
+def test_sql_that_is_slow_to_plan_is_stopped_within_its_time_limit(served):
+    """DuckDB plans this 99 KB UNION ALL for 4 s (12 s on a busy machine) and does not see an
+    interrupt meanwhile: the limit counts from parsing on, and the query's process is killed."""
+    many = "SELECT 1 UNION ALL " * 5200 + "SELECT 1"
+    served.get("/api/sql", params={"q": "SELECT 1"})  # the fork server started
+    began = time.monotonic()
+    r = served.post("/api/sql", json={"q": many, "timeout_s": 1})
+    took = time.monotonic() - began
+    assert r.status_code == 400 and "longer than 1 s" in r.json()["error"]
+    assert took < 1 + 1.5, took
+
+
+def test_sql_still_answers_after_a_query_was_stopped(served):
+    served.post("/api/sql", json={"q": "SELECT 1 UNION ALL " * 5200 + "SELECT 1", "timeout_s": 0.5})
+    assert served.get("/api/sql", params={"q": "SELECT 42 AS n"}).json()["rows"] == [{"n": 42}]
+
+
+def test_a_query_beyond_the_services_concurrency_is_a_503(served):
+    from concurrent.futures import ThreadPoolExecutor
+
+    slow = {"q": "SELECT 1 UNION ALL " * 5200 + "SELECT 1", "timeout_s": 1}
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(served.post, "/api/sql", json=slow)
+        while True:  # until the first holds the one place
+            r = served.get("/api/sql", params={"q": "SELECT 1"})
+            if r.status_code == 503 or first.done():
+                break
+        assert r.status_code == 503 and "1 queries are running (serve.sqlConcurrency)" in r.json()["error"]
+        assert first.result().status_code == 400
+    assert served.get("/api/sql", params={"q": "SELECT 1"}).status_code == 200
+
+
+def test_an_explain_analyze_of_a_copy_onto_a_slice_is_refused_and_the_slice_unchanged(served):
+    """The attack of a read-only service: EXPLAIN ANALYZE runs the COPY it explains."""
+    target = Workspace.open(served.home).dataset(PEOPLE).data_files()[0]
+    before = target.read_bytes()
+    attack = f"EXPLAIN ANALYZE COPY (SELECT 42) TO '{target}' (FORMAT csv, USE_TMP_FILE false)"
+    r = served.get("/api/sql", params={"q": attack})
+    assert r.status_code == 400 and "COPY statements are not allowed" in r.json()["error"]
+    assert target.read_bytes() == before
+    assert served.get("/api/sql", params={"q": 'SELECT count(*) AS n FROM "t.people"'}).json()["rows"] == [
+        {"n": 3}]
+
+
+def test_sql_names_no_path_of_the_workspace(served):
+    query = ("SELECT current_setting('allowed_paths') AS p, current_setting('allowed_directories') AS d, "
+             "current_setting('temp_directory') AS t")
+    r = served.get("/api/sql", params={"q": query})
+    assert r.json()["rows"] == [{"p": [], "d": [], "t": ""}]
+    plan = served.get("/api/sql", params={"q": 'EXPLAIN SELECT name FROM "t.people"'}).text
+    assert str(served.home) not in plan and "ARROW_SCAN" in plan
 
 
 @pytest.mark.parametrize("query, message", [

@@ -1,0 +1,124 @@
+"""One query for the HTTP API (``GET /api/sql``), bounded in time, rows and bytes.
+
+Invariants:
+- The query runs in a process of its own, forked from a server that has DuckDB and Arrow
+  imported (a few milliseconds a query); the time limit counts from that process's start, so
+  parsing, planning and running are all inside it, and at the limit the process is killed:
+  DuckDB does not look at an interrupt while it plans, and a 100 KB ``UNION ALL`` plans for
+  seconds. Nothing is lost with it: the query wrote nothing.
+- The answer is JSON built in that process row by row, and stops at ``max_rows`` rows or
+  before the rows' JSON would pass ``max_bytes``; ``truncatedBy`` says which (``limit`` or
+  ``maxBytes``), ``truncated`` whether rows were left out. The server holds no more than one
+  bounded answer per query.
+- A refusal keeps its category (a bad query is ``Invalid``, an unknown block ``NotFound``);
+  a process that ends without an answer (out of memory, a crash) is ``Unavailable``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import CoordError, Unavailable
+from ..workspace import Workspace
+from .sql import SqlError, SqlSession, resolve_as_at, split_script
+
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkServerContext
+
+# what the fork server imports once, so that a query's process starts at once
+PRELOAD = ["duckdb", "pyarrow", "pyarrow.dataset", "pyarrow.parquet", "coordinator.query.bounded"]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    max_rows: int
+    max_bytes: int  # of the rows' JSON
+    seconds: float
+
+
+class QueryTimeout(SqlError):
+    pass
+
+
+class QueryDied(Unavailable):
+    pass
+
+
+def bounded_query(root: Path, text: str, bounds: Bounds, as_at: str | None = None) -> bytes:
+    """The JSON answer to one query over the workspace at ``root``:
+    ``{"columns", "rows", "truncated", "truncatedBy"}``."""
+    context = _context()
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_answer, args=(send, root, text, bounds, as_at), daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(bounds.seconds):
+            raise QueryTimeout(f"the query ran longer than {bounds.seconds:g} s and was stopped")
+        try:
+            outcome = receive.recv()
+        except EOFError:
+            child.join()
+            raise QueryDied(f"the query's process ended without an answer (exit code {child.exitcode}); "
+                            "it may have run out of memory") from None
+    finally:
+        child.kill()
+        child.join()
+        receive.close()
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def _context() -> ForkServerContext:
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
+def _answer(send: Connection, root: Path, text: str, bounds: Bounds, as_at: str | None) -> None:
+    """In the query's process: the answer, or the refusal, sent whole."""
+    import traceback
+
+    try:
+        ws = Workspace.open(root)
+        outcome: bytes | BaseException = answer_json(ws, text, bounds, as_at)
+    except CoordError as e:
+        outcome = e
+    except Exception:  # a bug: its traceback goes to the service's log as the server's own
+        outcome = RuntimeError(traceback.format_exc())
+    send.send(outcome)
+    send.close()
+
+
+def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None) -> bytes:
+    from .tail import json_value
+
+    statements = split_script(text)
+    if len(statements) != 1:
+        raise SqlError(f"give exactly one query, not {len(statements)}")
+    rows: list[str] = []
+    size, truncated_by = 0, None
+    with SqlSession(ws, resolve_as_at(ws, as_at) if as_at else None) as session:
+        schema, batches = session.batches(statements[0], text)
+        for batch in batches:
+            for row in batch.to_pylist():
+                encoded = json.dumps(row, default=json_value)
+                if len(rows) == bounds.max_rows:
+                    truncated_by = "limit"
+                elif size + len(encoded) + 2 > bounds.max_bytes:
+                    truncated_by = "maxBytes"
+                if truncated_by:
+                    break
+                rows.append(encoded)
+                size += len(encoded) + 2  # and its ", "
+            if truncated_by:
+                break
+    head = json.dumps({"columns": schema.names})[:-1]
+    tail = json.dumps({"truncated": truncated_by is not None, "truncatedBy": truncated_by})[1:]
+    return f'{head}, "rows": [{", ".join(rows)}], {tail}'.encode()
