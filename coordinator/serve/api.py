@@ -102,7 +102,7 @@ class Access:
 def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Access) -> Asgi:
     app = FastAPI(title="coord serve", version="1",
                   description="Datasets of one workspace: status, chains, records, lineage, commits.")
-    _errors(app)
+    _errors(app, str(ws.root))
     answers = Answers(ws, service)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -310,12 +310,16 @@ def status_of(error: CoordError) -> int:
     return STATUS_OF[category(error)]
 
 
-def _errors(app: FastAPI) -> None:
-    """Every failure as JSON: a ``CoordError`` with its category's status, a bare 500 (ours)."""
+def _errors(app: FastAPI, root: str) -> None:
+    """Every failure as JSON: a ``CoordError`` with its category's status, a bare 500 (ours).
+    Where the workspace lies is not a client's business: its folder is named ``<workspace>``."""
+
+    def hidden(message: str) -> str:
+        return message.replace(root, "<workspace>")
 
     @app.exception_handler(CoordError)
     async def refused(request: Request, exc: CoordError) -> JSONResponse:
-        return _error(status_of(exc), str(exc))
+        return _error(status_of(exc), hidden(str(exc)))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -331,7 +335,7 @@ def _errors(app: FastAPI) -> None:
         # the traceback to the service's log, never to the client
         print(f"coord serve: {request.method} {request.url.path}: {message}", file=sys.stderr, flush=True)
         traceback.print_exception(exc)
-        return _error(500, message)
+        return _error(500, hidden(message))
 
 
 def _internal_error(exc: BaseException) -> str:
