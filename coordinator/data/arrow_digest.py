@@ -45,6 +45,10 @@ _FILE_BATCH_ROWS = 1 << 17
 
 _NULL = b"\x00"  # what every null element contributes, whatever its type
 _NO_DATA = np.empty(0, np.uint8)
+# Bodies are laid out in a padded grid (one row per element) when the grid is at most this
+# many times the size of the stream (measured: 3x faster than Arrow's join for equal widths,
+# even for nearly equal ones, slower for widely varying ones).
+_GRID_SLACK = 1.5
 
 
 class UnsupportedTypeError(Invalid, TypeError):
@@ -336,20 +340,15 @@ def _encode(arr: pa.Array, valid: np.ndarray | None, offsets: bool
             data[~valid] = 0
         return data, (np.arange(n + 1) if offsets else None)
     if pa.types.is_fixed_size_binary(t):
-        bodies = pa.Array.from_buffers(pa.binary(t.byte_width), n, [None, arr.buffers()[1]],
-                                       offset=arr.offset).cast(pa.large_binary())
-        return _length_prefixed(np.full(n, t.byte_width, np.uint64), bodies, valid, offsets)
+        size = t.byte_width
+        ends = (np.arange(n + 1, dtype=np.int64) + arr.offset) * size
+        return _length_prefixed(np.diff(ends), ends, _bytes(arr.buffers()[1]), valid, offsets)
     if _is_binary_like(t) or _is_string_like(t):
         if pa.types.is_binary_view(t) or pa.types.is_string_view(t):
             arr = arr.cast(pa.large_binary())
-        else:
-            arr = arr.view(pa.large_binary() if pa.types.is_large_string(t)
-                           or pa.types.is_large_binary(t) else pa.binary())
+        # The bodies as stored: a slot that counts as valid is hashed whatever its own validity.
         ends = _value_offsets(arr)
-        # The bodies without validity: a slot that counts as valid is hashed as stored.
-        bodies = pa.Array.from_buffers(arr.type, n, [None, *arr.buffers()[1:]],
-                                       offset=arr.offset).cast(pa.large_binary())
-        return _length_prefixed(np.diff(ends).astype(np.uint64), bodies, valid, offsets)
+        return _length_prefixed(np.diff(ends), ends, _bytes(arr.buffers()[2]), valid, offsets)
     if _is_list_like(t):
         return _encode_list(arr, valid, offsets)
     raise UnsupportedTypeError(f"type {t} has no arrow-digest V0 encoding")
@@ -384,26 +383,63 @@ def _with_null_markers(raw: np.ndarray, valid: np.ndarray, offsets: bool
 
 
 def _value_offsets(arr: pa.Array) -> np.ndarray:
-    """A binary or list array's n + 1 offsets (absolute positions in its child or data)."""
-    width = np.int64 if (pa.types.is_large_binary(arr.type) or pa.types.is_large_list(arr.type)) \
-        else np.int32
-    return np.frombuffer(arr.buffers()[1], width)[arr.offset:arr.offset + len(arr) + 1] \
-        .astype(np.int64)
+    """A binary, string or list array's n + 1 offsets (positions in its data or child)."""
+    t = arr.type
+    large = pa.types.is_large_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_list(t)
+    return np.frombuffer(arr.buffers()[1], np.int64 if large else np.int32)[
+        arr.offset:arr.offset + len(arr) + 1].astype(np.int64)
 
 
-def _length_prefixed(lengths: np.ndarray, bodies: pa.Array, valid: np.ndarray | None,
-                     offsets: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """Each valid element as its length (u64 little-endian) then its body bytes; each null one
-    as the null marker. ``bodies`` is a large binary array of the element bodies."""
+def _bytes(buffer: pa.Buffer | None) -> np.ndarray:
+    return _NO_DATA if buffer is None else np.frombuffer(buffer, np.uint8)
+
+
+def _length_prefixed(lengths: np.ndarray, ends: np.ndarray, data: np.ndarray,
+                     valid: np.ndarray | None, offsets: bool
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each valid element as its length (u64 little-endian: bytes, or items for a list) then
+    its body, ``data[ends[i]:ends[i + 1]]``; each null one as the null marker."""
+    sizes = np.diff(ends)
+    longest = int(sizes.max())
+    if len(sizes) * (8 + longest) <= _GRID_SLACK * (8 * len(sizes) + int(ends[-1] - ends[0])):
+        return _short_prefixed(lengths, ends, longest, data, valid, offsets)
     n = len(lengths)
+    bodies = pa.Array.from_buffers(pa.large_binary(), n,
+                                   [None, pa.py_buffer(ends), pa.py_buffer(data)])
     prefixes = pa.Array.from_buffers(
         pa.binary(8), n, [_bitmap(valid), pa.py_buffer(lengths.astype("<u8"))]
     ).cast(pa.large_binary())
     joined = pc.binary_join_element_wise(prefixes, bodies, pa.scalar(b"", pa.large_binary()))
     joined = pc.fill_null(joined, pa.scalar(_NULL, pa.large_binary()))
-    ends = np.frombuffer(joined.buffers()[1], np.int64)[joined.offset:joined.offset + n + 1]
-    data = np.frombuffer(joined.buffers()[2], np.uint8)[ends[0]:ends[-1]]
-    return data, (ends - ends[0] if offsets else None)
+    out_ends = _value_offsets(joined)
+    out = np.frombuffer(joined.buffers()[2], np.uint8)[out_ends[0]:out_ends[-1]]
+    return out, (out_ends - out_ends[0] if offsets else None)
+
+
+def _short_prefixed(lengths: np.ndarray, ends: np.ndarray, longest: int, data: np.ndarray,
+                    valid: np.ndarray | None, offsets: bool
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``_length_prefixed`` for short bodies: one row of 8 + ``longest`` bytes per element,
+    filled and read back in row order up to each element's own width. The bodies tile
+    ``data[ends[0]:ends[-1]]`` in order, so they fill the grid with one masked copy."""
+    n = len(lengths)
+    sizes = np.diff(ends)
+    grid = np.empty((n, 8 + longest), np.uint8)
+    grid[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
+    bodies = data[ends[0]:ends[-1]]
+    uniform = bool((sizes == longest).all())
+    if uniform:
+        grid[:, 8:] = bodies.reshape(n, longest)
+    else:
+        grid[:, 8:][np.arange(longest) < sizes[:, None]] = bodies
+    widths = sizes + 8
+    if valid is not None:
+        widths[~valid] = 1
+        grid[~valid, 0] = 0
+    out_ends = np.concatenate([[0], np.cumsum(widths)]) if offsets else None
+    if uniform and valid is None:
+        return grid.reshape(-1), out_ends
+    return grid[np.arange(8 + longest) < widths[:, None]], out_ends
 
 
 def _encode_list(arr: pa.Array, valid: np.ndarray | None, offsets: bool
@@ -420,10 +456,5 @@ def _encode_list(arr: pa.Array, valid: np.ndarray | None, offsets: bool
     items = arr.values.slice(first, last - first)
     item_data, item_ends = _encode(items, _own_validity(items), offsets=True)
     assert item_ends is not None
-    item_data = np.asarray(item_data)
-    bodies = pa.Array.from_buffers(
-        pa.large_binary(), n,
-        [None, pa.py_buffer(item_ends[ends - first].astype(np.int64)), pa.py_buffer(item_data)],
-    )
-    return _length_prefixed(np.diff(ends).astype(np.uint64), bodies, valid, offsets)
+    return _length_prefixed(np.diff(ends), item_ends[ends - first], item_data, valid, offsets)
 

@@ -279,6 +279,7 @@ SCALARS = {
     "bool": (pa.bool_(), st.booleans()),
     "str": (pa.string(), st.text(max_size=6)),
     "lstr": (pa.large_string(), st.text(max_size=6)),
+    "text": (pa.string(), st.text(max_size=40)),  # long enough for both layouts
     "bin": (pa.binary(), st.binary(max_size=6)),
     "fbin": (pa.binary(3), st.binary(min_size=3, max_size=3)),
     "date32": (pa.date32(), st.dates()),
