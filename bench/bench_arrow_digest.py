@@ -13,6 +13,7 @@ import hashlib
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -50,8 +51,9 @@ def make_table(rows: int, seed: int = 7) -> pa.Table:
 
 
 def digest(table: pa.Table, threads: int) -> bytes:
-    d = RecordDigest(table.schema, threads)
-    d.update(table)
+    with ThreadPoolExecutor(threads) as pool:
+        d = RecordDigest(table.schema, pool if threads > 1 else None)
+        d.update(table)
     return d.finish()
 
 

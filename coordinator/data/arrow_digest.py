@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,19 +161,18 @@ class _Leaf:
 class RecordDigest:
     """Incremental ``RecordDigestV0<Sha3_256>`` over record batches of one schema.
 
-    ``update`` the batches in row order, then ``finish`` once. With ``threads`` > 1 the leaf
-    columns of a batch are encoded and hashed in parallel.
+    ``update`` the batches in row order, then ``finish`` once. Given a thread ``pool``, the
+    leaf columns of each batch are encoded and hashed in parallel in it.
     """
 
-    def __init__(self, schema: pa.Schema, threads: int = 1):
+    def __init__(self, schema: pa.Schema, pool: Executor | None = None):
         self.schema = schema
+        self._pool = pool
         self._header = hashlib.sha3_256()
         self._leaves: list[_Leaf] = []
         self._walk(list(schema), (), "", 0)
         self._hashers = [hashlib.sha3_256(type_header(leaf.type, leaf.name))
                          for leaf in self._leaves]
-        self._pool = ThreadPoolExecutor(threads) if threads > 1 and len(self._leaves) > 1 \
-            else None
 
     def _walk(self, fields: list[pa.Field], path: tuple[int, ...], prefix: str,
               level: int) -> None:
@@ -191,13 +190,14 @@ class RecordDigest:
     def update(self, data: pa.RecordBatch | pa.Table) -> None:
         """Hash the next rows (a batch, or a table's batches in order)."""
         if data.schema.names != self.schema.names or data.schema.types != self.schema.types:
-            raise Invalid(f"data with schema {data.schema} does not match the digest's schema "
-                          f"{self.schema}; hash each schema with its own digest")
+            raise Invalid(f"data with columns {_columns(data.schema)} does not match the "
+                          f"digest's columns {_columns(self.schema)}; hash each schema with its "
+                          "own digest")
         batches = data.to_batches() if isinstance(data, pa.Table) else [data]
         for batch in batches:
             jobs = [(h, _leaf_array(batch, leaf))
                     for h, leaf in zip(self._hashers, self._leaves, strict=True)]
-            if self._pool is None:
+            if self._pool is None or len(jobs) < 2:
                 for h, (arr, parent) in jobs:
                     _hash_column(h, arr, parent)
             else:
@@ -208,11 +208,13 @@ class RecordDigest:
 
     def finish(self) -> bytes:
         """The 32-byte digest: SHA3-256 of the field headers and then every leaf's digest."""
-        if self._pool is not None:
-            self._pool.shutdown()
         for h in self._hashers:
             self._header.update(h.digest())
         return self._header.digest()
+
+
+def _columns(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
 
 
 def record_digest(data: pa.RecordBatch | pa.Table) -> bytes:
@@ -236,9 +238,9 @@ def file_digest(path: str | os.PathLike, threads: int | None = None) -> bytes:
     """``RecordDigestV0<Sha3_256>`` of a Parquet file's rows, read batch by batch, its columns
     hashed in parallel threads while the next batch is read."""
     f = parquet_reader(path)
-    digest = RecordDigest(f.schema_arrow, threads or os.cpu_count() or 1)
     batches = iter(f.iter_batches(batch_size=_FILE_BATCH_ROWS, use_threads=False))
-    with ThreadPoolExecutor(1) as reader:
+    with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(threads or os.cpu_count()) as pool:
+        digest = RecordDigest(f.schema_arrow, pool)
         ahead = reader.submit(next, batches, None)
         while (batch := ahead.result()) is not None:
             ahead = reader.submit(next, batches, None)
