@@ -107,7 +107,7 @@ def oracle_value(arr: pa.Array, i: int) -> bytes:
     if pa.types.is_temporal(t):
         stored = arr.view(pa.int32() if t.bit_width == 32 else pa.int64())[i].as_py()
         return stored.to_bytes(t.bit_width // 8, "little", signed=True)
-    if pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         items = arr[i].values  # its length, then its items by their own nulls
         return u64(len(items)) + oracle_elements(items, own_valid(items))
     v = arr[i].as_py()
@@ -315,15 +315,22 @@ def tables(draw) -> pa.Table:
     for k, name in enumerate(names):
         t, item = column(name, draw(st.booleans()))
         arr = pa.array(draw(st.lists(item, min_size=rows, max_size=rows)), t)
-        shape = draw(st.sampled_from(["plain", "dict", "list", "fixed_list", "struct"]))
+        shape = draw(st.sampled_from(["plain", "dict", "list", "large_list", "fixed_list",
+                                      "list_of_lists", "struct"]))
         if shape == "dict" and not pa.types.is_boolean(t):
             arr = arr.dictionary_encode()
-        elif shape in ("list", "fixed_list"):
+        elif shape in ("list", "large_list", "fixed_list"):
             size = 2 if shape == "fixed_list" else None
             lists = [draw(st.one_of(st.none(), st.lists(item, min_size=size or 0,
                                                          max_size=size or 3)))
                      for _ in range(rows)]
-            arr = pa.array(lists, pa.list_(t, size or -1))
+            arr = pa.array(lists, pa.large_list(t) if shape == "large_list"
+                           else pa.list_(t, size or -1))
+        elif shape == "list_of_lists":
+            inner_lists = st.one_of(st.none(), st.lists(item, max_size=2))
+            lists = [draw(st.one_of(st.none(), st.lists(inner_lists, max_size=2)))
+                     for _ in range(rows)]
+            arr = pa.array(lists, pa.list_(pa.list_(t)))
         elif shape == "struct":
             outer = draw(st.lists(st.booleans(), min_size=rows, max_size=rows))
             inner = draw(st.lists(st.booleans(), min_size=rows, max_size=rows))
