@@ -4,8 +4,9 @@
 Invariants:
 
 - The digest is a function of the column names, nesting, types and the values in row order:
-  how the rows are cut into batches, chunks and slices (array offsets) does not change it;
-  reordering rows does. Dictionary columns hash as their decoded values.
+  how the rows are cut into batches, chunks and slices (array offsets) does not change it
+  (but for the reference's one corner case of nested struct nulls, schemas/ARROW-DIGEST.md
+  "Nulls"); reordering rows does. Dictionary columns hash as their decoded values.
 - Each leaf column feeds its own SHA3-256 with one byte stream: its type header, then every
   element's encoding. Python loops over columns, batches and nesting levels, never over rows:
   the stream of a chunk is built whole with numpy and Arrow compute, then handed to hashlib
@@ -38,7 +39,6 @@ __all__ = [
 
 # ODF's private-use multicodec for arrow-digest V0 over SHA3-256.
 MULTICODEC = 0x300016
-_DIGEST_SIZE = 32
 # Rows per batch when a Parquet file is streamed (kamu reads 10,000; any size gives the same
 # digest, larger batches mean fewer, bigger hashlib updates).
 _FILE_BATCH_ROWS = 1 << 17
@@ -281,15 +281,13 @@ def _own_validity(arr: pa.Array) -> np.ndarray | None:
 
 
 def _combine(parent: np.ndarray | None, own: np.ndarray | None) -> np.ndarray | None:
-    parent_has = parent is not None and not parent.all()
-    own_has = own is not None  # an own validity always has nulls
+    """What a child hands on: ``own`` (an array's validity) always has a null; ``parent`` may
+    be an all-valid result of an OR above, which the reference counts as having none."""
     if parent is None:
         return own
-    if own is None:
-        return parent if parent_has else None
-    if parent_has and own_has:
-        return parent | own
-    return None
+    if parent.all():
+        return None
+    return parent if own is None else parent | own
 
 
 def _leaf_array(batch: pa.RecordBatch, leaf: _Leaf) -> tuple[pa.Array, np.ndarray | None]:
@@ -372,16 +370,25 @@ def _bits(arr: pa.Array) -> np.ndarray:
 def _with_null_markers(raw: np.ndarray, valid: np.ndarray, offsets: bool
                        ) -> tuple[np.ndarray, np.ndarray | None]:
     """Fixed-width elements, each null one replaced by the one-byte null marker."""
-    width = raw.shape[1]
     grid = raw.copy()
     grid[~valid, 0] = 0
-    keep = np.broadcast_to(valid[:, None], grid.shape).copy()
-    keep[:, 0] = True
-    data = grid[keep]  # row-major: element by element
-    if not offsets:
-        return data, None
-    sizes = np.where(valid, width, 1)
-    return data, np.concatenate([[0], np.cumsum(sizes)])
+    widths = np.where(valid, raw.shape[1], 1)
+    return _read_rows(grid, widths), (_ends(widths) if offsets else None)
+
+
+def _read_rows(grid: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """The first ``widths[i]`` bytes of every row ``i`` of ``grid``, row after row. Only the
+    rows narrower than the grid get a per-byte mask (nulls, short values: the few)."""
+    narrow = np.flatnonzero(widths != grid.shape[1])
+    if not len(narrow):
+        return grid.reshape(-1)
+    keep = np.ones(grid.shape, bool)
+    keep[narrow] = np.arange(grid.shape[1]) < widths[narrow, None]
+    return grid[keep]
+
+
+def _ends(widths: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(widths)])
 
 
 def _value_offsets(arr: pa.Array) -> np.ndarray:
@@ -429,19 +436,18 @@ def _short_prefixed(lengths: np.ndarray, ends: np.ndarray, longest: int, data: n
     grid = np.empty((n, 8 + longest), np.uint8)
     grid[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
     bodies = data[ends[0]:ends[-1]]
-    uniform = bool((sizes == longest).all())
-    if uniform:
+    short = np.flatnonzero(sizes != longest)
+    if not len(short):
         grid[:, 8:] = bodies.reshape(n, longest)
     else:
-        grid[:, 8:][np.arange(longest) < sizes[:, None]] = bodies
+        fill = np.ones((n, longest), bool)
+        fill[short] = np.arange(longest) < sizes[short, None]
+        grid[:, 8:][fill] = bodies
     widths = sizes + 8
     if valid is not None:
         widths[~valid] = 1
         grid[~valid, 0] = 0
-    out_ends = np.concatenate([[0], np.cumsum(widths)]) if offsets else None
-    if uniform and valid is None:
-        return grid.reshape(-1), out_ends
-    return grid[np.arange(8 + longest) < widths[:, None]], out_ends
+    return _read_rows(grid, widths), (_ends(widths) if offsets else None)
 
 
 def _encode_list(arr: pa.Array, valid: np.ndarray | None, offsets: bool
