@@ -43,6 +43,10 @@ MULTICODEC = 0x300016
 # digest, larger batches mean fewer, bigger hashlib updates).
 _FILE_BATCH_ROWS = 1 << 17
 
+# Rows encoded at a time: bounds the intermediate arrays to a few MB per column, which also
+# keeps them in cache (measured: a 4M-row batch hashed about 10% faster so than whole).
+_SLICE_ROWS = 1 << 16
+
 _NULL = b"\x00"  # what every null element contributes, whatever its type
 _NO_DATA = np.empty(0, np.uint8)
 # Bodies are laid out in a padded grid (one row per element) when the grid is at most this
@@ -316,8 +320,13 @@ def _bitmap(valid: np.ndarray | None) -> pa.Buffer | None:
 
 
 def _hash_column(h, arr: pa.Array, parent: np.ndarray | None) -> None:
-    data, _ = _encode(arr, _combine(parent, _own_validity(arr)), offsets=False)
-    h.update(data)
+    """Feed a leaf array's elements to its hasher, a slice at a time. The validity is settled
+    for the whole array first: the reference asks "any nulls?" per batch, not per slice."""
+    valid = _combine(parent, _own_validity(arr))
+    for start in range(0, len(arr), _SLICE_ROWS):
+        part = None if valid is None else valid[start:start + _SLICE_ROWS]
+        data, _ = _encode(arr.slice(start, _SLICE_ROWS), part, offsets=False)
+        h.update(data)
 
 
 def _encode(arr: pa.Array, valid: np.ndarray | None, offsets: bool

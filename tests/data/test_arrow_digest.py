@@ -379,6 +379,20 @@ def test_batching_and_slicing_do_not_change_the_digest():
         assert d.finish() == whole
 
 
+def test_a_batch_longer_than_a_slice_keeps_the_batch_null_rule():
+    """Long batches are encoded a slice at a time (64K rows), but whether a struct level has
+    nulls is asked of the whole batch: here the inner struct's nulls are all in the first
+    slice, the outer's all in the second, so for the batch they OR to all valid and hide the
+    leaf's nulls; a slice on its own would not hide them."""
+    rows, cut = 70_000, 1 << 16
+    i = np.arange(rows)
+    leaf = pa.array(i, mask=(i < cut) & (i % 4 == 0))
+    inner = pa.StructArray.from_arrays([leaf], ["v"], mask=pa.array((i < cut) & (i % 4 == 0)))
+    outer = pa.StructArray.from_arrays([inner], ["s"], mask=pa.array((i >= cut) & (i % 2 == 1)))
+    table = pa.table({"o": outer})
+    assert record_digest(table) == oracle_digest(table.schema, table.to_batches())
+
+
 def test_dictionary_columns_hash_as_their_values():
     plain = pa.table({"city": ["Oslo", None, "Lima", "Oslo"]})
     encoded = pa.table({"city": plain["city"].dictionary_encode()})
