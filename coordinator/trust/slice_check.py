@@ -8,14 +8,9 @@ a flipped byte would otherwise be computed with silently (only ``coord verify`` 
 - The check is ``verify``'s (``check_data_file``): the file's SHA3-256 against the block's
   ``physical_hash`` and its record count against the footer's; a slice recorded without a
   physical hash (written by another tool) is checked by its logical hash.
-- It runs once per file state. A file found good is remembered in
-  ``.coord/cache/<id>/checked-slices.json`` under its block, with its identity and state
-  (path, device, inode, size, mtime_ns, ctime_ns) and the hash it matched; while these stay
-  the same the file is not read again. Rewriting a file in place changes its mtime and
-  ctime, and replacing it changes its inode and ctime (``touch -d`` cannot set ctime back),
-  so either is checked again.
-- The cache is only a shortcut: written atomically, a lost, unreadable or garbled one means
-  the files are checked again and the file is rewritten; a failed write costs nothing more.
+- It runs once per file state: a file found good, or installed by a commit (which wrote or
+  checked exactly those bytes), is remembered with its state (``workspace/slice_cache.py``);
+  while that stays the same the file is not read again.
 - A refused file raises ``ChangedSlice``, a ``Conflict``: the request is right, the state of
   the workspace refuses it until the file is restored (it is not the request that is
   ``Invalid``); ``coord serve`` answers 409.
@@ -25,7 +20,6 @@ path after), or changed within one timestamp tick of the check keeping size and 
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,8 +27,8 @@ from pathlib import Path
 
 from ..errors import Conflict
 from ..metadata.objects import DatasetVocabulary, DataSlice, MetadataBlock
-from ..workspace import Dataset, layout
-from ..workspace.fsutil import atomic_write
+from ..workspace import Dataset
+from ..workspace.slice_cache import SliceCache, file_state
 
 
 class ChangedSlice(Conflict):
@@ -51,7 +45,7 @@ def checked_slices(ds: Dataset, blocks: Iterable[tuple[bytes, MetadataBlock]]) -
 def checked_slice_files(ds: Dataset, slices: Iterable[tuple[bytes, DataSlice]]) -> list[Path]:
     """``checked_slices`` for callers holding (block hash, the slice it records) pairs."""
     wanted = list(slices)
-    cache = _Cache(ds.ws.meta / layout.cache_dir(ds.id, layout.CHECKED_SLICES))
+    cache = SliceCache(ds)
     todo = [(h, s) for h, s in wanted if not cache.holds(ds.data_file(h), h, s)]
     if todo:
         # imported only now: it brings Arrow's Parquet and compute modules, which a read whose
@@ -63,9 +57,9 @@ def checked_slice_files(ds: Dataset, slices: Iterable[tuple[bytes, DataSlice]]) 
         def check(item: tuple[bytes, DataSlice]) -> str | None:
             h, expected = item
             path = ds.data_file(h)
-            before = _state(path)
+            before = file_state(path)
             reason = check_data_file(path, expected, vocab)
-            if reason is None and before is not None and before == _state(path):
+            if reason is None and before is not None and before == file_state(path):
                 cache.add(h, before, expected)
             return reason
 
@@ -78,46 +72,3 @@ def checked_slice_files(ds: Dataset, slices: Iterable[tuple[bytes, DataSlice]]) 
                 raise ChangedSlice(f"dataset {ds.id}: refusing to read {ds.data_file(h)}: {reason}; "
                                    f"run coord verify {ds.id} to check the whole dataset")
     return [ds.data_file(h) for h, _ in wanted]
-
-
-def _state(path: Path) -> list | None:
-    """The file's identity and state, as remembered: None when it cannot be seen."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
-def _expected(s: DataSlice) -> str:
-    """The hash a file is checked against: the physical one, else the logical one."""
-    return s.physical_hash.hex() if s.physical_hash is not None else f"logical:{s.hash.hex()}"
-
-
-class _Cache:
-    """The files found good: ``{block hex: [path, dev, ino, size, mtime_ns, ctime_ns, expected]}``."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.changed = False
-        try:
-            entries = json.loads(path.read_bytes())
-        except (OSError, ValueError):  # none yet, or garbled: replaced at the next save
-            entries = {}
-        self.entries: dict[str, list] = entries if isinstance(entries, dict) else {}
-
-    def holds(self, path: Path, h: bytes, s: DataSlice) -> bool:
-        state = _state(path)
-        return state is not None and self.entries.get(h.hex()) == [*state, _expected(s)]
-
-    def add(self, h: bytes, state: list, s: DataSlice) -> None:
-        self.entries[h.hex()] = [*state, _expected(s)]  # one key per thread: no lock needed
-        self.changed = True
-
-    def save(self) -> None:
-        if not self.changed:
-            return
-        try:
-            atomic_write(self.path, json.dumps(self.entries).encode())
-        except OSError:
-            pass  # a read-only workspace: the next command checks the files again

@@ -31,6 +31,7 @@ from . import layout
 from .crash import crash_point
 from .fsutil import TMP_PREFIX, atomic_write, install, remove
 from .lock import DatasetLock
+from .slice_cache import remember_installed
 from .source_state import SourceState
 from .state import DatasetState
 
@@ -185,6 +186,10 @@ class DatasetWriter:
 
     def _publish(self, expected: bytes | None, new: list[ChainBlock], *, fetch_state: bool) -> None:
         self.move_head(expected, new[-1].hash)
+        # their bytes were hashed as they were made, or checked as they were fetched: the first
+        # read after this commit need not hash them again (trust/slice_check.py)
+        remember_installed(self.ds, [(cb.hash, cb.block.output_slice) for cb in new
+                                     if cb.block.output_slice is not None])
         for cb in new:
             self._state = (self._state.appended(cb, fetch_state=fetch_state) if self._state is not None
                            else DatasetState.build(self.ds.id, [cb], frozenset([cb.hash]) if fetch_state
