@@ -209,21 +209,30 @@ class SqlSession:
         self._con.close()
 
     def query(self, statement: Statement, script: str) -> pa.Table:
-        """Run one checked statement; errors name their place in ``script``."""
-        return self._explained(lambda: self._relation(statement, script).to_arrow_table(),
-                               statement, script)
+        """Run one checked statement; errors name their place in ``script``. Columns named
+        alike get distinct names (``unique_names``)."""
+        table = self._explained(lambda: self._relation(statement, script).to_arrow_table(),
+                                statement, script)
+        return table.rename_columns(unique_names(table.column_names))
 
     def batches(self, statement: Statement, script: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-        """One checked statement's columns, and its result batch by batch as it is computed."""
-        reader = self._explained(lambda: self._relation(statement, script).arrow(), statement, script)
-        return reader.schema, self._read(reader, statement, script)
+        """One checked statement's columns (named as by ``query``), and its result batch by
+        batch as it is computed."""
+        import pyarrow as pa
 
-    def _read(self, reader: pa.RecordBatchReader, statement: Statement,
+        reader = self._explained(lambda: self._relation(statement, script).arrow(), statement, script)
+        names = unique_names(reader.schema.names)
+        schema = pa.schema([f.with_name(n) for f, n in zip(reader.schema, names, strict=True)])
+        return schema, self._read(reader, schema, statement, script)
+
+    def _read(self, reader: pa.RecordBatchReader, schema: pa.Schema, statement: Statement,
               script: str) -> Iterator[pa.RecordBatch]:
         import duckdb
+        import pyarrow as pa
 
         try:
-            yield from reader
+            for batch in reader:
+                yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
         except (duckdb.Error, OSError) as e:
             raise SqlError(self._explain(e, statement, script)) from None
 
@@ -275,6 +284,21 @@ class SqlSession:
 
     def _when(self) -> str:
         return self.as_at.describe() if self.as_at else "yet"
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """``names`` with each repeat suffixed ``_2``, ``_3``, ... (a name no other column has):
+    ``SELECT a.id, b.id`` gives ``id`` and ``id_2``, so no output (a row as a record, JSON)
+    loses one of them."""
+    given, used, unique = set(names), set(), []
+    for name in names:
+        new, n = name, 1
+        while new in used or (new != name and new in given):
+            n += 1
+            new = f"{name}_{n}"
+        used.add(new)
+        unique.append(new)
+    return unique
 
 
 def explain_error(e: Exception, script: str, offset: int = 0) -> str:

@@ -198,6 +198,14 @@ def test_standard_input_is_a_script(home):
     assert proc.stdout.splitlines() == ['"n"', "2"]
 
 
+def test_columns_named_alike_are_all_shown_under_distinct_names(home):
+    query = f'SELECT c.city, o.city, o.city AS city_2 FROM "{CITIES}" c JOIN "{CITIES}" o USING (city) ' \
+            "ORDER BY 1 LIMIT 1"
+    assert sql_json(home, query) == [{"city": "Lima", "city_3": "Lima", "city_2": "Lima"}]
+    table = coord("sql", "-c", query, cwd=home).stdout.splitlines()
+    assert table[0].split() == ["city", "city_3", "city_2"] and table[1].split() == ["Lima"] * 3
+
+
 def test_the_table_output_shows_at_most_max_rows(home):
     shown = coord("sql", "--max-rows", "3", "-c", f'SELECT order_id FROM "{ORDERS}"', cwd=home).stdout
     assert "(300 rows, 3 shown" in shown and len(shown.splitlines()) == 5

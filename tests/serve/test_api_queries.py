@@ -93,6 +93,11 @@ def test_sql_that_runs_too_long_is_stopped_with_a_400(served):
     assert r.status_code == 400 and "longer than 0.5 s" in r.json()["error"]
 
 
+def test_sql_names_columns_named_alike_apart(served):
+    answer = served.get("/api/sql", params={"q": "SELECT 1 AS n, 2 AS n"}).json()
+    assert answer["columns"] == ["n", "n_2"] and answer["rows"] == [{"n": 1, "n_2": 2}]
+
+
 def test_sql_answers_at_most_max_bytes_cut_at_a_whole_row_and_says_so(served):
     r = served.get("/api/sql", params={"q": "SELECT i, repeat('x', 1000) AS s FROM range(5000) t(i)",
                                        "limit": 10_000})
