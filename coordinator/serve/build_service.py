@@ -242,17 +242,27 @@ class BuildService:
         with self._lock:
             self._set_state(dataset_id, State.RUNNING)
         started = time.time()
+        used = False
+
+        def engine() -> Engine:
+            nonlocal used
+            used = True
+            return self._warm().get()
+
         try:
-            outcome = pull_one(self.ws, dataset_id, lambda: self._warm().get())
+            outcome = pull_one(self.ws, dataset_id, engine)
             committed, message = outcome.blocks, outcome.message
         except Exception as e:  # a dataset's failure never stops the service
             self._failed(dataset_id, e)
             return
         finally:
-            if self._engine is not None:
+            if used and self._engine is not None:  # a root's poll is no use of the engine
                 self._engine_used = self._clock()
         if committed:
             self._committed(dataset_id, committed, message, started)
+            print(f"coord serve: {dataset_id}: {message} ({len(committed)} "
+                  f"block{'s' if len(committed) > 1 else ''}, {time.time() - started:.1f} s)",
+                  file=sys.stderr, flush=True)
         with self._lock:
             self._failures.pop(dataset_id, None)
             self._queue.release(dataset_id)
