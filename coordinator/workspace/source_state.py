@@ -7,8 +7,12 @@ object with sorted keys. ``SourceState`` is that object, typed and frozen; ``fro
 always stored, so a workspace made earlier reads the same and a state written now is
 byte-identical to what earlier versions wrote for the same facts:
 
-- ``fetch``: a fingerprint of the fetch step that wrote it (``fingerprint``); when the step
-  changes, the progress it made no longer applies.
+- ``fetch``: a fingerprint of what the fetch step that wrote it takes (``fingerprint``):
+  for a glob its path and order (and event time source, when ordered by it), for a URL the
+  URL. When that changes, the progress it made no longer applies; a change that does not
+  change what is taken (a cache setting, a default written out) keeps it, so an append
+  source never takes the same files twice. Earlier versions fingerprinted the whole step;
+  such a state still applies to that same step.
 - one fetch kind's fields (``FetchState``): ``url`` → ``UrlState`` (``etag`` /
   ``last_modified`` / ``sha256`` over http, ``mtime_ns`` / ``size`` / ``sha256`` for a file://
   URL), ``filesGlob`` → ``FilesGlobState`` (``last_file``, ``last_event_time``), ``fileFeed``
@@ -143,9 +147,9 @@ class SourceState:
             rest = {k: v for k, v in top.raw.items() if k != "resume"}
             state = SourceState(_parse(rest, "the state") if rest else None,
                                 _resume(resume) if resume is not None else None)
-            own = fingerprint(step) if step is not None else None
+            own = fingerprints(step) if step is not None else frozenset()
             for s in (state.fetched, state.resume.of.state if state.resume else None):
-                if s is not None and step is not None and s.fetch == own and s.KIND != step.KIND:
+                if s is not None and step is not None and s.fetch in own and s.KIND != step.KIND:
                     raise _Bad(f"a {s.KIND} state for the source's own fetch step, which is "
                                f"{step.KIND}")
         except _Bad as e:
@@ -156,10 +160,33 @@ class SourceState:
 
 
 def fingerprint(step: FetchStep) -> str:
-    """The ``fetch`` field: 16 hex digits of the SHA-256 of the step's canonical JSON."""
+    """The ``fetch`` field: 16 hex digits of the SHA-256 of the canonical JSON of what the
+    step takes (see the module doc)."""
+    from ..metadata.objects import FetchStepFilesGlob, FetchStepUrl, SourceOrdering
     from ..metadata.yaml_codec import to_dict
 
-    return hashlib.sha256(json.dumps(to_dict(step), sort_keys=True).encode()).hexdigest()[:16]
+    if isinstance(step, FetchStepFilesGlob):
+        order = step.order or SourceOrdering.BY_NAME
+        takes: dict[str, Any] = {"kind": step.KIND, "path": step.path, "order": order.value[0]}
+        if order is SourceOrdering.BY_EVENT_TIME and step.event_time is not None:
+            takes["eventTime"] = to_dict(step.event_time)
+    elif isinstance(step, FetchStepUrl):
+        takes = {"kind": step.KIND, "url": step.url}
+    else:
+        takes = to_dict(step)
+    return _digest(takes)
+
+
+def fingerprints(step: FetchStep) -> frozenset[str]:
+    """The ``fetch`` fields of states this step wrote: ``fingerprint``, and the whole-step one
+    of earlier versions."""
+    from ..metadata.yaml_codec import to_dict
+
+    return frozenset({fingerprint(step), _digest(to_dict(step))})
+
+
+def _digest(value: dict) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 T = TypeVar("T", UrlState, FilesGlobState, FeedState)
@@ -168,7 +195,7 @@ T = TypeVar("T", UrlState, FilesGlobState, FeedState)
 def progress_of(kind: type[T], step: FetchStep, state: FetchState | None) -> T | None:
     """``state`` if the fetch ``step`` (of ``kind``) wrote it, else None: progress an earlier
     step made no longer applies. A state of another kind for this very step is refused."""
-    if state is None or state.fetch != fingerprint(step):
+    if state is None or state.fetch not in fingerprints(step):
         return None
     if not isinstance(state, kind):
         raise SourceStateError(f"fetch {step.KIND}: the source state is a {state.KIND} state")

@@ -110,11 +110,20 @@ def test_a_file_changed_while_it_was_ingested_is_fetched_again(tmp_path):
     assert len(fetch_all(step, tmp_path, state)) == 1
 
 
-def test_changed_fetch_step_forgets_old_progress(tmp_path):
+def test_a_fetch_step_that_takes_something_else_forgets_old_progress(tmp_path):
+    path = write(tmp_path / "a.csv", "a\n")
+    state = fetched_state(FetchStepUrl(url=path.as_uri()), tmp_path)
+    other = FetchStepUrl(url=path.as_uri() + "?v=2")
+    assert len(fetch_all(other, tmp_path, state)) == 1
+
+
+def test_a_fetch_step_changed_in_what_it_does_not_take_keeps_its_progress(tmp_path):
+    """A new event time source or cache setting applies to what comes next: the content taken
+    already is not taken again (an append source would hold it twice)."""
     path = write(tmp_path / "a.csv", "a\n")
     state = fetched_state(FetchStepUrl(url=path.as_uri()), tmp_path)
     other = FetchStepUrl(url=path.as_uri(), event_time=EventTimeSourceFromMetadata())
-    assert len(fetch_all(other, tmp_path, state)) == 1
+    assert fetch_all(other, tmp_path, state) == []
 
 
 def test_glob_returns_files_in_name_order_relative_to_root(tmp_path):
