@@ -26,7 +26,7 @@ from ..metadata.block_hash import HASH_LEN, check_stored, seal
 from ..metadata.chain import ChainBlock
 from ..metadata.flatbuffers_codec import BlockFormatError
 from ..metadata.objects import MetadataBlock
-from ..metadata.signing import SignatureStatus
+from ..metadata.signing import SignatureStatus, verified_fact
 from . import layout
 from .crash import crash_point
 from .fsutil import TMP_PREFIX, atomic_write, install, remove
@@ -140,8 +140,12 @@ class DatasetWriter:
         h = data[-HASH_LEN:]  # the block hash, which seal writes as the last bytes
         key = self.ds.ws.signing_key
         checked = ChainBlock(h, sealed, SignatureStatus.TRUSTED, key.public_key)
-        self._write(SealedBlock(checked, data, key.sign(h).to_bytes(), data_file, checkpoint_dir),
+        signature = key.sign(h)
+        self._write(SealedBlock(checked, data, signature.to_bytes(), data_file, checkpoint_dir),
                     source_state)
+        # made here, so valid: a later command's chain walk need not check it (nor import the
+        # Ed25519 code to) -- the same fact a check that passed would have remembered
+        self.ds.ws.checked_blocks(self.ds.id).signatures.add(verified_fact(h, signature))
         self._publish(head, [checked], fetch_state=source_state is not None)
         crash_point("head-updated")
         return h
