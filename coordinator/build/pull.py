@@ -134,7 +134,6 @@ def pull_datasets(
     return outcomes
 
 
-
 def _failed_input(ws: Workspace, graph: DatasetGraph, dataset_id: str,
                   not_pulled: dict[str, str]) -> str | None:
     """The failed dataset that an input of ``dataset_id`` was not pulled for, if any (one from
