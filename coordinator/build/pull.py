@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING
 
 from ..engine.session import EngineOnDemand, engine_reads
 from ..errors import CoordError, Invalid
+from ..metadata.ids import DatasetRef
 from ..metadata.objects import DatasetSourceRoot
 from ..repository.registry import pull_source
 from ..workspace import DatasetNotFound, DatasetState, Workspace
-from ..workspace.graph import DatasetGraph
+from ..workspace.graph import DatasetGraph, inputs_in_force
 from ..workspace.progress import PullProgress
 
 if TYPE_CHECKING:
@@ -141,3 +142,38 @@ def _failed_input(ws: Workspace, graph: DatasetGraph, dataset_id: str,
     if pull_source(ws, dataset_id) is not None:
         return None
     return next((not_pulled[i] for i in graph.inputs(dataset_id) if i in not_pulled), None)
+
+
+def pull_remote(
+    ws: Workspace, ref: DatasetRef, *, as_name: str | None = None, recursive: bool = False,
+    report: Callable[[PullOutcome], None] = lambda outcome: None,
+) -> list[PullOutcome]:
+    """Pull ``ref`` (``REPO/DATASET``); with ``recursive``, then every input its chain has read
+    (transitively) that this workspace lacks or also keeps from a repository: each from where
+    it came, or else from ``ref``'s repository under its own id, the way ``push -r`` puts
+    them there. Keeps going past an input that fails, like a local pull."""
+    from ..repository.fetch_remote import pull_from_repository
+
+    outcomes: list[PullOutcome] = []
+    wanted: list[tuple[str, DatasetRef]] = [(as_name or ref.dataset_id, ref)]
+    seen: set[str] = set()
+    while wanted:
+        dataset_id, source = wanted.pop(0)
+        if dataset_id in seen:
+            continue
+        seen.add(dataset_id)
+        try:
+            synced = pull_from_repository(ws, source, as_name=dataset_id)
+            outcome = PullOutcome(dataset_id, synced.message, signers=synced.signers)
+        except (CoordError, OSError) as e:
+            outcome = PullOutcome(dataset_id, str(e), status=PullStatus.FAILED, error=e)
+        report(outcome)
+        outcomes.append(outcome)
+        if not recursive or outcome.status is PullStatus.FAILED:
+            continue
+        for input_id in inputs_in_force(ws.dataset(dataset_id).state(), None, None):
+            origin = pull_source(ws, input_id)
+            if origin is None and ws.dataset(input_id).exists():
+                continue  # the workspace's own dataset: it is pulled locally, not replaced
+            wanted.append((input_id, origin or DatasetRef(input_id, ref.repository, ref.username)))
+    return outcomes

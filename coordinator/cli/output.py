@@ -159,6 +159,18 @@ class Output:
         """``coord: error: MESSAGE`` on stderr: a refusal the user can act on."""
         self.note(f"coord: error: {message}")
 
+    def failures(self, failed: list[tuple[str, str]], total: int, skipped: int) -> None:
+        """The end of a run over several datasets that kept going: each (dataset, error) of
+        ``failed``, and how many were skipped because they depend on one."""
+        them = "it" if len(failed) == 1 else "them"
+        also = f" ({skipped} skipped: they depend on {them})" if skipped else ""
+        if len(failed) == 1:
+            self.error(f"{failed[0][0]}: {failed[0][1]}{also}")
+            return
+        self.error(f"{len(failed)} of {total} datasets failed{also}:")
+        for dataset_id, message in failed:
+            self.note(f"  {dataset_id}: {message}")
+
     def progress(self) -> RichProgress:
         """The services' Progress protocol as a bar on stderr."""
         return RichProgress(_err)

@@ -74,7 +74,7 @@ class _Bytes:
 @click.command()
 @click.argument("datasets", nargs=-1, shell_complete=complete_dataset)
 @click.option("--all", "all_", is_flag=True, help="Pull every dataset of the workspace.")
-@click.option("-r", "--recursive", is_flag=True, help="Bring upstream datasets up to date first.")
+@click.option("-r", "--recursive", is_flag=True, help="Bring upstream datasets up to date first (REPO/DATASET: bring its inputs too).")
 @click.option("--set-watermark", metavar="TIME", help="Advance a root dataset's watermark, no data.")
 @click.option("--as", "as_name", metavar="NAME", help="Local name for a dataset pulled from a repository.")
 @click.pass_context
@@ -83,7 +83,7 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
 
     A dataset that fails does not stop the others: those that depend on it are skipped, the
     failures are named at the end (each with its dataset) and the exit code is 1."""
-    from ..build.pull import PullStatus, pull_datasets
+    from ..build.pull import PullStatus, pull_datasets, pull_remote
     from ..metadata.timestamps import parse_timestamp
 
     ws = writable_workspace(ctx)
@@ -99,39 +99,33 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
 
     show = Output()
     bars = _Bars(show)
-    outcomes = []
+    outcomes: list = []
+
+    def report(outcome) -> None:
+        _print_outcome(bars, outcome.dataset_id, _worded(outcome), outcome.signers)
+
     try:
         for ref in remote:
-            from ..repository import pull_from_repository
-
-            result = pull_from_repository(ws, ref, as_name=as_name)
-            _print_outcome(bars, result.dataset_id, result.message, result.signers)
+            outcomes += pull_remote(ws, ref, as_name=as_name, recursive=recursive, report=report)
         if local:
-            outcomes = pull_datasets(
+            outcomes += pull_datasets(
                 ws, local, recursive=recursive or all_,
                 set_watermark=parse_timestamp(set_watermark) if set_watermark else None,
                 # bars only on a terminal: elsewhere rich would draw nothing, yet cost its import
                 progress_factory=(lambda ds: _Bytes(bars, ds)) if sys.stdout.isatty() else None,
-                report=lambda o: _print_outcome(bars, o.dataset_id, _worded(o), o.signers),
+                report=report,
             )
     finally:
         bars.stop()
     failed = [o for o in outcomes if o.status is PullStatus.FAILED]
     if failed:
-        skipped = sum(o.status is PullStatus.SKIPPED for o in outcomes)
-        them = "it" if len(failed) == 1 else "them"
-        also = f" ({skipped} skipped: they depend on {them})" if skipped else ""
         if ctx.find_root().obj.get("debug"):
             import traceback
 
             for o in failed:
                 traceback.print_exception(o.error)
-        if len(failed) == 1:
-            show.error(f"{failed[0].dataset_id}: {failed[0].message}{also}")
-        else:
-            show.error(f"{len(failed)} of {len(outcomes)} datasets failed{also}:")
-            for o in failed:
-                show.note(f"  {o.dataset_id}: {o.message}")
+        show.failures([(o.dataset_id, o.message) for o in failed], len(outcomes),
+                      sum(o.status is PullStatus.SKIPPED for o in outcomes))
         ctx.exit(1)
 
 

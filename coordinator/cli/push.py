@@ -1,4 +1,4 @@
-"""``coord push``: a dataset's new blocks and files uploaded to a repository."""
+"""``coord push``: datasets' new blocks and files uploaded to a repository."""
 from __future__ import annotations
 
 import click
@@ -8,14 +8,52 @@ from .output import Output
 
 
 @click.command()
-@click.argument("dataset", shell_complete=complete_dataset)
-@click.option("--to", "to", metavar="REPO[/NAME]", help="Where to push (default: where it went last).")
+@click.argument("datasets", nargs=-1, shell_complete=complete_dataset)
+@click.option("--to", "to", metavar="REPO[/NAME]",
+              help="Where to push (default: where each went last); with several datasets, a REPO.")
+@click.option("--all", "all_", is_flag=True,
+              help="Every dataset pushed before (with --to: every dataset of the workspace).")
+@click.option("-r", "--recursive", is_flag=True, help="Push the datasets' inputs too, inputs first.")
 @click.pass_context
-def push(ctx: click.Context, dataset: str, to: str | None) -> None:
-    """Upload DATASET's new blocks and files to a repository."""
-    from .. import repository
+def push(ctx: click.Context, datasets: tuple[str, ...], to: str | None, all_: bool, recursive: bool) -> None:
+    """Upload DATASETS' new blocks and files to a repository.
+
+    A dataset that fails does not stop the others: those that read it are skipped, the
+    failures are named at the end and the exit code is 1."""
+    from ..repository import PushStatus, push_datasets
+    from ..repository.registry import remembered
+
+    ws = workspace(ctx)
+    ids = list(datasets)
+    if all_:
+        ids = [d.id for d in ws.datasets() if to or remembered(ws, d.id, "push") is not None]
+        if not ids:
+            raise click.UsageError("no dataset has been pushed before: say where with --to REPO")
+    if not ids:
+        raise click.UsageError("name the datasets to push, or use --all")
+    if to and "/" in to and (len(ids) > 1 or recursive):
+        raise click.UsageError("--to REPO/NAME names one dataset: use --to REPO to push several")
 
     show = Output()
-    result = repository.push_dataset(workspace(ctx), dataset, to, progress=show.progress())
+    if len(ids) == 1 and not recursive:  # one dataset: its error is the command's
+        from ..repository import push_dataset
+
+        show.line(_worded(push_dataset(ws, ids[0], to, progress=show.progress())))
+        return
+
+    def report(outcome) -> None:
+        message = _worded(outcome.result) if outcome.result else outcome.message
+        failed = "failed: " if outcome.status is PushStatus.FAILED else ""
+        show.line(f"{outcome.dataset_id}: {failed}{message}")
+
+    outcomes = push_datasets(ws, ids, to, recursive=recursive, progress=lambda _: show.progress(),
+                             report=report)
+    failed = [(o.dataset_id, o.message) for o in outcomes if o.status is PushStatus.FAILED]
+    if failed:
+        show.failures(failed, len(outcomes), sum(o.status is PushStatus.SKIPPED for o in outcomes))
+        ctx.exit(1)
+
+
+def _worded(result) -> str:
     mb = f" ({result.files} files, {result.bytes / 1e6:,.1f} MB)" if result.files else ""
-    show.line(result.message + mb)
+    return result.message + mb

@@ -8,14 +8,18 @@ concurrent pushers exactly one wins and the other is told to pull first.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
+from ..errors import CoordError
 from ..metadata.chain import ChainBlock
 from ..metadata.ids import DatasetRef
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, DatasetNotFound, Workspace, layout
 from ..workspace.crash import crash_point
+from ..workspace.graph import DatasetGraph
 from ..workspace.progress import Progress
 from .fileio import RefConflict
 from .registry import BadRepositoryArgument, open_remote, parse_target, remember, remembered
@@ -78,6 +82,55 @@ def push_dataset(
     remember(ws, dataset_id, "push", target)
     return PushResult(dataset_id, target, len(new), files, total,
                       f"pushed {len(new)} block{'s' * (len(new) != 1)} to {target}")
+
+
+class PushStatus(StrEnum):
+    PUSHED = "pushed"  # the repository has every block of it now (possibly it had them before)
+    FAILED = "failed"  # its push raised; the message is the error
+    SKIPPED = "skipped"  # not tried: an input of it (direct or not) failed
+
+
+@dataclass(frozen=True)
+class PushOutcome:
+    dataset_id: str
+    status: PushStatus
+    message: str
+    result: PushResult | None = None  # PUSHED
+    error: CoordError | OSError | None = None  # FAILED
+
+
+def push_datasets(
+    ws: Workspace, ids: list[str], to_repository: str | None = None, *, recursive: bool = False,
+    progress: Callable[[str], Progress | None] = lambda dataset_id: None,
+    report: Callable[[PushOutcome], None] = lambda outcome: None,
+) -> list[PushOutcome]:
+    """Push ``ids`` (with ``recursive``, and everything upstream of them), inputs first, each to
+    ``to_repository`` under its own id or, without it, where it went last.
+
+    Like a pull, a push of several keeps going past a dataset that fails; the datasets that
+    read it are skipped, so a repository never gets a derivative whose inputs stayed behind."""
+    graph = DatasetGraph(ws)
+    for dataset_id in ids:
+        if not graph.exists(dataset_id):
+            raise DatasetNotFound(dataset_id)
+    failed: dict[str, str] = {}  # dataset -> the failed dataset that stops it
+    outcomes = []
+    for dataset_id in graph.order(ids, recursive=recursive):
+        blocker = next((failed[i] for i in graph.inputs(dataset_id) if i in failed), None)
+        if blocker is not None:
+            failed[dataset_id] = blocker
+            outcome = PushOutcome(dataset_id, PushStatus.SKIPPED,
+                                  f"skipped: it depends on {blocker}, which failed")
+        else:
+            try:
+                result = push_dataset(ws, dataset_id, to_repository, progress=progress(dataset_id))
+                outcome = PushOutcome(dataset_id, PushStatus.PUSHED, result.message, result)
+            except (CoordError, OSError) as e:
+                failed[dataset_id] = dataset_id
+                outcome = PushOutcome(dataset_id, PushStatus.FAILED, str(e), error=e)
+        report(outcome)
+        outcomes.append(outcome)
+    return outcomes
 
 
 def _uploads(ds: Dataset, new: list[ChainBlock]) -> list[tuple[str, list[tuple[Path, str]]]]:

@@ -174,6 +174,13 @@ def verify_dataset(
         report.reproducibility = "not checked (the chain is broken)"
     elif replay is None:
         report.reproducibility = "not checked (engine replay unavailable)"
+    elif missing := _missing_inputs(ds, newest_first):
+        why = f"input {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not in this workspace"
+        came_from = ds.remote("pull")
+        how = (f"`coord pull -r {came_from}` brings a dataset's inputs with it" if came_from
+               else f"pull {'it' if len(missing) == 1 else 'them'} first")
+        report.reproducibility = f"not checked ({why})"
+        report.replay_problems = [Problem(newest_first[0].hash, f"cannot replay: {why}; {how}")]
     else:
         mismatches = replay(ds, report.blocks)
         report.replay_problems = sorted(mismatches, key=lambda p: age[p.block_hash])
@@ -181,6 +188,13 @@ def verify_dataset(
             "reproduced" if not mismatches else f"{len(mismatches)} block(s) did not reproduce"
         )
     return report
+
+
+def _missing_inputs(ds: Dataset, newest_first: list[ChainBlock]) -> list[str]:
+    """The inputs some transform of the chain reads that this workspace does not hold."""
+    declared = [i for cb in newest_first if isinstance(cb.block.source, DatasetSourceDerivative)
+                for i in cb.block.source.inputs]
+    return [i for i in dict.fromkeys(declared) if not ds.ws.dataset(i).exists()]
 
 
 def verify(
