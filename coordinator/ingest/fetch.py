@@ -198,8 +198,7 @@ def _file_hash(path: Path) -> str:
 
 def _fetch_glob(step: FetchStepFilesGlob, root: Path,
                 state: FilesGlobState | None) -> list[FetchedFile]:
-    pattern = step.path if os.path.isabs(step.path) else str(root / step.path)
-    paths = [Path(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
+    paths = glob_paths(step, root)
     if not paths and state is None:
         raise IngestError(f"fetch: no files match {step.path!r} (relative to {root})")
     fp, files = fingerprint(step), []
@@ -222,6 +221,12 @@ def _fetch_glob(step: FetchStepFilesGlob, root: Path,
         last = (state.last_event_time, state.last_file) if by_time else (state.last_file,)
         files = [f for f in files if key(f) > last]
     return files
+
+
+def glob_paths(step: FetchStepFilesGlob, root: Path) -> list[Path]:
+    """The files the glob matches now (relative patterns: to the workspace root)."""
+    pattern = step.path if os.path.isabs(step.path) else str(root / step.path)
+    return [Path(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
 
 
 # --- event time --------------------------------------------------------------------------------

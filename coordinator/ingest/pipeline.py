@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..metadata.objects import (
+    FetchStepFilesGlob,
     MergeStrategyLedger,
     MergeStrategySnapshot,
     MetadataBlock,
@@ -51,6 +52,7 @@ from .errors import IngestError
 from .fetch import fetch
 from .fetched import FetchedFile
 from .history import DatasetHistory
+from .taken_files import TakenFiles
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -146,6 +148,10 @@ class _Pull:
         resume = stored.resume if stored is not None else None
         files = fetch(self.source.fetch, root=self.ws.root, scratch=self.scratch,
                       state=base, progress=self.progress, notes=notes)
+        taken = None
+        if isinstance(self.source.fetch, FetchStepFilesGlob):
+            taken = TakenFiles(self.ws, self.history.ds.id)
+            notes += taken.changed(self.source.fetch, self.source.merge, files)
         is_snapshot = isinstance(self.source.merge, MergeStrategySnapshot)
         if files and files[0].batch is not None:
             groups = [list(g) for _, g in itertools.groupby(files, key=lambda f: f.batch)]
@@ -163,6 +169,8 @@ class _Pull:
         finally:
             if self.disk_snapshot is not None:
                 self.disk_snapshot.close()
+        if taken is not None:
+            taken.remember(files)
         message = "; ".join([self._message(blocks, records), *notes])
         return IngestResult(self.history.ds.id, blocks[-1] if blocks else None, records,
                             self.history.watermark, message, blocks, notes)

@@ -70,6 +70,7 @@ STATE, REMOTES, SIGNERS, SNAPSHOT_STATE = "state", "remotes.json", "signers.json
 VERIFIED = "verified-signatures"  # the signatures found valid (workspace.dataset.CheckedBlocks)
 PUBLISHED = "published.json"  # what ``coord publish`` wrote where (feed URL → update → blocks)
 CHECKED_SLICES = "checked-slices.json"  # data files found good, by file state (trust.slice_check)
+TAKEN_FILES = "taken-files.json"  # files a filesGlob source took, by size and mtime (ingest.taken_files)
 
 
 def cache_dir(dataset_id: str, *inside: str) -> str:
