@@ -64,7 +64,7 @@ LAST = list(CHAIN)[-1]
 FILES = 4
 CUSTOMERS = 50
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
-SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox"}
+SANDBOX = {"COORD_ENGINE_RUNTIME": "sandbox", "COORD_ENGINE_KEEP_WARM": "0"}  # an engine per command
 ENGINE_DIR = re.compile(r"engine-[0-9a-f]{8}$")
 
 

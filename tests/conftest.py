@@ -61,6 +61,9 @@ def _test_engine(request, monkeypatch):
     else:
         mode = "none"
     monkeypatch.setenv(engines.ENV, mode)
+    # An engine a test starts ends with its command, unless the test asks for a warm one
+    # (COORD_ENGINE_KEEP_WARM="" in a command's env: the workspace's engine.keepWarm).
+    monkeypatch.setenv("COORD_ENGINE_KEEP_WARM", "0")
     monkeypatch.setattr(factory, "_opener", engines.opener_for(mode))
     engines.refusals.clear()
     yield

@@ -74,7 +74,8 @@ class _Bytes:
 @click.command()
 @click.argument("datasets", nargs=-1, shell_complete=complete_dataset)
 @click.option("--all", "all_", is_flag=True, help="Pull every dataset of the workspace.")
-@click.option("-r", "--recursive", is_flag=True, help="Bring upstream datasets up to date first (REPO/DATASET: bring its inputs too).")
+@click.option("-r", "--recursive", is_flag=True,
+              help="Bring upstream datasets up to date first (REPO/DATASET: bring its inputs too).")
 @click.option("--set-watermark", metavar="TIME", help="Advance a root dataset's watermark, no data.")
 @click.option("--as", "as_name", metavar="NAME", help="Local name for a dataset pulled from a repository.")
 @click.pass_context

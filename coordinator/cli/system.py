@@ -56,9 +56,16 @@ def engines(ctx: click.Context, stop: bool) -> None:
         show.line("no engines running for this workspace")
         return
     show.table(("run", "runtime", "engine", "command"),
-               ((engine.run_id, engine.runtime, engine.name,
-                 "running" if engine.alive else "dead (the engine is exiting)") for engine in found))
+               ((engine.run_id, engine.runtime, engine.name, _state(engine)) for engine in found))
     if stop:
         for engine in found:
             engine.stop()
         show.line(f"stopped {count(len(found), 'engine')}")
+
+
+def _state(engine) -> str:
+    if engine.warm is not None:
+        if engine.warm.commands:
+            return f"warm: in use by {count(engine.warm.commands, 'command')}"
+        return f"warm: idle, ends {engine.warm.keep_warm:g} s after its last use"
+    return "running" if engine.alive else "dead (the engine is exiting)"

@@ -237,8 +237,11 @@ def start_container(
         pass
 
     command = ["--socket", str(sock), "--log-file", str(run_dir / LOG_NAME), "--master", master]
+    keep_warm = float(getattr(settings, "keep_warm", 0.0) or 0.0)
     if lease is not None:
         command += ["--lease", str(Path(lease).resolve())]
+        if keep_warm:
+            command += ["--keep-warm", f"{keep_warm:g}"]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     if isolated:
@@ -274,7 +277,8 @@ def start_container(
     )
     proc = ContainerEngineProcess(socket_path=sock, identity=identity, name=name,
                                   _container=container)
-    _live.add(proc)
+    if not keep_warm:  # a warm engine outlives this process: it ends by its leases
+        _live.add(proc)
     try:
         _wait_ready(container, sock, timeout)
     except BaseException:
@@ -361,6 +365,16 @@ def engine_containers(workspace: Path) -> list:
         )
     finally:
         client.close()
+
+
+def engine_container(name: str):
+    """The container of that name, or None when there is none."""
+    import docker
+
+    try:
+        return _client(timeout=10).containers.get(name)
+    except docker.errors.NotFound:
+        return None
 
 
 def stop_container(container, timeout: int = 5) -> None:

@@ -31,6 +31,11 @@ def use_engine(opener: EngineOpener | None) -> None:
     _opener = opener
 
 
+def overridden() -> bool:
+    """True when ``use_engine`` put another implementation in place for this process."""
+    return _opener is not None
+
+
 @contextmanager
 def open_engine(
     settings: EngineSettings, run_dir: Path, read_only_paths: list[Path], *,

@@ -19,16 +19,19 @@ from pathlib import Path
 
 from ..workspace import Workspace
 from ..workspace.runs import AbandonedRunFolder, abandoned_run_folders, run_folder_held
+from . import warm
 from .process import LABEL_RUN_ID
+from .warm import WarmStatus
 
 
 @dataclass
 class Engine:
     runtime: str  # "container" or "sandbox"
     name: str  # the container's name, or the sandbox's PID
-    run_id: str  # the run folder it was started for
+    run_id: str  # the run folder it was started for ("warm": the workspace's warm engine)
     alive: bool  # the command that started it still runs (holds the run folder's lease)
     _handle: object = None  # the container, or the PID of the sandbox's bwrap
+    warm: WarmStatus | None = None  # the warm engine's use (warm.py)
 
     def stop(self) -> None:
         if self.runtime == "container":
@@ -61,13 +64,21 @@ class Reaped:
 def engines(ws: Workspace) -> list[Engine]:
     """The engines of this workspace, running or on their way out, in both runtimes."""
     found = []
+    warm_status = warm.status(ws.run_dir)
     for c in _containers(ws):
         run_id = c.labels.get(LABEL_RUN_ID, "?")
-        found.append(Engine("container", c.name, run_id, run_folder_held(ws.run_dir / run_id), c))
+        found.append(Engine("container", c.name, run_id, _alive(ws, run_id), c))
     for pid, lease in _sandbox_processes(ws):
         run_id = lease.parent.name
-        found.append(Engine("sandbox", str(pid), run_id, run_folder_held(lease.parent), pid))
+        found.append(Engine("sandbox", str(pid), run_id, _alive(ws, run_id), pid))
+    for e in found:
+        e.warm = warm_status if e.run_id == warm.WARM else None
     return sorted(found, key=lambda e: (e.run_id, e.runtime, e.name))
+
+
+def _alive(ws: Workspace, run_id: str) -> bool:
+    # a warm engine outlives its commands by design: it ends by itself (warm.py)
+    return run_id == warm.WARM or run_folder_held(ws.run_dir / run_id)
 
 
 def reap(ws: Workspace) -> Reaped | None:

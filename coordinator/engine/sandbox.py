@@ -14,7 +14,9 @@ its own loopback) and its own PID namespace: the engine is PID 1 inside, so a SI
 its handler and it shuts down cleanly; when it exits, the kernel ends everything else in the
 namespace (Spark's JVM).
 The sandbox dies with the coordinator (``--die-with-parent`` and a parent-death signal)
-and the engine also watches the coordinator's lease, when given one.
+and the engine also watches the coordinator's lease, when given one. A warm engine
+(``settings.keep_warm``, engine/warm.py) is the exception: it outlives the command that started
+it and ends by its folder of leases alone.
 """
 from __future__ import annotations
 
@@ -92,7 +94,9 @@ def bwrap_command(
     }
     # No capabilities, even when the coordinator runs as root (bwrap keeps them by default):
     # with them, code in the engine could make device nodes and mount the host's disks.
-    args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
+    args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--cap-drop", "ALL"]
+    if not settings.keep_warm:  # a warm engine outlives its command and watches its leases
+        args.append("--die-with-parent")
     if not settings.allow_network:
         args.append("--unshare-net")
     args += ["--chdir", str(run_dir), "--clearenv"]
@@ -125,6 +129,8 @@ def engine_command(settings: EngineSettings, socket_path: Path, lease: Path | No
     command = [sys.executable, "-m", "odf_spark_engine.server", "--socket", str(socket_path)]
     if lease is not None:
         command += ["--lease", str(lease.resolve())]
+        if settings.keep_warm:
+            command += ["--keep-warm", f"{settings.keep_warm:g}"]
     command += ["--master", settings.spark_master]
     for key, value in settings.spark_conf.items():
         command += ["--conf", f"{key}={value}"]
@@ -150,7 +156,8 @@ def engine_files_hash() -> str:
 class SandboxEngine:
     """A running sandboxed engine. Use as a context manager, or call ``stop()``."""
 
-    def __init__(self, process: subprocess.Popen, engine_pid: int, run_dir: Path, log_file):
+    def __init__(self, process: subprocess.Popen, engine_pid: int, run_dir: Path, log_file, *,
+                 warm: bool = False):
         self.process = process
         self.engine_pid = engine_pid  # the engine's PID outside the sandbox
         self.run_dir = run_dir
@@ -158,7 +165,8 @@ class SandboxEngine:
         self.log_path = run_dir / LOG_NAME
         self._identity: EngineIdentity | None = None  # known once it answers
         self._log_file = log_file
-        atexit.register(self.stop)
+        if not warm:  # a warm engine outlives this process: it ends by its leases
+            atexit.register(self.stop)
 
     @property
     def identity(self) -> EngineIdentity:
@@ -208,7 +216,8 @@ def start_sandbox(
         stderr=subprocess.STDOUT,
         pass_fds=(info_write,),
         start_new_session=True,  # no terminal: Ctrl-C reaches the coordinator, which stops us
-        preexec_fn=_die_with_coordinator if threading.current_thread() is threading.main_thread() else None,
+        preexec_fn=_die_with_coordinator
+        if threading.current_thread() is threading.main_thread() and not settings.keep_warm else None,
     )
     os.close(info_write)
     with os.fdopen(info_read) as info:
@@ -217,7 +226,8 @@ def start_sandbox(
         process.wait()
         log_file.close()
         raise EngineStartError(f"bubblewrap failed to start the engine; see {run_dir / LOG_NAME}")
-    engine = SandboxEngine(process, json.loads(text)["child-pid"], run_dir.resolve(), log_file)
+    engine = SandboxEngine(process, json.loads(text)["child-pid"], run_dir.resolve(), log_file,
+                           warm=bool(settings.keep_warm))
     try:
         engine._identity = _wait_until_ready(engine, settings)
     except BaseException:

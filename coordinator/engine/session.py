@@ -1,8 +1,10 @@
-"""One running engine for a whole command, in a run folder of the workspace.
+"""One running engine for a whole command: the workspace's warm engine, or one of its own.
 
-The run folder is leased by this process (workspace/runs.py) and the engine watches the
-lease, so the engine ends with the command however the command ends; the engine carries the
-workspace and run folder as labels, so a later command can find what a crash left.
+With ``engine.keepWarm`` (the default) the command uses the workspace's warm engine (warm.py),
+which outlives it. Otherwise the engine runs in a run folder leased by this process
+(workspace/runs.py) and watches the lease, so it ends with the command however the command
+ends. Either way the engine carries the workspace and run folder as labels, so a later command
+can find what a crash left.
 """
 from __future__ import annotations
 
@@ -12,11 +14,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from ..workspace import Workspace
+from ..workspace import Workspace, layout
 from ..workspace.config import EngineConfig
 from ..workspace.graph import DatasetGraph, inputs_in_force
 from ..workspace.runs import LEASE_NAME, run_folder
-from . import factory
+from . import factory, warm
 from .port import Engine
 from .process import LABEL_RUN_ID, LABEL_WORKSPACE
 from .settings import EngineSettings
@@ -24,13 +26,15 @@ from .settings import EngineSettings
 
 def engine_settings(ws: Workspace | None) -> EngineSettings:
     """The ``engine`` settings of the workspace config (the defaults without a workspace);
-    $COORD_ENGINE_RUNTIME wins."""
+    $COORD_ENGINE_RUNTIME and $COORD_ENGINE_KEEP_WARM (seconds) win."""
     cfg = ws.config().engine if ws is not None else EngineConfig()
+    keep_warm = os.environ.get("COORD_ENGINE_KEEP_WARM")
     settings = EngineSettings(
         runtime=os.environ.get("COORD_ENGINE_RUNTIME") or cfg.runtime,
         spark_master=cfg.spark_master,
         spark_conf=dict(cfg.spark_conf),
         allow_network=cfg.allow_network,
+        keep_warm=float(keep_warm) if keep_warm else cfg.keep_warm_s,
     )
     return replace(settings, image=cfg.image) if cfg.image else settings
 
@@ -66,12 +70,27 @@ def dataset_folders(ws: Workspace, datasets: Iterable[str]) -> list[Path]:
 @contextmanager
 def open_engine(ws: Workspace, datasets: Iterable[str],
                 settings: EngineSettings | None = None) -> Iterator[Engine]:
-    """Start the engine (the configured one unless ``settings`` says otherwise); it may read
-    ``datasets`` (no other dataset of the workspace) and write only its run folder."""
+    """An engine (the configured one unless ``settings`` says otherwise) that may read
+    ``datasets`` and write only its run folder: the workspace's warm engine when keep-warm is
+    on (warm.py), else one started for this command that ends with it."""
+    settings = settings or engine_settings(ws)
+    folders = dataset_folders(ws, datasets)
+    if settings.keep_warm and not factory.overridden():
+        from .attach import attached_engine
+
+        labels = {LABEL_WORKSPACE: str(ws.root), LABEL_RUN_ID: warm.WARM}
+        # It serves every later command of the workspace, so it may read every dataset (and
+        # those added later); still not the keys, config, caches or any file outside .coord.
+        held = warm.acquire(ws.run_dir, settings, [ws.meta / layout.DATASETS], labels)
+        if held is not None:
+            with held, attached_engine(held.endpoint, folders) as engine:
+                yield engine
+            return
+        settings = replace(settings, keep_warm=0.0)  # the warm one is busy: one of our own
     with run_folder(ws.run_dir, "engine") as run_dir:
         labels = {LABEL_WORKSPACE: str(ws.root), LABEL_RUN_ID: run_dir.name}
-        with factory.open_engine(settings or engine_settings(ws), run_dir, dataset_folders(ws, datasets),
-                                 lease=run_dir / LEASE_NAME, labels=labels) as engine:
+        with factory.open_engine(settings, run_dir, folders, lease=run_dir / LEASE_NAME,
+                                 labels=labels) as engine:
             yield engine
 
 

@@ -19,6 +19,9 @@ class EngineSettings:
     allow_network: bool = False
     image: str = "odf-spark-engine:latest"  # container runtime
     startup_timeout: float = 180.0  # seconds; Spark takes 10-20 s on a busy small machine
+    # > 0: a warm engine (engine/warm.py), which outlives the command that starts it and ends
+    # once no command has used it for this many seconds; 0: it ends with its command.
+    keep_warm: float = 0.0
 
     def __post_init__(self) -> None:
         if self.runtime not in RUNTIMES:

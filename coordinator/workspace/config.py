@@ -25,6 +25,7 @@ from ..errors import Invalid
 RUNTIMES = ("auto", "container", "sandbox")
 DEFAULT_RUNTIME = "auto"
 DEFAULT_SPARK_MASTER = "local[2]"
+DEFAULT_KEEP_WARM_S = 120.0
 TRUST_POLICIES = ("trusted", "known", "any")  # see coordinator/trust/authorship.py
 
 
@@ -47,6 +48,9 @@ class EngineConfig:
     allow_network: bool = False
     spark_conf: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
     image: str | None = None  # the container runtime's image (None: the engine's default)
+    # A command's engine stays up this long after its last use, for the workspace's next
+    # commands (engine/warm.py); 0: each command starts and stops its own.
+    keep_warm_s: float = DEFAULT_KEEP_WARM_S
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,8 @@ class Config:
         }
         if self.engine.image is not None:
             engine["image"] = self.engine.image
+        if self.engine.keep_warm_s != DEFAULT_KEEP_WARM_S:
+            engine["keepWarm"] = _seconds(self.engine.keep_warm_s)
         doc: dict[str, Any] = {
             "engine": engine,
             "repositories": dict(self.repositories),
@@ -188,7 +194,8 @@ class Config:
         doc = _section(data, "", where)
         _known(doc, ("engine", "repositories", "trustedKeys", "trust", "serve", "ingest"), "", where)
         engine = _section(doc.get("engine"), "engine", where)
-        _known(engine, ("runtime", "sparkMaster", "allowNetwork", "sparkConf", "image"), "engine.", where)
+        _known(engine, ("runtime", "sparkMaster", "allowNetwork", "sparkConf", "image", "keepWarm"),
+               "engine.", where)
         runtime = _string(engine.get("runtime", DEFAULT_RUNTIME), "engine.runtime", where)
         if runtime not in RUNTIMES:
             raise ConfigError(f"{where}: engine.runtime: must be one of {', '.join(RUNTIMES)}, "
@@ -224,6 +231,8 @@ class Config:
                 runtime=runtime, spark_master=master, allow_network=allow_network,
                 spark_conf=_frozen({str(k): str(v) for k, v in spark_conf.items()}),
                 image=None if image is None else _string(image, "engine.image", where),
+                keep_warm_s=_duration(engine.get("keepWarm", DEFAULT_KEEP_WARM_S), "engine.keepWarm", where,
+                                      zero=True),
             ),
             repositories=_frozen({str(k): _string(v, f"repositories.{k}", where)
                                   for k, v in repositories.items()}),
@@ -328,13 +337,14 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
-def _duration(value: object, key: str, where: str) -> float:
-    """Seconds from ``30``, ``30s``, ``500ms``, ``5m`` or ``1h``; it must be positive."""
+def _duration(value: object, key: str, where: str, *, zero: bool = False) -> float:
+    """Seconds from ``30``, ``30s``, ``500ms``, ``5m`` or ``1h``; it must be positive (or, with
+    ``zero``, may be 0)."""
     match = _DURATION.match(str(value)) if isinstance(value, int | float | str) else None
-    seconds = float(match.group(1)) * _UNIT[match.group(2)] if match else 0.0
-    if seconds <= 0:
-        raise ConfigError(f"{where}: {key}: expected a positive duration such as 30s, 500ms or 5m "
-                          f"(got {value!r})")
+    seconds = float(match.group(1)) * _UNIT[match.group(2)] if match else -1.0
+    if seconds < 0 or (seconds == 0 and not zero):
+        what = "a duration" if zero else "a positive duration"
+        raise ConfigError(f"{where}: {key}: expected {what} such as 30s, 500ms or 5m (got {value!r})")
     return seconds
 
 

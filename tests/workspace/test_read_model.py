@@ -184,6 +184,7 @@ def test_a_new_workspace_writes_the_config_format_it_always_had(ws):
 @pytest.mark.parametrize(("text", "where"), [
     ("engine: {runtime: vm}", "engine.runtime: must be one of auto, container, sandbox"),
     ("engine: {allowNetwork: maybe}", "engine.allowNetwork: expected true or false"),
+    ("engine: {keepWarm: -5s}", "engine.keepWarm: expected a duration such as 30s"),
     ("engine: {runtme: sandbox}", "engine.runtme: unknown setting"),
     ("trust: {require: nobody}", "trust.require: 'nobody' is not one of trusted, known, any"),
     ("trustedKeys: [zz]", "trustedKeys: 'zz' is not a hex public key"),
@@ -207,6 +208,14 @@ def test_settings_are_read_and_changed_by_dotted_path(ws):
         config.get("engine.nothing")
     with pytest.raises(ConfigError, match="engine.sparkMaster: 'spark://h:7077' needs network"):
         config.set("engine.sparkMaster", "spark://h:7077")
+
+
+def test_keep_warm_is_two_minutes_unless_set_and_zero_turns_it_off(ws):
+    assert ws.config().engine.keep_warm_s == 120
+    assert "keepWarm" not in ws.config().to_dict()["engine"]  # files keep the form they had
+    off = ws.config().set("engine.keepWarm", "0")
+    assert off.engine.keep_warm_s == 0 and off.to_dict()["engine"]["keepWarm"] == "0s"
+    assert ws.config().set("engine.keepWarm", "5m").engine.keep_warm_s == 300
 
 
 def test_both_engine_runtimes_default_to_one_spark_master():

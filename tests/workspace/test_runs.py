@@ -72,3 +72,55 @@ def test_the_engine_is_told_within_a_second_when_the_holder_dies(holder):
 
 def test_a_missing_lease_counts_as_free(tmp_path):
     assert not engine_lease.held(str(tmp_path / "gone" / LEASE_NAME))
+
+
+_LEASE_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def command_lease(tmp_path):
+    """A child process holding a lease in a warm engine's folder of leases: (process, folder)."""
+    import subprocess
+
+    leases = tmp_path / "leases"
+    leases.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _LEASE_HOLDER, str(leases / "cmd")],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    yield proc, leases
+    proc.kill()
+    proc.wait()
+
+
+def test_a_warm_engine_stays_keep_warm_after_its_last_command_dies(command_lease):
+    proc, leases = command_lease
+    released = threading.Event()
+    engine_lease.watch(str(leases), released.set, poll=0.1, keep_warm=1.0)
+    time.sleep(0.5)
+    assert not released.is_set()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    freed_at = time.monotonic()
+    assert released.wait(timeout=5)
+    assert 1.0 <= time.monotonic() - freed_at < 3.0
+
+
+def test_a_warm_engine_does_not_end_while_a_command_decides_to_use_it(tmp_path):
+    import fcntl
+    import os
+
+    leases = tmp_path / "leases"
+    leases.mkdir()
+    guard = os.open(leases, os.O_RDONLY)
+    fcntl.flock(guard, fcntl.LOCK_EX)  # what warm.acquire holds while it looks at the engine
+    released = threading.Event()
+    engine_lease.watch(str(leases), released.set, poll=0.1, keep_warm=0.2)
+    assert not released.wait(timeout=1.0)
+    os.close(guard)
+    assert released.wait(timeout=2.0)

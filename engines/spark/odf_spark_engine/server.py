@@ -1,7 +1,7 @@
 """The engine's gRPC server.
 
     python -m odf_spark_engine.server --socket RUN_DIR/engine.sock [--port 5544]
-        [--lease RUN_DIR/lease] [--log-file RUN_DIR/engine.log]
+        [--lease RUN_DIR/lease | --lease RUN_DIR/leases --keep-warm SECONDS] [--log-file RUN_DIR/engine.log]
         [--master local[2]] [--conf spark.driver.memory=1g ...]
 
 One SparkSession is created at start-up and shared by every request (each request works in its
@@ -14,6 +14,8 @@ it watches the lease from before Spark starts and exits at once when the lease i
 is left to read an answer, and whatever a request was writing is in the run folder, which the
 coordinator's next command removes; Spark's JVM ends with the engine (the sandbox's or the
 container's PID namespace ends, and a JVM started by PySpark exits when its stdin closes).
+With ``--keep-warm`` the lease is a folder of the leases of the commands using the engine, and
+the engine exits once none has been held for that many seconds (a warm engine, ``lease.py``).
 """
 from __future__ import annotations
 
@@ -142,6 +144,8 @@ def _parse_args(argv):
     parser.add_argument("--socket", required=True, help="unix socket path to listen on")
     parser.add_argument("--port", type=int, help="also listen on 0.0.0.0:PORT (5544 by the spec)")
     parser.add_argument("--lease", help="run only while another process holds a lock on this file")
+    parser.add_argument("--keep-warm", type=float, default=0.0, metavar="SECONDS",
+                        help="--lease names a folder of leases: run until none has been held for this long")
     parser.add_argument("--log-file", help="append the engine's output (and Spark's) to this file")
     parser.add_argument(
         "--master",
@@ -177,7 +181,7 @@ def main(argv=None) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
     if args.lease:
-        lease.watch(args.lease, lambda: _abandoned(args.lease))
+        lease.watch(args.lease, lambda: _abandoned(args.lease, args.keep_warm), keep_warm=args.keep_warm)
 
     started = time.monotonic()
     spark = create_spark(args.master, args.conf)
@@ -203,8 +207,11 @@ def main(argv=None) -> None:
     spark.stop()
 
 
-def _abandoned(lease_path: str) -> None:
-    log.warning("lease %s is free (the coordinator is gone): exiting", lease_path)
+def _abandoned(lease_path: str, keep_warm: float) -> None:
+    if keep_warm:
+        log.info("no command has used the engine for %.0f s (%s): exiting", keep_warm, lease_path)
+    else:
+        log.warning("lease %s is free (the coordinator is gone): exiting", lease_path)
     os._exit(3)
 
 
