@@ -14,15 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.cli import coord
+from tests.support.snapshots import AIRPORTS, SEEN, SNAPSHOTS, manifest, pull_airports, snapshot
 
-AIRPORTS, NAMES, SEEN = "ref.airports", "ref.names", "ref.seen"
-# three snapshots of the same table: a rename, then a delete, then an insert
-SNAPSHOTS = {
-    "2020-01-01": {"iata": ["AAA", "BBB", "CCC", "DDD"], "name": ["Alpha", "Bravo", "Charlie", "Delta"]},
-    "2020-02-01": {"iata": ["AAA", "BBB", "CCC", "DDD"], "name": ["Alpha", "Bravo Intl", "Charlie", "Delta"]},
-    "2020-03-01": {"iata": ["AAA", "BBB", "DDD"], "name": ["Alpha", "Bravo Intl", "Delta"]},
-    "2020-04-01": {"iata": ["AAA", "BBB", "DDD", "EEE"], "name": ["Alpha", "Bravo Intl", "Delta", "Echo"]},
-}
+NAMES = "ref.names"
 # a ledger's two exports; the second brings, for AAA, a record of an earlier event time
 LEDGER = [
     {"iata": ["AAA", "BBB"], "name": ["Alpha new", "Bravo"],
@@ -31,29 +25,6 @@ LEDGER = [
      "event_time": ["2020-01-15T00:00:00Z", "2020-02-01T00:00:00Z", "2020-01-01T00:00:00Z"]},
 ]
 
-MANIFEST = """
-apiVersion: 1
-kind: DatasetSnapshot
-content:
-  id: {id}
-  source:
-    kind: root
-    fetch: {{kind: filesGlob, path: "{glob}"{event_time}}}
-    read: {{kind: parquet, schema: {schema}}}
-    merge: {merge}
-"""
-FROM_PATH = r", eventTime: {kind: fromPath, pattern: '(\d{4}-\d{2}-\d{2})'}"
-NAME_SCHEMA = '["iata STRING", "name STRING"]'
-
-
-def manifest(dataset: str, glob: str, merge: str, event_time: str = FROM_PATH,
-             schema: str = NAME_SCHEMA) -> str:
-    return MANIFEST.format(id=dataset, glob=glob, merge=merge, event_time=event_time, schema=schema)
-
-
-def snapshot(day: str) -> list[dict]:
-    return pd.DataFrame(SNAPSHOTS[day]).sort_values("iata").to_dict("records")
-
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
@@ -61,19 +32,14 @@ def home(tmp_path_factory):
     ledger keyed on (iata, name) whose key was then narrowed to iata (``coord add --replace``)."""
     home = tmp_path_factory.mktemp("state")
     coord("init", cwd=home)
-    (home / "snaps").mkdir()
-    for day, table in SNAPSHOTS.items():
-        pq.write_table(pa.table(table), home / "snaps" / f"airports-{day}.parquet")
+    pull_airports(home)
     (home / "ledger").mkdir()
     pq.write_table(pa.table(LEDGER[0]), home / "ledger" / "export-1.parquet")
-    (home / "airports.yaml").write_text(manifest(AIRPORTS, "snaps/*.parquet",
-                                                 "{kind: snapshot, primaryKey: [iata]}"))
-    (home / "seen.yaml").write_text(manifest(SEEN, "snaps/*.parquet", "{kind: append}"))
     ledger = manifest(NAMES, "ledger/*.parquet", "{kind: ledger, primaryKey: [iata, name]}", "",
                       '["iata STRING", "name STRING", "event_time STRING"]')
     (home / "names.yaml").write_text(ledger)
-    coord("add", "airports.yaml", "seen.yaml", "names.yaml", cwd=home)
-    coord("pull", "--all", cwd=home)
+    coord("add", "names.yaml", cwd=home)
+    coord("pull", NAMES, cwd=home)
     pq.write_table(pa.table(LEDGER[1]), home / "ledger" / "export-2.parquet")
     coord("pull", NAMES, cwd=home)
     (home / "names.yaml").write_text(ledger.replace("[iata, name]", "[iata]"))
@@ -128,7 +94,8 @@ def test_as_at_a_system_time_the_state_is_what_the_workspace_held_then(home):
     assert [state(home, "--as-at", b["systemTime"]) for b in blocks] == [
         snapshot(day) for day in SNAPSHOTS]
     assert state(home, "--as-at", blocks[1]["blockHash"][:12]) == snapshot("2020-02-01")
-    before = refusal(home, "sql", "--as-at", "2000-01-01T00:00:00Z", "-c", f'SELECT * FROM "{AIRPORTS}@state"')
+    before = refusal(home, "sql", "--as-at", "2000-01-01T00:00:00Z",
+                     "-c", f'SELECT * FROM "{AIRPORTS}@state"')
     assert f"dataset {AIRPORTS} holds no data as at 2000-01-01T00:00:00Z" in before
 
 
