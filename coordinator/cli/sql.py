@@ -27,23 +27,29 @@ FORMATS = ["table", "csv", "json", "parquet"]
 @click.option("--as-at", "as_at", metavar="TIME|BLOCK",
               help="Read every dataset as it was at that system time (RFC 3339), or at that "
                    "block (a hash or its prefix; the other datasets as at its system time).")
+@click.option("--as-of", "as_of", metavar="TIME",
+              help='Read each state ("<id>@state") as it stood at that event time (RFC 3339).')
 @click.option("--output", "-o", type=click.Choice(FORMATS), default="table", show_default=True,
               help="csv with a header line; json: a list of records; parquet needs --out.")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False),
               help="Write the result to this file (written whole or not at all).")
 @click.option("--max-rows", default=1000, show_default=True, help="Rows a table shows at most.")
 @click.pass_context
-def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | None, output: str,
-        out_file: str | None, max_rows: int) -> None:
+def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | None, as_of: str | None,
+        output: str, out_file: str | None, max_rows: int) -> None:
     """Query the datasets with SQL: interactive on a terminal, else -c, -f or standard input.
 
     \b
     Each dataset is a table named by its id, in double quotes:
       coord sql -c 'SELECT origin, count(*) FROM "nyc.flights" GROUP BY origin'
+    A snapshot or ledger root is also the table it describes, one row per primary key
+    (its id is its change records):
+      coord sql -c 'SELECT count(*) FROM "nyc.airlines@state"'
     The dialect is DuckDB's (https://duckdb.org/docs/sql/introduction); transforms in
     manifests stay Spark SQL. Only queries run: statements that change anything are refused,
     and a query reads the datasets' own Parquet slices and no other file.
     """
+    from ..metadata.timestamps import parse_timestamp
     from ..query.sql import SqlError, SqlSession, resolve_as_at
 
     if command is not None and file is not None:
@@ -54,7 +60,7 @@ def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | 
         raise click.UsageError("--out writes csv, json or parquet: give -o")
     ws = workspace(ctx)
     when = resolve_as_at(ws, as_at) if as_at else None
-    with SqlSession(ws, when) as session:
+    with SqlSession(ws, when, as_of=parse_timestamp(as_of) if as_of else None) as session:
         if command is None and file is None and sys.stdin.isatty():
             _repl(session, max_rows)
             return
@@ -84,7 +90,7 @@ def _repl(session: SqlSession, max_rows: int) -> None:
     show.note("SQL over the workspace's datasets (DuckDB dialect); end a statement with ; "
               "and leave with Ctrl-D.")
     if session.tables:
-        show.note("datasets: " + ", ".join(f'"{t}"' for t in session.tables))
+        show.note("datasets: " + ", ".join(f'"{t}"' for t in [*session.tables, *session.state_tables()]))
     buffer: list[str] = []
     while True:
         try:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import CoordError, Unavailable
+from ..metadata.timestamps import parse_timestamp
 from ..workspace import Workspace
 from .sql import SqlError, SqlSession, resolve_as_at, split_script
 
@@ -47,12 +48,13 @@ class QueryDied(Unavailable):
     pass
 
 
-def bounded_query(root: Path, text: str, bounds: Bounds, as_at: str | None = None) -> bytes:
-    """The JSON answer to one query over the workspace at ``root``:
-    ``{"columns", "rows", "truncated", "truncatedBy"}``."""
+def bounded_query(root: Path, text: str, bounds: Bounds, as_at: str | None = None,
+                  as_of: str | None = None) -> bytes:
+    """The JSON answer to one query over the workspace at ``root`` (read as at ``as_at``, its
+    states as of event time ``as_of``): ``{"columns", "rows", "truncated", "truncatedBy"}``."""
     context = _context()
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_answer, args=(send, root, text, bounds, as_at), daemon=True)
+    child = context.Process(target=_answer, args=(send, root, text, bounds, as_at, as_of), daemon=True)
     child.start()
     send.close()
     try:
@@ -81,13 +83,14 @@ def _context() -> ForkServerContext:
     return context
 
 
-def _answer(send: Connection, root: Path, text: str, bounds: Bounds, as_at: str | None) -> None:
+def _answer(send: Connection, root: Path, text: str, bounds: Bounds, as_at: str | None,
+            as_of: str | None) -> None:
     """In the query's process: the answer, or the refusal, sent whole."""
     import traceback
 
     try:
         ws = Workspace.open(root)
-        outcome: bytes | BaseException = answer_json(ws, text, bounds, as_at)
+        outcome: bytes | BaseException = answer_json(ws, text, bounds, as_at, as_of)
     except CoordError as e:
         outcome = e
     except Exception:  # a bug: its traceback goes to the service's log as the server's own
@@ -96,7 +99,7 @@ def _answer(send: Connection, root: Path, text: str, bounds: Bounds, as_at: str 
     send.close()
 
 
-def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None) -> bytes:
+def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None, as_of: str | None) -> bytes:
     from .tail import json_value
 
     statements = split_script(text)
@@ -104,7 +107,8 @@ def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None) -> 
         raise SqlError(f"give exactly one query, not {len(statements)}")
     rows: list[str] = []
     size, truncated_by = 0, None
-    with SqlSession(ws, resolve_as_at(ws, as_at) if as_at else None) as session:
+    with SqlSession(ws, resolve_as_at(ws, as_at) if as_at else None,
+                    as_of=parse_timestamp(as_of) if as_of else None) as session:
         schema, batches = session.batches(statements[0], text)
         for batch in batches:
             for row in batch.to_pylist():

@@ -3,7 +3,9 @@
 Every dataset with data is a view named by its id (``"com.example.orders"``, double quotes:
 the dots are part of the name) over exactly the Parquet slices its chain names, oldest block
 first; never a file no block names, nor one changed since its block recorded it (each is
-checked first, ``trust.slice_check``). No short aliases: a name that is unambiguous today could
+checked first, ``trust.slice_check``). A snapshot or ledger root is also ``"<id>@state"``,
+the table it describes (``state.py``: one row per primary key, as of an event time if
+given), a view over its change log. No short aliases: a name that is unambiguous today could
 mean another dataset after the next ``coord add``, and a saved query must not change meaning.
 
 Invariants:
@@ -37,10 +39,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import Invalid
+from ..metadata.objects import DatasetSource, DatasetVocabulary
 from ..metadata.timestamps import format_timestamp, parse_timestamp
 from ..trust.slice_check import checked_slices
-from ..workspace import Workspace
+from ..workspace import Dataset, Workspace
 from ..workspace.dataset import BlockNotFound
+from .state import STATE_SUFFIX, StateKey, no_state, quoted, state_key, state_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -92,23 +96,53 @@ def resolve_as_at(ws: Workspace, when: str) -> AsAt:
     return AsAt(time, dataset, block)
 
 
+@dataclass(frozen=True)
+class DatasetRead:
+    """A dataset as a read sees it: its slices, oldest first, and its state's key (None when
+    it has no primary key), both as at the read's moment."""
+
+    files: list[Path]
+    source: DatasetSource
+    key: StateKey | None
+
+
+def dataset_reads(ws: Workspace, as_at: AsAt | None = None) -> dict[str, DatasetRead]:
+    """Each dataset with data as at ``as_at`` (see ``dataset_read``); datasets without any are
+    left out."""
+    reads = {}
+    for ds in ws.datasets():
+        if as_at is not None and as_at.dataset == ds.id:
+            read = dataset_read(ds, stop=as_at.block)
+        else:
+            read = dataset_read(ds, until=as_at.time if as_at is not None else None)
+        if read is not None:
+            reads[ds.id] = read
+    return reads
+
+
+def dataset_read(ds: Dataset, stop: bytes | None = None, until: datetime | None = None) -> DatasetRead | None:
+    """``ds`` up to block ``stop``, or else up to its newest block with system time <= ``until``
+    (else its head), its slices checked against their blocks (``checked_slices``); None if it
+    had no data then."""
+    reached = stop is None
+    blocks, source, vocab = [], None, None
+    for h, block in ds.blocks():  # newest first
+        reached = reached or h == stop
+        if reached and not (until is not None and block.system_time > until):
+            source, vocab = source or block.source, vocab or block.vocab
+            if block.output_slice is not None:
+                blocks.append((h, block))
+    if not blocks:
+        return None
+    assert source is not None, "a chain's first block has a source"
+    return DatasetRead(checked_slices(ds, blocks[::-1]), source,
+                       state_key(source, vocab or DatasetVocabulary()))
+
+
 def slice_files(ws: Workspace, as_at: AsAt | None = None) -> dict[str, list[Path]]:
     """Each dataset's Parquet slices, oldest first (as at ``as_at``), each checked against its
     block (``checked_slices``); datasets without any are left out."""
-    tables = {}
-    for ds in ws.datasets():
-        stop = as_at.block if as_at is not None and as_at.dataset == ds.id else None
-        by_time = as_at is not None and stop is None
-        reached = stop is None
-        blocks = []
-        for h, block in ds.blocks():  # newest first
-            reached = reached or h == stop
-            if (reached and block.output_slice is not None
-                    and not (by_time and block.system_time > as_at.time)):  # type: ignore[union-attr]
-                blocks.append((h, block))
-        if blocks:
-            tables[ds.id] = checked_slices(ds, blocks[::-1])
-    return tables
+    return {name: read.files for name, read in dataset_reads(ws, as_at).items()}
 
 
 def split_script(script: str) -> list[Statement]:
@@ -162,11 +196,12 @@ class SqlSession:
     ``extra``: more named in-memory tables a query may read (none of them a dataset's id)."""
 
     def __init__(self, ws: Workspace, as_at: AsAt | None = None,
-                 extra: Mapping[str, pa.Table] | None = None):
+                 extra: Mapping[str, pa.Table] | None = None, as_of: datetime | None = None):
         import duckdb
 
         self.as_at = as_at
-        self.tables = slice_files(ws, as_at)
+        self.reads = dataset_reads(ws, as_at)
+        self.tables = {name: read.files for name, read in self.reads.items()}
         self.empty = sorted({ds.id for ds in ws.datasets()} - self.tables.keys())
         self._root = str(ws.root)
         self._con = duckdb.connect(config={
@@ -179,25 +214,15 @@ class SqlSession:
         # DuckDB draws a progress bar on stdout when it takes the process for an interactive
         # one (python -c, a notebook), which would mix it into our output
         con.execute("SET enable_progress_bar = false")
-        for name, files in self.tables.items():
-            con.register(name, self._dataset(name, files))
+        for name, read in self.reads.items():
+            con.register(name, arrow_dataset(name, read.files, self._root))
+            if read.key is not None:  # a view: computed only when a query reads it
+                con.execute(f"CREATE TEMP VIEW {quoted(name + STATE_SUFFIX)} AS "
+                            f"{state_sql(quoted(name), read.key, as_of)}")
         for name, table in (extra or {}).items():
             con.register(name, table)
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
-
-    def _dataset(self, name: str, files: list[Path]) -> Any:
-        """The slices as one lazy Arrow dataset, their columns united by name."""
-        import pyarrow as pa
-        import pyarrow.dataset as pds
-        import pyarrow.parquet as pq
-
-        try:
-            schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
-            return pds.dataset([str(f) for f in files], schema=schema, format="parquet")
-        except (OSError, pa.ArrowException) as e:
-            raise SqlError(f"dataset {name}: its slices cannot be read ({self._hide_paths(str(e))}); "
-                           f"run coord verify {name}") from None
 
     def __enter__(self) -> SqlSession:
         return self
@@ -266,24 +291,47 @@ class SqlSession:
         self._con.interrupt()
 
     def _explain(self, e: Exception, statement: Statement, script: str) -> str:
-        text = self._hide_paths(explain_error(e, script, statement.offset))
+        text = hide_paths(explain_error(e, script, statement.offset), self._root)
         missing = re.search(r'Table with name "?([^"!]+?)"? does not exist', str(e))
         if missing:
             name = missing.group(1)
-            if name in self.empty:
-                return f"{text} (dataset {name} holds no data {self._when()})"
-            quoted = next((d for d in self.tables if d.endswith(name)), None)
-            if quoted:
-                text += f' (a dataset is named with double quotes: FROM "{quoted}")'
+            dataset = name.removesuffix(STATE_SUFFIX)
+            if dataset in self.empty:
+                return f"{text} (dataset {dataset} holds no data {self._when()})"
+            if dataset != name and dataset in self.reads:
+                return no_state(dataset, self.reads[dataset].source)
+            named = next((d for d in [*self.tables, *self.state_tables()] if d.endswith(name)), None)
+            if named:
+                text += f' (a dataset is named with double quotes: FROM "{named}")'
         return text
 
-    def _hide_paths(self, message: str) -> str:
-        """Arrow names the slice it failed to read; where the workspace is is not the
-        query's business (an API client may be asking)."""
-        return message.replace(self._root, "<workspace>")
+    def state_tables(self) -> list[str]:
+        """The names of the datasets' states (``"<id>@state"``), for those with a key."""
+        return [name + STATE_SUFFIX for name, read in self.reads.items() if read.key is not None]
 
     def _when(self) -> str:
         return self.as_at.describe() if self.as_at else "yet"
+
+
+def arrow_dataset(name: str, files: list[Path], root: str) -> Any:
+    """The slices as one lazy Arrow dataset, their columns united by name; an unreadable slice
+    is refused naming the dataset (``root``, the workspace's folder, left out)."""
+    import pyarrow as pa
+    import pyarrow.dataset as pds
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+        return pds.dataset([str(f) for f in files], schema=schema, format="parquet")
+    except (OSError, pa.ArrowException) as e:
+        raise SqlError(f"dataset {name}: its slices cannot be read ({hide_paths(str(e), root)}); "
+                       f"run coord verify {name}") from None
+
+
+def hide_paths(message: str, root: str) -> str:
+    """Arrow names the slice it failed to read; where the workspace is is not the query's
+    business (an API client may be asking)."""
+    return message.replace(root, "<workspace>")
 
 
 def unique_names(names: list[str]) -> list[str]:

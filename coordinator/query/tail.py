@@ -2,7 +2,8 @@
 API's ``/tail``): one implementation for both front ends.
 
 Only the newest slices that hold the last ``n`` records (by the counts their blocks record)
-are checked (``trust.slice_check``) and read.
+are checked (``trust.slice_check``) and read. The last rows of a dataset's state
+(``state_tail``, ``state.py``) need every slice: each is checked and DuckDB reads them.
 """
 from __future__ import annotations
 
@@ -35,6 +36,33 @@ def tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
                 newest.append((h, b))
                 have += b.output_slice.num_records
     return last_records(checked_slices(ds, newest[::-1]), n)
+
+
+def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | None = None) -> pa.Table:
+    """The last ``n`` rows of the state of ``ds`` (in the stored order of their versions), as
+    the dataset held it at ``as_at`` (RFC 3339 system time or block), as of event time
+    ``as_of``; refused for a dataset without a primary key."""
+    import duckdb
+    import pyarrow as pa
+
+    from .sql import arrow_dataset, dataset_read
+    from .state import NoState, no_state, state_key, state_sql
+
+    stop = None if as_at is None else block_as_at(ds, as_at)
+    read = None if as_at is not None and stop is None else dataset_read(ds, stop=stop)
+    if read is None:  # no data then: a state without rows, if the dataset has a state
+        state = ds.state()
+        source, key = state.source, state_key(state.source, state.vocab)
+    else:
+        source, key = read.source, read.key
+    if key is None:
+        raise NoState(no_state(ds.id, source))
+    if read is None:  # no data yet
+        return pa.table({})
+    with duckdb.connect(config={"temp_directory": ""}) as con:  # no spill folder in the current one
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("changes", arrow_dataset(ds.id, read.files, str(ds.ws.root)))
+        return con.sql(state_sql("changes", key, as_of, last=n)).to_arrow_table()
 
 
 def last_records(files: list[Path], num: int) -> pa.Table:

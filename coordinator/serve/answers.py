@@ -94,18 +94,22 @@ class Answers:
 
         return await self._answer(("graph", tuple(heads.items())), compute)
 
-    async def tail(self, dataset_id: str, n: int, as_at: str | None) -> bytes:
-        from ..query.tail import json_value
+    async def tail(self, dataset_id: str, n: int, as_at: str | None, state: bool = False,
+                   as_of: str | None = None) -> bytes:
+        from ..metadata.timestamps import parse_timestamp
+        from ..query.tail import json_value, state_tail
         from ..query.tail import tail as last_records
 
         head = self._heads_with(dataset_id)[dataset_id]
+        event_time = parse_timestamp(as_of) if as_of is not None else None
 
         def compute() -> bytes:
-            data = last_records(self.ws.dataset(dataset_id), n, as_at)
+            ds = self.ws.dataset(dataset_id)
+            data = state_tail(ds, n, as_at, event_time) if state else last_records(ds, n, as_at)
             body = {"dataset": dataset_id, "records": data.to_pylist()}
             return json.dumps(body, default=json_value).encode()
 
-        return await self._answer(("tail", dataset_id, head, n, as_at), compute)
+        return await self._answer(("tail", dataset_id, head, n, as_at, state, event_time), compute)
 
     # --- keeping and computing --------------------------------------------------------------------
 

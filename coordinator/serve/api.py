@@ -91,6 +91,8 @@ class SqlRequest(BaseModel):
                                                             "(default 10, up to serve.sqlTimeout)")
     as_at: str | None = Field(None, max_length=100,
                               description="RFC 3339 system time, or a block hash prefix")
+    as_of: str | None = Field(None, max_length=100,
+                              description='RFC 3339 event time the states ("<id>@state") are read as of')
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,14 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     @app.get("/api/datasets/{dataset_id}/tail", summary="The last records, now or as at a time or block")
     async def tail(dataset_id: str, n: int = Query(10, ge=1, le=10_000),
              as_at: str | None = Query(None, description="RFC 3339 system time, or a block hash prefix",
+                                       max_length=100),
+             state: bool = Query(False, description="the last rows of a snapshot or ledger root's "
+                                                    "state (one row per primary key) instead"),
+             as_of: str | None = Query(None, description="with state: RFC 3339 event time it is read as of",
                                        max_length=100)) -> Response:
-        return _ok(await answers.tail(validate_dataset_id(dataset_id), n, as_at))
+        if as_of is not None and not state:
+            raise Invalid("as_of reads a state: give state=true")
+        return _ok(await answers.tail(validate_dataset_id(dataset_id), n, as_at, state, as_of))
 
     @app.get("/api/datasets/{dataset_id}/schema", summary="The columns of the newest data slice")
     def schema(dataset_id: str) -> dict:
@@ -214,7 +222,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
                                  "try again when one has ended")
         try:
             return _ok(bounded_query(ws.root, request.q, Bounds(limit, settings.sql_max_bytes, seconds),
-                                     request.as_at))
+                                     request.as_at, request.as_of))
         finally:
             running.release()
 

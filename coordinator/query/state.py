@@ -1,0 +1,98 @@
+"""A snapshot or ledger dataset read as the table it describes: ODF's projection of its
+change log onto one row per primary key (``coord sql``'s ``"<id>@state"``, ``coord tail
+--state``, the API's ``state``).
+
+Invariants:
+- Only a root whose merge strategy has a primary key (snapshot, ledger) has a state: the key
+  and the snapshot's observation column are those of the source in force at the block read.
+  An append root or a derivative has none (ODF 0.18 gives them no key), and asking for its
+  state is refused in one line saying so.
+- The state holds, per key, its latest record by event time, ties broken by system time and
+  then by stored order (slices oldest first, rows in their order); a key whose latest
+  record is a snapshot's removal (observation column = its ``removed`` value, ``D`` by
+  default) is left out. Every column of the change log is kept, the observation column too.
+- As of an event time T (ODF's AS OF, "what was true at T"), only records with event time
+  <= T count. The system time is bounded separately, by the read's ``--as-at`` (ODF's AS AT,
+  "what was known at T"): the records of the blocks committed by then, nothing else.
+- It is one DuckDB query (a window over the key, ``QUALIFY``), never a loop per row; row
+  order within the scan is DuckDB's streaming ``row_number() OVER ()``, which keeps the
+  order of the Arrow dataset (slices oldest first).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..errors import Invalid
+from ..ingest.merge import SnapshotColumns
+from ..metadata.objects import (
+    DatasetSource,
+    DatasetSourceRoot,
+    DatasetVocabulary,
+    MergeStrategyLedger,
+    MergeStrategySnapshot,
+)
+from ..metadata.timestamps import format_timestamp
+
+STATE_SUFFIX = "@state"  # not a character of a dataset id, so no id can take the name
+ROW = "__coord_stored_row"  # the helper column of stored order, not shown
+
+
+class NoState(Invalid):
+    """The dataset has no primary key, so there is no state to project."""
+
+
+@dataclass(frozen=True)
+class StateKey:
+    """What the projection of one dataset needs from its definition."""
+
+    key: tuple[str, ...]
+    event_time: str
+    system_time: str
+    observation: str | None  # a snapshot's observation column; None for a ledger
+    removed: str | None  # the observation value of a removal
+
+
+def state_key(source: DatasetSource, vocab: DatasetVocabulary) -> StateKey | None:
+    """The state a dataset of that definition has, or None (no primary key)."""
+    merge = source.merge if isinstance(source, DatasetSourceRoot) else None
+    if isinstance(merge, MergeStrategySnapshot):
+        roles = SnapshotColumns.of(merge)
+        return StateKey(tuple(roles.key), vocab.event_time, vocab.system_time, roles.observation,
+                        roles.removed)
+    if isinstance(merge, MergeStrategyLedger):
+        return StateKey(tuple(merge.primary_key), vocab.event_time, vocab.system_time, None, None)
+    return None
+
+
+def no_state(dataset: str, source: DatasetSource) -> str:
+    """Why ``dataset`` has no state, in one line."""
+    what = (f"its merge strategy is {source.merge.KIND}" if isinstance(source, DatasetSourceRoot)
+            else "it is a derivative")
+    return (f"dataset {dataset} has no state: {what}, so it has no primary key to project its "
+            f'records on (only snapshot and ledger roots have one); its records are "{dataset}"')
+
+
+def state_sql(relation: str, key: StateKey, as_of: datetime | None = None, last: int | None = None) -> str:
+    """The DuckDB query of the state of the change log ``relation`` (a quoted name), as of
+    event time ``as_of`` if given; with ``last``, the last rows by the stored order of their
+    versions, in that order (else in no order: a table, sorting it costs a third more)."""
+    event, system = quoted(key.event_time), quoted(key.system_time)
+    bound = f" WHERE {event} <= TIMESTAMPTZ '{format_timestamp(as_of)}'" if as_of is not None else ""
+    latest = (f"SELECT * FROM (SELECT *, row_number() OVER () AS {ROW} FROM {relation}){bound} "
+              f"QUALIFY row_number() OVER (PARTITION BY {', '.join(map(quoted, key.key))} "
+              f"ORDER BY {event} DESC, {system} DESC, {ROW} DESC) = 1")
+    rows = f"SELECT * FROM ({latest})"
+    if key.observation is not None:
+        rows += f" WHERE {quoted(key.observation)} IS DISTINCT FROM {literal(key.removed or '')}"
+    if last is None:
+        return f"SELECT * EXCLUDE ({ROW}) FROM ({rows})"
+    return f"SELECT * EXCLUDE ({ROW}) FROM ({rows} ORDER BY {ROW} DESC LIMIT {int(last)}) ORDER BY {ROW}"
+
+
+def quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
