@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from .context import complete_dataset, workspace
-from .output import Output
+from .output import Output, count
 
 
 @click.command()
@@ -14,8 +14,11 @@ from .output import Output
 @click.option("--all", "all_", is_flag=True,
               help="Every dataset pushed before (with --to: every dataset of the workspace).")
 @click.option("-r", "--recursive", is_flag=True, help="Push the datasets' inputs too, inputs first.")
+@click.option("--repair", is_flag=True,
+              help="Also read back every file the repository has and upload again those that differ.")
 @click.pass_context
-def push(ctx: click.Context, datasets: tuple[str, ...], to: str | None, all_: bool, recursive: bool) -> None:
+def push(ctx: click.Context, datasets: tuple[str, ...], to: str | None, all_: bool, recursive: bool,
+         repair: bool) -> None:
     """Upload DATASETS' new blocks and files to a repository.
 
     A dataset that fails does not stop the others: those that read it are skipped, the
@@ -38,7 +41,7 @@ def push(ctx: click.Context, datasets: tuple[str, ...], to: str | None, all_: bo
     if len(ids) == 1 and not recursive:  # one dataset: its error is the command's
         from ..repository import push_dataset
 
-        show.line(_worded(push_dataset(ws, ids[0], to, progress=show.progress())))
+        show.line(_worded(push_dataset(ws, ids[0], to, progress=show.progress(), repair=repair)))
         return
 
     def report(outcome) -> None:
@@ -46,8 +49,8 @@ def push(ctx: click.Context, datasets: tuple[str, ...], to: str | None, all_: bo
         failed = "failed: " if outcome.status is PushStatus.FAILED else ""
         show.line(f"{outcome.dataset_id}: {failed}{message}")
 
-    outcomes = push_datasets(ws, ids, to, recursive=recursive, progress=lambda _: show.progress(),
-                             report=report)
+    outcomes = push_datasets(ws, ids, to, recursive=recursive, repair=repair,
+                             progress=lambda _: show.progress(), report=report)
     failed = [(o.dataset_id, o.message) for o in outcomes if o.status is PushStatus.FAILED]
     if failed:
         show.failures(failed, len(outcomes), sum(o.status is PushStatus.SKIPPED for o in outcomes))
@@ -55,5 +58,5 @@ def push(ctx: click.Context, datasets: tuple[str, ...], to: str | None, all_: bo
 
 
 def _worded(result) -> str:
-    mb = f" ({result.files} files, {result.bytes / 1e6:,.1f} MB)" if result.files else ""
+    mb = f" ({count(result.files, 'file')}, {result.bytes / 1e6:,.1f} MB)" if result.files else ""
     return result.message + mb

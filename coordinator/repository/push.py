@@ -8,6 +8,8 @@ concurrent pushers exactly one wins and the other is told to pull first.
 """
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,6 +23,7 @@ from ..workspace import Dataset, DatasetNotFound, Workspace, layout
 from ..workspace.crash import crash_point
 from ..workspace.graph import DatasetGraph
 from ..workspace.progress import Progress
+from ..workspace.runs import run_folder
 from .fileio import RefConflict
 from .registry import BadRepositoryArgument, open_remote, parse_target, remember, remembered
 from .remote import Diverged, RemoteDataset
@@ -38,9 +41,12 @@ class PushResult:
 
 
 def push_dataset(
-    ws: Workspace, dataset_id: str, to: str | None = None, *, progress: Progress | None = None
+    ws: Workspace, dataset_id: str, to: str | None = None, *, progress: Progress | None = None,
+    repair: bool = False,
 ) -> PushResult:
-    """Push ``dataset_id`` to ``to`` (``REPO`` or ``REPO/NAME``), or where it was pushed last."""
+    """Push ``dataset_id`` to ``to`` (``REPO`` or ``REPO/NAME``), or where it was pushed last.
+    With ``repair``, also every object of the blocks the repository already has whose bytes
+    there differ from the local file (damaged or replaced), after checking the local ones."""
     ds = ws.dataset(dataset_id)
     if not ds.exists():
         raise DatasetNotFound(dataset_id)
@@ -59,29 +65,60 @@ def push_dataset(
             f"local chain of {dataset_id}): pull first"
         )
     new = list(reversed(local[: hashes.index(remote_head)] if remote_head else local))
-    if not new:
+    if not new and not repair:
         remember(ws, dataset_id, "push", target)
         return PushResult(dataset_id, target, 0, 0, 0, f"{target} is up to date")
 
     have = remote.files("")
-    phases = _uploads(ds, new)
+    phases = _uploads(ds, list(reversed(local)) if repair else new)
     files = total = 0
+    repaired: set[str] = set()
     for description, uploads in phases:
+        if repair:
+            repaired |= _damaged(ws, remote, uploads, have, progress)
         todo = [(local_path, rel) for local_path, rel in uploads
-                if have.get(rel) != local_path.stat().st_size]
+                if have.get(rel) != local_path.stat().st_size or rel in repaired]
         run_parallel([_upload_job(remote, p, rel) for p, rel in todo], f"push {description}", progress)
         files += len(todo)
         total += sum(p.stat().st_size for p, _ in todo)
         crash_point(f"push-{description}-uploaded")
-    try:
-        remote.swap_head(new[-1].hash, token)
-    except RefConflict:
-        raise Diverged(
-            f"remote changed, pull first ({target} moved while {dataset_id} was pushed)"
-        ) from None
+    if new:
+        try:
+            remote.swap_head(new[-1].hash, token)
+        except RefConflict:
+            raise Diverged(
+                f"remote changed, pull first ({target} moved while {dataset_id} was pushed)"
+            ) from None
     remember(ws, dataset_id, "push", target)
-    return PushResult(dataset_id, target, len(new), files, total,
-                      f"pushed {len(new)} block{'s' * (len(new) != 1)} to {target}")
+    pushed = f"pushed {len(new)} block{'s' * (len(new) != 1)} to {target}" if new else ""
+    mended = (f"repaired {len(repaired)} damaged file{'s' * (len(repaired) != 1)} of {target}"
+              if repaired else f"every file {target} holds is intact" if repair else "")
+    return PushResult(dataset_id, target, len(new), files, total, "; ".join(filter(None, [pushed, mended])))
+
+
+def _damaged(ws: Workspace, remote: RemoteDataset, uploads: list[tuple[Path, str]],
+             have: dict[str, int], progress: Progress | None) -> set[str]:
+    """The paths among ``uploads`` the repository holds with the local file's size but other
+    bytes (read back and compared by SHA3-256; a wrong size is uploaded again anyway)."""
+    present = [(p, rel) for p, rel in uploads if have.get(rel) == p.stat().st_size]
+
+    def job(local: Path, rel: str, scratch: Path) -> Job[str | None]:
+        def run(on_bytes) -> str | None:
+            copy = scratch / uuid.uuid4().hex
+            try:
+                theirs = remote.io.get_file(remote.file(rel), copy, on_bytes, limit=local.stat().st_size,
+                                            digest=True)
+            finally:
+                copy.unlink(missing_ok=True)
+            with open(local, "rb") as f:
+                ours = hashlib.file_digest(f, "sha3_256").digest()
+            return rel if theirs != ours else None
+
+        return Job(local.stat().st_size, run)
+
+    with run_folder(ws.run_dir, "repair") as scratch:
+        found = run_parallel([job(p, rel, scratch) for p, rel in present], "check remote files", progress)
+    return {rel for rel in found if rel is not None}
 
 
 class PushStatus(StrEnum):
@@ -101,7 +138,7 @@ class PushOutcome:
 
 def push_datasets(
     ws: Workspace, ids: list[str], to_repository: str | None = None, *, recursive: bool = False,
-    progress: Callable[[str], Progress | None] = lambda dataset_id: None,
+    repair: bool = False, progress: Callable[[str], Progress | None] = lambda dataset_id: None,
     report: Callable[[PushOutcome], None] = lambda outcome: None,
 ) -> list[PushOutcome]:
     """Push ``ids`` (with ``recursive``, and everything upstream of them), inputs first, each to
@@ -123,7 +160,8 @@ def push_datasets(
                                   f"skipped: it depends on {blocker}, which failed")
         else:
             try:
-                result = push_dataset(ws, dataset_id, to_repository, progress=progress(dataset_id))
+                result = push_dataset(ws, dataset_id, to_repository, progress=progress(dataset_id),
+                                      repair=repair)
                 outcome = PushOutcome(dataset_id, PushStatus.PUSHED, result.message, result)
             except (CoordError, OSError) as e:
                 failed[dataset_id] = dataset_id

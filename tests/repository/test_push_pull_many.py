@@ -2,7 +2,10 @@
 with its inputs (``pull -r``), and what verify says when an input stayed behind."""
 from __future__ import annotations
 
+import pytest
+
 from ..support.cli import coord
+from ..support.tamper import flip_a_byte
 from .conftest import make_derivative, make_root, with_repo
 
 UP, DER, OTHER = "org.example.events", "org.example.derived", "org.example.unrelated"
@@ -104,3 +107,26 @@ def test_verify_says_how_to_bring_an_input_that_stayed_behind(ws, other_ws, tmp_
     assert f"reproducibility: not checked (input {UP} is not in this workspace)" in done.stdout
     assert (f"cannot replay: input {UP} is not in this workspace; `coord pull -r shared/{DER}` "
             "brings a dataset's inputs with it") in done.stdout + done.stderr
+
+
+def repository_file(tmp_path, dataset_id, folder):
+    """One file of a dataset in the folder repository ``tmp_path/repo``."""
+    return sorted((tmp_path / "repo" / dataset_id / folder).rglob("*"))[0]
+
+
+@pytest.mark.parametrize("folder", ["data", "meta/blocks", "checkpoint"])
+def test_push_repair_uploads_again_what_the_repository_holds_damaged(ws, other_ws, tmp_path, folder):
+    url = (tmp_path / "repo").as_uri()
+    pipeline(ws, url)
+    coord("push", "-r", DER, "--to", "shared", cwd=ws.root)
+    damaged = repository_file(tmp_path, DER, folder)
+    while damaged.is_dir():
+        damaged = sorted(damaged.iterdir())[0]
+    flip_a_byte(damaged, at=min(100, damaged.stat().st_size - 1))
+    assert coord("push", DER, cwd=ws.root).stdout.strip() == f"shared/{DER} is up to date"
+    out = coord("push", DER, "--repair", cwd=ws.root).stdout
+    assert out.startswith(f"repaired 1 damaged file of shared/{DER} (1 file, ")
+    assert coord("push", DER, "--repair", cwd=ws.root).stdout.strip() == \
+        f"every file shared/{DER} holds is intact"
+    coord("pull", "-r", f"shared/{DER}", cwd=with_repo(other_ws, url).root)
+    assert coord("verify", "--integrity", DER, cwd=other_ws.root).returncode == 0
