@@ -111,6 +111,8 @@ def check_invariance(ws: Workspace, dataset_id: str, engine: Callable[[], Engine
         if until is None:
             raise Invalid(f"{dataset_id}: the chain records no slice of input {input_id}")
         input_ds = ws.dataset(input_id)
+        if not input_ds.exists():
+            raise DatasetNotFound(input_id)
         _refuse_changed_input(dataset_id, input_ds, index, executed)
         inputs.append(plan_input(input_ds, None, until))
     last_time = executed[-1][1].system_time
