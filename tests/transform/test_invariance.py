@@ -155,3 +155,16 @@ def test_float_sums_that_differ_in_their_last_bits_are_the_same(tmp_path):
     other = compare_records(stepwise, slices(tmp_path, "c", [0.6001, 1.0]), "system_time", "event_time")
     assert other.only_committed.count == other.only_one_step.count == 1
     assert other.only_one_step.first == [{"event_time": 0, "total": 0.6001}]
+
+
+def test_an_input_reset_under_the_derivative_is_refused_in_one_line(home):
+    # The orders go back to their first block and take their later files again: new blocks
+    # the derivative's chain never consumed stand where the ones it did consumed were.
+    first = [h for h, _ in Workspace.open(home).dataset(ORDERS).blocks()][-2]
+    coord("reset", ORDERS, first.hex(), cwd=home)
+    coord("pull", ORDERS, cwd=home)
+    proc = invariance(home, LARGE, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == (f"coord: error: {LARGE}: input {ORDERS} no longer holds the data block "
+                           f"{proc.stderr.split('data block ')[1][:12]} consumed; "
+                           f"coord verify {LARGE} names the blocks\n")
