@@ -135,14 +135,14 @@ def check_invariance(ws: Workspace, dataset_id: str, engine: Callable[[], Engine
 
 def _refuse_changed_source(dataset_id: str, chain: list[tuple[bytes, MetadataBlock]]) -> None:
     """One step runs one query over one list of inputs: refuse a chain that ran several."""
-    sources: list[tuple[bytes, DatasetSourceDerivative]] = []
+    current: DatasetSourceDerivative | None = None
     ran = False
     for h, b in reversed(chain):
-        if isinstance(b.source, DatasetSourceDerivative) and (not sources or b.source != sources[-1][1]):
+        if isinstance(b.source, DatasetSourceDerivative) and b.source != current:
             if ran:
                 raise Invalid(f"{dataset_id}: its query changed at block {h.hex()[:12]} after steps had "
                               "run; --invariance recomputes a chain computed by one query")
-            sources.append((h, b.source))
+            current = b.source
         ran = ran or b.input_slices is not None
 
 
