@@ -11,6 +11,9 @@ been ingested first (untimed, shown for scale), with ``COORD_ENGINE_RUNTIME=sand
 (b) separate    ``coord pull bench.d1`` … ``coord pull bench.d5``, five commands, five engines;
 (c) single      ``coord pull bench.d1`` alone: the first command of (b), same state, same work.
 
+After (a), ``coord verify --invariance bench.d4`` (the window) is timed too: one engine, one
+Execute over every slice of its input, the records compared with the committed ones.
+
 Engine starts are counted, not assumed: while a command runs a thread polls the workspace's
 ``.coord/run`` every 20 ms for the ``engine-<8 hex>`` run folders that ``open_engine`` creates
 for each engine process (and removes when it stops; an engine lives at least several seconds,
@@ -61,6 +64,7 @@ CHAIN = {
     "bench.d5": "SELECT event_time, customer, total FROM `bench.d4`",
 }
 LAST = list(CHAIN)[-1]
+WINDOW = "bench.d4"
 FILES = 4
 CUSTOMERS = 50
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -230,7 +234,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
         scratch = Path(tmp)
         write_orders(scratch / "orders", rows)
-        ingest, chain, separate, single = [], [], [], []
+        ingest, chain, separate, single, invariance = [], [], [], [], []
         chain_starts, separate_starts, ready_in_command = set(), set(), []
         chain_out = ""
         for r in range(repeat):
@@ -240,6 +244,10 @@ def main() -> None:
             chain.append(seconds)
             chain_starts.add(watch.starts)
             ready_in_command += watch.ready_after
+            began = time.perf_counter()
+            checked = coord("verify", "--invariance", WINDOW, cwd=home)
+            assert ": invariant: " in checked, checked
+            invariance.append(time.perf_counter() - began)
 
             home, _ = ingested_workspace(scratch, f"separate{r}", scratch / "orders")
             steps, engines = [], 0
@@ -275,6 +283,8 @@ def main() -> None:
              "engines": _one(separate_starts), "median s": med(separate), "min s": min(separate)},
             {"measure": "(c) single: coord pull bench.d1", "runs": repeat, "engines": 1,
              "median s": med(single), "min s": min(single)},
+            {"measure": f"coord verify --invariance {WINDOW} (one engine, one Execute)", "runs": repeat,
+             "engines": 1, "median s": med(invariance), "min s": min(invariance)},
             {"measure": "coord pull → engine socket ready (sandbox, in the commands)",
              "runs": len(ready_in_command), "engines": "", "median s": med(ready_in_command),
              "min s": min(ready_in_command)},

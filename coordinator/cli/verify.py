@@ -10,7 +10,7 @@ import click
 from ..errors import CoordError
 from ..metadata.timestamps import format_timestamp
 from .context import complete_dataset, workspace
-from .output import Output
+from .output import Output, count
 from .trust import signer_line
 
 if TYPE_CHECKING:
@@ -31,9 +31,14 @@ class VerifyFailed(CoordError):
 @click.option("--engine", "engine_spec", metavar="RUNTIME[:IMAGE]",
               help="Replay with this engine (sandbox, container or container:IMAGE) instead of "
                    "the configured one; when everything reproduces, record its compatibility.")
+@click.option("--invariance", is_flag=True,
+              help="Instead: recompute the derivative from all of its inputs in one step (nothing is "
+                   "written) and compare its records with the ones committed step by step.")
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: the --invariance report as one object.")
 @click.pass_context
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
-            engine_spec: str | None) -> None:
+            engine_spec: str | None, invariance: bool, output: str) -> None:
     """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
     from ..engine.session import EngineOnDemand, engine_reads
     from ..transform import replay as replaying
@@ -42,7 +47,14 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
 
     if engine_spec and integrity:
         raise click.UsageError("--engine replays transforms; it cannot go with --integrity")
+    if invariance and (recursive or integrity or deep):
+        raise click.UsageError("--invariance checks one dataset; it cannot go with -r, --integrity or --deep")
+    if output == "json" and not invariance:
+        raise click.UsageError("-o json is the output of --invariance")
     ws = workspace(ctx)
+    if invariance:
+        _check_invariance(ws, dataset, engine_spec, Output(output))
+        return
     show = Output()
     with ExitStack() as stack:
         def readable() -> list[str]:
@@ -81,6 +93,76 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     if failed:
         first = failed[0]
         raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
+
+
+def _check_invariance(ws, dataset: str, engine_spec: str | None, show: Output) -> None:
+    from ..engine.session import EngineOnDemand, engine_reads
+    from ..transform.invariance import Verdict, check_invariance
+
+    settings = _engine_settings(ws, engine_spec) if engine_spec else None
+    with ExitStack() as stack:
+        engine = EngineOnDemand(ws, stack, lambda: engine_reads(ws, [dataset]), settings)
+        report = check_invariance(ws, dataset, engine.get)
+    if show.format == "json":
+        show.json(_invariance_json(report))
+    elif report.verdict is Verdict.NOTHING_TO_CHECK:
+        show.line(f"{dataset}: nothing to check: no step has run yet")
+    else:
+        show.line(f"{dataset}: {_invariance_words(report)}")
+        for side, rows in (("only committed", report.only_committed),
+                           ("only in one step", report.only_one_step)):
+            for row in rows.first:
+                show.line(f"  {side}: {_row_words(row)}")
+            if rows.count > len(rows.first):
+                show.line(f"  {side}: ... {rows.count - len(rows.first):,} more")
+        if report.committed_watermark != report.one_step_watermark:
+            show.line(f"  output watermark: {_time(report.committed_watermark)} step by step, "
+                      f"{_time(report.one_step_watermark)} in one step")
+    if not report.invariant:
+        raise VerifyFailed(f"{dataset}: {_invariance_words(report)}")
+
+
+def _invariance_words(report) -> str:
+    """``invariant: 12,345 records, the same computed in one step (3 steps)`` or why not."""
+    steps = count(report.steps, "step")
+    if report.invariant:
+        return (f"invariant: {report.committed:,} records, the same computed in one step "
+                f"({steps} committed; output watermark {_time(report.committed_watermark)})")
+    if report.columns_differ:
+        return f"not invariant: the one step gives other columns ({', '.join(report.columns_differ)})"
+    if report.differing_records == 0:
+        return (f"not invariant: the same {report.committed:,} records, but the output watermark is "
+                f"{_time(report.one_step_watermark)} in one step, {_time(report.committed_watermark)} "
+                f"after {steps}")
+    return (f"not invariant: {count(report.differing_records, 'record')} differ "
+            f"({report.only_committed.count:,} only in the {report.committed:,} committed in {steps}, "
+            f"{report.only_one_step.count:,} only in the {report.one_step:,} computed in one step)")
+
+
+def _invariance_json(report) -> dict:
+    def rows(d) -> dict:
+        return {"count": d.count, "first": [{k: _json_value(v) for k, v in r.items()} for r in d.first]}
+
+    return {"id": report.dataset_id, "verdict": report.verdict.value, "steps": report.steps,
+            "records": {"committed": report.committed, "oneStep": report.one_step},
+            "onlyCommitted": rows(report.only_committed), "onlyOneStep": rows(report.only_one_step),
+            "columnsDiffer": list(report.columns_differ),
+            "outputWatermark": {"committed": _time(report.committed_watermark, None),
+                                "oneStep": _time(report.one_step_watermark, None)}}
+
+
+def _row_words(row: dict) -> str:
+    return " ".join(f"{k}={'NULL' if v is None else _json_value(v)}" for k, v in row.items())
+
+
+def _json_value(value):
+    from ..query.tail import json_value
+
+    return value if isinstance(value, int | float | str | bool) or value is None else json_value(value)
+
+
+def _time(moment, none: str | None = "none"):
+    return format_timestamp(moment) if moment is not None else none
 
 
 def _show_authorship(show: Output, report: VerifyReport) -> None:

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from ..data.hashing import file_logical_hash, physical_hash
 from ..data.slices import output_slice as data_slice
-from ..engine.port import Engine, EngineProgress, ExecuteInput, ExecuteRequest, MigrateRequest
+from ..engine.port import (
+    Engine,
+    EngineProgress,
+    ExecuteInput,
+    ExecuteRequest,
+    ExecuteResult,
+    MigrateRequest,
+)
 from ..metadata.objects import MetadataBlock
 from ..metadata.timestamps import now_utc
 from ..workspace import DatasetState, Workspace
@@ -64,6 +71,32 @@ def run_step(
     """Run one transaction in the engine; return the block to commit, its data and checkpoint.
 
     Also used by verify to replay a recorded step (with its recorded system time)."""
+    result, checkpoint = execute_plan(engine, plan, system_time=system_time, progress=progress)
+    output_slice = None
+    if result.output_path is not None:
+        # a batch at a time: an output slice can be larger than memory allows to hold
+        logical, rows = file_logical_hash(result.output_path, plan.vocab.event_time,
+                                          plan.vocab.system_time)
+        output_slice = data_slice(
+            logical_hash=logical, physical_hash=physical_hash(result.output_path),
+            num_records=rows, system_time=system_time,
+        )
+    block = MetadataBlock(
+        system_time=system_time,
+        output_slice=output_slice,
+        output_watermark=result.output_watermark,
+        input_slices=[i.consumed_slice() for i in plan.inputs],
+        engine=engine.identity,
+    )
+    return block, result.output_path, checkpoint
+
+
+def execute_plan(
+    engine: Engine, plan: TransformPlan, *, system_time: datetime,
+    progress: Callable[[EngineProgress], None] | None = None,
+) -> tuple[ExecuteResult, Path]:
+    """The plan's Execute call (after a Migrate when its query changed), in a scratch folder
+    of the engine; its result and the new checkpoint. Nothing is committed."""
     txn = plan.transaction_id()
     scratch = engine.workdir(txn)
     prev_checkpoint = plan.prev_checkpoint
@@ -93,21 +126,4 @@ def run_step(
         system_time=system_time,
         on_progress=progress,
     )
-    result = engine.execute(request)
-    output_slice = None
-    if result.output_path is not None:
-        # a batch at a time: an output slice can be larger than memory allows to hold
-        logical, rows = file_logical_hash(result.output_path, plan.vocab.event_time,
-                                          plan.vocab.system_time)
-        output_slice = data_slice(
-            logical_hash=logical, physical_hash=physical_hash(result.output_path),
-            num_records=rows, system_time=system_time,
-        )
-    block = MetadataBlock(
-        system_time=system_time,
-        output_slice=output_slice,
-        output_watermark=result.output_watermark,
-        input_slices=[i.consumed_slice() for i in plan.inputs],
-        engine=engine.identity,
-    )
-    return block, result.output_path, request.new_checkpoint_dir
+    return engine.execute(request), request.new_checkpoint_dir
