@@ -35,7 +35,7 @@ class VerifyFailed(CoordError):
               help="Instead: recompute the derivative from all of its inputs in one step (nothing is "
                    "written) and compare its records with the ones committed step by step.")
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="json: the --invariance report as one object.")
+              help="json: a list with one report per dataset (with --invariance: one object).")
 @click.pass_context
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
             engine_spec: str | None, invariance: bool, output: str) -> None:
@@ -49,13 +49,11 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         raise click.UsageError("--engine replays transforms; it cannot go with --integrity")
     if invariance and (recursive or integrity or deep):
         raise click.UsageError("--invariance checks one dataset; it cannot go with -r, --integrity or --deep")
-    if output == "json" and not invariance:
-        raise click.UsageError("-o json is the output of --invariance")
     ws = workspace(ctx)
     if invariance:
         _check_invariance(ws, dataset, engine_spec, Output(output))
         return
-    show = Output()
+    show = Output(output)
     with ExitStack() as stack:
         def readable() -> list[str]:
             graph = DatasetGraph(ws)
@@ -67,7 +65,14 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         replay = None if integrity else replaying.make_replay(engine.get)  # engine on first need
         reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
                                 deep=deep, replay=replay, progress=show.progress())
+    recorded = {}  # dataset -> the block that records the engine's compatibility
     for report in reports:
+        if engine_spec and engine.identity is not None and report.reproducibility == "reproduced":
+            recorded[report.dataset_id] = replaying.record_compatibility(ws.dataset(report.dataset_id),
+                                                                         engine.identity)
+    if show.format == "json":
+        show.json([_report_json(r, recorded.get(r.dataset_id)) for r in reports])
+    for report in reports if show.format != "json" else ():
         bad = {p.block_hash for p in report.problems}
         differs = {p.block_hash for p in report.replay_problems}
         show.line(f"{report.dataset_id}: {len(report.blocks)} blocks")
@@ -86,13 +91,34 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         if engine.identity is not None and report.reproducibility == "reproduced":
             ds = ws.dataset(report.dataset_id)
             show.line(f"  replayed with {replaying.engine_note(ds, engine.identity)}")
-            if engine_spec:
-                h = replaying.record_compatibility(ds, engine.identity)
-                show.line(f"  recorded compatibility with this engine in block {h.hex()[:12]}")
+            if report.dataset_id in recorded:
+                show.line(f"  recorded compatibility with this engine in block "
+                          f"{recorded[report.dataset_id].hex()[:12]}")
     failed = [r for r in reports if not r.ok]
     if failed:
         first = failed[0]
         raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
+
+
+def _report_json(report: VerifyReport, compatibility: bytes | None) -> dict:
+    bad = {p.block_hash for p in report.problems}
+    differs = {p.block_hash for p in report.replay_problems}
+    return {
+        "id": report.dataset_id, "ok": report.ok,
+        "blocks": [{"hash": cb.hash.hex(), "systemTime": format_timestamp(cb.block.system_time),
+                    "check": "bad" if cb.hash in bad else "differs" if cb.hash in differs else "ok",
+                    "authorship": author.status.value,
+                    "signer": author.signer.hex() if author.signer else None}
+                   for cb, author in zip(report.blocks, report.authors, strict=True)],
+        "integrity": {"ok": not report.problems, "problems": [str(p) for p in report.problems]},
+        "authorship": {"ok": not report.authorship_problems, "policy": report.policy.value,
+                       "signers": [{"key": s.key.hex() if s.key else None, "status": s.status.value,
+                                    "blocks": s.blocks, "name": s.name or None} for s in report.signers],
+                       "problems": [str(p) for p in report.authorship_problems]},
+        "reproducibility": {"verdict": report.reproducibility,
+                            "problems": [str(p) for p in report.replay_problems]},
+        "compatibilityRecorded": compatibility.hex() if compatibility is not None else None,
+    }
 
 
 def _check_invariance(ws, dataset: str, engine_spec: str | None, show: Output) -> None:

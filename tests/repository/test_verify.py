@@ -165,3 +165,22 @@ def test_verify_command_reports_and_fails(ws):
     assert f"BAD  {bad.hex()[:12]}" in failed.stdout
     assert "reproducibility: not applicable" in failed.stdout
     assert f"first bad block {bad.hex()}: data/{bad.hex()}: physical hash differs" in failed.stderr
+
+
+def test_verify_o_json_reports_each_dataset_and_fails_with_the_report_on_stdout(ws):
+    import json
+
+    der = make_derivative(ws, "org.example.derived", make_root(ws, DS, slices=2))
+    [report] = json.loads(coord("verify", "--integrity", "-o", "json", der.id, cwd=ws.root).stdout)
+    assert report["id"] == der.id and report["ok"] is True
+    assert [b["check"] for b in report["blocks"]] == ["ok", "ok", "ok"]
+    assert report["reproducibility"] == {"verdict": "not checked (--integrity)", "problems": []}
+    assert report["authorship"]["signers"][0]["blocks"] == 3
+
+    flip_data_byte(der, _slices(der)[-1])
+    done = coord("verify", "--integrity", "-r", "-o", "json", der.id, cwd=ws.root, check=False)
+    assert done.returncode == 1 and done.stderr.startswith(f"coord: error: {der.id}: first bad block")
+    reports = json.loads(done.stdout)
+    assert [(r["id"], r["ok"]) for r in reports] == [(DS, True), (der.id, False)]
+    assert [b["check"] for b in reports[1]["blocks"]] == ["ok", "ok", "bad"]
+    assert reports[1]["integrity"]["problems"][0].startswith(f"block {_slices(der)[-1].hex()}: ")

@@ -132,8 +132,6 @@ def test_options_that_do_not_go_with_it_are_refused(home):
     for args in (["-r"], ["--integrity"]):
         proc = invariance(home, LARGE, *args, check=False)
         assert proc.returncode == 2 and "--invariance checks one dataset" in proc.stderr
-    proc = coord("verify", LARGE, "-o", "json", cwd=home, check=False)
-    assert proc.returncode == 2 and "-o json is the output of --invariance" in proc.stderr
 
 
 def slices(tmp_path, name: str, totals: list[float]) -> list:
