@@ -28,7 +28,7 @@ from .init import init
 from .lineage import lineage_
 from .list import list_
 from .log import log
-from .output import Output
+from .output import Output, set_verbosity
 from .provenance import provenance_
 from .publish import publish_
 from .pull import pull
@@ -52,9 +52,14 @@ SPEC = "Open Data Fabric 0.18"  # the metadata format the chains are written in
 @click.option("--workspace", "-w", type=click.Path(file_okay=False), envvar="COORD_WORKSPACE",
               help="Workspace folder (default: the nearest one with a .coord folder).")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.option("--quiet", "-q", is_flag=True, help="Results and errors only: no notes, no progress.")
+@click.option("--verbose", "-v", is_flag=True, help="Also how each step went (engine lines, timings).")
 @click.pass_context
-def cli(ctx: click.Context, workspace: str | None, debug: bool) -> None:
+def cli(ctx: click.Context, workspace: str | None, debug: bool, quiet: bool, verbose: bool) -> None:
     """coord: datasets as verifiable, hash-linked event logs (Open Data Fabric)."""
+    if quiet and verbose:
+        raise click.UsageError("-q and -v say opposite things: give one")
+    set_verbosity(-1 if quiet else 1 if verbose else 0)
     ctx.obj = {"workspace": workspace, "debug": debug}
 
 

@@ -82,11 +82,30 @@ def markup_literal(text: str) -> str:
     return escape(literal(text))
 
 
+# -q (-1): results and errors only, no notes or progress; -v (1): also each step's details.
+_verbosity = 0
+
+
+def set_verbosity(level: int) -> None:
+    global _verbosity
+    _verbosity = level
+
+
 class Output:
-    """What one command shows: results on stdout in its ``format``, messages on stderr."""
+    """What one command shows: results on stdout in its ``format``, messages on stderr.
+    Results and errors are shown at every verbosity; notes and progress not with ``-q``;
+    details only with ``-v``."""
 
     def __init__(self, format: str = "text"):
         self.format = format
+
+    @property
+    def quiet(self) -> bool:
+        return _verbosity < 0
+
+    @property
+    def verbose(self) -> bool:
+        return _verbosity > 0
 
     # -- stdout -----------------------------------------------------------------------------
 
@@ -152,12 +171,18 @@ class Output:
     # -- stderr -----------------------------------------------------------------------------
 
     def note(self, text: str = "") -> None:
-        """A line on stderr (literal)."""
-        _err.print(literal(text), markup=False)
+        """A line on stderr (literal); not with ``-q``."""
+        if not self.quiet:
+            _err.print(literal(text), markup=False)
+
+    def detail(self, text: str) -> None:
+        """A line on stderr with ``-v`` only: how a step went (engine lines, timings)."""
+        if self.verbose:
+            _err.print(literal(text), markup=False)
 
     def error(self, message: str) -> None:
-        """``coord: error: MESSAGE`` on stderr: a refusal the user can act on."""
-        self.note(f"coord: error: {message}")
+        """``coord: error: MESSAGE`` on stderr: a refusal the user can act on (always shown)."""
+        _err.print(literal(f"coord: error: {message}"), markup=False)
 
     def failures(self, failed: list[tuple[str, str]], total: int, skipped: int) -> None:
         """The end of a run over several datasets that kept going: each (dataset, error) of
@@ -169,11 +194,11 @@ class Output:
             return
         self.error(f"{len(failed)} of {total} datasets failed{also}:")
         for dataset_id, message in failed:
-            self.note(f"  {dataset_id}: {message}")
+            _err.print(literal(f"  {dataset_id}: {message}"), markup=False)
 
     def progress(self) -> RichProgress:
-        """The services' Progress protocol as a bar on stderr."""
-        return RichProgress(_err)
+        """The services' Progress protocol as a bar on stderr (none with ``-q``)."""
+        return RichProgress(_err, shown=not self.quiet)
 
     def console(self) -> Console:
         """The rich console of stdout, for bars drawn above its lines (``coord pull``)."""
@@ -207,11 +232,14 @@ def _records_json(data: pa.Table) -> str:
 class RichProgress:
     """The services' Progress protocol as a rich bar of bytes (silent when piped)."""
 
-    def __init__(self, console: LazyConsole):
+    def __init__(self, console: LazyConsole, shown: bool = True):
         self.console = console
+        self.shown = shown
         self._bar: RichBar | None = None
 
     def start(self, total_bytes: int | None, description: str) -> None:
+        if not self.shown:
+            return
         from rich.progress import (
             BarColumn,
             DownloadColumn,

@@ -112,8 +112,7 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
             outcomes += pull_datasets(
                 ws, local, recursive=recursive or all_,
                 set_watermark=parse_timestamp(set_watermark) if set_watermark else None,
-                # bars only on a terminal: elsewhere rich would draw nothing, yet cost its import
-                progress_factory=(lambda ds: _Bytes(bars, ds)) if sys.stdout.isatty() else None,
+                progress_factory=_progress_factory(show, bars),
                 report=report,
             )
     finally:
@@ -128,6 +127,33 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
         show.failures([(o.dataset_id, o.message) for o in failed], len(outcomes),
                       sum(o.status is PullStatus.SKIPPED for o in outcomes))
         ctx.exit(1)
+
+
+class _Details:
+    """With ``-v``: each step of a dataset's pull (what is read, the engine's lines) on stderr."""
+
+    def __init__(self, show: Output, dataset_id: str):
+        self.show, self.dataset_id = show, dataset_id
+
+    def start(self, total_bytes, description):
+        size = f" ({total_bytes:,} bytes)" if total_bytes else ""
+        self.show.detail(f"{self.dataset_id}: {description}{size}")
+
+    def advance(self, n):
+        pass
+
+    def finish(self):
+        pass
+
+    def __call__(self, engine_progress):
+        self.show.detail(f"{self.dataset_id}: {engine_progress}")
+
+
+def _progress_factory(show: Output, bars: _Bars):
+    if show.verbose:
+        return lambda ds: _Details(show, ds)
+    # bars only on a terminal: elsewhere rich would draw nothing, yet cost its import
+    return (lambda ds: _Bytes(bars, ds)) if sys.stdout.isatty() and not show.quiet else None
 
 
 def _worded(outcome) -> str:
