@@ -45,16 +45,19 @@ STATION_ROWS = sorted(
     key=lambda r: r["event_time"],
 )
 # Events every 37 minutes for four days, over keys 0-7 (7 never exists: a left join keeps it).
-EVENT_ROWS = [{"event_time": T0 + timedelta(minutes=37 * i), "id": i, "k": RNG.randrange(8)} for i in range(160)]
+EVENT_ROWS = [{"event_time": T0 + timedelta(minutes=37 * i), "id": i, "k": RNG.randrange(8)}
+              for i in range(160)]
 
 AS_OF = """SELECT e.event_time, e.id, e.k, d.name
 FROM `wx.temps` AS e {join} `ref.stations` FOR SYSTEM_TIME AS OF e.event_time AS d ON e.k = d.k"""
 
 
+KEYS = {STATIONS: ["k"], REGIONS: ["region_id"]}
+
+
 def temporal(query: str, *tables: str) -> TransformSql:
     return TransformSql(engine="spark", query=query,
-                        temporal_tables=[TemporalTable(id=t, primary_key=["k"] if t == STATIONS else ["region_id"])
-                                         for t in tables])
+                        temporal_tables=[TemporalTable(id=t, primary_key=KEYS[t]) for t in tables])
 
 
 def asof_answer(join: str) -> list[tuple]:
@@ -111,7 +114,8 @@ def test_left_temporal_join_keeps_unmatched_and_removed_keys(make_chain):
 
 def test_events_wait_for_the_temporal_tables_watermark(make_chain):
     chain = make_chain(temporal(AS_OF.format(join="JOIN"), STATIONS), SCHEMAS)
-    first = chain.execute({EVENTS: [EVENT_ROWS], STATIONS: [[r for r in STATION_ROWS if r["event_time"] <= hour(30)]]})
+    early = [r for r in STATION_ROWS if r["event_time"] <= hour(30)]
+    first = chain.execute({EVENTS: [EVENT_ROWS], STATIONS: [early]})
     emitted = records(first.output_path)
     assert emitted and max(r["event_time"] for r in emitted) <= hour(30)
     assert first.output_watermark <= hour(30)  # not the events' own watermark (day four)
@@ -139,7 +143,8 @@ def test_daily_window_behind_two_lateral_temporal_tables(make_chain):
     chain = make_chain(temporal(WINDOW, STATIONS, REGIONS), schemas)
     chain.removals[STATIONS] = ("observed", "D")
     for events, stations in zip(deliveries(EVENT_ROWS, 2), deliveries(STATION_ROWS, 2), strict=True):
-        chain.execute({EVENTS: [events], STATIONS: [stations], REGIONS: [REGION_ROWS] if events[0]["id"] == 0 else []})
+        regions = [REGION_ROWS] if events[0]["id"] == 0 else []  # all in the first delivery
+        chain.execute({EVENTS: [events], STATIONS: [stations], REGIONS: regions})
     chain.execute(watermarks={EVENTS: FAR, STATIONS: FAR, REGIONS: FAR})
 
     con = duckdb.connect()
@@ -188,7 +193,8 @@ def validate(engine_client, query: str):
 
 
 @pytest.mark.parametrize(("query", "message"), [
-    (AS_OF.format(join="JOIN").replace("AS OF e.event_time", "AS OF e.id"), "AS OF e.id: name the event time column"),
+    (AS_OF.format(join="JOIN").replace("AS OF e.event_time", "AS OF e.id"),
+     "AS OF e.id: name the event time column"),
     (AS_OF.format(join="RIGHT JOIN"), "a temporal join is an inner or left join, not RIGHT"),
     ("SELECT e.event_time, d.name FROM `wx.temps` AS e JOIN `ref.stations` AS d ON e.k = d.k",
      "input ref.stations is a temporal table: join it with"),
