@@ -56,7 +56,7 @@ def derive(spark: SparkSession, request: pb.ProvenanceRequest) -> pb.ProvenanceR
         raise _unsupported("a temporal join (temporalTables)")
     session = spark.newSession()
     frames = {i.dataset_id: _input_frame(session, i, k) for k, i in enumerate(request.inputs)}
-    output = run_steps(session, frames, request.transform, temporal.Tables({}, frozenset()))
+    output = run_steps(session, frames, request.transform, temporal.NONE)
     rewrite = _Rewrite(session)
     plan = rewrite.plan(output._jdf.queryExecution().analyzed())
     replayed = DataFrame(session._jvm.org.apache.spark.sql.classic.Dataset.ofRows(

@@ -79,6 +79,9 @@ class Tables:
         return Tables(keys, event_times)
 
 
+NONE = Tables({}, frozenset())  # for the batch uses that have no temporal tables
+
+
 # ----- the rewrite ----------------------------------------------------------------------------
 
 
