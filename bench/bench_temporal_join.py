@@ -76,10 +76,12 @@ def duckdb_asof(events: pa.Table, dim: pa.Table) -> tuple[float, int]:
     con = duckdb.connect()
     con.register("e", events)
     con.register("d", dim)
-    began = time.perf_counter()
-    (rows,) = con.sql("SELECT count(*) FROM (SELECT e.event_time, e.id, e.k, d.v FROM e ASOF JOIN d "
-                      "ON e.k = d.k AND e.event_time >= d.event_time)").fetchone()
-    return time.perf_counter() - began, rows
+    began = time.perf_counter()  # the joined rows are made, as the engine makes them
+    con.execute("CREATE TABLE joined AS SELECT e.event_time, e.id, e.k, d.v FROM e ASOF JOIN d "
+                "ON e.k = d.k AND e.event_time >= d.event_time")
+    seconds = time.perf_counter() - began
+    [(rows,)] = con.sql("SELECT count(*) FROM joined").fetchall()
+    return seconds, rows
 
 
 def run_engine(event_parts: list[pa.Table], dim_parts: list[pa.Table]) -> tuple[list[float], int]:
