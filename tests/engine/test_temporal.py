@@ -16,7 +16,15 @@ import pyarrow as pa
 import pytest
 from engine_testkit import T0, input_schema, records
 
-from coordinator.engine.port import EngineError, EngineErrorKind, InputSchema, LineageRequest, ValidateRequest
+from coordinator.engine.port import (
+    EngineError,
+    EngineErrorKind,
+    ExecuteInput,
+    InputSchema,
+    LineageRequest,
+    ProvenanceRequest,
+    ValidateRequest,
+)
 from coordinator.metadata.objects import DatasetVocabulary, TemporalTable, TransformSql
 
 pytestmark = pytest.mark.spark
@@ -208,6 +216,20 @@ def test_refusals_are_one_line(engine_client, query, message):
     assert failure.value.kind is EngineErrorKind.INVALID_QUERY
     assert message in failure.value.message
     assert "\n" not in failure.value.message
+
+
+def test_provenance_of_a_temporal_join_is_refused_in_one_line(engine_client):
+    no_records = pa.table({"event_time": pa.array([], pa.timestamp("us", tz="UTC")),
+                           "__odf_record": pa.array([], pa.int64())})
+    request = ProvenanceRequest(
+        transaction_id="provenance-temporal", dataset_id="x",
+        transform=temporal(AS_OF.format(join="JOIN"), STATIONS),
+        inputs=[ExecuteInput(name, VOCAB, schema, []) for name, schema in SCHEMAS.items()], vocab=VOCAB,
+        records=no_records)
+    with pytest.raises(EngineError) as failure:
+        engine_client.derive_provenance(request)
+    assert failure.value.kind is EngineErrorKind.UNSUPPORTED
+    assert failure.value.message.endswith("not supported for this query: a temporal join (temporalTables)")
 
 
 def test_hidden_columns_stay_hidden_and_lineage_names_the_temporal_table(engine_client):

@@ -85,3 +85,5 @@ def test_temporal_join_of_a_snapshot_root_through_pull(tmp_path):
 
     got = sorted((r["event_time"], r["station"], r["name"]) for r in records(home, ENRICHED))
     assert got == sorted((t, s, name_at(t, s)) for t, s in HOURS)
+    # verify replays each step from its recorded checkpoint and gets the same records
+    assert "reproducibility: reproduced" in coord("verify", ENRICHED, cwd=home).stdout
