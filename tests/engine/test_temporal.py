@@ -218,6 +218,16 @@ def test_refusals_are_one_line(engine_client, query, message):
     assert "\n" not in failure.value.message
 
 
+def test_a_primary_key_the_temporal_table_lacks_is_refused(engine_client):
+    transform = TransformSql(engine="spark", query=AS_OF.format(join="JOIN"),
+                             temporal_tables=[TemporalTable(id=STATIONS, primary_key=["iata"])])
+    with pytest.raises(EngineError) as failure:
+        engine_client.validate(ValidateRequest(transaction_id="validate-key", dataset_id="x",
+                                               inputs=PLAN_INPUTS, transform=transform, vocab=VOCAB))
+    assert failure.value.kind is EngineErrorKind.INVALID_QUERY
+    assert failure.value.message.startswith("temporal table ref.stations: no column iata (it has system_time")
+
+
 def test_provenance_of_a_temporal_join_is_refused_in_one_line(engine_client):
     no_records = pa.table({"event_time": pa.array([], pa.timestamp("us", tz="UTC")),
                            "__odf_record": pa.array([], pa.int64())})

@@ -64,13 +64,21 @@ class Tables:
 
     @staticmethod
     def of(transform: pb.Transform, inputs) -> Tables:
-        """``inputs``: the request's input messages (each with ``dataset_id`` and ``vocab``)."""
+        """``inputs``: the request's input messages (each with ``dataset_id``, ``vocab`` and
+        ``arrow_schema``); each temporal table must have its key and event time columns."""
         keys = {t.id: tuple(t.primary_key) for t in transform.temporal_tables}
-        names = {i.dataset_id for i in inputs}
-        for name in keys:
-            if name not in names:
+        by_name = {i.dataset_id: i for i in inputs}
+        for name, key in keys.items():
+            if name not in by_name:
                 raise EngineFailure(Kind.INVALID_REQUEST,
                                     f"temporal table {name} is not an input of the transform")
+            columns = pa.ipc.read_schema(pa.py_buffer(by_name[name].arrow_schema)).names
+            event_time = by_name[name].vocab.event_time_column or "event_time"
+            missing = [c for c in (*key, event_time) if c not in columns]
+            if missing or not key:
+                lacking = ", ".join(missing) or "in its primary key"
+                raise EngineFailure(Kind.INVALID_QUERY, f"temporal table {name}: no column {lacking} "
+                                                        f"(it has {', '.join(columns)})")
         event_times = frozenset(i.vocab.event_time_column or "event_time" for i in inputs
                                 if i.dataset_id not in keys)
         if keys and not event_times:
@@ -245,10 +253,6 @@ def write_view(new_dir: Path, message: pb.ExecuteInput, key: tuple[str, ...], ta
     validity interval of each version; removals dropped."""
     schema = pa.ipc.read_schema(pa.py_buffer(message.arrow_schema))
     event_time = message.vocab.event_time_column or "event_time"
-    missing = [k for k in key if k not in schema.names]
-    if missing:
-        raise EngineFailure(Kind.INVALID_QUERY, f"temporal table {message.dataset_id}: no primary key column "
-                                                f"{', '.join(missing)} (it has {', '.join(schema.names)})")
     tables = [pq.read_table(f) for f in sorted(history_folder(new_dir, message.dataset_id).glob("*.parquet"))]
     history = (pa.concat_tables(tables, promote_options="permissive") if tables
                else schema.empty_table().append_column(SEQ, pa.array([], pa.int64())))
