@@ -315,6 +315,8 @@ def _execute_input(i: ExecuteInput):
         system_time_interval=i.system_time_interval,
         data_paths=[str(p) for p in i.data_paths],
     )
+    if i.removal is not None:
+        message.observation_column, message.removed_value = i.removal
     for system_time, event_time in i.explicit_watermarks:
         watermark = message.explicit_watermarks.add()
         watermark.system_time.FromNanoseconds(epoch_nanos(system_time))

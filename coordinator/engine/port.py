@@ -55,6 +55,9 @@ class ExecuteInput:
     data_paths: list[Path]  # Parquet slices in chain order, oldest first
     explicit_watermarks: list[tuple[datetime, datetime]] = field(default_factory=list)  # (system, event)
     system_time_interval: str = "()"  # the spec's text syntax, e.g. "(a, b]"
+    # a snapshot merge's (observation column, value of a removed key): a temporal table of
+    # this input drops the key from then on; None for other inputs
+    removal: tuple[str, str] | None = None
 
 
 # ----- requests: one per RPC, as proto/engine.proto's messages --------------------------------

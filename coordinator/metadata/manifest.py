@@ -80,11 +80,23 @@ def _parse(text: str, name: str, load, *, unsealed: bool = False):
         raise _yaml_error(name, e) from None
     if unsealed and isinstance(doc, dict) and isinstance(doc.get("content"), dict):
         doc["content"].setdefault("blockHash", "00" * 32)
+    _temporal_table_names(doc)
     validate_document(doc, name)
     try:
         return from_dict(objects.MANIFEST_KINDS[doc["kind"]], doc["content"], "content")
     except DecodeError as e:  # what a schema cannot say, e.g. 2020-02-30 or nanoseconds
         raise ManifestError(name, e.path, e.message) from None
+
+
+def _temporal_table_names(doc) -> None:
+    """A temporal table may say ``name`` (the current ODF's word) for the 0.18 ``id``."""
+    content = doc.get("content") if isinstance(doc, dict) else None
+    source = content.get("source") if isinstance(content, dict) else None
+    transform = source.get("transform") if isinstance(source, dict) else None
+    tables = transform.get("temporalTables") if isinstance(transform, dict) else None
+    for table in tables if isinstance(tables, list) else []:
+        if isinstance(table, dict) and "name" in table and "id" not in table:
+            table["id"] = table.pop("name")
 
 
 def load_manifests(paths: Iterable[str | Path]) -> list:

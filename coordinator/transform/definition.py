@@ -23,7 +23,11 @@ def derivative_problem(source) -> tuple[str, str] | None:
         return "content.source.transform", "give a query (or queries)"
     if sum(1 for step in steps if not step.alias) > 1:
         return "content.source.transform.queries", "only one query step may have no alias (the output)"
-    if transform.temporal_tables:
-        return ("content.source.transform.temporalTables",
-                "temporal tables are not supported by the Spark engine yet (see docs/manifests.md)")
+    for k, table in enumerate(transform.temporal_tables or []):
+        place = f"content.source.transform.temporalTables[{k}]"
+        if not table.primary_key:
+            return f"{place}.primaryKey", "give the columns that identify a row of the temporal table"
+        if table.id not in source.inputs:
+            inputs = ", ".join(source.inputs)
+            return f"{place}.id", f"{table.id} is not an input of this dataset (inputs: {inputs})"
     return None

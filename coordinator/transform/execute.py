@@ -114,7 +114,7 @@ def execute_plan(
             ExecuteInput(
                 dataset_id=i.dataset.id, vocab=i.vocab, schema=i.schema, data_paths=i.data_paths,
                 explicit_watermarks=i.explicit_watermarks,
-                system_time_interval=str(i.consumed_slice().interval),
+                system_time_interval=str(i.consumed_slice().interval), removal=i.removal,
             )
             for i in plan.inputs
         ],

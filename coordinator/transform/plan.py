@@ -16,7 +16,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..metadata.objects import DatasetVocabulary, DataSlice, MetadataBlock, TransformSql
+from ..metadata.objects import (
+    DatasetSourceRoot,
+    DatasetVocabulary,
+    DataSlice,
+    MergeStrategySnapshot,
+    MetadataBlock,
+    TransformSql,
+)
 from ..metadata.timestamps import IntervalType, TimeInterval
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, DatasetState, Workspace
@@ -30,6 +37,7 @@ class InputPlan:
     schema: pa.Schema | None  # None while the input has no data at all
     after: datetime | None  # system time of the last input block already consumed
     blocks: list[tuple[bytes, MetadataBlock]] = field(default_factory=list)  # new ones, oldest first
+    removal: tuple[str, str] | None = None  # a snapshot merge's (observation column, removed value)
 
     @property
     def data_paths(self) -> list[Path]:
@@ -115,14 +123,25 @@ def plan_input(ds: Dataset, after: datetime | None, until: datetime | None = Non
     """The input's blocks with a system time in ``(after, until]`` (``until`` None: its head).
 
     The schema is that of its newest data file up to ``until``: what the engine plans with."""
-    new, vocab, schema = [], None, None
+    new, vocab, schema, source = [], None, None, None
     for h, b in ds.blocks():
         if until is not None and b.system_time > until:
             continue
         if after is None or b.system_time > after:
             new.append((h, b))
         vocab = vocab or b.vocab
+        source = source or b.source
         if schema is None and b.output_slice is not None:
             schema = pq.read_schema(ds.data_file(h))
     new.reverse()
-    return InputPlan(ds, vocab or DatasetVocabulary(), schema, after, new)
+    return InputPlan(ds, vocab or DatasetVocabulary(), schema, after, new, _removal(source))
+
+
+def _removal(source) -> tuple[str, str] | None:
+    """Which rows of a snapshot root remove their key (what a temporal table of it drops)."""
+    if not isinstance(source, DatasetSourceRoot) or not isinstance(source.merge, MergeStrategySnapshot):
+        return None
+    from ..ingest.merge import SnapshotColumns
+
+    columns = SnapshotColumns.of(source.merge)
+    return columns.observation, columns.removed

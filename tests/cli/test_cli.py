@@ -184,8 +184,10 @@ def sql(**fields) -> dict:
      "content.source.transform", "give query or queries, not both"),
     (sql(queries=[{"query": "SELECT 1"}, {"query": "SELECT 2"}]),
      "content.source.transform.queries", "only one query step may have no alias (the output)"),
-    (sql(query="SELECT 1", temporalTables=[{"id": ORDERS, "primaryKey": ["order_id"]}]),
-     "content.source.transform.temporalTables", "temporal tables are not supported by the Spark engine yet"),
+    (sql(query="SELECT 1", temporalTables=[{"id": "com.example.other", "primaryKey": ["order_id"]}]),
+     "content.source.transform.temporalTables[0].id", "com.example.other is not an input of this dataset"),
+    (sql(query="SELECT 1", temporalTables=[{"name": ORDERS, "primaryKey": []}]),
+     "content.source.transform.temporalTables[0].primaryKey", "give the columns that identify a row"),
 ])
 def test_add_refuses_a_derivative_the_engine_would_refuse_without_starting_it(home, change, where, what):
     doc = yaml.safe_load((MANIFESTS / "com.example.orders.daily.yaml").read_text())

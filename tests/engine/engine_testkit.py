@@ -58,6 +58,7 @@ class Chain:
     schemas: dict[str, pa.Schema]  # input dataset id -> schema, in input order
     checkpoint: Path | None = None
     results: list[ExecuteResult] = field(default_factory=list)
+    removals: dict[str, tuple[str, str]] = field(default_factory=dict)  # snapshot inputs' (column, value)
     calls: int = 0
 
     def prepare(
@@ -76,7 +77,8 @@ class Chain:
                 for k, rows in enumerate((slices or {}).get(dataset_id, []))
             ]
             marks = [(SYSTEM_TIME, watermarks[dataset_id])] if dataset_id in (watermarks or {}) else []
-            inputs.append(ExecuteInput(dataset_id, VOCAB, schema, paths, marks))
+            inputs.append(ExecuteInput(dataset_id, VOCAB, schema, paths, marks,
+                                       removal=self.removals.get(dataset_id)))
         return ExecuteRequest(
             transaction_id=call,
             dataset_id="com.example.derived",

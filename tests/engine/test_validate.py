@@ -6,7 +6,7 @@ import pytest
 from engine_testkit import VOCAB, input_schema
 
 from coordinator.engine.port import EngineError, EngineErrorKind, InputSchema, ValidateRequest
-from coordinator.metadata.objects import SqlQueryStep, TemporalTable, TransformSql
+from coordinator.metadata.objects import SqlQueryStep, TransformSql
 
 pytestmark = pytest.mark.spark
 
@@ -102,14 +102,3 @@ def test_window_over_an_earlier_window_end_is_refused_naming_the_shape(engine_cl
     assert "aggregations without watermark" in failure.value.message
     assert "window_time(window)" in failure.value.message
     assert "\n" not in failure.value.message  # one line, no plan
-
-
-def test_temporal_tables_are_unsupported(engine_client):
-    transform = TransformSql(
-        engine="spark",
-        query="SELECT * FROM `com.example.orders`",
-        temporal_tables=[TemporalTable(id="com.example.orders", primary_key=["order_id"])],
-    )
-    with pytest.raises(EngineError) as failure:
-        validate(engine_client, transform)
-    assert failure.value.kind is EngineErrorKind.UNSUPPORTED

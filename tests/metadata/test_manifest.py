@@ -277,3 +277,10 @@ def test_an_over_long_id_is_refused_naming_the_limit(tmp_path):
     assert load_error(path) == (f"{path}: content.id: dataset id longer than {MAX_ID_LENGTH} characters "
                                 f"({len(long_id):,}): {repr(long_id)[:57]}...")
     assert load_manifest(write(tmp_path, ORDERS.replace("com.example.orders", "a" * MAX_ID_LENGTH)))
+
+
+def test_a_temporal_table_may_say_name_for_id(tmp_path):
+    """The current ODF's word; the 0.18 manifests' ``id`` is what is stored."""
+    text = DAILY.replace("- id: com.example.customers", "- name: com.example.customers")
+    snapshot = load_manifest(write(tmp_path, text))
+    assert snapshot.source.transform.temporal_tables[0].id == "com.example.customers"

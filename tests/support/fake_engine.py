@@ -16,7 +16,8 @@ row back). It keeps the real engine's contract (port.py, docs/architecture.md):
 - its checkpoint is one JSON file: per input, the watermark and the slices consumed.
 
 It refuses, as UNSUPPORTED, what needs streaming state (aggregations, windows, DISTINCT,
-ORDER BY / LIMIT, set operations that remove rows): those stay in the Spark tests. Spark SQL
+ORDER BY / LIMIT, set operations that remove rows) and temporal tables: those stay in the
+Spark tests. Spark SQL
 is run as DuckDB SQL with `backquoted` names turned into "quoted" ones.
 
 ``coord(..., fake_engine=True)`` (tests/support/cli.py) runs ``coord`` with this engine in
@@ -192,6 +193,9 @@ def open_fake_engine(settings: EngineSettings, run_dir: Path,
 def _run_streaming(transform: TransformSql, tables: dict[str, pa.Table], *,
                    plan_only: bool = False) -> pa.Table:
     """The query as Execute runs it: refused unless its streaming answer is its batch one."""
+    if transform.temporal_tables:
+        raise EngineError(EngineErrorKind.UNSUPPORTED, "the test engine has no temporal tables: "
+                          "temporal joins need the Spark engine")
     for step in transform.steps():
         _refuse_stateful(step.query)
     return pa.table({}) if plan_only else _run(transform, tables)

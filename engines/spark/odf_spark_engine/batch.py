@@ -12,15 +12,20 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from .errors import run_failure
+from . import temporal
+from .errors import EngineFailure, Kind, run_failure
 from .generated import engine_pb2 as pb
 from .streaming import check_transform, run_steps
 
 
 def preprocess(spark: SparkSession, request: pb.PreprocessRequest) -> pb.PreprocessResult:
     check_transform(request.transform)
+    if request.transform.temporal_tables:
+        raise EngineFailure(Kind.UNSUPPORTED, "a root's preprocess reads only `input`: "
+                                              "it has no temporal tables")
     session = spark.newSession()
-    output = run_steps(session, {"input": session.read.parquet(request.input_path)}, request.transform)
+    frames = {"input": session.read.parquet(request.input_path)}
+    output = run_steps(session, frames, request.transform, temporal.NONE)
     schema = to_arrow_schema(output.schema, timezone="UTC")
     try:
         table = output.toArrow()

@@ -4,6 +4,8 @@ Layout (opaque to the coordinator)::
 
     engine.json   EngineState: query fingerprint, per-input watermarks, output watermark
     spark/        Spark Structured Streaming checkpoint (offsets, commits, operator state)
+    temporal/     the history of each temporal table (temporal.py)
+    pending/      rows of streamed inputs waiting for the temporal tables' watermarks
 
 Exactly-once: a new checkpoint is always built in a new folder from a *copy* of the previous
 one, which is never written. Re-running a transaction from the same previous checkpoint
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -23,6 +26,8 @@ from .generated import engine_pb2 as pb
 
 STATE_FILE = "engine.json"
 SPARK_DIR = "spark"
+HISTORY_DIR = "temporal"
+PENDING_DIR = "pending"
 FORMAT = 1
 
 
@@ -74,7 +79,9 @@ def load_state(prev_dir: str, transform: pb.Transform) -> EngineState:
 
 
 def start_new(new_dir: str, prev_dir: str, *, copy_spark_state: bool = True) -> Path:
-    """Creates the new checkpoint folder, seeded with a copy of the previous Spark state."""
+    """Creates the new checkpoint folder, seeded with a copy of the previous Spark state; the
+    temporal tables' history and the pending rows are always carried (hard links: neither
+    checkpoint is written in place)."""
     if not new_dir:
         raise EngineFailure(Kind.INVALID_REQUEST, "new_checkpoint_dir is required")
     new = Path(new_dir)
@@ -84,7 +91,17 @@ def start_new(new_dir: str, prev_dir: str, *, copy_spark_state: bool = True) -> 
     prev_spark = Path(prev_dir) / SPARK_DIR if prev_dir else None
     if copy_spark_state and prev_spark is not None and prev_spark.is_dir():
         shutil.copytree(prev_spark, new / SPARK_DIR, symlinks=True)
+    for kept in (HISTORY_DIR, PENDING_DIR):
+        if prev_dir and (Path(prev_dir) / kept).is_dir():
+            shutil.copytree(Path(prev_dir) / kept, new / kept, copy_function=_link)
     return new
+
+
+def _link(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copy2(source, target)
 
 
 def save_state(new_dir: Path, state: EngineState) -> None:

@@ -25,6 +25,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from . import temporal
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 from .policy import _scala
@@ -224,11 +225,14 @@ def derive(spark: SparkSession, request: pb.LineageRequest) -> pb.FieldLineageRe
     """The field lineage of ``request.transform`` over inputs of ``request.inputs``' schemas."""
     check_transform(request.transform)
     session = spark.newSession()
+    tables = temporal.Tables.of(request.transform, request.inputs)
     frames = {}
     for schema_message in request.inputs:
         schema = pa.ipc.read_schema(pa.py_buffer(schema_message.arrow_schema))
+        if schema_message.dataset_id in tables.keys:  # its view: the validity interval too
+            schema = temporal.view_schema(schema)
         frames[schema_message.dataset_id] = session.createDataFrame([], from_arrow_schema(schema))
-    output = run_steps(session, frames, request.transform)
+    output = run_steps(session, frames, request.transform, tables)
     plan = output._jdf.queryExecution().analyzed()
     walk = _Walk(set(frames))
     walk.plan(plan)
@@ -243,6 +247,8 @@ def derive(spark: SparkSession, request: pb.LineageRequest) -> pb.FieldLineageRe
             origin.sources.add(input=name, field=column, kind=use.kind,
                                expression=_join(use.expressions))
     for (name, column, kind), text in sorted(walk.conditions.items()):
+        if column in temporal.HIDDEN:  # the temporal join's interval: the AS OF column stays
+            continue
         result.conditions.add(input=name, field=column, kind=kind, expression=text)
     return result
 

@@ -122,12 +122,16 @@ class Step:
     alias: str  # "" for the output step
 
     def refuse(self, what: str) -> EngineFailure:
+        return self.failure(Kind.FORBIDDEN, f"{what}; see the README's \"Allowed SQL\"")
+
+    def invalid(self, what: str) -> EngineFailure:
+        """A query this engine cannot run as written (not a policy refusal)."""
+        return self.failure(Kind.INVALID_QUERY, what)
+
+    def failure(self, kind: int, what: str) -> EngineFailure:
         name = f"step {self.index}" + (f" ({self.alias})" if self.alias else " (the output)")
-        return EngineFailure(
-            Kind.FORBIDDEN,
-            f"{name}: {what}; see the README's \"Allowed SQL\"",
-            pb.SourcePosition(step=self.index, alias=self.alias, column=-1),
-        )
+        position = pb.SourcePosition(step=self.index, alias=self.alias, column=-1)
+        return EngineFailure(kind, f"{name}: {what}", position)
 
 
 class Policy:

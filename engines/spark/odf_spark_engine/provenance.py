@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from . import temporal
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 from .lineage import _class
@@ -51,9 +52,11 @@ REFUSED = {
 
 def derive(spark: SparkSession, request: pb.ProvenanceRequest) -> pb.ProvenanceResult:
     check_transform(request.transform)
+    if request.transform.temporal_tables:
+        raise _unsupported("a temporal join (temporalTables)")
     session = spark.newSession()
     frames = {i.dataset_id: _input_frame(session, i, k) for k, i in enumerate(request.inputs)}
-    output = run_steps(session, frames, request.transform)
+    output = run_steps(session, frames, request.transform, temporal.NONE)
     rewrite = _Rewrite(session)
     plan = rewrite.plan(output._jdf.queryExecution().analyzed())
     replayed = DataFrame(session._jvm.org.apache.spark.sql.classic.Dataset.ofRows(

@@ -31,6 +31,11 @@ stream-stream join holds rows for its time bound, so what it emits runs behind i
 that bound. All operators evict in the same batch, so one no-data batch closes everything the
 new watermark allows. The output watermark the engine reports follows the same derivation up
 to the output (``_output_watermark``), so no later call emits a row behind it.
+
+Temporal tables (temporal.py) are not streamed: each is a static view of its history. The
+streamed inputs' rows wait in the checkpoint until every temporal table's watermark has
+reached their event time, and their markers stand at most at that watermark, so nothing
+downstream of a temporal join closes before the rows it may still get.
 """
 from __future__ import annotations
 
@@ -49,7 +54,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from . import checkpoint
+from . import checkpoint, temporal
 from .errors import EngineFailure, Kind, query_failure, run_failure
 from .generated import engine_pb2 as pb
 from .policy import Policy, Step
@@ -100,10 +105,13 @@ def validate(spark: SparkSession, request: pb.ValidateRequest) -> pb.OutputSchem
     """Plans the query over empty inputs and starts it once, so streaming-only errors
     (an aggregation without a watermark, an unsupported join) surface too."""
     check_transform(request.transform)
+    tables = temporal.Tables.of(request.transform, request.inputs)
     with tempfile.TemporaryDirectory(prefix="odf-validate-") as scratch:
-        inputs = [_stream_input(i, Path(scratch) / "inputs") for i in request.inputs]
+        inputs = [_stream_input(i, Path(scratch) / "inputs") for i in request.inputs
+                  if i.dataset_id not in tables.keys]
         session = spark.newSession()
-        output = build_query(session, inputs, request.transform, request.vocab)
+        views = {i.dataset_id: _empty_view(session, i) for i in request.inputs if i.dataset_id in tables.keys}
+        output = build_query(session, inputs, request.transform, request.vocab, views, tables)
         query = _start(output, Path(scratch) / "spark", lambda df, batch_id: None)
         try:
             query.awaitTermination()
@@ -132,20 +140,30 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
 
     staging = inputs_root(request.dataset_id)
     shutil.rmtree(staging, ignore_errors=True)
-    inputs = []
-    for message in request.inputs:
-        stream_input = _stream_input(message, staging)
-        watermark = _feed_input(stream_input, message, state)
-        inputs.append(stream_input)
-        yield _log(
-            f"input {message.dataset_id}: {len(message.data_paths)} new slice(s), "
-            f"{len(message.explicit_watermarks)} explicit watermark(s), "
-            f"watermark {_text(watermark)}, interval {message.system_time_interval or '()'}"
-        )
-
+    tables = temporal.Tables.of(request.transform, request.inputs)
     session = spark.newSession()
     session.conf.set("spark.sql.files.ignoreMissingFiles", "true")  # see INPUTS_ROOT
-    output = build_query(session, inputs, request.transform, request.vocab)
+    views, held = {}, None
+    for message in request.inputs:  # temporal tables first: their watermarks hold the others
+        if message.dataset_id in tables.keys:
+            temporal.add_history(message, new_dir, state.runs)
+            watermark = _input_watermark(message, state, "event_time")
+            view = staging / "temporal" / f"{state.runs:08d}-{len(views)}.parquet"
+            temporal.write_view(new_dir, message, tables.keys[message.dataset_id], view)
+            views[message.dataset_id] = session.read.parquet(str(view))
+            yield _log_input(message, watermark)
+    if tables.keys:
+        marks = [state.input_watermark(name) for name in tables.keys]
+        held = _Held(None if None in marks else min(marks), new_dir)
+    inputs = []
+    for message in request.inputs:
+        if message.dataset_id not in tables.keys:
+            stream_input = _stream_input(message, staging)
+            watermark = _feed_input(stream_input, message, state, held)
+            inputs.append(stream_input)
+            yield _log_input(message, watermark, held)
+
+    output = build_query(session, inputs, request.transform, request.vocab, views, tables)
     batches: list[pa.Table] = []
     query = _start(output, new_dir / checkpoint.SPARK_DIR, lambda df, _: batches.append(df.toArrow()))
     try:
@@ -161,7 +179,7 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
     system_time = request.system_time.ToDatetime(tzinfo=UTC)
     num_records = _write_output(batches, schema, request.vocab, system_time, request.output_data_path)
 
-    watermark = _output_watermark(inputs, state, query, session)
+    watermark = _output_watermark([i.dataset_id for i in request.inputs], state, query, session)
     state.output_watermark = _text(watermark) if watermark else None
     shutil.rmtree(staging)
     checkpoint.save_state(new_dir, state)
@@ -172,25 +190,69 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
     yield pb.ExecuteResponse(result=result)
 
 
-def _feed_input(stream_input: StreamInput, message: pb.ExecuteInput, state) -> datetime | None:
-    """Links the new slices into the input's folder, adds its marker row and updates its
-    watermark in ``state``; returns the new input watermark."""
+@dataclass(frozen=True)
+class _Held:
+    """Streamed rows wait for the temporal tables: ``ready`` is the least of their watermarks
+    (None while one has none); the rows past it stay in ``checkpoint``'s pending files."""
+
+    ready: datetime | None
+    checkpoint: Path
+
+
+def _feed_input(
+    stream_input: StreamInput, message: pb.ExecuteInput, state, held: _Held | None
+) -> datetime | None:
+    """Links the new slices into the input's folder (with temporal tables: its rows that are
+    ready, pending and new), adds its marker row and updates its watermark in ``state``;
+    returns the new input watermark."""
     stream_input.folder.mkdir(parents=True)
-    candidates = [state.input_watermark(message.dataset_id)]
-    candidates += [w.event_time.ToDatetime(tzinfo=UTC) for w in message.explicit_watermarks]
-    for k, path in enumerate(message.data_paths):
+    for path in message.data_paths:
         if not os.path.isfile(path):
             raise EngineFailure(Kind.INVALID_REQUEST, f"input {message.dataset_id}: no data file {path}")
-        # Unique names across the whole chain: Spark's file source skips paths it has seen.
-        _link(Path(path), stream_input.folder / f"{state.runs:08d}-{k:06d}.parquet")
-        candidates.append(_max_event_time(path, stream_input.event_time))
+    watermark = _input_watermark(message, state, stream_input.event_time)
+    marker = watermark
+    if held is None:
+        for k, path in enumerate(message.data_paths):
+            # Unique names across the whole chain: Spark's file source skips paths it has seen.
+            _link(Path(path), stream_input.folder / f"{state.runs:08d}-{k:06d}.parquet")
+    else:
+        _feed_ready(stream_input, message, held, f"{state.runs:08d}-ready.parquet")
+        marker = None if held.ready is None or watermark is None else min(watermark, held.ready)
+    if stream_input.has_watermark:
+        _write_marker(stream_input, marker or EPOCH, f"{state.runs:08d}-marker.parquet")
+    return watermark
+
+
+def _input_watermark(message: pb.ExecuteInput, state, event_time: str) -> datetime | None:
+    """The input's watermark after this call's slices and explicit watermarks, kept in ``state``."""
+    event_time = message.vocab.event_time_column or event_time
+    candidates = [state.input_watermark(message.dataset_id)]
+    candidates += [w.event_time.ToDatetime(tzinfo=UTC) for w in message.explicit_watermarks]
+    candidates += [_max_event_time(path, event_time) for path in message.data_paths]
     known = [c for c in candidates if c is not None]
     watermark = max(known) if known else None
     if watermark is not None:
         state.input_watermarks[message.dataset_id] = _text(watermark)
-    if stream_input.has_watermark:
-        _write_marker(stream_input, watermark or EPOCH, f"{state.runs:08d}-marker.parquet")
     return watermark
+
+
+def _feed_ready(stream_input: StreamInput, message: pb.ExecuteInput, held: _Held, name: str) -> None:
+    """Splits the pending rows and the new slices at ``held.ready``: the ready ones go to the
+    file source, the others replace the pending file (renamed over: the file it replaces is a
+    hard link into the previous checkpoint)."""
+    schema = stream_input.schema
+    pending = temporal.pending_file(held.checkpoint, message.dataset_id)
+    paths = ([str(pending)] if pending.is_file() else []) + list(message.data_paths)
+    rows = [pq.read_table(p).select(schema.names).cast(schema) for p in paths]
+    ready, waiting = temporal.split_ready(pa.concat_tables(rows) if rows else schema.empty_table(),
+                                          stream_input.event_time, held.ready)
+    if ready.num_rows:
+        pq.write_table(ready, stream_input.folder / name)
+    if waiting.num_rows or pending.is_file():
+        pending.parent.mkdir(parents=True, exist_ok=True)
+        partial = pending.with_name(pending.name + ".partial")
+        pq.write_table(waiting, partial)
+        os.replace(partial, pending)
 
 
 def _link(source: Path, link: Path) -> None:
@@ -266,7 +328,7 @@ def _sort_keys(schema: pa.Schema) -> list[str]:
     return [f.name for f in list(schema)[1:] if any(test(f.type) for test in sortable)]
 
 
-def _output_watermark(inputs: list[StreamInput], state, query, session: SparkSession) -> datetime | None:
+def _output_watermark(inputs: list[str], state, query, session: SparkSession) -> datetime | None:
     """The event-time watermark of the query's output after the run: no later call emits a row
     behind it. Unknown while an input has no watermark; never moves back.
 
@@ -277,7 +339,7 @@ def _output_watermark(inputs: list[StreamInput], state, query, session: SparkSes
     null-padded by an outer join), so its output runs behind its input by that bound. Spark
     works this out for each operator when it evicts state (``produceOutputWatermark``);
     ``_plan_watermark`` applies the same rule up the executed plan to the output."""
-    input_watermarks = [state.input_watermark(i.dataset_id) for i in inputs]
+    input_watermarks = [state.input_watermark(name) for name in inputs]
     watermark = None if None in input_watermarks or not inputs else min(input_watermarks)
     # Spark's private API: the engine pins its Spark version, and the tests of chained stateful
     # operators fail if this changes. No batch ran only when no input has a Spark watermark
@@ -359,12 +421,14 @@ def migrate(request: pb.MigrateRequest) -> pb.MigrateResult:
 
 
 def build_query(
-    session: SparkSession, inputs: list[StreamInput], transform: pb.Transform, vocab: pb.Vocabulary
+    session: SparkSession, inputs: list[StreamInput], transform: pb.Transform, vocab: pb.Vocabulary,
+    views: dict[str, DataFrame], tables: temporal.Tables,
 ) -> DataFrame:
-    """Registers the inputs and the aliased steps as views; returns the output step's result
-    with the event time column first and no system_time column."""
+    """Registers the inputs (streamed, and the temporal ``views``) and the aliased steps as
+    views; returns the output step's result with the event time column first and no
+    system_time column."""
     frames = {i.dataset_id: _input_frame(session, i) for i in inputs}
-    output = run_steps(session, frames, transform)
+    output = run_steps(session, {**frames, **views}, transform, tables)
     event_time = vocab.event_time_column or "event_time"
     system_time = vocab.system_time_column or "system_time"
     if event_time not in output.columns:
@@ -377,10 +441,13 @@ def build_query(
     return output.select(event_time, *data)
 
 
-def run_steps(session: SparkSession, inputs: dict[str, DataFrame], transform: pb.Transform) -> DataFrame:
-    """Registers the inputs as views (by name) and plans the query steps over them, each one
-    checked by the SQL policy (policy.py) before and after Spark analyses it; returns the
-    output step's frame (each aliased step becomes a view for the later ones)."""
+def run_steps(
+    session: SparkSession, inputs: dict[str, DataFrame], transform: pb.Transform, tables: temporal.Tables
+) -> DataFrame:
+    """Registers the inputs as views (by name) and plans the query steps over them, each one's
+    temporal joins rewritten (temporal.py) and then checked by the SQL policy (policy.py)
+    before and after Spark analyses it; returns the output step's frame (each aliased step
+    becomes a view for the later ones), without the temporal views' hidden columns."""
     for name, frame in inputs.items():
         frame.createOrReplaceTempView(quote(name))
     policy = Policy(session, inputs)
@@ -388,13 +455,15 @@ def run_steps(session: SparkSession, inputs: dict[str, DataFrame], transform: pb
     output = None
     for index, step in enumerate(transform.queries):
         where = Step(index, step.alias)
+        sql = step.query
         try:
-            policy.check_statement(step.query, where)
-            frame = session.sql(step.query)
+            sql = temporal.rewrite(session, step.query, tables, where.invalid)
+            policy.check_statement(sql, where)
+            frame = session.sql(sql).drop(*temporal.HIDDEN)
         except EngineFailure:
             raise
         except Exception as exc:
-            raise query_failure(exc, index, step.alias, step.query) from exc
+            raise query_failure(exc, index, step.alias, sql) from exc
         policy.check_plan(frame, where)
         if index == output_step:
             output = frame
@@ -463,8 +532,6 @@ def _stream_input(message, inputs_dir: Path) -> StreamInput:
 def check_transform(transform: pb.Transform) -> None:
     if not transform.queries:
         raise EngineFailure(Kind.INVALID_REQUEST, "the transform has no query")
-    if transform.temporal_tables:
-        raise EngineFailure(Kind.UNSUPPORTED, "temporal tables are not supported by the Spark engine")
     if sum(1 for step in transform.queries if not step.alias) > 1:
         raise EngineFailure(Kind.INVALID_QUERY, "only one query step may have no alias (the output)")
 
@@ -480,6 +547,21 @@ def quote(name: str) -> str:
 
 def _text(moment: datetime | None) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else "none"
+
+
+def _empty_view(session: SparkSession, message) -> DataFrame:
+    """A temporal table's view with no rows, for planning over schemas alone."""
+    schema = temporal.view_schema(pa.ipc.read_schema(pa.py_buffer(message.arrow_schema)))
+    return session.createDataFrame([], from_arrow_schema(schema))
+
+
+def _log_input(message: pb.ExecuteInput, watermark: datetime | None, held: _Held | None = None):
+    waits = f", rows after {_text(held.ready)} wait for the temporal tables" if held else ""
+    return _log(
+        f"input {message.dataset_id}: {len(message.data_paths)} new slice(s), "
+        f"{len(message.explicit_watermarks)} explicit watermark(s), "
+        f"watermark {_text(watermark)}, interval {message.system_time_interval or '()'}{waits}"
+    )
 
 
 def _log(message: str, level: str = "INFO") -> pb.ExecuteResponse:
