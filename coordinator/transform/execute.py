@@ -14,12 +14,18 @@ from pathlib import Path
 from ..data.hashing import file_logical_hash, physical_hash
 from ..data.slices import output_slice as data_slice
 from ..engine.port import Engine, EngineProgress, ExecuteInput, ExecuteRequest, MigrateRequest
-from ..metadata.objects import MetadataBlock
+from ..errors import CoordError
+from ..metadata.objects import LateRows, MetadataBlock
 from ..metadata.timestamps import now_utc
 from ..workspace import DatasetState, Workspace
 from ..workspace.crash import crash_point
+from .builds import late_rows_words
 from .plan import TransformPlan, plan_transform
 from .record_lineage import with_field_lineage
+
+
+class LateRowsRefused(CoordError):
+    """The step dropped rows as late and the dataset asked to fail then (``lateRows: fail``)."""
 
 
 @dataclass
@@ -29,6 +35,7 @@ class TransformResult:
     block_hash: bytes | None = None
     num_records: int = 0
     watermark: datetime | None = None
+    late_rows: int = 0  # rows the step dropped for arriving behind a watermark
 
 
 def pull_derivative(
@@ -50,11 +57,17 @@ def pull_derivative(
         running = engine()
         block, data_file, checkpoint = run_step(running, plan, system_time=max(now_utc(), plan.head_time),
                                                 progress=progress)
+        late = block.late_rows or 0
+        inputs = [i.dataset.id for i in plan.inputs]
+        if late and plan.transform.late_rows is LateRows.FAIL:
+            raise LateRowsRefused(f"{late_rows_words(dataset_id, inputs, late)}; its transform says "
+                                  "lateRows: fail, so nothing was committed")
         block = with_field_lineage(running, plan, block, w.state)
         crash_point("engine-answered")
         h = w.commit(block, data_file=data_file, checkpoint_dir=checkpoint)
     n = block.output_slice.num_records if block.output_slice else 0
-    return TransformResult(dataset_id, f"{n:,} new records", h, n, block.output_watermark)
+    message = f"{n:,} new records" + (f"; {late_rows_words(dataset_id, inputs, late)}" if late else "")
+    return TransformResult(dataset_id, message, h, n, block.output_watermark, late)
 
 
 def run_step(
@@ -109,5 +122,6 @@ def run_step(
         output_watermark=result.output_watermark,
         input_slices=[i.consumed_slice() for i in plan.inputs],
         engine=engine.identity,
+        late_rows=result.late_rows or None,  # absent when none: the block hashes as before
     )
     return block, result.output_path, request.new_checkpoint_dir
