@@ -159,6 +159,10 @@ class Output:
         """``coord: error: MESSAGE`` on stderr: a refusal the user can act on."""
         self.note(f"coord: error: {message}")
 
+    def warning(self, message: str) -> None:
+        """``coord: warning: MESSAGE`` on stderr: something done that the user should know of."""
+        self.note(f"coord: warning: {message}")
+
     def progress(self) -> RichProgress:
         """The services' Progress protocol as a bar on stderr."""
         return RichProgress(_err)

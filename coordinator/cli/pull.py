@@ -112,7 +112,7 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
                 set_watermark=parse_timestamp(set_watermark) if set_watermark else None,
                 # bars only on a terminal: elsewhere rich would draw nothing, yet cost its import
                 progress_factory=(lambda ds: _Bytes(bars, ds)) if sys.stdout.isatty() else None,
-                report=lambda o: _print_outcome(bars, o.dataset_id, _worded(o), o.signers),
+                report=lambda o: _print_outcome(bars, o.dataset_id, _worded(o), o.signers, o.warnings),
             )
     finally:
         bars.stop()
@@ -141,7 +141,9 @@ def _worded(outcome) -> str:
     return f"failed: {outcome.message}" if outcome.status is PullStatus.FAILED else outcome.message
 
 
-def _print_outcome(bars: _Bars, dataset_id: str, message: str, signers) -> None:
+def _print_outcome(bars: _Bars, dataset_id: str, message: str, signers, warnings=()) -> None:
     bars.echo(f"{dataset_id}: {message}")
     for s in signers:
         bars.echo(f"  {signer_line(s)}")
+    for w in warnings:
+        bars.show.warning(f"{dataset_id}: {w}")

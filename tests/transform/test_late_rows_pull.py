@@ -1,9 +1,11 @@
-"""Rows a derivative's window drops as late are never silent (issue 31, item 3).
+"""Rows a derivative's window drops as late are never silent, and a plain join with a change
+log is flagged (issue 31, items 3 and 4).
 
-One workspace through the real coord command and the shared Spark engine: an orders root and
-two hourly windows over it, one that drops late rows and reports them (the default) and one
-that asks to fail instead (``lateRows: fail``). Six hours of orders, then three stragglers in
-three hours the windows have already closed.
+One workspace through the real coord command and the shared Spark engine: an orders root (a
+ledger keyed on order_id) and two hourly windows over it, one that drops late rows and reports
+them (the default) and one that asks to fail instead (``lateRows: fail``). Six hours of orders,
+then three stragglers in three hours the windows have already closed. A third derivative joins
+the orders with themselves.
 """
 from __future__ import annotations
 
@@ -24,6 +26,10 @@ STRICT = "com.example.orders.hourly-strict"
 HOURLY_COUNT = """SELECT window.end AS event_time, count(*) AS orders FROM `com.example.orders`
 GROUP BY window(event_time, '1 hour')"""
 STRAGGLERS = [(T0 + timedelta(hours=h, minutes=5), 1000 + h, "dan", 1.0) for h in (1, 2, 3)]
+REORDERS = "com.example.orders.reorders"
+REORDERS_SQL = """SELECT a.event_time, a.order_id, b.amount
+FROM `com.example.orders` a JOIN `com.example.orders` b ON a.customer = b.customer
+ AND b.event_time BETWEEN a.event_time AND a.event_time + INTERVAL 1 HOUR"""
 DROPPED = f"3 rows of {ORDERS} arrived behind the watermark of {HOURLY} and were dropped"
 
 
@@ -37,7 +43,7 @@ def home(tmp_path_factory):
     folder = home / "manifests"
     folder.mkdir()
     for dataset_id, source in {ORDERS: root_source(), HOURLY: derivative_source(HOURLY_COUNT),
-                               STRICT: strict}.items():
+                               STRICT: strict, REORDERS: derivative_source(REORDERS_SQL)}.items():
         (folder / f"{dataset_id}.yaml").write_text(yaml.safe_dump(manifest(dataset_id, source)))
     coord("add", str(folder), cwd=home)
     write_orders_file(home, "1.csv", order_rows(6))
@@ -78,3 +84,13 @@ def test_a_dataset_asking_to_fail_on_late_rows_fails_in_one_line_and_commits_not
         f"coord: error: {STRICT}: 3 rows of {ORDERS} arrived behind the watermark of {STRICT} and "
         "were dropped; its transform says lateRows: fail, so nothing was committed")
     assert blocks(home, STRICT) == before
+
+
+def test_a_plain_join_with_a_keyed_ledger_is_flagged_by_pull_and_still_committed(home, stragglers_pull):
+    pulled = coord("pull", REORDERS, cwd=home)
+    assert pulled.stderr.strip() == (
+        f"coord: warning: {REORDERS}: {ORDERS} is a ledger root keyed on order_id: every version of a key "
+        "is a record; a plain join with it matches every version of a row, not the one in force at each "
+        "event's time: list it under temporalTables (with its primaryKey) to join each event with its "
+        "state as of the event time")
+    assert "new records" in pulled.stdout
