@@ -47,6 +47,7 @@ class PullOutcome:
     signers: list = field(default_factory=list)  # trust.authorship.Signer of blocks pulled from a repository
     status: PullStatus = PullStatus.PULLED
     error: CoordError | OSError | None = None  # FAILED: what stopped it
+    warnings: list[str] = field(default_factory=list)  # about a derivative's query, one line each
 
 
 def pull_one(
@@ -83,7 +84,8 @@ def pull_one(
     from ..transform.execute import pull_derivative  # gRPC: only for derivatives
 
     derived = pull_derivative(ws, dataset_id, engine, progress=progress, state=state)
-    return PullOutcome(dataset_id, derived.message, [derived.block_hash] if derived.block_hash else [])
+    return PullOutcome(dataset_id, derived.message, [derived.block_hash] if derived.block_hash else [],
+                       warnings=derived.warnings)
 
 
 def pull_order(ws: Workspace, graph: DatasetGraph, ids: list[str], *, recursive: bool) -> list[str]:

@@ -46,6 +46,7 @@ class DatasetStatus:
     partly_in: int = 0
     waiting_for: list[str] = field(default_factory=list)  # inputs without any data yet
     unchecked: str = ""  # NOT_CHECKED: the remote URL, repository or error that stopped the check
+    late_rows: int = 0  # derivative: rows its steps dropped for arriving behind a watermark, in all
 
     @property
     def up_to_date(self) -> bool:
@@ -82,6 +83,7 @@ def dataset_status(ws: Workspace, ds: Dataset, graph: DatasetGraph | None = None
 def _derivative(graph: DatasetGraph, state: DatasetState, source: DatasetSourceDerivative,
                 st: DatasetStatus) -> None:
     chain = state.blocks
+    st.late_rows = sum(b.late_rows or 0 for _, b in chain)
     after = consumed_until(chain, len(source.inputs))
     for input_id, consumed in zip(source.inputs, after, strict=True):
         upstream = graph.state(input_id)

@@ -57,8 +57,9 @@ def _show_builds(show: Output, builds: list[Build]) -> None:
         show.json([_build_json(b) for b in builds])
         return
     for b in builds:
+        late = f", {b.late_rows:,} dropped as late" if b.late_rows else ""
         show.line(f"{short(b.block_hash)} {format_timestamp(b.system_time)} "
-                  f"+{b.num_records:,} records, query of block {short(b.query_block)}")
+                  f"+{b.num_records:,} records{late}, query of block {short(b.query_block)}")
         for u in b.inputs:
             blocks = " ".join(short(h) for h in u.blocks) or "-"
             show.line(f"  {u.dataset_id} {u.interval}: {count(len(u.blocks), 'block')} "
@@ -72,6 +73,7 @@ def _build_json(b: Build) -> dict:
         "block": b.block_hash.hex(),
         "systemTime": format_timestamp(b.system_time),
         "numRecords": b.num_records,
+        "lateRows": b.late_rows,
         "queryBlock": b.query_block.hex(),
         "transform": to_dict(b.transform),
         "inputs": [{"dataset": u.dataset_id, "interval": str(u.interval), "numRecords": u.num_records,

@@ -196,6 +196,11 @@ class Output:
         for dataset_id, message in failed:
             _err.print(literal(f"  {dataset_id}: {message}"), markup=False)
 
+    def warning(self, message: str) -> None:
+        """``coord: warning: MESSAGE`` on stderr: something done that the user should know of
+        (shown with ``-q`` too, as errors are)."""
+        _err.print(literal(f"coord: warning: {message}"), markup=False)
+
     def progress(self) -> RichProgress:
         """The services' Progress protocol as a bar on stderr (none with ``-q``)."""
         return RichProgress(_err, shown=not self.quiet)

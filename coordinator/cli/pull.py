@@ -103,7 +103,7 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     outcomes: list = []
 
     def report(outcome) -> None:
-        _print_outcome(bars, outcome.dataset_id, _worded(outcome), outcome.signers)
+        _print_outcome(bars, outcome.dataset_id, _worded(outcome), outcome.signers, outcome.warnings)
 
     try:
         for ref in remote:
@@ -162,7 +162,9 @@ def _worded(outcome) -> str:
     return f"failed: {outcome.message}" if outcome.status is PullStatus.FAILED else outcome.message
 
 
-def _print_outcome(bars: _Bars, dataset_id: str, message: str, signers) -> None:
+def _print_outcome(bars: _Bars, dataset_id: str, message: str, signers, warnings=()) -> None:
     bars.echo(f"{dataset_id}: {message}")
     for s in signers:
         bars.echo(f"  {signer_line(s)}")
+    for w in warnings:
+        bars.show.warning(f"{dataset_id}: {w}")

@@ -33,8 +33,10 @@ def short_status(st: DatasetStatus) -> str:
 
 
 def status_words(st: DatasetStatus) -> str:
-    """What is out of date and why, in one line."""
-    return "; ".join(_reason_words(st, r) for r in st.reasons) or "up to date"
+    """What is out of date and why, in one line (and the rows its steps dropped as late)."""
+    words = "; ".join(_reason_words(st, r) for r in st.reasons) or "up to date"
+    late = f"; {st.late_rows:,} rows dropped as late so far (coord log --builds)" if st.late_rows else ""
+    return words + late
 
 
 def _reason_words(st: DatasetStatus, reason: Reason) -> str:
@@ -63,7 +65,8 @@ def reason_codes(st: DatasetStatus) -> list[str]:
 def status_json(st: DatasetStatus) -> dict:
     return {"id": st.dataset_id, "kind": st.kind, "upToDate": st.up_to_date, "reasons": reason_codes(st),
             "newInputBlocks": st.new_input, "newFiles": st.new_files, "recordsOfFirstFileIn": st.partly_in,
-            "waitingFor": st.waiting_for, "notChecked": st.unchecked or None, "words": status_words(st)}
+            "waitingFor": st.waiting_for, "notChecked": st.unchecked or None, "lateRows": st.late_rows,
+            "words": status_words(st)}
 
 
 def _camel(name: str) -> str:

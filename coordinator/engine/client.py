@@ -334,6 +334,7 @@ def _execute_result(result, output_path: Path) -> ExecuteResult:
         schema=_read_schema(result.schema.arrow_schema),
         ddl=result.schema.ddl,
         output_path=output_path if result.num_records else None,
+        late_rows=result.late_rows,
     )
 
 

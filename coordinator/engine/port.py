@@ -159,6 +159,7 @@ class ExecuteResult:
     schema: pa.Schema
     ddl: str
     output_path: Path | None  # None when num_records == 0
+    late_rows: int = 0  # rows a stateful operator dropped for arriving behind its watermark
 
 
 @dataclass(frozen=True)

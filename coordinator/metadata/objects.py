@@ -252,6 +252,7 @@ class TransformSql:
     query: str | None = None
     queries: list[SqlQueryStep] | None = None
     temporal_tables: list[TemporalTable] | None = None
+    late_rows: LateRows | None = None  # extension: absent means drop (and report)
 
     def steps(self) -> list[SqlQueryStep]:
         """The query steps; ``query`` is shorthand for one step without an alias."""
@@ -390,6 +391,13 @@ class FieldLineage:
     conditions: list[FieldSource] | None = None  # used only to filter, join or group rows
 
 
+class LateRows(enum.Enum):
+    """*Extension*: what a pull does when the step dropped rows as late (``TransformSql.lateRows``)."""
+
+    DROP = ("drop", 0)  # commit without them, and report how many (the default)
+    FAIL = ("fail", 1)  # fail the pull, commit nothing
+
+
 class FieldUse(enum.Enum):
     """How an output depends on an input column (``FieldSource.kind``)."""
 
@@ -415,6 +423,7 @@ class MetadataBlock:
     engine: EngineIdentity | None = None  # extension
     compatible_engine: EngineIdentity | None = None  # extension: spec "Engine Deprecation"
     field_lineage: FieldLineage | None = None  # extension: column-level lineage
+    late_rows: int | None = None  # extension: rows the step dropped as late (absent when none)
 
 
 

@@ -163,7 +163,7 @@ class Answers:
             "lastUpdated": format_timestamp(s.last_updated),
             "outOfDate": not st.up_to_date, "reasons": [r.value for r in st.reasons],
             "newInput": st.new_input, "newFiles": st.new_files, "partlyIn": st.partly_in,
-            "waitingFor": st.waiting_for,
+            "waitingFor": st.waiting_for, "lateRows": st.late_rows,
         }
 
     def _with_state(self, facts: dict) -> dict:

@@ -251,7 +251,7 @@ class BuildService:
 
         try:
             outcome = pull_one(self.ws, dataset_id, engine)
-            committed, message = outcome.blocks, outcome.message
+            committed, message, warnings = outcome.blocks, outcome.message, outcome.warnings
         except Exception as e:  # a dataset's failure never stops the service
             self._failed(dataset_id, e)
             return
@@ -259,10 +259,12 @@ class BuildService:
             if used and self._engine is not None:  # a root's poll is no use of the engine
                 self._engine_used = self._clock()
         if committed:
-            self._committed(dataset_id, committed, message, started)
+            self._committed(dataset_id, committed, message, started, warnings)
             print(f"coord serve: {dataset_id}: {message} ({len(committed)} "
                   f"block{'s' if len(committed) > 1 else ''}, {time.time() - started:.1f} s)",
                   file=sys.stderr, flush=True)
+            for warning in warnings:
+                print(f"coord serve: warning: {dataset_id}: {warning}", file=sys.stderr, flush=True)
         with self._lock:
             self._failures.pop(dataset_id, None)
             self._queue.release(dataset_id)
@@ -274,13 +276,14 @@ class BuildService:
             queued = dataset_id in self._queue.pending()
             self._set_state(dataset_id, State.QUEUED if queued else State.IDLE)
 
-    def _committed(self, dataset_id: str, blocks: list[bytes], message: str, started: float) -> None:
+    def _committed(self, dataset_id: str, blocks: list[bytes], message: str, started: float,
+                   warnings: list[str]) -> None:
         summary = self.ws.dataset(dataset_id).state()
         self.bus.publish("commit", {
             "dataset": dataset_id, "head": summary.head.hex(), "blocks": [b.hex() for b in blocks],
             "records": summary.num_records,
             "watermark": format_timestamp(summary.watermark) if summary.watermark else None,
-            "message": message, "started": started, "finished": time.time(),
+            "message": message, "warnings": warnings, "started": started, "finished": time.time(),
         })
 
     def _failed(self, dataset_id: str, error: Exception) -> None:

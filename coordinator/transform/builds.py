@@ -37,6 +37,15 @@ class Build:
     query_block: bytes  # the block that set the query in force
     transform: TransformSql
     num_records: int  # records the block added
+    late_rows: int = 0  # rows its step dropped for arriving behind a watermark
+
+
+def late_rows_words(dataset_id: str, inputs: Sequence[str], late_rows: int) -> str:
+    """What dropping ``late_rows`` rows in a step of ``dataset_id`` means, in one sentence. Spark
+    does not say which input they came from; with one input there is no doubt."""
+    rows, were = (f"{late_rows:,} rows", "were") if late_rows != 1 else ("1 row", "was")
+    of = f" of {inputs[0]}" if len(inputs) == 1 else ""
+    return f"{rows}{of} arrived behind the watermark of {dataset_id} and {were} dropped"
 
 
 def consumed_until(chain: Chain, num_inputs: int) -> list[datetime | None]:
@@ -93,7 +102,7 @@ def builds(ws: Workspace, ds: Dataset) -> list[Build]:
             for i, s in zip(source.inputs, b.input_slices, strict=False)
         ]
         n = b.output_slice.num_records if b.output_slice else 0
-        out.append(Build(h, b.system_time, uses, query_block, transform, n))
+        out.append(Build(h, b.system_time, uses, query_block, transform, n, b.late_rows or 0))
     return out
 
 

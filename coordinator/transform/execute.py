@@ -7,7 +7,7 @@ but before the commit simply re-runs the same transaction on the next pull.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -21,12 +21,19 @@ from ..engine.port import (
     ExecuteResult,
     MigrateRequest,
 )
-from ..metadata.objects import MetadataBlock
+from ..errors import CoordError
+from ..metadata.objects import LateRows, MetadataBlock
 from ..metadata.timestamps import now_utc
 from ..workspace import DatasetState, Workspace
 from ..workspace.crash import crash_point
+from .builds import late_rows_words
+from .change_log import change_log_join_warnings
 from .plan import TransformPlan, plan_transform
-from .record_lineage import with_field_lineage
+from .record_lineage import derive_field_lineage, with_field_lineage
+
+
+class LateRowsRefused(CoordError):
+    """The step dropped rows as late and the dataset asked to fail then (``lateRows: fail``)."""
 
 
 @dataclass
@@ -36,6 +43,8 @@ class TransformResult:
     block_hash: bytes | None = None
     num_records: int = 0
     watermark: datetime | None = None
+    late_rows: int = 0  # rows the step dropped for arriving behind a watermark
+    warnings: list[str] = field(default_factory=list)  # about the query, one line each
 
 
 def pull_derivative(
@@ -57,11 +66,21 @@ def pull_derivative(
         running = engine()
         block, data_file, checkpoint = run_step(running, plan, system_time=max(now_utc(), plan.head_time),
                                                 progress=progress)
-        block = with_field_lineage(running, plan, block, w.state)
+        late = block.late_rows or 0
+        inputs = [i.dataset.id for i in plan.inputs]
+        if late and plan.transform.late_rows is LateRows.FAIL:
+            raise LateRowsRefused(f"{late_rows_words(dataset_id, inputs, late)}; its transform says "
+                                  "lateRows: fail, so nothing was committed")
+        lineage = derive_field_lineage(running, plan)
+        block = with_field_lineage(lineage, block, w.state)
+        warnings = change_log_join_warnings(
+            lineage, {i.dataset.id: i.dataset.state().source for i in plan.inputs},
+            {t.id for t in plan.transform.temporal_tables or []})
         crash_point("engine-answered")
         h = w.commit(block, data_file=data_file, checkpoint_dir=checkpoint)
     n = block.output_slice.num_records if block.output_slice else 0
-    return TransformResult(dataset_id, f"{n:,} new records", h, n, block.output_watermark)
+    message = f"{n:,} new records" + (f"; {late_rows_words(dataset_id, inputs, late)}" if late else "")
+    return TransformResult(dataset_id, message, h, n, block.output_watermark, late, warnings)
 
 
 def run_step(
@@ -87,6 +106,7 @@ def run_step(
         output_watermark=result.output_watermark,
         input_slices=[i.consumed_slice() for i in plan.inputs],
         engine=engine.identity,
+        late_rows=result.late_rows or None,  # absent when none: the block hashes as before
     )
     return block, result.output_path, checkpoint
 

@@ -39,11 +39,11 @@ def recorded_field_lineage(state: DatasetState | None) -> FieldLineage | None:
     return next((b.field_lineage for _, b in blocks if b.field_lineage is not None), None)
 
 
-def with_field_lineage(engine: Engine, plan: TransformPlan, block: MetadataBlock,
+def with_field_lineage(lineage: FieldLineage | None, block: MetadataBlock,
                        state: DatasetState | None) -> MetadataBlock:
-    """``block`` carrying the plan's field lineage if that starts a new version. A query the
-    engine cannot trace column by column still runs: its blocks record no field lineage."""
-    lineage = derive_field_lineage(engine, plan)
+    """``block`` carrying the plan's field lineage (``derive_field_lineage``) if that starts a
+    new version. A query the engine cannot trace column by column still runs: its blocks record
+    no field lineage."""
     if lineage is None or lineage == recorded_field_lineage(state):
         return block
     return replace(block, field_lineage=lineage)

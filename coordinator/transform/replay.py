@@ -101,6 +101,9 @@ def _difference(recorded: MetadataBlock, replayed: MetadataBlock) -> str | None:
         return "the replayed output's logical hash differs from the recorded one"
     if recorded.output_watermark != replayed.output_watermark:
         return f"recorded watermark {recorded.output_watermark}, replay gave {replayed.output_watermark}"
+    late = (recorded.late_rows or 0, replayed.late_rows or 0)
+    if late[0] != late[1]:
+        return f"recorded {late[0]:,} rows dropped as late, replay dropped {late[1]:,}"
     return None
 
 

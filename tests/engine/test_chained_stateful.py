@@ -3,8 +3,9 @@ sandboxed engine.
 
 The guarantee (DESIGN §9): whatever the slicing of the input - one call, two, four - every call
 emits only rows its output watermark has passed and never a row behind the previous call's
-output watermark, and once an explicit watermark on every input passes all the data, the
-whole output equals the batch answer of the same query, computed independently by DuckDB.
+output watermark, that watermark never passes the least input watermark, and once an
+explicit watermark on every input passes all the data, the whole output equals the batch
+answer of the same query, computed independently by DuckDB.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests.chained_streams import (
     SHAPES,
     SHIPMENT_ROWS,
     SHIPMENTS_ID,
+    T0,
     batch_answer,
     canonical,
     in_pulls,
@@ -36,11 +38,16 @@ SCHEMAS = {
 @pytest.mark.parametrize("shape", SHAPES)
 def test_explicit_watermark_closes_every_window_whatever_the_slicing(make_chain, shape, pulls):
     chain = make_chain(SHAPES[shape].transform(), SCHEMAS)
+    latest = {ORDERS_ID: T0, SHIPMENTS_ID: T0}  # an input's watermark: the latest event time it brought
     for orders, shipments in zip(in_pulls(ORDER_ROWS, pulls), in_pulls(SHIPMENT_ROWS, pulls), strict=True):
-        chain.execute({ORDERS_ID: [orders], SHIPMENTS_ID: [shipments]})
+        result = chain.execute({ORDERS_ID: [orders], SHIPMENTS_ID: [shipments]})
+        for dataset_id, rows in ((ORDERS_ID, orders), (SHIPMENTS_ID, shipments)):
+            latest[dataset_id] = max([latest[dataset_id], *(r["event_time"] for r in rows)])
+        assert result.output_watermark is None or result.output_watermark <= min(latest.values())
     closing = chain.execute(watermarks={ORDERS_ID: FAR_WATERMARK, SHIPMENTS_ID: FAR_WATERMARK})
 
     assert closing.output_watermark == FAR_WATERMARK - SHAPES[shape].lag
+    assert sum(r.late_rows for r in chain.results) == 0  # each input in event-time order: none late
     assert canonical(chain.all_records()) == batch_answer(SHAPES[shape])
     # Every call emits rows its own output watermark has passed, none behind the previous one.
     previous = None

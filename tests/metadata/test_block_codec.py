@@ -159,6 +159,16 @@ def test_field_lineage_round_trips_and_is_covered_by_the_block_hash():
     assert sealed.block_hash.hex() != DERIVATIVE_HASH
 
 
+def test_late_rows_round_trip_through_both_codecs_and_are_covered_by_the_block_hash():
+    block = dataclasses.replace(derivative_block(), late_rows=4343)
+    sealed, encoded = seal(block)
+    assert decode_block(encoded).late_rows == 4343
+    as_yaml = dump_yaml(manifest_to_dict(block))
+    assert "lateRows: 4343" in as_yaml
+    assert from_dict(o.MetadataBlock, load_yaml(as_yaml)["content"]).late_rows == 4343
+    assert sealed.block_hash.hex() != DERIVATIVE_HASH
+
+
 def test_parquet_read_step_is_union_tag_5_as_in_later_odf():
     assert o.UNIONS["ReadStep"].index(o.ReadStepParquet) + 1 == 5
     block = with_source(conformance_block(), read=o.ReadStepParquet(schema=["a INT"]))

@@ -36,6 +36,14 @@ Temporal tables (temporal.py) are not streamed: each is a static view of its his
 streamed inputs' rows wait in the checkpoint until every temporal table's watermark has
 reached their event time, and their markers stand at most at that watermark, so nothing
 downstream of a temporal join closes before the rows it may still get.
+
+A stream-stream join without a time bound on both sides keeps a side's rows forever, so it
+may emit a row of any event time in any later call (a new dimension row matches every old
+event). Spark still passes its input watermark on; the engine does not: such a join holds
+the output watermark where it is, and a stateful operator behind it in the same query (a
+window, another join), which Spark would let drop the join's later rows as late, is refused
+(``_plan_watermark``). Rows a stateful operator does drop as late (an input's rows behind its
+watermark) are counted per call and reported (``late_rows``), never silent.
 """
 from __future__ import annotations
 
@@ -112,12 +120,37 @@ def validate(spark: SparkSession, request: pb.ValidateRequest) -> pb.OutputSchem
         session = spark.newSession()
         views = {i.dataset_id: _empty_view(session, i) for i in request.inputs if i.dataset_id in tables.keys}
         output = build_query(session, inputs, request.transform, request.vocab, views, tables)
-        query = _start(output, Path(scratch) / "spark", lambda df, batch_id: None)
+        # The join bounds Spark settles only in a batch's executed plan: where a stateful operator
+        # sits behind a stream-stream join, a marker per input makes Spark run one (seconds, so
+        # only then) and the plan is checked.
+        check_plan = _stateful_behind_join(output._jdf.queryExecution().analyzed())
+        for stream_input in inputs if check_plan else []:
+            if stream_input.has_watermark:
+                _write_marker(stream_input, EPOCH, "validate-marker.parquet")
+        # The batch must be consumed whole: Spark checks that every state store committed.
+        query = _start(output, Path(scratch) / "spark",
+                       lambda df, batch_id: df.write.format("noop").mode("append").save())
         try:
             query.awaitTermination()
         except Exception as exc:
             raise run_failure(exc) from exc
+        execution = query._jsq.streamingQuery().lastExecution()
+        if check_plan and execution is not None:
+            _plan_watermark(execution.executedPlan(), 0, session._jvm)
         return _output_schema(output)
+
+
+_STATEFUL_LOGICAL = {"Aggregate", "Join", "Deduplicate", "DeduplicateWithinWatermark"}
+
+
+def _stateful_behind_join(node, under_stateful: bool = False) -> bool:
+    """Whether the analysed logical plan has a stream-stream join below a stateful operator."""
+    name = node.nodeName()
+    if name == "Join" and under_stateful and node.left().isStreaming() and node.right().isStreaming():
+        return True
+    children = node.children()
+    below = under_stateful or name in _STATEFUL_LOGICAL
+    return any(_stateful_behind_join(children.apply(i), below) for i in range(children.size()))
 
 
 # ----- Execute -------------------------------------------------------------------------------
@@ -166,25 +199,30 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
     output = build_query(session, inputs, request.transform, request.vocab, views, tables)
     batches: list[pa.Table] = []
     query = _start(output, new_dir / checkpoint.SPARK_DIR, lambda df, _: batches.append(df.toArrow()))
+    late = _LateRows()
     try:
-        yield from _follow(query)
+        yield from _follow(query, late)
     except Exception as exc:
         raise run_failure(exc) from exc
     finally:
         if query.isActive:  # the client went away mid-stream
             query.stop()
 
+    # Before anything is written: the plan check may refuse the query. Every input counts,
+    # the temporal tables too (their watermarks hold the streamed rows back).
+    watermark = _output_watermark([i.dataset_id for i in request.inputs], state, query, session)
     schema = _output_schema(output)
     yield pb.ExecuteResponse(progress=pb.Progress(stage="writing"))
     system_time = request.system_time.ToDatetime(tzinfo=UTC)
     num_records = _write_output(batches, schema, request.vocab, system_time, request.output_data_path)
 
-    watermark = _output_watermark([i.dataset_id for i in request.inputs], state, query, session)
     state.output_watermark = _text(watermark) if watermark else None
     shutil.rmtree(staging)
     checkpoint.save_state(new_dir, state)
+    if late.rows:
+        yield _log(f"{late.rows} row(s) arrived behind the watermark and were dropped", "WARN")
 
-    result = pb.ExecuteResult(num_records=num_records, schema=schema)
+    result = pb.ExecuteResult(num_records=num_records, schema=schema, late_rows=late.rows)
     if watermark is not None:
         result.output_watermark.FromDatetime(watermark)
     yield pb.ExecuteResponse(result=result)
@@ -280,14 +318,25 @@ def _write_marker(stream_input: StreamInput, event_time: datetime, name: str) ->
     pq.write_table(pa.table(columns), stream_input.folder / name)
 
 
-def _follow(query) -> Iterator[pb.ExecuteResponse]:
-    """Waits for the query to finish, reporting each micro-batch as it completes."""
+@dataclass
+class _LateRows:
+    """Rows the stateful operators dropped as late in one call, summed over its batches. For a
+    window Spark counts the groups each partition had summed before the drop, so a count can
+    be below the input rows behind it (never above, never 0 when rows were dropped)."""
+
+    rows: int = 0
+
+
+def _follow(query, late: _LateRows) -> Iterator[pb.ExecuteResponse]:
+    """Waits for the query to finish, reporting each micro-batch as it completes and summing
+    the rows dropped as late into ``late``."""
     last_batch = -1
     while True:
         finished = query.awaitTermination(0.5)
         for progress in query.recentProgress:
             if progress.batchId > last_batch:
                 last_batch = progress.batchId
+                late.rows += sum(o.numRowsDroppedByWatermark for o in progress.stateOperators)
                 yield pb.ExecuteResponse(
                     progress=pb.Progress(
                         stage="batch",
@@ -338,7 +387,8 @@ def _output_watermark(inputs: list[str], state, query, session: SparkSession) ->
     watermark passes them plus the join's time bound, and may still emit them (matched, or
     null-padded by an outer join), so its output runs behind its input by that bound. Spark
     works this out for each operator when it evicts state (``produceOutputWatermark``);
-    ``_plan_watermark`` applies the same rule up the executed plan to the output."""
+    ``_plan_watermark`` applies the same rule up the executed plan to the output, except for a
+    join that keeps a side's rows forever: that holds the output watermark where it is."""
     input_watermarks = [state.input_watermark(name) for name in inputs]
     watermark = None if None in input_watermarks or not inputs else min(input_watermarks)
     # Spark's private API: the engine pins its Spark version, and the tests of chained stateful
@@ -348,7 +398,9 @@ def _output_watermark(inputs: list[str], state, query, session: SparkSession) ->
     if watermark is not None and execution is not None:
         global_ms = _millis(watermark)
         output_ms = _plan_watermark(execution.executedPlan(), global_ms, session._jvm)
-        if output_ms is not None:  # None: no input of the plan has a Spark watermark
+        if output_ms == HELD:
+            watermark = None
+        elif output_ms is not None:  # None: no input of the plan has a Spark watermark
             watermark -= timedelta(milliseconds=global_ms - output_ms)
     previous = state.output_watermark_time
     if previous is not None and (watermark is None or watermark < previous):
@@ -358,13 +410,21 @@ def _output_watermark(inputs: list[str], state, query, session: SparkSession) ->
 
 _WATERMARK_NODE = "org.apache.spark.sql.execution.streaming.operators.stateful.EventTimeWatermarkExec"
 _STATEFUL_NODE = "org.apache.spark.sql.execution.streaming.operators.stateful.StateStoreWriter"
+_JOIN_NODE = "org.apache.spark.sql.execution.streaming.operators.stateful.join.StreamingSymmetricHashJoinExec"
+# The watermark of what a join that keeps a side's rows forever emits: below every event time.
+HELD = -(2**63)
+_OPERATOR_NAMES = {"stateStoreSave": "window or aggregation", "symmetricHashJoin": "stream-stream join"}
 
 
 def _plan_watermark(node, watermark_ms: int, jvm) -> int | None:
     """The watermark (ms) of ``node``'s output when the global watermark is ``watermark_ms``,
     following Spark's own propagation (WatermarkPropagator): a watermark node emits the global
     watermark, a stateful operator turns the least of its inputs' into its output watermark,
-    any other node passes the least of its inputs' on. None when no input has a watermark."""
+    any other node passes the least of its inputs' on. None when no input has a watermark.
+
+    Where Spark is wrong, the engine is not: a stream-stream join that keeps a side's rows
+    forever (no time bound for it) gives HELD, not its input watermark; a stateful operator
+    behind one is refused (EngineFailure), since Spark would drop that join's later rows."""
     children = node.children()
     below = [_plan_watermark(children.apply(i), watermark_ms, jvm) for i in range(children.size())]
     inputs = [w for w in below if w is not None]
@@ -373,9 +433,28 @@ def _plan_watermark(node, watermark_ms: int, jvm) -> int | None:
     if not inputs:
         return None
     if _is(jvm, _STATEFUL_NODE, node):
+        unbounded_join = _is(jvm, _JOIN_NODE, node) and _keeps_rows_forever(node)
+        if min(inputs) == HELD and not unbounded_join:
+            name = _OPERATOR_NAMES.get(node.shortName(), f"stateful operator ({node.shortName()})")
+            raise EngineFailure(
+                Kind.UNSUPPORTED,
+                f"a {name} behind a stream-stream join with no time bound would drop as late the rows "
+                "that join emits when a row arrives for an old key; bound the join in event time on "
+                "both sides (s.event_time BETWEEN e.event_time - INTERVAL 1 DAY AND e.event_time) or "
+                "join the reference data as a temporal table (temporalTables)",
+            )
+        if unbounded_join:
+            return HELD
         produced = node.produceOutputWatermark(min(inputs))
         return produced.get() if produced.isDefined() else None
     return min(inputs)
+
+
+def _keeps_rows_forever(join) -> bool:
+    """Whether a stream-stream join never evicts one side's rows: it has no state cleanup for
+    it, because no condition bounds that side's event time by the other's."""
+    predicates = join.stateWatermarkPredicates()
+    return not (predicates.left().isDefined() and predicates.right().isDefined())
 
 
 def _is(jvm, class_name: str, node) -> bool:
