@@ -22,37 +22,14 @@
   }
   function clip(text, n) { return text.length > n ? text.slice(0, n - 1) + "\u2026" : text; }
 
-  // Layered layout of a DAG: a node's column is the longest path to it from a node without
-  // inputs; within a column nodes follow the mean row of their inputs (fewer crossings).
-  function layout(keys, links) {
-    var column = new Map(keys.map(function (k) { return [k, 0]; }));
-    for (var round = 0; round < keys.length; round++) {  // bounded: a cycle cannot loop forever
-      var changed = false;
-      links.forEach(function (l) {
-        if (column.has(l.from) && column.has(l.to) && column.get(l.to) < column.get(l.from) + 1) {
-          column.set(l.to, column.get(l.from) + 1); changed = true;
-        }
-      });
-      if (!changed) break;
-    }
-    var columns = [];
-    keys.forEach(function (k) { var c = column.get(k); (columns[c] = columns[c] || []).push(k); });
-    var row = new Map();
-    function meanRow(k) {
-      var rows = links.filter(function (l) { return l.to === k && row.has(l.from); })
-                      .map(function (l) { return row.get(l.from); });
-      return rows.length ? rows.reduce(function (a, b) { return a + b; }, 0) / rows.length : 0;
-    }
-    columns.forEach(function (members) {
-      var weight = new Map(members.map(function (k) { return [k, meanRow(k)]; }));
-      members.sort(function (a, b) { return weight.get(a) - weight.get(b) || (a < b ? -1 : 1); });
-      members.forEach(function (k, r) { row.set(k, r); });
-    });
-    return { column: column, row: row, columns: columns };
+  // Does box a overlap box b (with a margin)?
+  function overlaps(a, b) {
+    return a.x < b.x + b.width + 2 && b.x < a.x + a.width + 2 && a.y < b.y + b.height + 1 && b.y < a.y + a.height + 1;
   }
 
-  // nodes: [{key, label, sub, classes, data}]; links: [{from, to, label, title, classes, data}]
-  function drawGraph(svg, nodes, links, onClick) {
+  // nodes: [{key, label, sub, classes, data, href}]; links: [{from, to, label, title, classes, data}];
+  // place: key -> [layer, order], the layout the document carries (coordinator/lineage/layout.py).
+  function drawGraph(svg, nodes, links, place) {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     var markerId = svg.id + "-arrow";
     var defs = svgEl("defs");
@@ -61,7 +38,11 @@
     marker.appendChild(svgEl("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#9aa3b5" }));
     defs.appendChild(marker);
     svg.appendChild(defs);
-    var lay = layout(nodes.map(function (n) { return n.key; }), links);
+    var columns = [];
+    nodes.forEach(function (n) { var p = place.get(n.key); (columns[p[0]] = columns[p[0]] || []).push(n.key); });
+    var lay = { column: new Map(nodes.map(function (n) { return [n.key, place.get(n.key)[0]]; })),
+                row: new Map(nodes.map(function (n) { return [n.key, place.get(n.key)[1]]; })),
+                columns: columns.map(function (c) { return c || []; }) };
     var width = new Map(nodes.map(function (n) {
       var chars = Math.max(n.label.length, (n.sub || "").length * 0.9);
       return [n.key, Math.max(110, Math.min(chars, LABEL_MAX) * CHAR_W + 24)];
@@ -86,6 +67,8 @@
     svg.setAttribute("width", Math.max(x - gap[gap.length - 1] + PAD, 200));
     svg.setAttribute("height", PAD * 2 + maxRows * (NODE_H + ROW_GAP) - ROW_GAP);
 
+    var boxes = nodes.map(function (n) { var p = pos.get(n.key); return { x: p.x, y: p.y, width: p.w, height: NODE_H }; });
+    var labels = [];
     links.forEach(function (l) {
       var a = pos.get(l.from), b = pos.get(l.to);
       if (!a || !b) return;
@@ -93,28 +76,47 @@
       var g = svgEl("g", Object.assign({ "class": "link " + (l.classes || "") }, l.data || {}));
       g.appendChild(svgEl("path", { d: "M" + x1 + "," + y1 + " C" + mid + "," + y1 + " " + mid + "," + y2 +
                                        " " + x2 + "," + y2, "marker-end": "url(#" + markerId + ")" }));
-      if (l.label) {
-        g.appendChild(svgEl("text", { x: mid, y: (y1 + y2) / 2 - 4, "text-anchor": "middle",
-                                      "class": "link-label" }, clip(l.label, LABEL_MAX)));
-      }
+      if (l.label) labels.push({ g: g, text: clip(l.label, LABEL_MAX) });
       if (l.title) g.appendChild(svgEl("title", {}, l.title));
       svg.appendChild(g);
     });
+    // Each label sits on its own edge: at the middle of the curve, else slid along it to the
+    // first place where it overlaps no node and no label placed before it. Where none is
+    // free (many edges into one node), it is moved off the curve a line at a time; its edge's
+    // tooltip and the table below name the operation too.
+    var bottom = Number(svg.getAttribute("height"));
+    labels.forEach(function (lab) {
+      var path = lab.g.querySelector("path"), length = path.getTotalLength();
+      var text = svgEl("text", { "text-anchor": "middle", "class": "link-label" }, lab.text);
+      lab.g.appendChild(text);
+      function at(t, dy) {
+        var p = path.getPointAtLength(length * t);
+        text.setAttribute("x", p.x);
+        text.setAttribute("y", p.y - 4 + dy);
+        return text.getBBox();
+      }
+      function free(box) { return !boxes.some(function (o) { return overlaps(box, o); }); }
+      var box = null;
+      [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8].some(function (t) { box = at(t, 0); return free(box); });
+      for (var i = 1; i < 60 && !free(box); i++) {
+        var dy = (i % 2 ? 1 : -1) * Math.ceil(i / 2) * (box.height + 2);
+        if (at(0.5, dy).y < 0) continue;  // above the top it would be cut off
+        box = at(0.5, dy);
+      }
+      boxes.push(box);
+      bottom = Math.max(bottom, box.y + box.height + PAD);
+    });
+    svg.setAttribute("height", bottom);
     nodes.forEach(function (n) {
       var p = pos.get(n.key);
-      var g = svgEl("g", Object.assign({ "class": "node " + (n.classes || ""),
+      // a node with a page of its own is a link to it
+      var g = svgEl(n.href ? "a" : "g", Object.assign({ "class": "node " + (n.classes || ""),
                                          transform: "translate(" + p.x + "," + p.y + ")" }, n.data || {}));
+      if (n.href) g.setAttribute("href", n.href);
       g.appendChild(svgEl("rect", { width: p.w, height: NODE_H }));
       g.appendChild(svgEl("text", { x: 10, y: n.sub ? 16 : 24, "class": "label" }, clip(n.label, LABEL_MAX)));
       if (n.sub) g.appendChild(svgEl("text", { x: 10, y: 32, "class": "sub" }, clip(n.sub, LABEL_MAX)));
       g.appendChild(svgEl("title", {}, n.title || n.label));
-      if (onClick) {
-        g.classList.add("clickable");
-        g.setAttribute("tabindex", "0");
-        g.setAttribute("role", "button");
-        g.addEventListener("click", function () { onClick(n); });
-        g.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") onClick(n); });
-      }
       svg.appendChild(g);
     });
   }
@@ -125,12 +127,13 @@
       var facts = d.kind === "missing" ? "not in this workspace" : d.kind + ", " + d.records.toLocaleString("en") + " records";
       return { key: d.id, label: d.id, sub: facts, title: d.id + " (" + facts + ")",
                classes: d.kind + (d.id === selected ? " selected" : "") + (d.id === doc.dataset ? " focus" : ""),
-               data: { "data-dataset": d.id } };
+               data: { "data-dataset": d.id }, href: "#dataset=" + encodeURIComponent(d.id) };
     });
+    var place = new Map(doc.datasets.map(function (d) { return [d.id, d.place]; }));
     var links = doc.edges.map(function (e) {
       return { from: e[0], to: e[1], data: { "data-source": e[0], "data-target": e[1] } };
     });
-    drawGraph(document.getElementById("dataset-graph"), nodes, links, function (n) { showDataset(n.key); });
+    drawGraph(document.getElementById("dataset-graph"), nodes, links, place);
   }
 
   // Level 2: one dataset's fields.
@@ -197,7 +200,10 @@
                data: { "data-source": fieldName(e.source), "data-target": fieldName(e.target),
                        "data-kind": e.kind, "data-expression": e.expression || "" } };
     });
-    drawGraph(document.getElementById("field-graph"), graphNodes, links, null);
+    var place = new Map(field.places.map(function (p) {
+      return [fieldKey({ dataset: p[0], field: p[1] }), [p[2], p[3]]];
+    }));
+    drawGraph(document.getElementById("field-graph"), graphNodes, links, place);
     document.getElementById("field-none").hidden = used.length > 0;
     var body = document.getElementById("field-edges-body");
     body.textContent = "";
@@ -218,6 +224,12 @@
   document.getElementById("title").textContent = doc.dataset;
   document.getElementById("generated").textContent = "From the metadata chains, " + doc.generated +
     ". Click a dataset for its fields, a field for its lineage.";
-  drawDatasets(null);
-  if (datasets.has(doc.dataset) && datasets.get(doc.dataset).kind !== "missing") showDataset(doc.dataset);
+  // Each dataset's node links to #dataset=ID, its section of this page.
+  function showLinked() {
+    var m = /^#dataset=(.*)$/.exec(location.hash), id = m ? decodeURIComponent(m[1]) : doc.dataset;
+    if (datasets.has(id) && (m || datasets.get(id).kind !== "missing")) showDataset(id);
+    else drawDatasets(null);
+  }
+  window.addEventListener("hashchange", showLinked);
+  showLinked();
 })();

@@ -11,6 +11,10 @@ The document has the seed's three levels of detail:
    the indices of its ``backward`` edges (towards the roots' columns) and ``forward`` edges (to
    every dependent column of the workspace), as ``FieldGraph`` walks them.
 
+Where the page draws a graph, the document carries its layout (``layout.layered``): each
+dataset's ``place`` ([layer, order]) in the dataset graph, and each field's ``places``
+([dataset, field, layer, order], field None: every row) in that field's lineage graph.
+
 Invariant: the document is plain JSON (strings, numbers, lists, objects) and names only what
 the chains say; nothing in it is markup (the page inserts every string as text).
 """
@@ -23,6 +27,7 @@ from ..metadata.timestamps import format_timestamp, now_utc
 from ..workspace import Dataset, Workspace
 from .datasets import lineage
 from .fields import FieldEdge, FieldGraph
+from .layout import layered
 
 VERSION = 1
 
@@ -52,6 +57,13 @@ def lineage_document(ws: Workspace, dataset_id: str, *, upstream: bool = True,
                  "forward": index(fields_graph.forward(node.id, name))}
                 for name, type_ in columns]
         datasets.append(entry)
+    place = layered(graph.nodes, graph.edges)
+    keys = list(edges)
+    for entry in datasets:
+        entry["place"] = list(place[entry["id"]])
+        for f in entry["fields"]:
+            used = [keys[i] for i in dict.fromkeys(f["backward"] + f["forward"])]
+            f["places"] = _field_places(entry["id"], f["name"], used)
     return {
         "version": VERSION,
         "dataset": dataset_id,
@@ -60,6 +72,18 @@ def lineage_document(ws: Workspace, dataset_id: str, *, upstream: bool = True,
         "edges": [list(e) for e in sorted(graph.edges)],
         "fieldEdges": [_edge_json(key) for key in edges],
     }
+
+
+def _field_places(dataset_id: str, name: str, used: list[tuple]) -> list[list[Any]]:
+    """The layout of one field's lineage graph: itself and both ends of each edge it uses."""
+    ends = {(dataset_id, name)} | {(k[0], k[1]) for k in used} | {(k[2], k[3]) for k in used}
+
+    def key(end: tuple) -> str:
+        return f"{end[0]}\0{'' if end[1] is None else end[1]}\0{end[1] is None}"
+
+    by_key = {key(e): e for e in ends}
+    place = layered(by_key, [(key(k[:2]), key(k[2:4])) for k in used])
+    return [[*by_key[k], *place[k]] for k in sorted(by_key)]
 
 
 def _edge_key(e: FieldEdge) -> tuple:

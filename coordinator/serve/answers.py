@@ -87,10 +87,15 @@ class Answers:
         heads = self.heads()
 
         def compute() -> bytes:
+            from ..lineage.layout import layered
+
             g = DatasetGraph(self.ws)
             ids = g.ids()
-            return _json({"nodes": [{"id": d, "kind": g.state(d).kind} for d in ids],
-                          "edges": sorted([i, d] for d in ids for i in g.inputs(d))})
+            edges = sorted([i, d] for d in ids for i in g.inputs(d))
+            place = layered(ids, edges)  # the web view draws it as laid out here
+            return _json({"nodes": [{"id": d, "kind": g.state(d).kind, "layer": place[d][0],
+                                     "order": place[d][1]} for d in ids],
+                          "edges": edges})
 
         return await self._answer(("graph", tuple(heads.items())), compute)
 

@@ -1,8 +1,10 @@
 """The web view at ``/``: one self-contained page (no external script, style or font).
 
 It lists the datasets with their status from ``/api/datasets`` and draws the dependency
-graph from ``/api/graph`` as an inline SVG, one column per layer (roots on the left, each
-derivative one column right of its deepest input). It listens to ``/api/events`` and fetches
+graph from ``/api/graph`` as an inline SVG, in the layered layout that answer carries
+(``lineage/layout.py``: roots on the left, each derivative right of its deepest input, the
+order within a layer chosen for few crossings), arrows pointing to the reader, each dataset a
+link to its lineage page (``/lineage/DS``). It listens to ``/api/events`` and fetches
 the list again on events (one fetch at a time), so a commit shows without reloading.
 """
 from __future__ import annotations
@@ -23,7 +25,8 @@ PAGE = """<!doctype html>
   #live { font-size: .9em; color: #666; }
   svg text { font: 12px system-ui, sans-serif; }
   svg rect.root { fill: #e8f0fe; stroke: #4a6fb5; } svg rect.derivative { fill: #eef7ee; stroke: #4a8a4a; }
-  svg line { stroke: #888; }
+  svg path.edge { fill: none; stroke: #888; stroke-width: 1.5; }
+  svg a:hover rect, svg a:focus rect { stroke-width: 2.5; }
 </style>
 </head>
 <body>
@@ -81,42 +84,38 @@ async function drawGraph() {
   const response = await fetch("/api/graph");
   if (!response.ok) return;
   const g = await response.json();
-  const inputs = {};
-  for (const n of g.nodes) inputs[n.id] = [];
-  for (const [a, b] of g.edges) (inputs[b] = inputs[b] || []).push(a);
-  const layer = {};
-  const depth = (id, seen) => {
-    if (layer[id] !== undefined) return layer[id];
-    if (seen.has(id)) return 0;
-    seen.add(id);
-    const deps = inputs[id] || [];
-    layer[id] = deps.length ? 1 + Math.max(...deps.map((i) => depth(i, seen))) : 0;
-    return layer[id];
-  };
-  const columns = [];
-  for (const n of g.nodes) (columns[depth(n.id, new Set())] = columns[depth(n.id, new Set())] || []).push(n);
-  const W = 220, H = 34, GX = 60, GY = 16, pos = {};
-  columns.forEach((col, x) => col.forEach((n, y) => { pos[n.id] = [x * (W + GX) + 5, y * (H + GY) + 5]; }));
+  const W = 220, H = 34, GX = 70, GY = 16, pos = {};
+  for (const n of g.nodes) pos[n.id] = [n.layer * (W + GX) + 5, n.order * (H + GY) + 5];
   const svg = $("graph"), ns = "http://www.w3.org/2000/svg";
   svg.replaceChildren();
-  const el = (name, attrs, text) => {
+  const el = (parent, name, attrs, text) => {
     const e = document.createElementNS(ns, name);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
     if (text) e.textContent = text;
-    svg.appendChild(e);
+    parent.appendChild(e);
     return e;
   };
+  const marker = el(el(svg, "defs", {}), "marker", {id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5,
+                                                      markerWidth: 7, markerHeight: 7, orient: "auto"});
+  el(marker, "path", {d: "M 0 0 L 10 5 L 0 10 z", fill: "#888"});
   for (const [a, b] of g.edges) {
     if (!pos[a] || !pos[b]) continue;
-    el("line", {x1: pos[a][0] + W, y1: pos[a][1] + H / 2, x2: pos[b][0], y2: pos[b][1] + H / 2});
+    const x1 = pos[a][0] + W, y1 = pos[a][1] + H / 2, x2 = pos[b][0], y2 = pos[b][1] + H / 2;
+    const mid = (x1 + x2) / 2;
+    el(svg, "path", {d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`, class: "edge",
+                     "marker-end": "url(#arrow)", "data-source": a, "data-target": b});
   }
   for (const n of g.nodes) {
     const [x, y] = pos[n.id];
-    el("rect", {x, y, width: W, height: H, rx: 5, class: n.kind});
-    el("text", {x: x + 8, y: y + 21}, n.id);
+    const link = el(svg, "a", {href: "/lineage/" + encodeURIComponent(n.id), "data-dataset": n.id});
+    el(link, "title", {}, "lineage of " + n.id);
+    el(link, "rect", {x, y, width: W, height: H, rx: 5, class: n.kind});
+    el(link, "text", {x: x + 8, y: y + 21}, n.id);
   }
-  svg.setAttribute("width", columns.length * (W + GX) + 10);
-  svg.setAttribute("height", Math.max(...columns.map((c) => c.length)) * (H + GY) + 10);
+  const layers = Math.max(0, ...g.nodes.map((n) => n.layer + 1));
+  const rows = Math.max(0, ...g.nodes.map((n) => n.order + 1));
+  svg.setAttribute("width", layers * (W + GX) + 10);
+  svg.setAttribute("height", rows * (H + GY) + 10);
 }
 
 const events = new EventSource("/api/events");

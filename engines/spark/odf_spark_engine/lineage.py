@@ -5,7 +5,9 @@ policy), over empty batch frames of the inputs' schemas, so no data is read. The
 is then walked bottom-up: every attribute Spark makes carries a unique ``exprId``, and each one
 is mapped to the input columns it comes from, each with how (``kind``) and the expression text
 of each step that computed it. Conditions - filter, join, grouping, window keys - are collected
-separately: they decide which rows exist, not one column's value.
+separately: they decide which rows exist, not one column's value. The non-null filter Spark puts
+under a time window (``window()`` drops rows without a time) is part of that window: the
+window's condition names its column, so it is not recorded as a user's filter too.
 
 Invariants:
 - Only plan nodes whose column semantics are known here are walked; any other node is an
@@ -110,6 +112,10 @@ class _Walk:
                 f"field lineage: the query's plan has a {kind} operator, which the engine "
                 "cannot trace column by column",
             )
+        if kind == "Project" and _windows_own_filter(node):
+            self.plan(node.child().child())  # the window's condition covers the filter's
+            self.project(node)
+            return
         for child in _scala(node.children()):
             self.plan(child)
         if kind in OPERATORS:
@@ -273,6 +279,17 @@ def _metadata(expression) -> str:
 
 def _attributes(expression) -> list:
     return list(_scala(expression.references().toSeq()))
+
+
+def _windows_own_filter(project) -> bool:
+    """Is ``project`` the one Spark adds for a time window (it carries the window marker) over
+    the ``IS NOT NULL`` filter of the window's time column Spark adds with it?"""
+    child = project.child()
+    if _class(child) != "Filter" or _class(child.condition()) != "IsNotNull":
+        return False
+    windows = [e for e in _scala(project.projectList()) if TIME_WINDOW_MARKER in _metadata(e)]
+    read = {_id(a) for e in windows for a in _attributes(e)}
+    return bool(windows) and all(_id(a) in read for a in _attributes(child.condition()))
 
 
 def _is_subquery(expression) -> bool:
