@@ -50,8 +50,12 @@ def with_field_lineage(lineage: FieldLineage | None, block: MetadataBlock,
 
 
 def lineage_difference(recorded: FieldLineage, derived: FieldLineage) -> str | None:
-    """Where a recorded field lineage differs from the engine's, in words (None: the same)."""
-    if recorded == derived:
+    """Where a recorded field lineage differs from the engine's, in words (None: the same).
+
+    Engines before 2026-11-26 also recorded the ``IS NOT NULL`` filter Spark puts under a time
+    window as a filter condition of the window's column; such a filter counts as the window's
+    own condition on both sides, so what they recorded still reproduces."""
+    if recorded == derived or _window_filters_dropped(recorded) == _window_filters_dropped(derived):
         return None
     old = {f.field: f.sources for f in recorded.fields}
     new = {f.field: f.sources for f in derived.fields}
@@ -59,3 +63,13 @@ def lineage_difference(recorded: FieldLineage, derived: FieldLineage) -> str | N
         if old.get(name) != new.get(name):
             return f"the recorded field lineage of column '{name}' differs from the engine's"
     return "the recorded field lineage's conditions differ from the engine's"
+
+
+def _window_filters_dropped(lineage: FieldLineage) -> FieldLineage:
+    """``lineage`` without the ``... IS NOT NULL`` filters of columns a window condition reads."""
+    conditions = lineage.conditions or []
+    windowed = {(c.input, c.field) for c in conditions if c.kind == "window"}
+    kept = [c for c in conditions
+            if not (c.kind == "filter" and (c.input, c.field) in windowed
+                    and (c.expression or "").strip("() ").upper().endswith("IS NOT NULL"))]
+    return replace(lineage, conditions=kept or None)
