@@ -65,11 +65,14 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         replay = None if integrity else replaying.make_replay(engine.get)  # engine on first need
         reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
                                 deep=deep, replay=replay, progress=show.progress())
-    recorded = {}  # dataset -> the block that records the engine's compatibility
+    replayed_with = {}  # dataset -> how the engine that replayed it relates to its chain
+    recorded = {}  # dataset -> the block that records the engine's compatibility (--engine)
     for report in reports:
-        if engine_spec and engine.identity is not None and report.reproducibility == "reproduced":
-            recorded[report.dataset_id] = replaying.record_compatibility(ws.dataset(report.dataset_id),
-                                                                         engine.identity)
+        if engine.identity is not None and report.reproducibility == "reproduced":
+            ds = ws.dataset(report.dataset_id)
+            replayed_with[report.dataset_id] = replaying.engine_note(ds, engine.identity)  # before recording
+            if engine_spec:
+                recorded[report.dataset_id] = replaying.record_compatibility(ds, engine.identity)
     if show.format == "json":
         show.json([_report_json(r, recorded.get(r.dataset_id)) for r in reports])
     for report in reports if show.format != "json" else ():
@@ -88,9 +91,8 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         show.line(f"  reproducibility: {report.reproducibility}")
         for p in report.replay_problems:
             show.line(f"    problem: {p}")
-        if engine.identity is not None and report.reproducibility == "reproduced":
-            ds = ws.dataset(report.dataset_id)
-            show.line(f"  replayed with {replaying.engine_note(ds, engine.identity)}")
+        if report.dataset_id in replayed_with:
+            show.line(f"  replayed with {replayed_with[report.dataset_id]}")
             if report.dataset_id in recorded:
                 show.line(f"  recorded compatibility with this engine in block "
                           f"{recorded[report.dataset_id].hex()[:12]}")
