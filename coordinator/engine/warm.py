@@ -159,7 +159,7 @@ def _running(folder: Path, *, answer: bool = True) -> tuple[EngineEndpoint, dict
         started = json.loads((folder / STARTED).read_bytes())
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not endpoint.socket_path.exists():
+    if not endpoint.socket_path.exists() or not _process_alive(started):
         return None
     if answer:
         from .client import EngineClient  # gRPC: only once an engine is needed
@@ -193,16 +193,27 @@ def _start(folder: Path, settings: EngineSettings, readable: list[Path], labels:
     return endpoint
 
 
+def _process_alive(started: dict) -> bool:
+    """False when the start record names a sandbox process that is gone (an engine that ended
+    leaves its socket file, which would only time out); a container is asked through its socket."""
+    return "pid" not in started or _warm_sandbox(int(started["pid"]))
+
+
+def _warm_sandbox(pid: int) -> bool:
+    """Whether ``pid`` is a warm engine's sandbox (never another process that got its PID)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return False
+    return any(a.endswith(f"/{WARM}/{LEASES}".encode()) for a in argv)
+
+
 def _stop(started: dict) -> None:
-    """Stops the warm engine a start record names (never another process that got its PID)."""
+    """Stops the warm engine a start record names."""
     if "pid" in started:
         pid = int(started["pid"])
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            return
-        if any(a.endswith(f"/{WARM}/{LEASES}".encode()) for a in argv):
+        if _warm_sandbox(pid):
             try:
                 os.kill(pid, signal.SIGKILL)  # bwrap: the engine's PID namespace ends with it
             except ProcessLookupError:
