@@ -68,9 +68,8 @@ class WarmStatus:
 class WarmLease:
     """This command's hold on the warm engine; ``release()`` (or leaving ``with``) lets go."""
 
-    def __init__(self, endpoint: EngineEndpoint, fd: int, path: Path, started: bool):
+    def __init__(self, endpoint: EngineEndpoint, fd: int, path: Path):
         self.endpoint, self._fd, self._path = endpoint, fd, path
-        self.started = started  # this command started it (it was not running, or not usable)
 
     def release(self) -> None:
         if self._fd >= 0:
@@ -103,7 +102,7 @@ def acquire(run_root: Path, settings: EngineSettings, readable: list[Path],
                 endpoint, started = current
                 if started.get("fingerprint") == fingerprint and all(endpoint.can_read(p) for p in readable):
                     _remove_work_folders(folder, others_using=_others_using(leases, path))
-                    return WarmLease(endpoint, fd, path, started=False)
+                    return WarmLease(endpoint, fd, path)
                 if _others_using(leases, path):
                     os.close(fd)
                     path.unlink(missing_ok=True)
@@ -112,7 +111,7 @@ def acquire(run_root: Path, settings: EngineSettings, readable: list[Path],
                 if started.get("fingerprint") == fingerprint:  # the same engine, reading more
                     readable = [*endpoint.readable, *readable]
             endpoint = _start(folder, settings, readable, labels, fingerprint)
-            return WarmLease(endpoint, fd, path, started=True)
+            return WarmLease(endpoint, fd, path)
         except BaseException:
             path.unlink(missing_ok=True)
             os.close(fd)
