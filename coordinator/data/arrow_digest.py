@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import Invalid
+from ..metadata.multiformats import ARROW0_SHA3_256, Multihash
 from . import parquet_reader
 
 __all__ = [
@@ -37,8 +38,7 @@ __all__ = [
     "multibase16", "multihash", "record_digest", "type_header",
 ]
 
-# ODF's private-use multicodec for arrow-digest V0 over SHA3-256.
-MULTICODEC = 0x300016
+MULTICODEC = ARROW0_SHA3_256
 # Rows per batch when a Parquet file is streamed (kamu reads 10,000; any size gives the same
 # digest, larger batches mean fewer, bigger hashlib updates).
 _FILE_BATCH_ROWS = 1 << 17
@@ -254,21 +254,12 @@ def file_digest(path: str | os.PathLike, threads: int | None = None) -> bytes:
 
 def multihash(digest: bytes) -> bytes:
     """The digest as a multihash: varint(0x300016), varint(length), digest."""
-    return _varint(MULTICODEC) + _varint(len(digest)) + digest
+    return Multihash(MULTICODEC, digest).to_bytes()
 
 
 def multibase16(digest: bytes) -> str:
     """The multihash in multibase base16 (``f`` then lowercase hex), as ODF writes hashes."""
-    return "f" + multihash(digest).hex()
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+    return str(Multihash(MULTICODEC, digest))
 
 
 # --- Nulls ----------------------------------------------------------------------------------

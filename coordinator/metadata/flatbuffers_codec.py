@@ -1,14 +1,18 @@
-"""FlatBuffers codec for MetadataBlock, following the spec's two-pass procedure exactly.
+"""FlatBuffers codec for metadata objects, following the spec's two-pass procedure exactly.
 
 The rules (written down in ``schemas/BLOCK-HASHING.md``): per table, first create every
 string, vector and child table in schema field order (depth first), then start the table and
 add present fields in schema order. Unions take two slots (type tag, then offset). Scalars with a schema
 default are omitted when equal to it; ``= null`` scalars are written whenever present.
 No file identifier. The builder's vtable de-duplication stays on.
+
+The walkers are generic over the object model (``shape.py``): ``encode_table`` and
+``decode_table`` serve ODF 0.18 blocks here and ODF 0.39 manifests (``odf39/codec.py``).
 """
 from __future__ import annotations
 
 import enum
+import json
 import struct
 from dataclasses import MISSING
 from datetime import datetime, timedelta
@@ -17,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import CoordError
 from . import objects
-from .shape import FieldInfo, fields_of, union_tag, variant_by_tag
+from .shape import FieldInfo, Union, fields_of, union_tag, variant_by_tag
 from .timestamps import UTC, IntervalType, TimeInterval, nanosecond_of, with_nanosecond
 
 if TYPE_CHECKING:
@@ -32,10 +36,15 @@ class BlockFormatError(CoordError, ValueError):
 
 
 def encode_block(block: objects.MetadataBlock) -> bytes:
+    return encode_table(block)
+
+
+def encode_table(obj) -> bytes:
+    """A metadata object as a finished FlatBuffer (root table, no file identifier)."""
     import flatbuffers  # only writers need the runtime (it imports numpy)
 
     b = flatbuffers.Builder(1024)
-    root = _build_table(b, block)
+    root = _build_table(b, obj)
     b.Finish(root)
     return bytes(b.Output())
 
@@ -88,6 +97,13 @@ def _build_child(b: flatbuffers.Builder, value, f: FieldInfo):
         return b.CreateString(value)
     if k == "bytes":
         return b.CreateByteVector(value)
+    if k == "value":
+        return b.CreateByteVector(value.to_bytes())
+    if k == "json":  # a table of one string: the JSON text
+        text = b.CreateString(value.to_json())
+        b.StartObject(1)
+        b.PrependUOffsetTRelativeSlot(0, text, 0)
+        return b.EndObject()
     if k == "table":
         return _build_table(b, value)
     if k == "union":
@@ -109,7 +125,7 @@ def _build_child(b: flatbuffers.Builder, value, f: FieldInfo):
     return None  # scalars and structs are written inline in pass 2
 
 
-def _build_wrapper(b: flatbuffers.Builder, value, union: str) -> int:
+def _build_wrapper(b: flatbuffers.Builder, value, union: Union) -> int:
     inner = _build_table(b, value)
     b.StartObject(2)
     b.PrependUint8Slot(0, _union_tag(union, value), 0)
@@ -117,24 +133,24 @@ def _build_wrapper(b: flatbuffers.Builder, value, union: str) -> int:
     return b.EndObject()
 
 
-def _union_tag(union: str, value) -> int:
+def _union_tag(union: Union, value) -> int:
     return union_tag(type(value))
 
 
+_PREPEND_SLOT = {"q": "PrependInt64Slot", "Q": "PrependUint64Slot", "i": "PrependInt32Slot",
+                 "I": "PrependUint32Slot", "h": "PrependInt16Slot", "B": "PrependUint8Slot",
+                 "?": "PrependBoolSlot"}
+
+
 def _write_scalar(b: flatbuffers.Builder, slot: int, value, f: FieldInfo):
-    k = f.shape.kind
-    if k == "enum":
+    if f.shape.kind == "enum":
         value = value.value[1]
-        prepend = b.PrependInt32Slot
-    elif k == "bool":
-        prepend = b.PrependBoolSlot
-    elif k == "int":
-        prepend = b.PrependInt64Slot
-    else:
-        raise TypeError(f"unsupported scalar {k}")
+    prepend = _PREPEND_SLOT.get(f.shape.scalar)
+    if prepend is None:
+        raise TypeError(f"unsupported scalar {f.shape.kind}")
     if f.fb_default is not MISSING and value == _raw(f.fb_default):
         return  # equal to the schema default: omitted (no force_defaults)
-    prepend(slot, value, None)  # '= null' scalars: written whenever present
+    getattr(b, prepend)(slot, value, None)  # '= null' scalars: written whenever present
 
 
 def _raw(default):
@@ -181,7 +197,12 @@ def _write_interval(b: flatbuffers.Builder, iv: TimeInterval):
 # unsigned offset and start with their length. Reading with ``struct`` keeps the commands
 # that only read chains (list, status, log) from importing the runtime, which imports numpy.
 
-_U8, _U16, _I32, _U32, _I64 = (struct.Struct(f) for f in ("<B", "<H", "<i", "<I", "<q"))
+_U8, _U16, _I32, _U32 = (struct.Struct(f) for f in ("<B", "<H", "<i", "<I"))
+
+
+@cache
+def _scalar(fmt: str) -> struct.Struct:
+    return struct.Struct("<" + fmt)
 
 
 class _Table:
@@ -224,12 +245,17 @@ class _Table:
 
 
 def decode_block(buf: bytes) -> objects.MetadataBlock:
+    return decode_table(objects.MetadataBlock, buf)
+
+
+def decode_table(cls, buf: bytes):
+    """The ``cls`` object a FlatBuffer holds as its root table."""
     try:
-        return _read_table(objects.MetadataBlock, _root(buf))
+        return _read_table(cls, _root(buf))
     except BlockFormatError:
         raise
     except Exception as e:  # a truncated or garbled buffer
-        raise BlockFormatError(f"not a valid MetadataBlock: {e}") from None
+        raise BlockFormatError(f"not a valid {cls.__name__}: {e}") from None
 
 
 def block_hash_position(buf: bytes) -> tuple[int, int]:
@@ -270,13 +296,13 @@ def _read_table(cls, tab: _Table):
     return cls(**kwargs)
 
 
-def _read_union(union: str, tag: int, tab: _Table):
+def _read_union(union: Union, tag: int, tab: _Table):
     cls = variant_by_tag(union, tag)
     if cls is None:
-        later = objects.LATER_ODF_TAGS.get(union, {}).get(tag)
+        later = dict(union.later_tags).get(tag)
         if later is not None:
-            raise BlockFormatError(f"{union} {later!r} (a later ODF version's) is not supported")
-        raise BlockFormatError(f"unknown {union} type tag {tag}")
+            raise BlockFormatError(f"{union.name} {later!r} (a later ODF version's) is not supported")
+        raise BlockFormatError(f"unknown {union.name} type tag {tag}")
     return _read_table(cls, tab)
 
 
@@ -287,6 +313,12 @@ def _read_value(tab: _Table, o: int, f: FieldInfo):
         return tab.bytes_at(pos).decode("utf-8")
     if k == "bytes":
         return tab.bytes_at(pos)
+    if k == "value":
+        return f.shape.cls.from_bytes(tab.bytes_at(pos))
+    if k == "json":
+        inner = _Table(tab.buf, tab.indirect(pos))
+        o_text = inner.offset(4)
+        return f.shape.cls.from_json(json.loads(inner.bytes_at(inner.pos + o_text)) if o_text else {})
     if k == "table":
         return _read_table(f.shape.cls, _Table(tab.buf, tab.indirect(pos)))
     if k == "timestamp":
@@ -294,7 +326,7 @@ def _read_value(tab: _Table, o: int, f: FieldInfo):
     if k == "interval":
         return _read_interval(tab, pos)
     if k == "enum":
-        raw = tab.get(_I32, pos)
+        raw = tab.get(_scalar(f.shape.scalar), pos)
         for member in f.shape.cls:
             if member.value[1] == raw:
                 return member
@@ -302,7 +334,7 @@ def _read_value(tab: _Table, o: int, f: FieldInfo):
     if k == "bool":
         return bool(tab.get(_U8, pos))
     if k == "int":
-        return tab.get(_I64, pos)
+        return tab.get(_scalar(f.shape.scalar), pos)
     if k == "list":
         start, n = tab.vector(o)
         items = []

@@ -20,8 +20,7 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 from ..errors import Invalid
-from . import objects
-from .shape import Shape, fields_of, variant_by_kind
+from .shape import Shape, fields_of, name_matches, rfc013_names, variant_by_kind
 from .timestamps import format_interval, format_timestamp, parse_interval, parse_timestamp
 
 
@@ -57,6 +56,10 @@ def _value_to_yaml(value, shape: Shape):
         return to_dict(value)
     if k == "bytes":
         return value.hex()
+    if k == "value":
+        return str(value)
+    if k == "json":
+        return value.to_json_value()
     if k == "timestamp":
         return format_timestamp(value)
     if k == "interval":
@@ -95,21 +98,32 @@ def _value_from_yaml(value, shape: Shape, path: str):
         if k == "table":
             return from_dict(shape.cls, value, path)
         if k == "union":
+            if isinstance(value, str) and shape.cls.rfc013_names:
+                value = {"kind": value}  # the short form of a variant without fields
             kind = value.get("kind") if isinstance(value, dict) else None
-            variant = variant_by_kind(shape.cls, kind) if kind else None
+            variant = variant_by_kind(shape.cls, kind) if isinstance(kind, str) else None
             if variant is None:
-                allowed = ", ".join(v.KIND for v in objects.UNIONS[shape.cls])
+                allowed = ", ".join(v.KIND for v in shape.cls.variants)
                 raise DecodeError(_join(path, "kind"), f"expected one of: {allowed}")
             return from_dict(variant, value, path)
         if k == "bytes":
             return bytes.fromhex(value)
+        if k == "value":
+            if not isinstance(value, str):
+                raise DecodeError(path, "expected a string")
+            return shape.cls.parse(value)
+        if k == "json":
+            if not isinstance(value, dict):
+                raise DecodeError(path, "expected a mapping")
+            return shape.cls.from_json(value)
         if k == "timestamp":
             return parse_timestamp(value)
         if k == "interval":
             return parse_interval(value)
         if k == "enum":
+            rfc013 = rfc013_names(shape.cls)
             for member in shape.cls:
-                if member.value[0] == value:
+                if isinstance(value, str) and name_matches(value, member.value[0], rfc013):
                     return member
             allowed = ", ".join(m.value[0] for m in shape.cls)
             raise DecodeError(path, f"expected one of: {allowed}")

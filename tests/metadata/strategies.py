@@ -57,7 +57,7 @@ def for_shape(shape: Shape, name: str = ""):
     if k == "table":
         return st.deferred(lambda: objects_of(shape.cls))
     if k == "union":
-        return st.one_of([st.deferred(lambda v=v: objects_of(v)) for v in objects.UNIONS[shape.cls]])
+        return st.one_of([st.deferred(lambda v=v: objects_of(v)) for v in shape.cls.variants])
     raise TypeError(k)
 
 
