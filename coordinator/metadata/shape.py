@@ -42,7 +42,7 @@ class Union:
     variants this model does not read (refused by name)."""
 
     name: str
-    variants: tuple[type, ...]
+    variants: tuple[Any, ...]  # the variant classes
     later_tags: tuple[tuple[int, str], ...] = ()
     rfc013_names: bool = False
 
@@ -114,7 +114,7 @@ def _shape_of(hint) -> Shape:
         return Shape("enum", hint, scalar="i")
     if dataclasses.is_dataclass(hint):
         if hasattr(hint, "UNION"):  # a single-variant union (Transform, SourceCaching)
-            return Shape("union", union_of(hint))
+            return Shape("union", union_of(hint))  # type: ignore[arg-type]  # a class is hashable
         return Shape("table", hint)
     raise TypeError(f"unsupported field type {hint!r}")
 
