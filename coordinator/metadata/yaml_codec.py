@@ -20,7 +20,7 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 from ..errors import Invalid
-from .shape import Shape, fields_of, name_matches, rfc013_names, variant_by_kind
+from .shape import Shape, Union, fields_of, name_matches, rfc013_names, variant_by_kind
 from .timestamps import format_interval, format_timestamp, parse_interval, parse_timestamp
 
 
@@ -98,14 +98,7 @@ def _value_from_yaml(value, shape: Shape, path: str):
         if k == "table":
             return from_dict(shape.cls, value, path)
         if k == "union":
-            if isinstance(value, str) and shape.cls.rfc013_names:
-                value = {"kind": value}  # the short form of a variant without fields
-            kind = value.get("kind") if isinstance(value, dict) else None
-            variant = variant_by_kind(shape.cls, kind) if isinstance(kind, str) else None
-            if variant is None:
-                allowed = ", ".join(v.KIND for v in shape.cls.variants)
-                raise DecodeError(_join(path, "kind"), f"expected one of: {allowed}")
-            return from_dict(variant, value, path)
+            return union_from_dict(shape.cls, value, path)
         if k == "bytes":
             return bytes.fromhex(value)
         if k == "value":
@@ -140,6 +133,18 @@ def _value_from_yaml(value, shape: Shape, path: str):
         raise DecodeError(path, str(e)) from None
 
 
+def union_from_dict(union: Union, data: Any, path: str = ""):
+    """The variant of ``union`` a mapping's ``kind:`` names, built from the mapping."""
+    if isinstance(data, str) and union.rfc013_names:
+        data = {"kind": data}  # the short form of a variant given by its kind alone
+    kind = data.get("kind") if isinstance(data, dict) else None
+    variant = variant_by_kind(union, kind) if isinstance(kind, str) else None
+    if variant is None:
+        allowed = ", ".join(v.KIND for v in union.variants)
+        raise DecodeError(_join(path, "kind"), f"expected one of: {allowed}")
+    return from_dict(variant, data, path)
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
@@ -151,8 +156,11 @@ def manifest_to_dict(obj) -> dict:
     return {"apiVersion": 1, "kind": type(obj).__name__, "content": to_dict(obj)}
 
 
-def dump_yaml(data) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+def dump_yaml(data, *, plain_times: bool = False) -> str:
+    """YAML text of plain data; ``plain_times`` writes RFC 3339 times unquoted, as the ODF 0.39
+    reference does (this module reads them back as text either way)."""
+    dumper = _PlainTimesDumper if plain_times else _Dumper
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
 def render(obj) -> str:
@@ -178,6 +186,16 @@ def _str_presenter(dumper, data: str):
 
 
 _Dumper.add_representer(str, _str_presenter)
+
+
+class _PlainTimesDumper(_Dumper):
+    pass
+
+
+_PlainTimesDumper.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for ch, resolvers in _Dumper.yaml_implicit_resolvers.items()
+}
 
 
 # Bounds on what a document may make the loader and every later pass (schema check, decoding)
