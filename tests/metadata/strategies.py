@@ -7,6 +7,10 @@ from datetime import datetime, timedelta
 from hypothesis import strategies as st
 
 from coordinator.metadata import objects
+from coordinator.metadata.did import DatasetId
+from coordinator.metadata.multiformats import SHA3_256, Multihash
+from coordinator.metadata.odf39 import data as data39
+from coordinator.metadata.odf39 import events as events39
 from coordinator.metadata.shape import Shape, fields_of
 from coordinator.metadata.timestamps import UTC, IntervalType, TimeInterval, with_nanosecond
 
@@ -18,6 +22,16 @@ timestamps = st.builds(  # down to the nanosecond, as ODF Timestamps are
     st.integers(0, 999),
 )
 hashes = st.binary(min_size=32, max_size=32)
+# the integer range of each FlatBuffers scalar type
+_INTS = {"q": (0, 2**63 - 1), "Q": (0, 2**64 - 1), "i": (-(2**31), 2**31 - 1), "I": (0, 2**32 - 1)}
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-(2**53), 2**53) | texts,
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+                     max_leaves=5)
+_VALUES = {
+    Multihash: st.builds(Multihash, st.just(SHA3_256), hashes),
+    DatasetId: st.builds(DatasetId, hashes),
+    data39.Base64Bytes: st.builds(data39.Base64Bytes, st.binary(max_size=40)),
+}
 
 
 @st.composite
@@ -43,9 +57,13 @@ def for_shape(shape: Shape, name: str = ""):
     if k == "bool":
         return st.booleans()
     if k == "int":
-        return st.integers(0, 2**63 - 1)
+        return st.integers(*_INTS[shape.scalar])
     if k == "bytes":
         return hashes
+    if k == "value":
+        return _VALUES[shape.cls]
+    if k == "json":
+        return st.dictionaries(texts, _JSON, max_size=3).map(shape.cls.from_json)
     if k == "timestamp":
         return timestamps
     if k == "interval":
@@ -71,3 +89,5 @@ def objects_of(cls):
 
 
 blocks = objects_of(objects.MetadataBlock)
+blocks39 = objects_of(events39.MetadataBlock)
+snapshots39 = objects_of(events39.DatasetSnapshot)

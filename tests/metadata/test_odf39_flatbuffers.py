@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from coordinator.metadata.flatbuffers_codec import BlockFormatError, encode_table
 from coordinator.metadata.multiformats import ODF_METADATA_BLOCK, Multihash
@@ -21,6 +22,7 @@ from tests.metadata.odf39_vectors import (
     block,
     seeded_dataset_id,
 )
+from tests.metadata.strategies import blocks39
 
 
 @pytest.mark.parametrize(("case", "event", "expected"), [(i, ev, h) for i, (ev, h) in enumerate(EVENTS)])
@@ -99,3 +101,9 @@ def test_reading_a_block_does_not_import_the_flatbuffers_runtime_or_numpy():
               "print(sorted(m for m in ('numpy', 'flatbuffers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(blocks39)
+def test_any_block_round_trips_through_its_manifest(b):
+    assert codec.decode_block(codec.encode_block(b)) == b

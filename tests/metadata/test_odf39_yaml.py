@@ -4,6 +4,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from coordinator.metadata.odf39 import data as d
 from coordinator.metadata.odf39 import events as e
@@ -12,6 +14,7 @@ from coordinator.metadata.odf39.manifests import dump_manifest, load_manifest
 from coordinator.metadata.shape import union_of
 from coordinator.metadata.yaml_codec import DecodeError, from_dict, to_dict, union_from_dict
 from tests.metadata.odf39_vectors import DATA_SCHEMA, RAW_ARROW_SCHEMA, block, execute_transform
+from tests.metadata.strategies import blocks39, snapshots39
 
 
 def text(s: str) -> str:
@@ -273,3 +276,9 @@ def test_a_malformed_hash_is_refused_at_its_place():
     broken = EXECUTE_TRANSFORM_BLOCK.replace("prevCheckpoint: f1620", "prevCheckpoint: x1620")
     with pytest.raises(DecodeError, match="content.event.prevCheckpoint: .*multibase"):
         load_manifest(broken)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.one_of(blocks39, snapshots39))
+def test_any_block_or_snapshot_round_trips_through_yaml(obj):
+    assert load_manifest(dump_manifest(obj)) == obj
