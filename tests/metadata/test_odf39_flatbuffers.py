@@ -3,6 +3,7 @@ v0.265.0 test_serde_flatbuffers.rs), round trips, the manifest envelope and the 
 from __future__ import annotations
 
 import hashlib
+import struct
 import subprocess
 import sys
 
@@ -107,3 +108,23 @@ def test_reading_a_block_does_not_import_the_flatbuffers_runtime_or_numpy():
 @given(blocks39)
 def test_any_block_round_trips_through_its_manifest(b):
     assert codec.decode_block(codec.encode_block(b)) == b
+
+
+@pytest.mark.parametrize("cut", [0, 4, 16, 40, -8])
+def test_a_truncated_manifest_is_a_block_format_error(cut):
+    stored = codec.encode_block(block(EVENTS[9][0]))
+    with pytest.raises(BlockFormatError):
+        codec.decode_block(stored[:cut])
+
+
+def test_an_event_tag_of_a_later_version_is_refused_by_number():
+    content = bytearray(encode_table(block(e.DisablePollingSource())))
+    # the event's type tag: MetadataBlock field 3, found through the root table's vtable
+    (table,) = struct.unpack_from("<I", content, 0)
+    (back,) = struct.unpack_from("<i", content, table)
+    (at,) = struct.unpack_from("<H", content, table - back + 4 + 2 * 3)
+    assert content[table + at] == 13  # DisablePollingSource
+    content[table + at] = 14
+    stored = encode_table(codec.Manifest(kind=ODF_METADATA_BLOCK, version=3, content=bytes(content)))
+    with pytest.raises(BlockFormatError, match="unknown MetadataEvent type tag 14"):
+        codec.decode_block(stored)
