@@ -29,9 +29,16 @@ from coordinator.engine.attach import EngineEndpoint, attached_engine
 ENV = "COORD_TEST_ENGINE"
 ENDPOINT_FILE = "endpoint.json"
 
-# Settings of the tests' engines: one small local Spark. Production settings are kept by
-# tests/engine/test_sandbox.py, which starts the engine as a user's workspace would.
-TEST_SPARK_CONF = {"spark.driver.memory": "768m"}
+# Settings of the tests' shared engine: one small local Spark that runs many tiny queries.
+# One shuffle partition (one state store per stateful operator) and the JVM's quick compiler
+# only (no C2, whose compile threads compete for the machine's 2 cores on data this small)
+# halve the time of a call. Production settings are kept by the tests that start engines of
+# their own (tests/engine/test_sandbox.py starts one as a user's workspace would).
+TEST_SPARK_CONF = {
+    "spark.driver.memory": "768m",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
 
 
 REFUSAL = ("this test opened an engine: mark it `spark` (the shared engine) or `engine_start` "
