@@ -14,29 +14,34 @@ Invariants of a table ``build_slice`` returns:
   type with the same values, and that arrow-digest V0 can hash: dictionaries are decoded, the
   top-level timestamps are milliseconds in "UTC" (the reference's normalisation), Date64 is
   Date32, second-unit timestamps and times nested deeper are milliseconds, view types are
-  their plain forms, list items are named ``element``. What has no such form is refused with ``SliceLayoutError`` naming the
-  column, before anything is written.
+  their plain forms, list items are named ``element``. What has no such form is refused with
+  ``SliceLayoutError`` naming the column, before anything is written.
+- ``slice_hashes`` hashes a written file as the reference would: the rows as arrow-rs reads
+  them (``parquet_arrow_rs``), every column in stored order.
 """
 from __future__ import annotations
 
 import enum
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import Invalid
+from ..errors import CoordError, Invalid
+from . import parquet_reader
+from .arrow_digest import SHA3_256, file_digest, multihash
+from .hashing import physical_hash
 from .odf_order import canonical_order
+from .parquet_arrow_rs import arrow_rs_schema
 
-if TYPE_CHECKING:
-    import os
-
-__all__ = ["DEFAULT_VOCABULARY", "Op", "SliceLayoutError", "Vocabulary", "build_slice",
-           "stored_type", "write_slice"]
+__all__ = ["DEFAULT_VOCABULARY", "OffsetInterval", "Op", "SliceFileError", "SliceHashes",
+           "SliceLayoutError", "Vocabulary", "build_slice", "slice_hashes", "stored_type",
+           "write_slice"]
 
 MS_UTC = pa.timestamp("ms", tz="UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -44,6 +49,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 class SliceLayoutError(Invalid):
     """Data that cannot be stored as a current-ODF slice (a type, a column, an operation)."""
+
+
+class SliceFileError(CoordError):
+    """A slice's data file is not as a slice must be."""
 
 
 class Op(enum.IntEnum):
@@ -280,3 +289,83 @@ PARQUET_OPTIONS = {
 def write_slice(table: pa.Table, path: str | os.PathLike) -> None:
     """Write a table ``build_slice`` made to ``path`` as the reference writes slices."""
     pq.write_table(table, path, **PARQUET_OPTIONS)
+
+
+# --- Hashes ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffsetInterval:
+    """The closed interval of offsets a slice holds (ODF ``OffsetInterval``)."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class SliceHashes:
+    """What a block records of a slice's file: its hashes as multihashes, offsets and size."""
+
+    logical: bytes  # arrow0-sha3-256 of the rows as arrow-rs reads them
+    physical: bytes  # sha3-256 of the file's bytes
+    offsets: OffsetInterval | None  # None for a file without rows
+    num_records: int
+    size: int
+
+    @property
+    def logical_multibase(self) -> str:
+        return "f" + self.logical.hex()
+
+    @property
+    def physical_multibase(self) -> str:
+        return "f" + self.physical.hex()
+
+
+def slice_hashes(path: str | os.PathLike,
+                 vocabulary: Vocabulary = DEFAULT_VOCABULARY) -> SliceHashes:
+    """The hashes, offsets and size of a slice's Parquet file.
+
+    The logical hash is of every column in stored order, read batch by batch (columns in
+    parallel) with the types arrow-rs gives them (``parquet_arrow_rs``); the physical hash
+    is computed from the file's bytes at the same time. The offsets come from the offset
+    column's statistics (read from the column when a row group has none) and must span
+    exactly one offset per record.
+    """
+    f = parquet_reader(path)
+    with ThreadPoolExecutor(1) as pool:
+        physical = pool.submit(physical_hash, path)
+        logical = file_digest(path, read_as=arrow_rs_schema(f))
+        offsets = _offset_interval(f, vocabulary.offset, path)
+        return SliceHashes(logical=multihash(logical),
+                           physical=multihash(physical.result(), SHA3_256),
+                           offsets=offsets, num_records=f.metadata.num_rows,
+                           size=os.path.getsize(path))
+
+
+def _offset_interval(f: pq.ParquetFile, name: str,
+                     path: str | os.PathLike) -> OffsetInterval | None:
+    rows = f.metadata.num_rows
+    if not rows:
+        return None
+    try:
+        index = next(i for i in range(len(f.schema)) if f.schema.column(i).path == name)
+    except StopIteration:
+        raise SliceFileError(f"data file {path}: no offset column {name!r}; it is not a "
+                             "current-ODF slice") from None
+    if f.schema_arrow.field(name).type != pa.int64():
+        raise SliceFileError(f"data file {path}: offset column {name!r} is "
+                             f"{f.schema_arrow.field(name).type}, not int64")
+    stats = [f.metadata.row_group(g).column(index).statistics
+             for g in range(f.metadata.num_row_groups)]
+    if all(s is not None and s.has_min_max and not s.null_count for s in stats):
+        start, end = min(s.min for s in stats), max(s.max for s in stats)
+    else:
+        column = f.read(columns=[name])[name]
+        if column.null_count:
+            raise SliceFileError(f"data file {path}: offset column {name!r} has nulls")
+        bounds = pc.min_max(column)
+        start, end = bounds["min"].as_py(), bounds["max"].as_py()
+    if end - start + 1 != rows:
+        raise SliceFileError(f"data file {path}: offsets {start} to {end} for {rows} records; "
+                             "a slice holds one offset per record, consecutive")
+    return OffsetInterval(int(start), int(end))
