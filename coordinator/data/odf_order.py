@@ -15,7 +15,8 @@ Invariants:
 - Records that compare equal on all of these are equal in every byte the hash reads, so how
   ties are broken cannot show.
 - A correct-from record and the correct-to record after it move as one unit, placed by the
-  correct-from record's values, then the correct-to record's.
+  correct-from record's event time, operation type and values, then the correct-to record's
+  event time and values (every other record counts as its own partner here).
 - Vectorised: one Arrow sort over key columns; Python loops over columns, never over rows.
 """
 from __future__ import annotations
@@ -55,7 +56,8 @@ def canonical_order(table: pa.Table, ops: np.ndarray, event_time: str) -> np.nda
         keys.append(pa.array(ops[leaders]))
     keys.extend(keys_of(rows, data))
     if pairs.any():
-        keys.extend(keys_of(leaders + pairs, data))  # the correct-to values after the pair's own
+        # then the correct-to record's event time and values
+        keys.extend(keys_of(leaders + pairs, [event_time, *data]))
     names = [str(i) for i in range(len(keys))]
     order = pc.sort_indices(pa.table(keys, names=names),
                             sort_keys=[(k, "ascending", "at_start") for k in names])

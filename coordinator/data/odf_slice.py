@@ -196,6 +196,9 @@ def stored_type(t: pa.DataType, column: str, top_level: bool = False) -> pa.Data
                 "reference's logical hash has no encoding for it); cast it to a supported type")
     if isinstance(t, pa.BaseExtensionType):
         return t  # stored and hashed as its storage
+    if pa.types.is_decimal(t) and not 0 <= t.scale <= t.precision:
+        raise SliceLayoutError(f"column {column!r}: Parquet cannot store {t} (a decimal's "
+                               "scale must lie in 0..precision); cast it to such a decimal")
     if pa.types.is_dictionary(t):
         return stored_type(t.value_type, column, top_level)
     if pa.types.is_timestamp(t):
