@@ -52,7 +52,7 @@ def canonical_order(table: pa.Table, ops: np.ndarray, event_time: str) -> np.nda
 
     rows = None if len(leaders) == n else leaders
     keys = keys_of(rows, [event_time])
-    if len(np.unique(ops[leaders])) > 1:
+    if ops.min() != ops.max():
         keys.append(pa.array(ops[leaders]))
     keys.extend(keys_of(rows, data))
     if pairs.any():
@@ -61,7 +61,9 @@ def canonical_order(table: pa.Table, ops: np.ndarray, event_time: str) -> np.nda
     names = [str(i) for i in range(len(keys))]
     order = pc.sort_indices(pa.table(keys, names=names),
                             sort_keys=[(k, "ascending", "at_start") for k in names])
-    first = leaders[order.to_numpy()]
+    first = order.to_numpy() if rows is None else leaders[order.to_numpy()]
+    if not pairs.any():
+        return first
     sizes = 1 + (ops[first] == _CORRECT_FROM)
     starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
     return np.repeat(first, sizes) + (np.arange(n) - starts)

@@ -328,7 +328,7 @@ def test_a_written_slice_hashes_as_the_oracle_over_its_table(generated, prev):
     stored = build(table, prev)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "slice.parquet")
-        write_slice(stored, path)
+        written = write_slice(stored, path)
         hashes = slice_hashes(path)
         f = pq.ParquetFile(path)
         assert arrow_rs_schema(f) == f.schema_arrow  # both readers read the same types
@@ -343,6 +343,7 @@ def test_a_written_slice_hashes_as_the_oracle_over_its_table(generated, prev):
     start = 0 if prev is None else prev + 1
     assert hashes.offsets == (OffsetInterval(start, start + table.num_rows - 1)
                               if table.num_rows else None)
+    assert written == hashes  # computed while writing, the same as read back
 
 
 def test_the_file_is_written_with_the_reference_writer_settings(tmp_path):
