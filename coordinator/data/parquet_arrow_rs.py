@@ -13,13 +13,13 @@ Differences handled (measured with pyarrow 26; ``schemas/ODF-039-DATA.md`` lists
 - a DATE column with a Date64 hint: arrow-rs Date64, pyarrow Date32;
 - INT64 without a logical type and a Date64, Timestamp or Time64 hint, INT32 without one and a
   Timestamp or Time32 hint: arrow-rs the hint, pyarrow the plain integer;
-- a TIMESTAMP column: arrow-rs takes the hint only when it has the same unit and a time zone,
-  else the unit stored and "UTC" when adjusted to UTC, no zone when not; pyarrow keeps the
-  stored zone when the hint has none, and drops the hint's zone over a local timestamp;
+- a TIMESTAMP column: arrow-rs takes the hint when it has the stored unit and a time zone,
+  else the unit stored and "UTC" when adjusted to UTC, no zone when not; pyarrow does the same
+  but drops the hint's zone over a local (not adjusted) timestamp;
 - BYTE_ARRAY without a logical type and a string hint: arrow-rs a string, pyarrow binary;
 - DECIMAL: arrow-rs Decimal256 for a FIXED_LEN_BYTE_ARRAY longer than 16 bytes and a BYTE_ARRAY
   of precision above 38, else Decimal128 unless a Decimal32/64/256 hint says otherwise;
-  pyarrow Decimal128 by precision and the hint.
+  pyarrow Decimal128 up to precision 38 (then the hint), whatever the stored length.
 
 Dictionary columns are left as pyarrow reads them (arrow-digest hashes their values; the
 reference cannot hash dictionaries at all).
