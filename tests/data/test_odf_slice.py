@@ -402,3 +402,35 @@ def test_a_file_is_hashed_with_the_types_arrow_rs_reads(tmp_path, arr, hint, arr
     expected = f.read().cast(pa.schema([("offset", pa.int64()), ("c", arrow_rs)]))
     assert slice_hashes(path).logical == multihash(oracle_digest(expected.schema,
                                                                   expected.to_batches()))
+
+
+def test_a_date64_column_pyarrow_wrote_hashes_as_arrow_rs_reads_it(tmp_path):
+    """pyarrow stores Date64 as DATE with a Date64 hint and reads it back as Date32; arrow-rs
+    follows the hint, at any depth."""
+    table = pa.table({
+        "offset": pa.array([0, 1], pa.int64()),
+        "s": pa.array([{"d": 86_400_000, "l": [0, 86_400_000]}, None],
+                      pa.struct([("d", pa.date64()), ("l", pa.list_(pa.date64()))])),
+    })
+    path = tmp_path / "date64.parquet"
+    pq.write_table(table, path)
+    assert pq.read_table(path)["s"].type.field("d").type == pa.date32()
+    assert slice_hashes(path).logical == multihash(oracle_digest(table.schema,
+                                                                  table.to_batches()))
+
+
+def test_a_null_two_struct_levels_down_is_refused_naming_the_field():
+    leaf = pa.array([1, 2, None])
+    inner = pa.StructArray.from_arrays([leaf], ["v"])
+    outer = pa.StructArray.from_arrays([inner], ["s"], mask=pa.array([True, False, False]))
+    table = pa.table({"event_time": pa.array([0, 0, 0], pa.date32()), "o": outer})
+    with pytest.raises(SliceLayoutError, match="column 'o.s.v': null where an enclosing"):
+        build(table)
+
+
+def test_a_struct_whose_fields_are_null_only_with_it_is_stored():
+    leaf = pa.array([7, 2, 3])  # 7 sits under the null row and is not stored
+    table = pa.table({"event_time": pa.array([0, 0, 0], pa.date32()),
+                      "s": pa.StructArray.from_arrays([leaf], ["v"],
+                                                      mask=pa.array([True, False, False]))})
+    assert build(table)["s"].to_pylist() == [None, {"v": 2}, {"v": 3}]
