@@ -33,14 +33,12 @@ from ..errors import Invalid
 from . import parquet_reader
 
 __all__ = [
-    "MULTICODEC", "SHA3_256", "RecordDigest", "UnsupportedTypeError", "array_digest",
-    "element_bytes", "file_digest", "multibase16", "multihash", "record_digest", "type_header",
+    "MULTICODEC", "RecordDigest", "UnsupportedTypeError", "array_digest", "element_bytes",
+    "file_digest", "multibase16", "multihash", "record_digest", "type_header",
 ]
 
 # ODF's private-use multicodec for arrow-digest V0 over SHA3-256.
 MULTICODEC = 0x300016
-# The multicodec of plain SHA3-256 (ODF's physical hashes).
-SHA3_256 = 0x16
 # Rows per batch when a Parquet file is streamed (kamu reads 10,000; any size gives the same
 # digest, larger batches mean fewer, bigger hashlib updates).
 _FILE_BATCH_ROWS = 1 << 17
@@ -240,6 +238,20 @@ def array_digest(arr: pa.Array | pa.ChunkedArray) -> bytes:
     return h.digest()
 
 
+def element_bytes(arr: pa.Array) -> pa.Array:
+    """Each element's encoding (its own nulls as null markers), as a non-null LargeBinary
+    array: distinct elements of one type get distinct bytes (lengths prefix every body)."""
+    arr = _storage(arr)
+    t = _hashed_type(arr.type)
+    if arr.type != t:
+        arr = arr.cast(t)
+    data, ends = _encode(arr, _own_validity(arr), offsets=True)
+    assert ends is not None
+    return pa.Array.from_buffers(pa.large_binary(), len(arr),
+                                 [None, pa.py_buffer(ends.astype(np.int64)),
+                                  pa.py_buffer(np.ascontiguousarray(data))])
+
+
 def file_digest(path: str | os.PathLike, threads: int | None = None,
                 read_as: pa.Schema | None = None) -> bytes:
     """``RecordDigestV0<Sha3_256>`` of a Parquet file's rows, read batch by batch, its columns
@@ -258,29 +270,14 @@ def file_digest(path: str | os.PathLike, threads: int | None = None,
     return digest.finish()
 
 
-def element_bytes(arr: pa.Array) -> pa.Array:
-    """Each element's encoding (its own nulls as null markers), as a non-null LargeBinary
-    array: distinct elements of one type get distinct bytes (lengths prefix every body)."""
-    arr = _storage(arr)
-    t = _hashed_type(arr.type)
-    if arr.type != t:
-        arr = arr.cast(t)
-    data, ends = _encode(arr, _own_validity(arr), offsets=True)
-    assert ends is not None
-    return pa.Array.from_buffers(pa.large_binary(), len(arr),
-                                 [None, pa.py_buffer(ends.astype(np.int64)),
-                                  pa.py_buffer(np.ascontiguousarray(data))])
+def multihash(digest: bytes) -> bytes:
+    """The digest as a multihash: varint(0x300016), varint(length), digest."""
+    return _varint(MULTICODEC) + _varint(len(digest)) + digest
 
 
-def multihash(digest: bytes, codec: int = MULTICODEC) -> bytes:
-    """The digest as a multihash: varint(codec), varint(length), digest (arrow0-sha3-256 by
-    default, ``SHA3_256`` for a physical hash)."""
-    return _varint(codec) + _varint(len(digest)) + digest
-
-
-def multibase16(digest: bytes, codec: int = MULTICODEC) -> str:
+def multibase16(digest: bytes) -> str:
     """The multihash in multibase base16 (``f`` then lowercase hex), as ODF writes hashes."""
-    return "f" + multihash(digest, codec).hex()
+    return "f" + multihash(digest).hex()
 
 
 def _varint(n: int) -> bytes:

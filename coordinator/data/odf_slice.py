@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from ..errors import CoordError, Invalid
 from . import parquet_reader
-from .arrow_digest import SHA3_256, RecordDigest, file_digest, multihash
+from .arrow_digest import RecordDigest, file_digest, multihash
 from .hashing import physical_hash
 from .odf_order import canonical_order
 from .parquet_arrow_rs import arrow_rs_schema
@@ -44,6 +44,8 @@ __all__ = ["DEFAULT_VOCABULARY", "OffsetInterval", "Op", "SliceFileError", "Slic
            "write_slice"]
 
 MS_UTC = pa.timestamp("ms", tz="UTC")
+# A physical hash's multihash prefix: multicodec sha3-256 (0x16), then the length, 32.
+_SHA3_256_MULTIHASH = bytes([0x16, 0x20])
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -336,7 +338,7 @@ def slice_hashes(path: str | os.PathLike,
         logical = file_digest(path, read_as=arrow_rs_schema(f))
         offsets = _offset_interval(f, vocabulary.offset, path)
         return SliceHashes(logical=multihash(logical),
-                           physical=multihash(physical.result(), SHA3_256),
+                           physical=_SHA3_256_MULTIHASH + physical.result(),
                            offsets=offsets, num_records=f.metadata.num_rows,
                            size=os.path.getsize(path))
 
@@ -388,6 +390,6 @@ def write_slice(table: pa.Table, path: str | os.PathLike,
     n = table.num_rows
     offsets = table[vocabulary.offset]
     return SliceHashes(
-        logical=multihash(digest.finish()), physical=multihash(physical_hash(path), SHA3_256),
+        logical=multihash(digest.finish()), physical=_SHA3_256_MULTIHASH + physical_hash(path),
         offsets=OffsetInterval(offsets[0].as_py(), offsets[n - 1].as_py()) if n else None,
         num_records=n, size=os.path.getsize(path))
