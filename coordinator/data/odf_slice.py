@@ -120,7 +120,6 @@ def build_slice(data: pa.Table, *, system_time: datetime, prev_offset: int | Non
     ordered = canonical_order(table, ops, v.event_time)
     n = table.num_rows
     start = 0 if prev_offset is None else prev_offset + 1
-    millis = (system_time - _EPOCH) // timedelta(milliseconds=1)
     system = [
         pa.field(v.offset, pa.int64(), nullable=False),
         pa.field(v.operation_type, pa.int32(), nullable=False),
@@ -128,7 +127,7 @@ def build_slice(data: pa.Table, *, system_time: datetime, prev_offset: int | Non
     ]
     head = [pa.array(np.arange(start, start + n, dtype=np.int64)),
             pa.array(ops[ordered]),
-            pa.array(np.full(n, millis, np.int64)).view(MS_UTC)]
+            _instants(system_time, n)]
     in_order = not n or (ordered[0] == 0 and bool((np.diff(ordered) == 1).all()))
     body = table if in_order else table.take(pa.array(ordered))
     return pa.Table.from_arrays(head + body.columns,
@@ -156,9 +155,14 @@ def _with_event_time(data: pa.Table, name: str, fallback: datetime | None) -> pa
     return data
 
 
-def _fallback_array(when: datetime, t: pa.DataType, n: int) -> pa.Array:
+def _instants(when: datetime, n: int) -> pa.Array:
+    """``n`` times ``when`` as Timestamp(ms, "UTC") (milliseconds floored, as chrono's)."""
     millis = (when - _EPOCH) // timedelta(milliseconds=1)
-    ms = pa.array(np.full(n, millis, np.int64)).view(MS_UTC)
+    return pa.array(np.full(n, millis, np.int64)).view(MS_UTC)
+
+
+def _fallback_array(when: datetime, t: pa.DataType, n: int) -> pa.Array:
+    ms = _instants(when, n)
     if pa.types.is_timestamp(t):
         return ms.cast(t, safe=False)
     return ms.cast(pa.timestamp("ms")).cast(t, safe=False)  # the UTC date of that instant
