@@ -34,8 +34,8 @@ from ..metadata.multiformats import ARROW0_SHA3_256, Multihash
 from . import parquet_reader
 
 __all__ = [
-    "MULTICODEC", "RecordDigest", "UnsupportedTypeError", "array_digest", "file_digest",
-    "multibase16", "multihash", "record_digest", "type_header",
+    "MULTICODEC", "RecordDigest", "UnsupportedTypeError", "array_digest", "element_bytes",
+    "file_digest", "multibase16", "multihash", "record_digest", "type_header",
 ]
 
 MULTICODEC = ARROW0_SHA3_256
@@ -238,17 +238,35 @@ def array_digest(arr: pa.Array | pa.ChunkedArray) -> bytes:
     return h.digest()
 
 
-def file_digest(path: str | os.PathLike, threads: int | None = None) -> bytes:
+def element_bytes(arr: pa.Array) -> pa.Array:
+    """Each element's encoding (its own nulls as null markers), as a non-null LargeBinary
+    array: distinct elements of one type get distinct bytes (lengths prefix every body)."""
+    arr = _storage(arr)
+    t = _hashed_type(arr.type)
+    if arr.type != t:
+        arr = arr.cast(t)
+    data, ends = _encode(arr, _own_validity(arr), offsets=True)
+    assert ends is not None
+    return pa.Array.from_buffers(pa.large_binary(), len(arr),
+                                 [None, pa.py_buffer(ends.astype(np.int64)),
+                                  pa.py_buffer(np.ascontiguousarray(data))])
+
+
+def file_digest(path: str | os.PathLike, threads: int | None = None,
+                read_as: pa.Schema | None = None) -> bytes:
     """``RecordDigestV0<Sha3_256>`` of a Parquet file's rows, read batch by batch, its columns
-    hashed in parallel threads while the next batch is read."""
+    hashed in parallel threads while the next batch is read. Given ``read_as`` (the file's
+    schema with some types changed), each batch is cast to it before it is hashed."""
     f = parquet_reader(path)
     batches = iter(f.iter_batches(batch_size=_FILE_BATCH_ROWS, use_threads=False))
+    schema = f.schema_arrow if read_as is None else read_as
+    cast = read_as is not None and not read_as.equals(f.schema_arrow)
     with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(threads or os.cpu_count()) as pool:
-        digest = RecordDigest(f.schema_arrow, pool)
+        digest = RecordDigest(schema, pool)
         ahead = reader.submit(next, batches, None)
         while (batch := ahead.result()) is not None:
             ahead = reader.submit(next, batches, None)
-            digest.update(batch)
+            digest.update(batch.cast(schema) if cast else batch)
     return digest.finish()
 
 
