@@ -33,19 +33,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import CoordError, Invalid
+from ..metadata.multiformats import ARROW0_SHA3_256, SHA3_256, Multihash
+from ..metadata.odf39.events import OffsetInterval
 from . import parquet_reader
-from .arrow_digest import RecordDigest, file_digest, multihash
+from .arrow_digest import RecordDigest, file_digest
 from .hashing import physical_hash
 from .odf_order import canonical_order
 from .parquet_arrow_rs import arrow_rs_schema
 
-__all__ = ["DEFAULT_VOCABULARY", "OffsetInterval", "Op", "SliceFileError", "SliceHashes",
+__all__ = ["DEFAULT_VOCABULARY", "Op", "SliceFileError", "SliceHashes",
            "SliceLayoutError", "Vocabulary", "build_slice", "slice_hashes", "stored_type",
            "write_slice"]
 
 MS_UTC = pa.timestamp("ms", tz="UTC")
-# A physical hash's multihash prefix: multicodec sha3-256 (0x16), then the length, 32.
-_SHA3_256_MULTIHASH = bytes([0x16, 0x20])
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -300,30 +300,14 @@ PARQUET_OPTIONS = {
 
 
 @dataclass(frozen=True)
-class OffsetInterval:
-    """The closed interval of offsets a slice holds (ODF ``OffsetInterval``)."""
-
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
 class SliceHashes:
     """What a block records of a slice's file: its hashes as multihashes, offsets and size."""
 
-    logical: bytes  # arrow0-sha3-256 of the rows as arrow-rs reads them
-    physical: bytes  # sha3-256 of the file's bytes
+    logical: Multihash  # arrow0-sha3-256 of the rows as arrow-rs reads them
+    physical: Multihash  # sha3-256 of the file's bytes
     offsets: OffsetInterval | None  # None for a file without rows
     num_records: int
     size: int
-
-    @property
-    def logical_multibase(self) -> str:
-        return "f" + self.logical.hex()
-
-    @property
-    def physical_multibase(self) -> str:
-        return "f" + self.physical.hex()
 
 
 def slice_hashes(path: str | os.PathLike,
@@ -341,8 +325,8 @@ def slice_hashes(path: str | os.PathLike,
         physical = pool.submit(physical_hash, path)
         logical = file_digest(path, read_as=arrow_rs_schema(f))
         offsets = _offset_interval(f, vocabulary.offset, path)
-        return SliceHashes(logical=multihash(logical),
-                           physical=_SHA3_256_MULTIHASH + physical.result(),
+        return SliceHashes(logical=Multihash(ARROW0_SHA3_256, logical),
+                           physical=Multihash(SHA3_256, physical.result()),
                            offsets=offsets, num_records=f.metadata.num_rows,
                            size=os.path.getsize(path))
 
@@ -373,7 +357,7 @@ def _offset_interval(f: pq.ParquetFile, name: str,
     if end - start + 1 != rows:
         raise SliceFileError(f"data file {path}: offsets {start} to {end} for {rows} records; "
                              "a slice holds one offset per record, consecutive")
-    return OffsetInterval(int(start), int(end))
+    return OffsetInterval(start=int(start), end=int(end))
 
 
 def write_slice(table: pa.Table, path: str | os.PathLike,
@@ -394,6 +378,7 @@ def write_slice(table: pa.Table, path: str | os.PathLike,
     n = table.num_rows
     offsets = table[vocabulary.offset]
     return SliceHashes(
-        logical=multihash(digest.finish()), physical=_SHA3_256_MULTIHASH + physical_hash(path),
-        offsets=OffsetInterval(offsets[0].as_py(), offsets[n - 1].as_py()) if n else None,
+        logical=Multihash(ARROW0_SHA3_256, digest.finish()),
+        physical=Multihash(SHA3_256, physical_hash(path)),
+        offsets=OffsetInterval(start=offsets[0].as_py(), end=offsets[n - 1].as_py()) if n else None,
         num_records=n, size=os.path.getsize(path))
