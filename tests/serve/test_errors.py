@@ -192,10 +192,12 @@ def test_a_write_from_a_malformed_origin_is_refused_403(served):
 
 
 def test_an_unexpected_failure_is_a_500_naming_it_in_one_line_and_logged_once(home):
-    add_root(home, "t.people", "people")
-    add_root(home, "t.other", "other")
+    for dataset_id, folder in (("t.people", "people"), ("t.other", "other")):
+        add_root(home, dataset_id, folder)
+        # Pulled once and then idle: a pull retried after the head is broken would log its own.
+        drop_csv(home / folder, "1.csv", [(1, "ann")])
     with serving(home) as s:
-        s.wait_for(lambda: s.dataset("t.people")["blocks"] == 1)
+        s.wait_for(lambda: s.dataset("t.people")["blocks"] == s.dataset("t.other")["blocks"] == 2)
         (home / ".coord" / "datasets" / "t.people" / layout.HEAD).write_bytes(b"\xff\n")  # not text
         r = s.get("/api/datasets")
         assert s.get("/api/datasets/t.other/chain").status_code == 200  # the service goes on
