@@ -145,7 +145,8 @@ def _document(text: str, name: str, load) -> Any:
 
 def _object(doc: Any, name: str, *, unsealed: bool = False):
     """The 0.18 object of a parsed 0.18 manifest."""
-    if unsealed and isinstance(doc, dict) and isinstance(doc.get("content"), dict):
+    if (unsealed and isinstance(doc, dict) and doc.get("kind") == "MetadataBlock"
+            and isinstance(doc.get("content"), dict)):
         doc["content"].setdefault("blockHash", "00" * 32)
     _temporal_table_names(doc)
     validate_document(doc, name)
