@@ -3,6 +3,7 @@ snapshots a workspace holds: the reference's own examples (tests/fixtures/manife
 kamu-cli v0.265.0 examples/), what maps, what is refused and where, and what is left out."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from coordinator.metadata import objects as o
 from coordinator.metadata.manifest import ManifestError, load_manifest, read_manifest
 
-REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "manifests" / "reference"
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = REPO / "tests" / "fixtures" / "manifests" / "reference"
 
 
 def write(tmp_path: Path, text: str, name: str = "current.yaml") -> Path:
@@ -240,3 +242,11 @@ def test_a_source_that_does_not_fit_the_datasets_kind_is_refused(tmp_path):
 def test_a_mistake_of_the_current_form_is_named_as_its_loader_names_it(tmp_path):
     path = root(tmp_path, merge="{kind: Ledger}")
     assert refusal(path) == f"{path}: content.metadata[0].merge.primaryKey: is required"
+
+
+def test_the_manifest_reference_shows_the_current_form_with_a_reference_example_that_loads(tmp_path):
+    docs = (REPO / "docs" / "manifests.md").read_text(encoding="utf-8")
+    current = [b for b in re.findall(r"^```yaml\n(.*?)^```", docs, re.M | re.S) if "\nversion: 1\n" in b]
+    assert len(current) == 1
+    shipped = REFERENCE / "currency_conversion" / "my.trading.transactions.yaml"
+    assert load_manifest(write(tmp_path, current[0])) == load_manifest(shipped)
