@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import block_hash as block_hash_018
 from .flatbuffers_codec import BlockFormatError, decode_block
-from .manifest import MAX_MANIFEST, ManifestError, parse_manifest
+from .manifest import MAX_MANIFEST, ManifestError, parse_manifest, read_bounded
 from .objects import MetadataBlock
 from .odf39 import codec as codec39
 from .odf39 import events as events39
@@ -40,11 +40,7 @@ class BlockHash:
 def hash_block_file(path: str | Path) -> BlockHash:
     """The hash of the one block the file ``path`` holds, in whichever form it is."""
     name = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_MANIFEST + 1)
-    except OSError as e:
-        raise ManifestError(name, "", e.strerror or str(e)) from None
+    data = read_bounded(path)
     if len(data) > MAX_MANIFEST:
         raise ManifestError(name, "", f"larger than {MAX_MANIFEST >> 20} MiB: not one metadata block")
     if b"\0" in data:

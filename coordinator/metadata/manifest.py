@@ -83,13 +83,17 @@ def read_manifest(path: str | Path, *, unsealed: bool = False) -> ManifestFile:
 
     ``unsealed`` accepts a 0.18 MetadataBlock without its ``blockHash`` (about to be hashed).
     """
-    name = str(path)
+    return parse_manifest(_text(read_bounded(path), str(path), MAX_MANIFEST), str(path), unsealed=unsealed)
+
+
+def read_bounded(path: str | Path) -> bytes:
+    """The bytes of a file that holds metadata: at most one more than ``MAX_MANIFEST``, so a
+    caller can tell a file that is too large."""
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_MANIFEST + 1)
+            return f.read(MAX_MANIFEST + 1)
     except OSError as e:
-        raise ManifestError(name, "", e.strerror or str(e)) from None
-    return parse_manifest(_text(data, name, MAX_MANIFEST), name, unsealed=unsealed)
+        raise ManifestError(str(path), "", e.strerror or str(e)) from None
 
 
 def parse_manifest(text: str, name: str, *, unsealed: bool = False) -> ManifestFile:

@@ -16,12 +16,13 @@ TRANSACTIONS = "my.trading.transactions"
 
 @pytest.fixture
 def home(tmp_path):
+    """A workspace beside the data folder of the reference's currency_conversion example."""
+    shutil.copytree(REFERENCE / "currency_conversion" / "data", tmp_path / "data")
     coord("init", cwd=tmp_path)
     return tmp_path
 
 
 def test_a_reference_root_is_added_and_pulled_from_its_local_file(home):
-    shutil.copytree(REFERENCE / "currency_conversion" / "data", home / "data")
     added = coord("add", str(REFERENCE / "currency_conversion" / f"{TRANSACTIONS}.yaml"), cwd=home)
     assert added.stdout.startswith(f"added     {TRANSACTIONS} ") and added.stderr == ""
     coord("pull", TRANSACTIONS, cwd=home)
@@ -33,7 +34,6 @@ def test_a_reference_root_is_added_and_pulled_from_its_local_file(home):
 
 
 def test_a_derivative_in_the_current_form_is_computed_from_its_input(home):
-    shutil.copytree(REFERENCE / "currency_conversion" / "data", home / "data")
     (home / "expensive.yaml").write_text(f"""\
 kind: DatasetSnapshot
 version: 1

@@ -9,22 +9,13 @@ from pathlib import Path
 import pytest
 
 from coordinator.metadata import objects as o
-from coordinator.metadata.manifest import ManifestError, load_manifest, read_manifest
+from coordinator.metadata.manifest import load_manifest, read_manifest
+from tests.metadata.test_manifest import load_error, write
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "tests" / "fixtures" / "manifests" / "reference"
 
 
-def write(tmp_path: Path, text: str, name: str = "current.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def refusal(path: Path) -> str:
-    with pytest.raises(ManifestError) as e:
-        read_manifest(path)
-    return str(e.value)
 
 
 def test_a_root_of_the_reference_loads_as_the_0_18_root_it_describes():
@@ -94,7 +85,7 @@ def test_descriptive_events_are_left_out_with_a_note_naming_each():
 ])
 def test_what_a_0_18_workspace_cannot_hold_is_refused_at_its_place(example, place, what):
     path = REFERENCE / example
-    message = refusal(path)
+    message = load_error(path)
     assert message.startswith(f"{path}: {place}: {what} by ODF 0.18 workspaces yet (")
 
 
@@ -112,8 +103,8 @@ content:
 """
 
 
-def root(tmp_path: Path, name: str = "cities", fetch: str = "{kind: FilesGlob, path: 'data/*.csv'}",
-         read: str = "{kind: Csv, header: true, ddlSchema: ['city STRING', 'population BIGINT']}",
+def root(tmp_path: Path, name: str = "towns", fetch: str = "{kind: FilesGlob, path: 'data/*.csv'}",
+         read: str = "{kind: Csv, header: true, ddlSchema: ['town STRING', 'population BIGINT']}",
          merge: str = "{kind: Append}", more: str = "", file: str = "current.yaml") -> Path:
     return write(tmp_path, ROOT.format(name=name, fetch=fetch, read=read, merge=merge) + more, file)
 
@@ -123,16 +114,16 @@ def test_the_0_18_form_and_the_current_form_of_one_dataset_load_alike(tmp_path):
 apiVersion: 1
 kind: DatasetSnapshot
 content:
-  id: cities
+  id: towns
   source:
     kind: root
     fetch: {kind: filesGlob, path: 'data/*.csv', order: byName}
-    read: {kind: csv, header: true, schema: ['city STRING', 'population BIGINT']}
-    merge: {kind: ledger, primaryKey: [city]}
+    read: {kind: csv, header: true, schema: ['town STRING', 'population BIGINT']}
+    merge: {kind: ledger, primaryKey: [town]}
   vocab: {eventTimeColumn: seen}
 """, "old.yaml")
     current = root(tmp_path, fetch="{kind: FilesGlob, path: 'data/*.csv', order: ByName}",
-                   merge="{kind: Ledger, primaryKey: [city]}",
+                   merge="{kind: Ledger, primaryKey: [town]}",
                    more="    - {kind: SetVocab, eventTimeColumn: seen}\n")
     assert load_manifest(current) == load_manifest(old)
 
@@ -141,7 +132,7 @@ def test_kind_tags_and_enum_names_are_read_in_any_rfc013_case(tmp_path):
     written = root(tmp_path, fetch="{kind: FilesGlob, path: 'data/*.csv', order: ByEventTime}")
     lower = root(tmp_path, file="lower.yaml",
                  fetch="{kind: filesglob, path: 'data/*.csv', order: byEventTime}",
-                 read="{kind: csv, header: true, ddlSchema: ['city STRING', 'population BIGINT']}",
+                 read="{kind: csv, header: true, ddlSchema: ['town STRING', 'population BIGINT']}",
                  merge="{kind: append}")
     assert load_manifest(written) == load_manifest(lower)
     assert load_manifest(written).source.fetch.order is o.SourceOrdering.BY_EVENT_TIME
@@ -177,7 +168,8 @@ def test_odf_schema_types_become_ddl_types(tmp_path, field_type, ddl):
                                         "{kind: List, itemType: String}"])
 def test_a_type_ddl_cannot_say_is_refused_at_the_field(tmp_path, field_type):
     path = root(tmp_path, read=f"{{kind: Csv, schema: {{fields: [{{name: a, type: {field_type}}}]}}}}")
-    assert refusal(path).startswith(f"{path}: content.metadata[0].read.schema.fields[0].type: the data type ")
+    place = "content.metadata[0].read.schema.fields[0].type"
+    assert load_error(path).startswith(f"{path}: {place}: the data type ")
 
 
 @pytest.mark.parametrize(("more", "place", "what"), [
@@ -188,12 +180,12 @@ def test_a_type_ddl_cannot_say_is_refused_at_the_field(tmp_path, field_type):
 ])
 def test_events_without_a_0_18_place_are_refused(tmp_path, more, place, what):
     path = root(tmp_path, more=more)
-    assert refusal(path).startswith(f"{path}: {place}: {what} supported by ODF 0.18 workspaces yet (")
+    assert load_error(path).startswith(f"{path}: {place}: {what} supported by ODF 0.18 workspaces yet (")
 
 
 def test_stream_merges_are_refused(tmp_path):
-    path = root(tmp_path, merge="{kind: ChangelogStream, primaryKey: [city]}")
-    assert refusal(path).startswith(f"{path}: content.metadata[0].merge: merge kind ChangelogStream "
+    path = root(tmp_path, merge="{kind: ChangelogStream, primaryKey: [town]}")
+    assert load_error(path).startswith(f"{path}: content.metadata[0].merge: merge kind ChangelogStream "
                                     "is not supported")
 
 
@@ -201,47 +193,47 @@ DERIVATIVE = """\
 kind: DatasetSnapshot
 version: 1
 content:
-  name: big.cities
+  name: big.towns
   kind: Derivative
   metadata:
     - kind: SetTransform
       inputs: [{inputs}]
-      transform: {{kind: Sql, engine: spark, query: 'SELECT * FROM cities'}}
+      transform: {{kind: Sql, engine: spark, query: 'SELECT * FROM towns'}}
 """
 
 
 def test_an_input_named_by_its_did_is_refused_for_now(tmp_path):
     did = "did:odf:fed01" + "ab" * 32
     path = write(tmp_path, DERIVATIVE.format(inputs=f"{{datasetRef: '{did}'}}"))
-    assert refusal(path) == (f"{path}: content.metadata[0].inputs[0].datasetRef: an input named by its "
+    assert load_error(path) == (f"{path}: content.metadata[0].inputs[0].datasetRef: an input named by its "
                              f"id ({did}) is not supported by ODF 0.18 workspaces yet (name it by its "
                              "dataset name)")
 
 
 def test_an_alias_equal_to_the_inputs_name_is_accepted(tmp_path):
-    path = write(tmp_path, DERIVATIVE.format(inputs="{datasetRef: cities, alias: cities}"))
-    assert load_manifest(path).source.inputs == ["cities"]
+    path = write(tmp_path, DERIVATIVE.format(inputs="{datasetRef: towns, alias: towns}"))
+    assert load_manifest(path).source.inputs == ["towns"]
 
 
 def test_a_0_18_rule_on_an_input_is_named_where_the_file_says_it(tmp_path):
-    path = write(tmp_path, DERIVATIVE.format(inputs="{datasetRef: my_cities}"))
-    assert refusal(path).startswith(f"{path}: content.metadata[0].inputs[0].datasetRef: "
-                                    "not a valid dataset id: 'my_cities'")
+    path = write(tmp_path, DERIVATIVE.format(inputs="{datasetRef: my_towns}"))
+    assert load_error(path).startswith(f"{path}: content.metadata[0].inputs[0].datasetRef: "
+                                    "not a valid dataset id: 'my_towns'")
 
 
 def test_a_0_18_rule_on_the_name_is_named_where_the_file_says_it(tmp_path):
-    path = root(tmp_path, name="big_cities")
-    assert refusal(path).startswith(f"{path}: content.name: not a valid dataset id: 'big_cities'")
+    path = root(tmp_path, name="big_towns")
+    assert load_error(path).startswith(f"{path}: content.name: not a valid dataset id: 'big_towns'")
 
 
 def test_a_source_that_does_not_fit_the_datasets_kind_is_refused(tmp_path):
-    path = write(tmp_path, DERIVATIVE.format(inputs="{datasetRef: cities}").replace("Derivative", "Root"))
-    assert refusal(path).startswith(f"{path}: content.metadata[0]: a Root dataset has no SetTransform")
+    path = write(tmp_path, DERIVATIVE.format(inputs="{datasetRef: towns}").replace("Derivative", "Root"))
+    assert load_error(path).startswith(f"{path}: content.metadata[0]: a Root dataset has no SetTransform")
 
 
 def test_a_mistake_of_the_current_form_is_named_as_its_loader_names_it(tmp_path):
     path = root(tmp_path, merge="{kind: Ledger}")
-    assert refusal(path) == f"{path}: content.metadata[0].merge.primaryKey: is required"
+    assert load_error(path) == f"{path}: content.metadata[0].merge.primaryKey: is required"
 
 
 def test_the_manifest_reference_shows_the_current_form_with_a_reference_example_that_loads(tmp_path):
