@@ -70,7 +70,7 @@ def _manifest(data: bytes, name: str) -> BlockHash:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ManifestError(name, "", f"not UTF-8 text nor a stored block (byte {e.start})") from None
-    loaded = parse_manifest(text, name, unsealed=True)
+    loaded = parse_manifest(text, name, unsealed=True, adapt=False)
     block = loaded.content
     if isinstance(block, events39.MetadataBlock):
         sealed = codec39.seal(block)

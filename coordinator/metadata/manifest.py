@@ -96,18 +96,19 @@ def read_bounded(path: str | Path) -> bytes:
         raise ManifestError(str(path), "", e.strerror or str(e)) from None
 
 
-def parse_manifest(text: str, name: str, *, unsealed: bool = False) -> ManifestFile:
-    """A manifest's text (of the file ``name``), in either form."""
+def parse_manifest(text: str, name: str, *, unsealed: bool = False, adapt: bool = True) -> ManifestFile:
+    """A manifest's text (of the file ``name``), in either form; ``adapt=False`` keeps a
+    current-form DatasetSnapshot as it is written (for a caller that only wants its kind)."""
     doc = _document(text, name, load_yaml)
     if isinstance(doc, dict) and "version" in doc and "apiVersion" not in doc:
-        return _current(doc, name)
+        return _current(doc, name, adapt)
     return ManifestFile(name, _object(doc, name, unsealed=unsealed))
 
 
-def _current(doc: dict, name: str) -> ManifestFile:
+def _current(doc: dict, name: str, adapt: bool) -> ManifestFile:
     try:
         obj = from_document(doc)
-        if not isinstance(obj, odf39.DatasetSnapshot):
+        if not (adapt and isinstance(obj, odf39.DatasetSnapshot)):
             return ManifestFile(name, obj, "0.39")
         adapted = adapt_snapshot(obj)
     except DecodeError as e:

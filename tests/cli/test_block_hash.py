@@ -88,8 +88,10 @@ def test_bytes_that_are_no_block_are_refused_in_one_line(tmp_path):
     assert "neither a stored ODF 0.39 block" in done.stderr
 
 
-def test_a_dataset_snapshot_is_not_a_block(tmp_path):
-    done = hash_of(tmp_path, (MANIFESTS / "com.example.orders.yaml").read_text())
+@pytest.mark.parametrize("manifest", [MANIFESTS / "com.example.orders.yaml",
+                                      MANIFESTS / "reference" / "leaderboard" / "player-scores.yaml"])
+def test_a_dataset_snapshot_of_either_form_is_not_a_block(tmp_path, manifest):
+    done = hash_of(tmp_path, manifest.read_text())
     assert done.returncode == 1
     assert done.stderr == (f"coord: error: {tmp_path / 'block'}: kind: holds a DatasetSnapshot, not a "
                            "MetadataBlock (coord add takes DatasetSnapshot manifests)\n")
