@@ -18,28 +18,31 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     from ..engine.session import EngineOnDemand, engine_reads
     from ..ingest.errors import IngestError
     from ..ingest.schema_ddl import check_read_schema
-    from ..metadata.manifest import ManifestError, load_manifest, manifest_files
+    from ..metadata.manifest import ManifestError, manifest_files, read_manifest
     from ..metadata.objects import DatasetSnapshot
     from ..transform.definition import derivative_problem
     from ..workspace import catalog
     from ..workspace.graph import inputs_of
 
     ws = writable_workspace(ctx)
+    show = Output()
     snapshots = []
     for file in manifest_files(paths):
-        snapshot = load_manifest(file)
+        loaded = read_manifest(file)  # either form; a current-form one as the 0.18 snapshot
+        snapshot = loaded.content
         if not isinstance(snapshot, DatasetSnapshot):
             raise ManifestError(str(file), "kind", "coord add takes DatasetSnapshot manifests "
                                 "(a MetadataBlock's hash: coord block hash FILE)")
+        for note in loaded.notes:
+            show.note(note)
         try:
             check_read_schema(snapshot.source)
         except IngestError as e:
-            raise ManifestError(str(file), "content.source.read", str(e)) from None
+            raise loaded.error("content.source.read", str(e)) from None
         problem = derivative_problem(snapshot.source)
         if problem is not None:
-            raise ManifestError(str(file), *problem)
+            raise loaded.error(*problem)
         snapshots.append(snapshot)
-    show = Output()
     with ExitStack() as stack:
         def readable() -> list[str]:  # a changed query is validated against its inputs, old and new
             return engine_reads(ws, [s.id for s in snapshots if ws.dataset(s.id).exists()],

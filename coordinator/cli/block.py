@@ -1,4 +1,4 @@
-"""``coord block hash``: single metadata blocks (the blockHash of one given as YAML)."""
+"""``coord block hash``: single metadata blocks (the hash of one given as YAML or as stored)."""
 from __future__ import annotations
 
 import click
@@ -13,13 +13,20 @@ def block() -> None:
 
 @block.command("hash")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-def block_hash(file: str) -> None:
-    """Print the blockHash of a MetadataBlock given as a YAML manifest."""
-    from ..metadata.block_hash import compute_hash
-    from ..metadata.manifest import load_manifest
-    from ..metadata.objects import MetadataBlock
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: the hash with the block's ODF version and encoding.")
+def block_hash(file: str, output: str) -> None:
+    """Print the hash of a metadata block: a YAML manifest (ODF 0.18 or current) or a stored
+    FlatBuffers block of either version."""
+    from ..metadata.block_file import hash_block_file
 
-    obj = load_manifest(file, unsealed=True)
-    if not isinstance(obj, MetadataBlock):
-        raise click.UsageError(f"{file} holds a {type(obj).__name__}, not a MetadataBlock")
-    Output().line(compute_hash(obj).hex())
+    found = hash_block_file(file)
+    show = Output(output)
+    if output == "json":
+        show.json({"hash": found.hash, "odf": found.odf, "encoding": found.encoding,
+                   "manifestVersion": found.manifest_version})
+        return
+    show.line(found.hash)
+    form = "a stored block" if found.encoding == "flatbuffers" else "a YAML manifest"
+    envelope = f", hashed as a version-{found.manifest_version} manifest" if found.manifest_version else ""
+    show.note(f"{file}: ODF {found.odf} MetadataBlock, {form}{envelope}")

@@ -1,14 +1,22 @@
-"""Loading YAML manifests: ``apiVersion: 1``, ``kind: <ObjectName>``, ``content: {...}``.
+"""Loading YAML manifests in either form a file may be written in:
 
-A manifest is checked against the JSON Schemas in ``schemas/`` before any object is built, so
-every mistake is reported as ``<file>: <path>: <message>`` with the path inside the document
-(``content.source.merge.primaryKey``) and a message a user can act on.
+- ODF 0.18's, ``apiVersion: 1``, ``kind: <ObjectName>``, ``content: {...}``: checked against the
+  JSON Schemas in ``schemas/`` before any object is built;
+- the current ODF's (the reference's), ``kind: <ObjectName>``, ``version: <n>``, ``content``:
+  loaded by ``odf39.manifests``; a DatasetSnapshot is then adapted to the 0.18 snapshot a
+  workspace holds (``odf39.adapt``) and checked against the same schemas.
+
+The form is told by the document: ``version`` without ``apiVersion`` is the current one. Either
+way every mistake is reported as ``<file>: <path>: <message>`` with the path inside the file as
+written (``content.source.merge.primaryKey``, ``content.metadata[0].merge.primaryKey``) and a
+message a user can act on.
 """
 from __future__ import annotations
 
 import difflib
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,7 +27,10 @@ from referencing import Registry, Resource
 
 from ..errors import Invalid
 from . import objects
-from .yaml_codec import DecodeError, from_dict, load_untrusted_yaml, load_yaml
+from .odf39 import events as odf39
+from .odf39.adapt import Adapted, adapt_snapshot
+from .odf39.manifests import from_document
+from .yaml_codec import DecodeError, from_dict, load_untrusted_yaml, load_yaml, to_dict
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[2] / "schemas"
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -41,23 +52,80 @@ class ManifestError(Invalid, ValueError):
         super().__init__(f"{file}: {path}: {message}" if path else f"{file}: {message}")
 
 
-def load_manifest(path: str | Path, *, unsealed: bool = False):
-    """Load one manifest file into its object (a DatasetSnapshot or a MetadataBlock).
+@dataclass(frozen=True)
+class ManifestFile:
+    """A manifest file as loaded: its object, the form it was written in, and what adapting
+    it to the workspace's model left out."""
 
-    ``unsealed`` accepts a MetadataBlock without its ``blockHash`` (about to be hashed).
+    name: str
+    content: Any  # a 0.18 DatasetSnapshot or MetadataBlock, or an ODF 0.39 MetadataBlock
+    odf: str = "0.18"  # the ODF version of the form the file is written in
+    adapted: Adapted | None = None  # a current-form DatasetSnapshot: how it became ``content``
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What was left out, one line each (``<file>: <place>: ...``)."""
+        return tuple(f"{self.name}: {place}: {what}" for place, what in
+                     (self.adapted.notes if self.adapted else ()))
+
+    def error(self, path: str, message: str) -> ManifestError:
+        """An error at the 0.18 ``path`` of ``content``, named where the file says it."""
+        return ManifestError(self.name, self.adapted.place(path) if self.adapted else path, message)
+
+
+def load_manifest(path: str | Path, *, unsealed: bool = False):
+    """Load one manifest file into its object (a DatasetSnapshot or a MetadataBlock)."""
+    return read_manifest(path, unsealed=unsealed).content
+
+
+def read_manifest(path: str | Path, *, unsealed: bool = False) -> ManifestFile:
+    """Load one manifest file, in either form.
+
+    ``unsealed`` accepts a 0.18 MetadataBlock without its ``blockHash`` (about to be hashed).
     """
-    name = str(path)
+    return parse_manifest(_text(read_bounded(path), str(path), MAX_MANIFEST), str(path), unsealed=unsealed)
+
+
+def read_bounded(path: str | Path) -> bytes:
+    """The bytes of a file that holds metadata: at most one more than ``MAX_MANIFEST``, so a
+    caller can tell a file that is too large."""
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_MANIFEST + 1)
+            return f.read(MAX_MANIFEST + 1)
     except OSError as e:
-        raise ManifestError(name, "", e.strerror or str(e)) from None
-    return _parse(_text(data, name, MAX_MANIFEST), name, load_yaml, unsealed=unsealed)
+        raise ManifestError(str(path), "", e.strerror or str(e)) from None
+
+
+def parse_manifest(text: str, name: str, *, unsealed: bool = False, adapt: bool = True) -> ManifestFile:
+    """A manifest's text (of the file ``name``), in either form; ``adapt=False`` keeps a
+    current-form DatasetSnapshot as it is written (for a caller that only wants its kind)."""
+    doc = _document(text, name, load_yaml)
+    if isinstance(doc, dict) and "version" in doc and "apiVersion" not in doc:
+        return _current(doc, name, adapt)
+    return ManifestFile(name, _object(doc, name, unsealed=unsealed))
+
+
+def _current(doc: dict, name: str, adapt: bool) -> ManifestFile:
+    try:
+        obj = from_document(doc)
+        if not (adapt and isinstance(obj, odf39.DatasetSnapshot)):
+            return ManifestFile(name, obj, "0.39")
+        adapted = adapt_snapshot(obj)
+    except DecodeError as e:
+        raise ManifestError(name, e.path, e.message) from None
+    loaded = ManifestFile(name, adapted.snapshot, "0.39", adapted)
+    # what the 0.18 schemas require of the result too (dataset ids), named as the file has it
+    try:
+        validate_document({"apiVersion": 1, "kind": "DatasetSnapshot",
+                           "content": to_dict(adapted.snapshot)}, name)
+    except ManifestError as e:
+        raise loaded.error(e.path, e.message) from None
+    return loaded
 
 
 def load_block_manifest(data: bytes, name: str) -> objects.MetadataBlock:
     """A MetadataBlock manifest read from a repository: bounded, alias-free, schema-checked."""
-    block = _parse(_text(data, name, MAX_BLOCK_MANIFEST), name, load_untrusted_yaml)
+    block = _object(_document(_text(data, name, MAX_BLOCK_MANIFEST), name, load_untrusted_yaml), name)
     if not isinstance(block, objects.MetadataBlock):
         raise ManifestError(name, "kind", "expected a MetadataBlock")
     return block
@@ -73,12 +141,17 @@ def _text(data: bytes, name: str, limit: int) -> str:
         raise ManifestError(name, "", f"not UTF-8 text (byte {e.start})") from None
 
 
-def _parse(text: str, name: str, load, *, unsealed: bool = False):
+def _document(text: str, name: str, load) -> Any:
     try:
-        doc = load(text)
+        return load(text)
     except yaml.YAMLError as e:
         raise _yaml_error(name, e) from None
-    if unsealed and isinstance(doc, dict) and isinstance(doc.get("content"), dict):
+
+
+def _object(doc: Any, name: str, *, unsealed: bool = False):
+    """The 0.18 object of a parsed 0.18 manifest."""
+    if (unsealed and isinstance(doc, dict) and doc.get("kind") == "MetadataBlock"
+            and isinstance(doc.get("content"), dict)):
         doc["content"].setdefault("blockHash", "00" * 32)
     _temporal_table_names(doc)
     validate_document(doc, name)

@@ -7,7 +7,8 @@ and the reference kamu-cli v0.265.0 (``src/odf/metadata``). See ``schemas/ODF-03
 Modules, bottom up: ``data`` (RFC-016 schemas and extra attributes), ``source`` (polling and
 push sources, transforms, merge strategies), ``events`` (the 13 events, blocks, snapshots),
 ``codec`` (manifest envelope, block hash), ``manifests`` (the reference's YAML forms),
-``chain`` (the rules of a chain). Hashes and ids are ``multiformats.Multihash`` and
+``chain`` (the rules of a chain), ``adapt`` (a DatasetSnapshot as the ODF 0.18 snapshot a
+workspace holds). Hashes and ids are ``multiformats.Multihash`` and
 ``did.DatasetId``, one level up.
 The objects share the 0.18 machinery (``@odf``, ``shape.py``, the FlatBuffers and YAML
 walkers); only the declarations differ.

@@ -53,6 +53,11 @@ def encode_block(block: MetadataBlock) -> bytes:
 
 def decode_block(stored: bytes) -> MetadataBlock:
     """The block a stored manifest holds; a manifest of another kind or version is refused."""
+    return decode_table(MetadataBlock, decode_envelope(stored).content)
+
+
+def decode_envelope(stored: bytes) -> Manifest:
+    """The envelope of a stored block, once its kind and version are ones read here."""
     manifest = decode_table(Manifest, stored)
     if manifest.kind != ODF_METADATA_BLOCK:
         raise BlockFormatError(f"manifest kind 0x{manifest.kind:x} is not a MetadataBlock "
@@ -60,7 +65,7 @@ def decode_block(stored: bytes) -> MetadataBlock:
     if manifest.version not in READ_VERSIONS:
         raise BlockFormatError(f"MetadataBlock manifest version {manifest.version} is not supported "
                                f"(this coordinator reads versions {READ_VERSIONS[0]} to {READ_VERSIONS[-1]})")
-    return decode_table(MetadataBlock, manifest.content)
+    return manifest
 
 
 def block_hash(stored: bytes) -> Multihash:

@@ -30,7 +30,11 @@ def dump_manifest(obj) -> str:
 
 def load_manifest(text: str, expected: type | None = None) -> Any:
     """The object a YAML manifest holds (of class ``expected`` when given)."""
-    data = load_yaml(text)
+    return from_document(load_yaml(text), expected)
+
+
+def from_document(data: Any, expected: type | None = None) -> Any:
+    """The object a parsed YAML manifest holds (of class ``expected`` when given)."""
     if not isinstance(data, dict):
         raise DecodeError("", "a manifest is a mapping of kind, version and content")
     kind = data.get("kind")

@@ -1,0 +1,303 @@
+"""An ODF 0.39 dataset snapshot as the ODF 0.18 snapshot a workspace holds today.
+
+Workspaces store ODF 0.18 chains (``objects.py`` and our extensions); users may write a
+dataset in the reference's current form (``{name, kind, metadata: [events]}``). ``adapt_snapshot``
+turns one into the other:
+
+- Every field with a 0.18 (or extension) counterpart maps to it, with the meaning the current
+  form gives it: a default that differs is written out (a CSV without a schema is read as
+  text unless ``inferSchema``), an ODF schema becomes DDL lines, ``FromSystemTime`` is the
+  0.18 default (no ``eventTime``), ``rfc3339`` formats are the 0.18 default (no format).
+- What a 0.18 workspace cannot hold yet is refused as a ``NotSupported`` naming its place in
+  the file, never dropped: push sources, stream merges, fetch and read kinds 0.18 lacks, a
+  Seed, a SetDataSchema, data events, an input named by ``did:odf`` or by an alias.
+- Descriptive events (SetInfo, SetLicense, SetAttachments) change no data and have no place
+  in 0.18: they are left out, each with a note for the user (``Adapted.notes``).
+- Every place of the result, as the 0.18 loader and ``coord add`` name them
+  (``content.source.inputs[0]``), maps back to the place in the file it came from
+  (``content.metadata[0].inputs[0].datasetRef``): ``Adapted.place``.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from .. import objects as o
+from ..yaml_codec import DecodeError
+from . import data as d
+from . import events as e
+from . import source as s
+
+
+class NotSupported(DecodeError):
+    """Something the current form holds that an ODF 0.18 workspace cannot hold yet."""
+
+    def __init__(self, path: str, what: str, hint: str):
+        super().__init__(path, f"{what} is not supported by ODF 0.18 workspaces yet ({hint})")
+
+
+@dataclass(frozen=True)
+class Adapted:
+    snapshot: o.DatasetSnapshot
+    notes: tuple[tuple[str, str], ...]  # (place in the file, what was left out)
+    places: Mapping[str, str]  # a 0.18 path (prefix) -> the place in the file it came from
+
+    def place(self, path: str) -> str:
+        """The place in the file of a 0.18 path (``content.source.merge.primaryKey``)."""
+        for prefix in sorted(self.places, key=len, reverse=True):
+            if path == prefix or path.startswith((prefix + ".", prefix + "[")):
+                return self.places[prefix] + path[len(prefix):]
+        return path
+
+
+DESCRIPTIVE = (e.SetInfo, e.SetLicense, e.SetAttachments)
+
+# why each event kind without a 0.18 counterpart is refused, and what to do instead
+_REFUSED = {
+    e.Seed: "a 0.18 dataset is identified by its name; leave the Seed out",
+    e.AddPushSource: "coord ingests a root by polling: give a SetPollingSource",
+    e.SetDataSchema: "a 0.18 dataset's schema is that of its data; declare columns in the read step",
+    e.AddData: "data enters a dataset through coord pull",
+    e.ExecuteTransform: "data enters a dataset through coord pull",
+    e.DisablePushSource: "a 0.18 root has no push sources",
+    e.DisablePollingSource: "a 0.18 root keeps its source; leave the event out",
+}
+
+
+def adapt_snapshot(snapshot: e.DatasetSnapshot) -> Adapted:
+    """The 0.18 snapshot of ``snapshot``; raises ``NotSupported`` (or ``DecodeError``) naming
+    the place in the file."""
+    places = {"content.id": "content.name"}
+    notes: list[tuple[str, str]] = []
+    source: o.DatasetSource | None = None
+    vocab: o.DatasetVocabulary | None = None
+    for i, event in enumerate(snapshot.metadata):
+        at = f"content.metadata[{i}]"
+        if isinstance(event, e.SetPollingSource | e.SetTransform):
+            if source is not None:
+                raise NotSupported(at, f"a second source ({event.KIND})",
+                                   "a 0.18 snapshot holds one: keep the one in force")
+            _check_kind(snapshot.kind, event, at)
+            places["content.source"] = at
+            source = (_root(event, at, places) if isinstance(event, e.SetPollingSource)
+                      else _derivative(event, at, places))
+        elif isinstance(event, e.SetVocab):
+            if "content.vocab" in places:
+                raise NotSupported(at, "a second SetVocab",
+                                   "a 0.18 snapshot holds one: keep the one in force")
+            places["content.vocab"] = at
+            vocab = _vocab(event, at)
+        elif isinstance(event, DESCRIPTIVE):
+            notes.append((at, f"{event.KIND} left out: an ODF 0.18 workspace has no place for "
+                              "descriptive metadata (it changes no data)"))
+        else:
+            raise NotSupported(at, event.KIND, _REFUSED[type(event)])
+    if source is None:
+        if snapshot.kind is e.DatasetKind.DERIVATIVE:
+            raise DecodeError("content.metadata", "a Derivative dataset needs a SetTransform")
+        raise NotSupported("content.metadata", "a Root dataset without a SetPollingSource",
+                           "coord ingests a root from the source its manifest gives")
+    return Adapted(o.DatasetSnapshot(id=snapshot.name, source=source, vocab=vocab), tuple(notes), places)
+
+
+def _check_kind(kind: e.DatasetKind, event: e.SetPollingSource | e.SetTransform, at: str) -> None:
+    if kind is e.DatasetKind.ROOT and isinstance(event, e.SetTransform):
+        raise DecodeError(at, "a Root dataset has no SetTransform (kind: Derivative computes "
+                              "a dataset from others)")
+    if kind is e.DatasetKind.DERIVATIVE and isinstance(event, e.SetPollingSource):
+        raise DecodeError(at, "a Derivative dataset has no SetPollingSource (kind: Root ingests data)")
+
+
+# --- roots ---------------------------------------------------------------------------------
+
+
+def _root(event: e.SetPollingSource, at: str, places: dict[str, str]) -> o.DatasetSourceRoot:
+    preprocess = None
+    if event.preprocess is not None:
+        preprocess = _sql(event.preprocess, f"{at}.preprocess", "content.source.preprocess", places)
+    return o.DatasetSourceRoot(
+        fetch=_fetch(event.fetch, f"{at}.fetch"),
+        prepare=None if event.prepare is None else [_prepare(step) for step in event.prepare],
+        read=_read(event.read, f"{at}.read", places),
+        preprocess=preprocess,
+        merge=_merge(event.merge, f"{at}.merge"),
+    )
+
+
+def _fetch(step: s.FetchStep, at: str) -> o.FetchStep:
+    if isinstance(step, s.FetchStepUrl):
+        if step.headers:
+            raise NotSupported(f"{at}.headers", "request headers", "a 0.18 url fetch sends none")
+        return o.FetchStepUrl(url=step.url, event_time=_event_time(step.event_time),
+                              cache=_cache(step.cache))
+    if isinstance(step, s.FetchStepFilesGlob):
+        order = None if step.order is None else o.SourceOrdering[step.order.name]
+        return o.FetchStepFilesGlob(path=step.path, event_time=_event_time(step.event_time),
+                                    cache=_cache(step.cache), order=order)
+    raise NotSupported(at, f"fetch kind {step.KIND}", "coord fetches Url and FilesGlob sources")
+
+
+def _event_time(source: s.EventTimeSource | None) -> o.EventTimeSource | None:
+    if isinstance(source, s.EventTimeSourceFromMetadata):
+        return o.EventTimeSourceFromMetadata()
+    if isinstance(source, s.EventTimeSourceFromPath):
+        return o.EventTimeSourceFromPath(pattern=source.pattern, timestamp_format=source.timestamp_format)
+    return None  # FromSystemTime, or none: records without an event time get the pull's system time
+
+
+def _cache(cache: s.SourceCachingForever | None) -> o.SourceCaching | None:
+    return None if cache is None else o.SourceCachingForever()
+
+
+def _prepare(step: s.PrepStep) -> o.PrepStep:
+    if isinstance(step, s.PrepStepPipe):
+        return o.PrepStepPipe(command=list(step.command))
+    return o.PrepStepDecompress(format=o.CompressionFormat[step.format.name], sub_path=step.sub_path)
+
+
+_READS: dict[type, type] = {
+    s.ReadStepCsv: o.ReadStepCsv,
+    s.ReadStepNdJson: o.ReadStepJsonLines,
+    s.ReadStepGeoJson: o.ReadStepGeoJson,
+    s.ReadStepEsriShapefile: o.ReadStepEsriShapefile,
+    s.ReadStepParquet: o.ReadStepParquet,
+}
+_FORMATS = ("date_format", "timestamp_format")
+
+
+def _read(step: s.ReadStep, at: str, places: dict[str, str]) -> o.ReadStep:
+    target = _READS.get(type(step))
+    if target is None:
+        raise NotSupported(at, f"read kind {step.KIND}",
+                           "coord reads Csv, NdJson, GeoJson, EsriShapefile and Parquet")
+    if step.schema is not None and step.ddl_schema is not None:
+        raise DecodeError(at, "give schema or ddlSchema, not both")
+    if step.ddl_schema is not None:
+        schema: list[str] | None = list(step.ddl_schema)
+        places["content.source.read.schema"] = f"{at}.ddlSchema"
+    else:
+        schema = None if step.schema is None else ddl_lines(step.schema, f"{at}.schema")
+        places["content.source.read.schema"] = f"{at}.schema"
+    # the options both forms have are named alike; ``schema`` is the one that differs in type
+    shared = {f.name for f in fields(target)} & {f.name for f in fields(step)} - {"schema"}
+    options = {name: getattr(step, name) for name in shared}
+    for name in options.keys() & set(_FORMATS):
+        if (options[name] or "").lower() == "rfc3339":  # the current form's default; 0.18's reads it
+            options[name] = None
+    if isinstance(step, s.ReadStepCsv) and schema is None and step.infer_schema is None:
+        options["infer_schema"] = False  # the current form's default (0.18 infers by default)
+    return target(schema=schema, **options)
+
+
+def _merge(merge: s.MergeStrategy, at: str) -> o.MergeStrategy:
+    if isinstance(merge, s.MergeStrategyAppend):
+        return o.MergeStrategyAppend()
+    if isinstance(merge, s.MergeStrategyLedger):
+        return o.MergeStrategyLedger(primary_key=list(merge.primary_key))
+    if isinstance(merge, s.MergeStrategySnapshot):
+        compare = None if merge.compare_columns is None else list(merge.compare_columns)
+        return o.MergeStrategySnapshot(primary_key=list(merge.primary_key), compare_columns=compare)
+    raise NotSupported(at, f"merge kind {merge.KIND}", "coord merges by Append, Ledger and Snapshot")
+
+
+# --- read schemas ----------------------------------------------------------------------------
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DDL_TYPES: dict[type, str] = {
+    d.DataTypeBool: "BOOLEAN", d.DataTypeInt8: "TINYINT", d.DataTypeInt16: "SMALLINT",
+    d.DataTypeInt32: "INT", d.DataTypeInt64: "BIGINT", d.DataTypeFloat32: "FLOAT",
+    d.DataTypeFloat64: "DOUBLE", d.DataTypeString: "STRING", d.DataTypeDate: "DATE",
+}
+_PRECISION = {d.TimeUnit.SECOND: 0, d.TimeUnit.MILLISECOND: 3, d.TimeUnit.MICROSECOND: 6,
+              d.TimeUnit.NANOSECOND: 9}
+_UTC = (None, "UTC", "+00:00")  # a timestamp without a timezone is UTC in the current form
+_DDL_HINT = ("a 0.18 read schema has BOOLEAN, signed integers, FLOAT, DOUBLE, DECIMAL, STRING, "
+             "BINARY, DATE, TIME in microseconds and TIMESTAMP in UTC")
+
+
+def ddl_lines(schema: d.DataSchema, at: str) -> list[str]:
+    """An ODF schema as 0.18 DDL lines (``name TYPE``). DDL columns are all nullable, so a
+    required field (one without ``Option``) is read as nullable."""
+    if schema.extra is not None:
+        raise NotSupported(f"{at}.extra", "extra attributes", "a 0.18 read schema is DDL text")
+    lines = []
+    for k, f in enumerate(schema.fields):
+        where = f"{at}.fields[{k}]"
+        if f.extra is not None:
+            raise NotSupported(f"{where}.extra", "extra attributes", "a 0.18 read schema is DDL text")
+        if "`" in f.name or "," in f.name:
+            raise NotSupported(f"{where}.name", f"the column name {f.name!r}",
+                               "a DDL column name holds no backquote or comma")
+        name = f.name if _PLAIN_NAME.fullmatch(f.name) else f"`{f.name}`"
+        lines.append(f"{name} {_ddl_type(f.type, f'{where}.type')}")
+    return lines
+
+
+def _ddl_type(t: d.DataType, at: str) -> str:
+    inner = t.inner if isinstance(t, d.DataTypeOption) else t
+    if type(inner) in _DDL_TYPES:
+        return _DDL_TYPES[type(inner)]
+    if isinstance(inner, d.DataTypeDecimal):
+        return f"DECIMAL({inner.precision},{inner.scale})"
+    if isinstance(inner, d.DataTypeTimestamp) and inner.timezone in _UTC:
+        return f"TIMESTAMP({_PRECISION[inner.unit or d.TimeUnit.MILLISECOND]})"
+    if isinstance(inner, d.DataTypeTime) and inner.unit is d.TimeUnit.MICROSECOND:
+        return "TIME"
+    if isinstance(inner, d.DataTypeBinary) and inner.fixed_length is None:
+        return "BINARY"
+    raise NotSupported(at, f"the data type {_describe(inner)}", _DDL_HINT)
+
+
+def _describe(t: d.DataType) -> str:
+    details = ", ".join(f"{f.name}={getattr(t, f.name)}" for f in fields(t)
+                        if isinstance(getattr(t, f.name), str | int | d.TimeUnit))
+    return f"{t.KIND}({details})" if details else t.KIND
+
+
+# --- derivatives -------------------------------------------------------------------------------
+
+
+def _derivative(event: e.SetTransform, at: str, places: dict[str, str]) -> o.DatasetSourceDerivative:
+    inputs = []
+    for k, given in enumerate(event.inputs):
+        where = f"{at}.inputs[{k}]"
+        ref = given.dataset_ref
+        if ref.startswith("did:"):
+            raise NotSupported(f"{where}.datasetRef", f"an input named by its id ({ref})",
+                               "name it by its dataset name")
+        if "/" in ref:
+            raise NotSupported(f"{where}.datasetRef", f"an input of another account ({ref})",
+                               "name a dataset of this workspace")
+        if given.alias is not None and given.alias != ref:
+            raise NotSupported(f"{where}.alias", f"an alias ({given.alias}) other than the input's name",
+                               f"the query reads each input by its name: `{ref}`")
+        inputs.append(ref)
+        places[f"content.source.inputs[{k}]"] = f"{where}.datasetRef"
+    transform = _sql(event.transform, f"{at}.transform", "content.source.transform", places)
+    return o.DatasetSourceDerivative(inputs=inputs, transform=transform)
+
+
+def _sql(t: s.TransformSql, at: str, path: str, places: dict[str, str]) -> o.TransformSql:
+    tables = None
+    if t.temporal_tables is not None:
+        tables = [o.TemporalTable(id=table.name, primary_key=list(table.primary_key))
+                  for table in t.temporal_tables]
+        for k in range(len(tables)):
+            places[f"{path}.temporalTables[{k}].id"] = f"{at}.temporalTables[{k}].name"
+    queries = None
+    if t.queries is not None:
+        queries = [o.SqlQueryStep(alias=step.alias, query=step.query) for step in t.queries]
+    return o.TransformSql(engine=t.engine, version=t.version, query=t.query, queries=queries,
+                          temporal_tables=tables)
+
+
+def _vocab(event: e.SetVocab, at: str) -> o.DatasetVocabulary | None:
+    for name, value in (("offsetColumn", event.offset_column),
+                        ("operationTypeColumn", event.operation_type_column)):
+        if value is not None:
+            raise NotSupported(f"{at}.{name}", name, "records of a 0.18 dataset have no such column")
+    if event.system_time_column is None and event.event_time_column is None:
+        return None
+    return o.DatasetVocabulary(system_time_column=event.system_time_column,
+                               event_time_column=event.event_time_column)
