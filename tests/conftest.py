@@ -18,7 +18,7 @@ import subprocess
 import pytest
 from hypothesis import settings
 
-from coordinator.engine import factory
+from coordinator.engine import factory, session
 from coordinator.workspace import Workspace
 
 from .support import engines
@@ -65,6 +65,8 @@ def _test_engine(request, monkeypatch):
     # (COORD_ENGINE_KEEP_WARM="" in a command's env: the workspace's engine.keepWarm).
     monkeypatch.setenv("COORD_ENGINE_KEEP_WARM", "0")
     monkeypatch.setattr(factory, "_opener", engines.opener_for(mode))
+    if mode == "own":
+        monkeypatch.setattr(session, "engine_settings", engines.with_test_spark_conf(session.engine_settings))
     engines.refusals.clear()
     yield
     assert not engines.refusals, engines.REFUSAL

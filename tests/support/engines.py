@@ -21,6 +21,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from coordinator.engine import factory
@@ -29,11 +30,12 @@ from coordinator.engine.attach import EngineEndpoint, attached_engine
 ENV = "COORD_TEST_ENGINE"
 ENDPOINT_FILE = "endpoint.json"
 
-# Settings of the tests' shared engine: one small local Spark that runs many tiny queries.
-# One shuffle partition (one state store per stateful operator) and the JVM's quick compiler
-# only (no C2, whose compile threads compete for the machine's 2 cores on data this small)
-# halve the time of a call. Production settings are kept by the tests that start engines of
-# their own (tests/engine/test_sandbox.py starts one as a user's workspace would).
+# Settings of the tests' engines, the shared one and those tests start through a workspace
+# (under the workspace's own sparkConf): small local Sparks running tiny queries. One shuffle
+# partition (one state store per stateful operator) and the JVM's quick compiler only (no C2,
+# whose compile threads compete for the machine's 2 cores on data this small) halve the time
+# of a call and cut a third of Spark's start. Production settings are kept by
+# tests/engine/test_sandbox.py, which starts an engine with the defaults a user's workspace has.
 TEST_SPARK_CONF = {
     "spark.driver.memory": "768m",
     "spark.sql.shuffle.partitions": "1",
@@ -65,9 +67,24 @@ def refuse_engine_and_exit(settings, run_dir, read_only_paths) -> AbstractContex
 
 
 def use_chosen_engine_in_coord() -> None:
-    """In a ``coord`` process: every engine it opens is the one ``$COORD_TEST_ENGINE`` names."""
+    """In a ``coord`` process: every engine it opens is the one ``$COORD_TEST_ENGINE`` names,
+    and an engine it starts itself runs with the test settings."""
     mode = os.environ.get(ENV, "")
     factory.use_engine(refuse_engine_and_exit if mode == "none" else opener_for(mode))
+    if opener_for(mode) is None:
+        from coordinator.engine import session
+
+        session.engine_settings = with_test_spark_conf(session.engine_settings)
+
+
+def with_test_spark_conf(engine_settings):
+    """``session.engine_settings`` with ``TEST_SPARK_CONF`` under the workspace's sparkConf."""
+
+    def settings(ws):
+        s = engine_settings(ws)
+        return replace(s, spark_conf={**TEST_SPARK_CONF, **s.spark_conf})
+
+    return settings
 
 
 def attach_to(endpoint_file: Path) -> factory.EngineOpener:
