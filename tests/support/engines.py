@@ -36,10 +36,12 @@ ENDPOINT_FILE = "endpoint.json"
 # whose compile threads compete for the machine's 2 cores on data this small) halve the time
 # of a call and cut a third of Spark's start. Production settings are kept by
 # tests/engine/test_sandbox.py, which starts an engine with the defaults a user's workspace has.
+TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 TEST_SPARK_CONF = {
     "spark.driver.memory": "768m",
     "spark.sql.shuffle.partitions": "1",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": TEST_JAVA_OPTIONS,
+    "spark.executor.extraJavaOptions": TEST_JAVA_OPTIONS,  # a cluster's executors (test_spark_cluster)
 }
 
 

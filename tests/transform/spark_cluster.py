@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pyspark
 
+from ..support.engines import TEST_JAVA_OPTIONS
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 STOP_GRACE_SECONDS = 10
 
@@ -124,7 +126,8 @@ class StandaloneCluster:
 
     def _spawn(self, name: str, main_class: str, *args: str) -> None:
         env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
-               "SPARK_LOG_DIR": str(self.work_dir), "SPARK_WORKER_DIR": str(self.work_dir / "worker")}
+               "SPARK_LOG_DIR": str(self.work_dir), "SPARK_WORKER_DIR": str(self.work_dir / "worker"),
+               "SPARK_DAEMON_JAVA_OPTS": TEST_JAVA_OPTIONS}  # the daemons start as the tests' engines do
         env.pop("PYSPARK_GATEWAY_PORT", None)
         with open(self.work_dir / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen(
