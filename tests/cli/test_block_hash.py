@@ -35,7 +35,7 @@ def hash_of(tmp_path, content: bytes | str, *options: str):
     return coord("block", "hash", str(path), *options, cwd=tmp_path, check=False)
 
 
-@pytest.mark.parametrize(("manifest", "expected"), YAML_VECTORS)
+@pytest.mark.parametrize(("manifest", "expected"), YAML_VECTORS, ids=[h[:12] for _, h in YAML_VECTORS])
 def test_a_current_yaml_block_hashes_as_the_reference_hashes_its_flatbuffers(tmp_path, manifest, expected):
     assert hash_of(tmp_path, manifest).stdout == f"f1620{expected}\n"
 
