@@ -41,7 +41,7 @@ from ..metadata.odf39.events import (
 )
 from ..workspace.crash import crash_point
 from ..workspace.fsutil import atomic_write, install, remove
-from ..workspace.lock import DatasetLock
+from ..workspace.lock import DatasetLock, LockedWriter
 from . import layout
 from .read import DatasetState, StoredBlock, StoreError, build, read_head, read_state
 
@@ -62,39 +62,30 @@ class HeadMoved(AppendError, Conflict):
     """``refs/head`` is not where this writer left it (a lost compare-and-swap)."""
 
 
-class DatasetWriter:
+class DatasetWriter(LockedWriter):
     """The only writer of the dataset folder ``root`` while it holds ``lock``."""
 
     def __init__(self, root: Path, lock: Path, known: DatasetState | None = None):
+        super().__init__(DatasetLock(lock, root.name))
         self.root = root
-        self._lock = DatasetLock(lock, root.name)
         self._known = known
         self._state: DatasetState | None = None
 
-    def __enter__(self) -> DatasetWriter:
-        self._lock.acquire()
-        try:
-            head = read_head(self.root)
-            known = self._known
-            # the chain is content-addressed: a state whose head is the head is current
-            self._state = known if known is not None and known.head == head else read_state(self.root)
-            self.recover()
-        except BaseException:
-            self._lock.release()
-            raise
-        return self
+    def _open(self) -> None:
+        known = self._known
+        # the chain is content-addressed: a state whose head is the head is current
+        current = known is not None and known.head == read_head(self.root)
+        self._state = known if current else read_state(self.root)
+        self.recover()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
-        try:
-            if isinstance(exc, OSError):
-                self.recover()  # what the step wrote is unreachable: give its space back now
-        finally:
-            self._lock.release()
-        if isinstance(exc, OSError):
-            at = f"block {self.head}" if self.head else "no block"
-            raise AppendError(f"{exc.strerror or exc}: {exc.filename or self.root}; nothing of "
-                              f"this block was committed, {self.root} stays at {at}; append "
-                              "again once that is fixed") from exc
+    def _after_os_error(self) -> None:
+        self.recover()  # the head moves last: what the step wrote is unreachable, remove it
+
+    def _os_error(self, exc: OSError) -> AppendError:
+        at = f"block {self.head}" if self.head else "no block"
+        return AppendError(f"{exc.strerror or exc}: {exc.filename or self.root}; nothing of "
+                           f"this block was committed, {self.root} stays at {at}; append "
+                           "again once that is fixed")
 
     @property
     def state(self) -> DatasetState | None:
@@ -223,5 +214,5 @@ def _objects(block: MetadataBlock) -> tuple[DataSlice | None, Checkpoint | None]
 
 
 def _entries(folder: Path) -> list[Path]:
-    return list(folder.iterdir()) if folder.exists() else []
+    return list(folder.iterdir()) if folder.is_dir() else []
 

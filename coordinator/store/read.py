@@ -8,7 +8,8 @@ Invariants:
   missing or damaged, naming it by the sequence number the block after it implies.
 - The blocks read are then checked oldest first with the chain rules (``odf39.chain``); the
   state is built in that same pass, so a ``DatasetState`` exists only for a chain that obeys
-  them. ``DatasetState.appended`` advances it by one block with the same rules and steps.
+  them. ``build(blocks, before)`` advances a state by more blocks with the same rules and steps
+  (the writer's appends).
 - Reading imports no Arrow (the data layer is imported by ``verify`` only).
 - Every problem is one line: ``block <n> (<hash>): <what>`` (``Problem``), the wording of
   ``ChainRuleError``.
@@ -132,10 +133,6 @@ class DatasetState:
     @property
     def last_checkpoint(self) -> Checkpoint | None:
         return self.checkpoints[-1].checkpoint if self.checkpoints else None
-
-    def appended(self, stored: StoredBlock) -> DatasetState:
-        """The state after one more block; raises ``ChainBroken`` if it breaks a rule."""
-        return build([stored], self)
 
 
 def build(oldest_first: list[StoredBlock], before: DatasetState | None = None) -> DatasetState:

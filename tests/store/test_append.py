@@ -17,7 +17,7 @@ from coordinator.store.append import CRASH_POINTS, AppendError, DatasetWriter, H
 from coordinator.store.read import ChainBroken, read_head, read_state
 from coordinator.store.verify import verify_folder
 from coordinator.workspace.lock import DatasetBusy
-from tests.support.odf39_datasets import ROOT_KEY, at, rows, slice_file, write_root
+from tests.support.odf39_datasets import ROOT_KEY, SCHEMA, at, rows, slice_file, write_root
 
 REPO = Path(__file__).resolve().parents[2]
 THIRD = [(at(0).replace(year=2025, month=3), "Nairobi", 4_397_073)]
@@ -132,7 +132,6 @@ from coordinator.store.append import DatasetWriter
 from tests.support.odf39_datasets import at, rows, slice_file
 from tests.store.test_append import THIRD
 root, scratch = Path(sys.argv[1]), Path(sys.argv[2])
-scratch.mkdir()
 path, new_data = slice_file(rows(THIRD), at(30), 4, scratch)
 with DatasetWriter(root, scratch / "lock") as w:
     w.append(e.AddData(prev_offset=4, new_data=new_data, new_watermark=THIRD[0][0]),
@@ -184,3 +183,18 @@ def test_offsets_other_than_the_recorded_ones_are_reported(root, tmp_path):
     appended_with(root, tmp_path, offset_interval=e.OffsetInterval(start=5, end=6))
     [problem] = verify_folder(root.root)
     assert str(problem).endswith(": offsets 5 to 5, the block records 5 to 6")
+
+
+def test_an_os_error_while_appending_commits_nothing_and_names_where_the_dataset_stays(tmp_path):
+    folder, lock = tmp_path / "cities", tmp_path / "locks" / "cities.lock"
+    event, path = third_add_data(tmp_path, prev_offset=None)
+    with DatasetWriter(folder, lock) as w:
+        w.seed(ROOT_KEY, e.DatasetKind.ROOT, at(0))
+        w.append(SCHEMA, system_time=at(1))
+    (folder / layout.DATA).write_bytes(b"")  # a file where the data folder goes
+    before = files(folder)
+    with pytest.raises(AppendError, match=rf"data.*; nothing of this block was committed, {folder} "
+                                          rf"stays at block {read_head(folder)}; append again"):
+        with DatasetWriter(folder, lock) as w:
+            w.append(event, system_time=at(30), data=path)
+    assert files(folder) == before

@@ -85,13 +85,13 @@ def slice_file(table: pa.Table, when: datetime, prev_offset: int | None,
                scratch: Path) -> tuple[Path, e.DataSlice]:
     """The slice of ``table`` written to a file in ``scratch``, and what a block records of it."""
     stored = build_slice(table, system_time=when, prev_offset=prev_offset)
+    scratch.mkdir(parents=True, exist_ok=True)
     path = scratch / f"slice-{when:%H%M}-{prev_offset}.parquet"
     return path, data_slice_of(write_slice(stored, path))
 
 
 def write_root(folder: Path, locks: Path, scratch: Path) -> Written:
     """The root dataset ``cities`` in ``folder``."""
-    scratch.mkdir(parents=True, exist_ok=True)
     blocks, data = [], []
     with DatasetWriter(folder, locks / "cities.lock") as w:
         dataset_id = w.seed(ROOT_KEY, e.DatasetKind.ROOT, at(0), alias="cities")
@@ -113,7 +113,6 @@ def write_root(folder: Path, locks: Path, scratch: Path) -> Written:
 
 def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written) -> Written:
     """The derivative ``large-cities`` over ``root`` in ``folder``."""
-    scratch.mkdir(parents=True, exist_ok=True)
     add_data = root.blocks[-len(BATCHES):]  # the root's AddData blocks
     blocks, data, checkpoints = [], [], []
     with DatasetWriter(folder, locks / "large-cities.lock") as w:
@@ -130,7 +129,7 @@ def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written) ->
             table = rows(batch)
             large = table.filter(pc.greater(table["population"], 1_000_000))
             path, new_data = slice_file(large, when, prev_offset, scratch)
-            state = scratch / f"checkpoint-{n}"
+            state = scratch / f"checkpoint-{n}"  # slice_file made the folder
             state.write_bytes(f"engine state after {add_data[n]}".encode())
             new_checkpoint = checkpoint_of(state)
             new_offset = (-1 if input_offset is None else input_offset) + len(batch)
