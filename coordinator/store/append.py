@@ -55,7 +55,8 @@ CRASH_POINTS = ("odf-data-installed", "odf-checkpoint-installed", "odf-block-wri
 
 
 class AppendError(StoreError):
-    """A block or its objects refused before anything of it was written."""
+    """A block not appended: refused before anything of it was written, or stopped by an OS
+    error part-way (what it wrote is then unreachable and removed)."""
 
 
 class HeadMoved(AppendError, Conflict):

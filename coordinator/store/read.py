@@ -55,7 +55,7 @@ class StoreError(CoordError):
 class Problem:
     """One thing wrong with a dataset folder, at a block (or at ``refs/head``)."""
 
-    sequence_number: int | None  # None: the head block, whose bytes did not decode
+    sequence_number: int | None  # None: the head block (missing or damaged: no number known)
     block_hash: Multihash | None  # None: refs/head itself
     reason: str
 
@@ -175,12 +175,13 @@ def build(oldest_first: list[StoredBlock], before: DatasetState | None = None) -
             fields["watermark"] = event.new_watermark
             if isinstance(event, AddData) and event.new_source_state is not None:
                 fields["source_state"] = event.new_source_state
-    common: dict[str, Any] = dict(blocks=tuple(blocks), slices=tuple(slices), checkpoints=tuple(checkpoints),
-                  push_sources=tuple(push.values()), rules=rules)
+    common: dict[str, Any] = dict(blocks=tuple(blocks), slices=tuple(slices),
+                                  checkpoints=tuple(checkpoints),
+                                  push_sources=tuple(push.values()), rules=rules)
     if before is not None:
         return replace(before, **common, **fields)
     defaults: dict[str, Any] = dict(polling_source=None, transform=None, vocab=None,
-                    schema=None, watermark=None, source_state=None)
+                                    schema=None, watermark=None, source_state=None)
     return DatasetState(**{**defaults, **fields, **common})
 
 

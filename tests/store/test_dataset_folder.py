@@ -107,6 +107,7 @@ def test_a_derivative_reads_back_with_its_transform_and_chained_checkpoints(deri
     assert state.transform.inputs[0].dataset_ref == str(root.id)
     assert [c.checkpoint.physical_hash for c in state.checkpoints] == list(derivative.checkpoints)
     assert [c.block_hash for c in state.checkpoints] == list(derivative.blocks[-2:])
+    assert state.last_checkpoint.physical_hash == derivative.checkpoints[-1]
     assert state.last_offset == 1  # one large city per batch
 
 
