@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.metadata.did import DatasetId
 from coordinator.metadata.multiformats import Multihash
 from coordinator.metadata.odf39 import codec
 from coordinator.metadata.odf39 import events as e
 from coordinator.store import layout
 from coordinator.store.read import ChainBroken, StoreError, read_head, read_state
 from coordinator.store.verify import verify_folder
-from tests.support.odf39_datasets import QUERY, SCHEMA, SOURCE, Written, write_derivative, write_root
+from tests.support.odf39_datasets import QUERY, ROOT_KEY, SCHEMA, SOURCE, Written, write_derivative, write_root
 from tests.support.tamper import flip_a_byte
 
 
@@ -87,7 +88,8 @@ def test_blocks_are_stored_as_version_3_manifests_linked_by_hash(root):
 
 def test_a_root_reads_back_with_its_id_source_schema_slices_and_watermark(root):
     state = read_state(root.root)
-    assert state.id == root.id and state.kind == e.DatasetKind.ROOT
+    assert state.id == root.id == DatasetId.from_public_key(ROOT_KEY)
+    assert state.kind == e.DatasetKind.ROOT
     assert state.head == root.blocks[-1] and state.sequence_number == len(root.blocks) - 1
     assert state.polling_source == SOURCE and state.schema == SCHEMA and state.transform is None
     offsets = [(r.slice.offset_interval.start, r.slice.offset_interval.end) for r in state.slices]
