@@ -21,7 +21,15 @@ from coordinator.metadata.odf39 import events as e
 from coordinator.store import layout
 from coordinator.store.read import ChainBroken, StoreError, read_head, read_state
 from coordinator.store.verify import verify_folder
-from tests.support.odf39_datasets import QUERY, ROOT_KEY, SCHEMA, SOURCE, Written, write_derivative, write_root
+from tests.support.odf39_datasets import (
+    QUERY,
+    ROOT_KEY,
+    SCHEMA,
+    SOURCE,
+    Written,
+    write_derivative,
+    write_root,
+)
 from tests.support.tamper import flip_a_byte
 
 
