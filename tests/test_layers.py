@@ -18,8 +18,9 @@ LAYERS: list[set[str]] = [
     {"errors"},  # CoordError, the one error base: every layer may import it
     {"metadata"},  # ODF objects, codecs, block hash, signatures, the chain check
     {"workspace"},  # the .coord folder, the read model, the append path, graph, catalog
-    # the work: slices and hashes, engines, authorship and verify, ingest, transforms, sharing
-    {"data", "engine", "trust", "ingest", "transform", "repository"},
+    # the work: slices and hashes, engines, authorship and verify, ingest, transforms, sharing,
+    # current-ODF dataset folders (store)
+    {"data", "engine", "trust", "ingest", "transform", "repository", "store"},
     {"build", "lineage", "query"},  # services the front ends call
     {"serve", "cli"},  # the front ends
 ]

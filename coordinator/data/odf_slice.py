@@ -310,23 +310,24 @@ class SliceHashes:
     size: int
 
 
-def slice_hashes(path: str | os.PathLike,
-                 vocabulary: Vocabulary = DEFAULT_VOCABULARY) -> SliceHashes:
+def slice_hashes(path: str | os.PathLike, vocabulary: Vocabulary = DEFAULT_VOCABULARY,
+                 *, physical: Multihash | None = None) -> SliceHashes:
     """The hashes, offsets and size of a slice's Parquet file.
 
     The logical hash is of every column in stored order, read batch by batch (columns in
     parallel) with the types arrow-rs gives them (``parquet_arrow_rs``); the physical hash
-    is computed from the file's bytes at the same time. The offsets come from the offset
-    column's statistics (read from the column when a row group has none) and must span
+    is computed from the file's bytes at the same time, unless the caller gives it (a
+    verifier hashes the bytes first, before the file is parsed). The offsets come from the
+    offset column's statistics (read from the column when a row group has none) and must span
     exactly one offset per record.
     """
     f = parquet_reader(path)
     with ThreadPoolExecutor(1) as pool:
-        physical = pool.submit(physical_hash, path)
+        bytes_hash = pool.submit(lambda: physical or Multihash(SHA3_256, physical_hash(path)))
         logical = file_digest(path, read_as=arrow_rs_schema(f))
         offsets = _offset_interval(f, vocabulary.offset, path)
         return SliceHashes(logical=Multihash(ARROW0_SHA3_256, logical),
-                           physical=Multihash(SHA3_256, physical.result()),
+                           physical=bytes_hash.result(),
                            offsets=offsets, num_records=f.metadata.num_rows,
                            size=os.path.getsize(path))
 

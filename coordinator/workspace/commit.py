@@ -30,7 +30,7 @@ from ..metadata.signing import SignatureStatus, verified_fact
 from . import layout
 from .crash import crash_point
 from .fsutil import TMP_PREFIX, atomic_write, install, remove
-from .lock import DatasetLock
+from .lock import DatasetLock, LockedWriter
 from .slice_cache import remember_installed
 from .source_state import SourceState
 from .state import DatasetState
@@ -68,39 +68,30 @@ class SealedBlock:
     checkpoint_dir: Path | None = None
 
 
-class DatasetWriter:
+class DatasetWriter(LockedWriter):
     """Holds the dataset's lock; use as a context manager."""
 
     def __init__(self, ds: Dataset, known: DatasetState | None = None):
+        super().__init__(DatasetLock(ds.ws.meta / layout.lock_file(ds.id), ds.id))
         self.ds = ds
-        self._lock = DatasetLock(ds.ws.meta / layout.lock_file(ds.id), ds.id)
         self._known = known
         self._state: DatasetState | None = None
 
-    def __enter__(self) -> DatasetWriter:
-        self._lock.acquire()
-        try:
-            self._state = self._current(self._known)
-            self.recover()
-        except BaseException:
-            self._lock.release()
-            raise
-        return self
+    def _open(self) -> None:
+        self._state = self._current(self._known)
+        self.recover()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
-        try:
-            if isinstance(exc, OSError):
-                self._state = self._current(self._state)  # the head may have moved after all
-                self.recover()  # what the step wrote is unreachable: give its space back now
-        finally:
-            self._lock.release()
-        if isinstance(exc, OSError):
-            where = f": {exc.filename}" if exc.filename else ""
-            at = f"block {self.head.hex()[:12]}" if self.head else "no block"
-            raise CommitError(
-                f"{exc.strerror or exc}{where}; nothing of this step was committed, {self.ds.id} "
-                f"stays at {at}; run the command again once that is fixed"
-            ) from exc
+    def _after_os_error(self) -> None:
+        self._state = self._current(self._state)  # the head may have moved after all
+        self.recover()  # what the step wrote is unreachable: give its space back now
+
+    def _os_error(self, exc: OSError) -> CommitError:
+        where = f": {exc.filename}" if exc.filename else ""
+        at = f"block {self.head.hex()[:12]}" if self.head else "no block"
+        return CommitError(
+            f"{exc.strerror or exc}{where}; nothing of this step was committed, {self.ds.id} "
+            f"stays at {at}; run the command again once that is fixed"
+        )
 
     def _current(self, known: DatasetState | None) -> DatasetState | None:
         """``known`` if the head is still its head, else the dataset's state read now."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 from pathlib import Path
+from typing import Self
 
 from ..errors import Conflict
 
@@ -43,3 +44,42 @@ class DatasetLock:
 
     def __exit__(self, *exc):
         self.release()
+
+
+class LockedWriter:
+    """A dataset's writer, the only one while it is open: ``with`` holds its lock.
+
+    ``_open`` runs under the lock as it is taken (if it fails, the lock is released). An
+    ``OSError`` inside the ``with`` (a full disk) runs ``_after_os_error`` under the lock, then
+    is raised as the ``CoordError`` ``_os_error`` words, naming where the dataset stays.
+    """
+
+    def __init__(self, lock: DatasetLock):
+        self._lock = lock
+
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def _after_os_error(self) -> None:
+        raise NotImplementedError
+
+    def _os_error(self, exc: OSError) -> Exception:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self._lock.acquire()
+        try:
+            self._open()
+        except BaseException:
+            self._lock.release()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if isinstance(exc, OSError):
+                self._after_os_error()
+        finally:
+            self._lock.release()
+        if isinstance(exc, OSError):
+            raise self._os_error(exc) from exc

@@ -1,0 +1,11 @@
+"""Current-ODF (0.39) datasets on disk, in the reference's folder layout.
+
+Modules, bottom up: ``layout`` (every path of a dataset folder), ``read`` (a dataset's state
+in one pass from ``refs/head`` back to its Seed, each block checked against its name before it
+is decoded, and the chain rules), ``append`` (the one append path: objects, block, then
+``refs/head`` by compare-and-swap), ``verify`` (every object the chain names, hashed as
+stored, then parsed and compared). See ``schemas/ODF-039.md``, "Dataset layout".
+
+Nothing here knows the workspace yet: a dataset is a folder, and its writer is given the lock
+file that makes it the only one.
+"""

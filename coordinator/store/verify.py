@@ -1,0 +1,116 @@
+"""Verify a current-ODF dataset folder: the chain, then every object it names.
+
+Invariants:
+
+- The chain is read as ``read.walk`` reads it (each block hashed against its name before it is
+  decoded) and, when it reaches the Seed, checked with the chain rules; a break is one problem,
+  and the objects of every block read are still checked.
+- Every data file and checkpoint a block names must be present under its physical hash; its
+  size and the SHA3-256 of its bytes are compared with the block's **before** anything parses
+  it; only then is a data file read as a slice and its logical hash (``arrow0-sha3-256``) and
+  offsets compared (``odf_slice.slice_hashes``).
+- An object named by several blocks (a checkpoint carried on) is checked once, for the oldest.
+- Each problem is one line naming the block's sequence number and hash, the file and what
+  differs (``read.Problem``); problems are listed oldest block first, ``refs/head`` first of all.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..data.hashing import physical_hash
+from ..data.odf_slice import DEFAULT_VOCABULARY, SliceFileError, Vocabulary, slice_hashes
+from ..metadata.multiformats import SHA3_256, Multihash
+from ..metadata.odf39.events import Checkpoint, DataSlice, SetVocab
+from . import layout
+from .read import ChainBroken, Problem, StoredBlock, build, walk
+
+
+def verify_folder(root: Path) -> list[Problem]:
+    """Every problem of the dataset in ``root``, oldest block first (none: it is sound)."""
+    newest_first, problem = walk(root)
+    problems = [problem] if problem is not None else []
+    oldest_first = newest_first[::-1]
+    if problem is None and oldest_first:
+        try:
+            build(oldest_first)
+        except ChainBroken as e:
+            problems.append(e.problem)
+    vocabulary = _vocabulary(next((b.block.event for b in newest_first
+                                   if isinstance(b.block.event, SetVocab)), None))
+    checks = _object_checks(oldest_first)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:  # hashing frees the GIL
+        found = pool.map(lambda c: _check(root, vocabulary, *c), checks)
+        problems += [p for p in found if p is not None]
+    return sorted(problems, key=_age)
+
+
+def _age(problem: Problem) -> int:
+    return -1 if problem.sequence_number is None else problem.sequence_number
+
+
+def _vocabulary(event: SetVocab | None) -> Vocabulary:
+    if event is None:
+        return DEFAULT_VOCABULARY
+    given = {"offset": event.offset_column, "operation_type": event.operation_type_column,
+             "system_time": event.system_time_column, "event_time": event.event_time_column}
+    return Vocabulary(**{k: v for k, v in given.items() if v is not None})
+
+
+def _object_checks(oldest_first: list[StoredBlock]) -> list[tuple[StoredBlock, DataSlice | Checkpoint]]:
+    """(block, object) for each object the chain names, with the oldest block naming it."""
+    seen: set[Multihash] = set()
+    out: list[tuple[StoredBlock, DataSlice | Checkpoint]] = []
+    for stored in oldest_first:
+        event = stored.block.event
+        for obj in (getattr(event, "new_data", None), getattr(event, "new_checkpoint", None)):
+            if obj is not None and obj.physical_hash not in seen:
+                seen.add(obj.physical_hash)
+                out.append((stored, obj))
+    return out
+
+
+def _check(root: Path, vocabulary: Vocabulary, stored: StoredBlock,
+           obj: DataSlice | Checkpoint) -> Problem | None:
+    if isinstance(obj, DataSlice):
+        name = layout.data_file(obj.physical_hash)
+        reason = _file_problem(root / name, obj.physical_hash, obj.size)
+        if reason is None:
+            reason = _slice_problem(root / name, obj, vocabulary)
+    else:
+        name = layout.checkpoint_file(obj.physical_hash)
+        reason = _file_problem(root / name, obj.physical_hash, obj.size)
+    if reason is None:
+        return None
+    return Problem(stored.block.sequence_number, stored.hash, f"{name}: {reason}")
+
+
+def _file_problem(path: Path, expected: Multihash, size: int) -> str | None:
+    """Why the file's bytes are not the ones the block names (checked before any parsing)."""
+    if not path.is_file():
+        return "missing"
+    actual_size = path.stat().st_size
+    if actual_size != size:
+        return f"{actual_size} bytes, the block records {size}"
+    actual = Multihash(SHA3_256, physical_hash(path))
+    if actual != expected:
+        return f"its bytes hash to {actual}, not to its name (the file was changed)"
+    return None
+
+
+def _slice_problem(path: Path, expected: DataSlice, vocabulary: Vocabulary) -> str | None:
+    """Why the records of a file whose bytes are the block's are not what the block says."""
+    try:
+        found = slice_hashes(path, vocabulary, physical=expected.physical_hash)
+    except (SliceFileError, pa.ArrowException, OSError) as e:
+        return f"not a readable slice ({e})"
+    if found.logical != expected.logical_hash:
+        return f"its records hash to {found.logical}, the block records {expected.logical_hash}"
+    if found.offsets != expected.offset_interval:
+        have = f"{found.offsets.start} to {found.offsets.end}" if found.offsets else "none"
+        want = expected.offset_interval
+        return f"offsets {have}, the block records {want.start} to {want.end}"
+    return None

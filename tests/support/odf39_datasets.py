@@ -1,0 +1,147 @@
+"""Current-ODF (0.39) dataset folders written as the reference writes them, through the one
+append path (``coordinator.store.append``): a root of city populations and a derivative of the
+large cities over it.
+
+Root ``cities``: Seed, SetPollingSource (CSV over a URL, append), SetDataSchema, AddData with
+three records (source state, watermark), AddData with two more. Derivative ``large-cities``:
+Seed, SetTransform (``SELECT ... WHERE population > 1000000`` over the root), SetDataSchema,
+ExecuteTransform over the root's first AddData (a checkpoint), ExecuteTransform over its second
+(``prevOffset`` and ``prevCheckpoint`` carried on, a new checkpoint). The data files are real
+slices (``odf_slice.build_slice`` / ``write_slice``); the derivative's records are the root's
+records filtered as its query says.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from coordinator.data.odf_slice import build_slice, write_slice
+from coordinator.metadata.did import DatasetId
+from coordinator.metadata.multiformats import Multihash
+from coordinator.metadata.odf39 import data as d
+from coordinator.metadata.odf39 import events as e
+from coordinator.metadata.odf39 import source as s
+from coordinator.store.append import DatasetWriter, checkpoint_of, data_slice_of
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+ROOT_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+DERIVATIVE_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32, 64)))
+
+CITIES = pa.schema([("event_time", pa.timestamp("ms", tz="UTC")), ("city", pa.string()),
+                    ("population", pa.int64())])
+BATCHES = [
+    [(datetime(2025, 1, 1, tzinfo=UTC), "Lisbon", 545_923),
+     (datetime(2025, 1, 1, tzinfo=UTC), "Vancouver", 662_248),
+     (datetime(2025, 1, 2, tzinfo=UTC), "Toronto", 2_794_356)],
+    [(datetime(2025, 2, 1, tzinfo=UTC), "Seoul", 9_586_195),
+     (datetime(2025, 2, 3, tzinfo=UTC), "Oslo", 709_037)],
+]
+QUERY = "SELECT event_time, city, population FROM cities WHERE population > 1000000"
+
+
+def _field(name: str, t, nullable: bool) -> d.DataField:
+    return d.DataField(name=name, type=d.DataTypeOption(inner=t) if nullable else t)
+
+
+MS_UTC = d.DataTypeTimestamp(unit=d.TimeUnit.MILLISECOND, timezone="UTC")
+SCHEMA = e.SetDataSchema(schema=d.DataSchema(fields=[
+    _field("offset", d.DataTypeInt64(), False), _field("op", d.DataTypeInt32(), False),
+    _field("system_time", MS_UTC, False), _field("event_time", MS_UTC, False),
+    _field("city", d.DataTypeString(), True), _field("population", d.DataTypeInt64(), True),
+]))
+SOURCE = e.SetPollingSource(
+    fetch=s.FetchStepUrl(url="https://example.org/cities.csv"),
+    read=s.ReadStepCsv(header=True, ddl_schema=["event_time TIMESTAMP", "city STRING",
+                                                "population BIGINT"]),
+    merge=s.MergeStrategyAppend())
+
+
+@dataclass(frozen=True)
+class Written:
+    """A dataset folder written here, and the names a test needs to find its parts."""
+
+    root: Path
+    id: DatasetId
+    blocks: tuple[Multihash, ...]  # oldest first
+    data: tuple[Multihash, ...]  # the data files' physical hashes, oldest first
+    checkpoints: tuple[Multihash, ...]
+
+
+def rows(batch: list[tuple]) -> pa.Table:
+    return pa.Table.from_pylist([dict(zip(CITIES.names, r, strict=True)) for r in batch],
+                                schema=CITIES)
+
+
+def at(minutes: int) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def slice_file(table: pa.Table, when: datetime, prev_offset: int | None,
+               scratch: Path) -> tuple[Path, e.DataSlice]:
+    """The slice of ``table`` written to a file in ``scratch``, and what a block records of it."""
+    stored = build_slice(table, system_time=when, prev_offset=prev_offset)
+    scratch.mkdir(parents=True, exist_ok=True)
+    path = scratch / f"slice-{when:%H%M}-{prev_offset}.parquet"
+    return path, data_slice_of(write_slice(stored, path))
+
+
+def write_root(folder: Path, locks: Path, scratch: Path) -> Written:
+    """The root dataset ``cities`` in ``folder``."""
+    blocks, data = [], []
+    with DatasetWriter(folder, locks / "cities.lock") as w:
+        dataset_id = w.seed(ROOT_KEY, e.DatasetKind.ROOT, at(0), alias="cities")
+        blocks.append(w.head)
+        blocks.append(w.append(SOURCE, system_time=at(1)))
+        blocks.append(w.append(SCHEMA, system_time=at(1)))
+        prev_offset = None
+        for n, batch in enumerate(BATCHES):
+            path, new_data = slice_file(rows(batch), at(10 * (n + 1)), prev_offset, scratch)
+            event = e.AddData(prev_offset=prev_offset, new_data=new_data,
+                              new_watermark=max(r[0] for r in batch),
+                              new_source_state=e.SourceState(source_name="default", kind="odf/etag",
+                                                             value=f'"etag-{n}"'))
+            blocks.append(w.append(event, system_time=at(10 * (n + 1)), data=path))
+            data.append(new_data.physical_hash)
+            prev_offset = new_data.offset_interval.end
+    return Written(folder, dataset_id, tuple(blocks), tuple(data), ())
+
+
+def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written) -> Written:
+    """The derivative ``large-cities`` over ``root`` in ``folder``."""
+    add_data = root.blocks[-len(BATCHES):]  # the root's AddData blocks
+    blocks, data, checkpoints = [], [], []
+    with DatasetWriter(folder, locks / "large-cities.lock") as w:
+        dataset_id = w.seed(DERIVATIVE_KEY, e.DatasetKind.DERIVATIVE, at(0), alias="large-cities")
+        blocks.append(w.head)
+        transform = e.SetTransform(
+            inputs=[e.TransformInput(dataset_ref=str(root.id), alias="cities")],
+            transform=s.TransformSql(engine="datafusion", query=QUERY))
+        blocks.append(w.append(transform, system_time=at(1)))
+        blocks.append(w.append(SCHEMA, system_time=at(1)))
+        prev_offset = prev_checkpoint = prev_block = input_offset = None
+        for n, batch in enumerate(BATCHES):
+            when = at(10 * (n + 1) + 5)
+            table = rows(batch)
+            large = table.filter(pc.greater(table["population"], 1_000_000))
+            path, new_data = slice_file(large, when, prev_offset, scratch)
+            state = scratch / f"checkpoint-{n}"  # slice_file made the folder
+            state.write_bytes(f"engine state after {add_data[n]}".encode())
+            new_checkpoint = checkpoint_of(state)
+            new_offset = (-1 if input_offset is None else input_offset) + len(batch)
+            step = e.ExecuteTransform(
+                query_inputs=[e.ExecuteTransformInput(
+                    dataset_id=root.id, prev_block_hash=prev_block, new_block_hash=add_data[n],
+                    prev_offset=input_offset, new_offset=new_offset)],
+                prev_checkpoint=prev_checkpoint, prev_offset=prev_offset, new_data=new_data,
+                new_checkpoint=new_checkpoint, new_watermark=max(r[0] for r in batch))
+            blocks.append(w.append(step, system_time=when, data=path, checkpoint=state))
+            data.append(new_data.physical_hash)
+            checkpoints.append(new_checkpoint.physical_hash)
+            prev_offset, prev_checkpoint = new_data.offset_interval.end, new_checkpoint.physical_hash
+            prev_block, input_offset = add_data[n], new_offset
+    return Written(folder, dataset_id, tuple(blocks), tuple(data), tuple(checkpoints))
