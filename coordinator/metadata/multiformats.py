@@ -12,6 +12,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from ..errors import Invalid
@@ -56,7 +57,7 @@ def read_varint(buf: bytes, pos: int = 0) -> tuple[int, int]:
 def multibase_decode(text: str) -> bytes:
     """The bytes of a multibase string: ``f`` (base16) or ``z`` (base58btc)."""
     prefix, body = text[:1], text[1:]
-    decoders = {"f": (bytes.fromhex, "base16"), "z": (base58_decode, "base58btc")}
+    decoders = {"f": (_base16_decode, "base16"), "z": (base58_decode, "base58btc")}
     if prefix not in decoders:
         raise MultiformatError(f"{text!r}: unsupported multibase prefix (expected f or z)")
     decode, name = decoders[prefix]
@@ -64,6 +65,16 @@ def multibase_decode(text: str) -> bytes:
         return decode(body)
     except ValueError:
         raise MultiformatError(f"{text!r}: not valid multibase {name}") from None
+
+
+def _base16_decode(body: str) -> bytes:
+    # bytes.fromhex skips whitespace: a head or name with a stray newline is not the hash.
+    if not _BASE16.fullmatch(body):
+        raise ValueError(body)
+    return bytes.fromhex(body)
+
+
+_BASE16 = re.compile(r"(?:[0-9a-fA-F]{2})*")
 
 
 def base58_encode(data: bytes) -> str:

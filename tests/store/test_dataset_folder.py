@@ -216,6 +216,14 @@ def test_a_malformed_refs_head_is_refused_naming_the_file(root, tmp_path):
         read_head(ds.root)
 
 
+def test_a_refs_head_with_a_trailing_newline_is_refused_as_the_reference_refuses_it(root, tmp_path):
+    ds = copy(root, tmp_path)
+    head = (ds.root / layout.HEAD).read_text()
+    (ds.root / layout.HEAD).write_text(head + "\n")
+    with pytest.raises(StoreError, match=r"refs/head: .* is not a block hash \(f1620... without a newline\)"):
+        read_head(ds.root)
+
+
 def test_every_problem_is_listed_oldest_block_first(derivative, tmp_path):
     ds = copy(derivative, tmp_path)
     (ds.root / layout.data_file(ds.data[1])).unlink()
