@@ -103,6 +103,19 @@ class SigningKey:
     def sign(self, block_hash: bytes) -> Signature:
         return Signature(self.public_key, self._private.sign(block_hash))
 
+    def derive(self, purpose: str) -> Ed25519PrivateKey:
+        """A second Ed25519 key, the same for the same key and ``purpose``, different for
+        another: its seed is the SHA3-256 of a domain tag, this key's seed and ``purpose``.
+        Whoever holds this key can make it again; its public key reveals nothing of this one."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        seed = self._private.private_bytes(serialization.Encoding.Raw,
+                                           serialization.PrivateFormat.Raw,
+                                           serialization.NoEncryption())
+        material = b"coord derived ed25519 key v1\0" + seed + purpose.encode()
+        return Ed25519PrivateKey.from_private_bytes(hashlib.sha3_256(material).digest())
+
 
 def read_key_file(path: Path) -> bytes:
     """A signing key file's bytes, refused when others may read it."""
