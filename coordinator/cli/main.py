@@ -41,6 +41,7 @@ from .status import status_
 from .system import system
 from .tail import tail
 from .trust import trust_
+from .upgrade import upgrade
 from .verify import verify_
 
 SPEC = "Open Data Fabric 0.18"  # the metadata format the chains are written in
@@ -65,7 +66,7 @@ def cli(ctx: click.Context, workspace: str | None, debug: bool, quiet: bool, ver
 
 COMMANDS: tuple[click.Command, ...] = (
     init, add, list_, status_, log, tail, pull, lineage_, provenance_, sql, verify_, repo, push,
-    publish_, trust_, config, system, block, serve, reset, delete, completions,
+    publish_, trust_, config, system, block, serve, reset, delete, upgrade, completions,
 )
 for command in COMMANDS:
     cli.add_command(command)

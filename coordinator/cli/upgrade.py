@@ -1,0 +1,53 @@
+"""``coord upgrade``: ODF 0.18 root datasets written as current-ODF (0.39) dataset folders in the
+reference's layout (``store.upgrade``); the workspace is only read."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import CoordError
+from .context import complete_dataset, workspace
+from .output import Output, count
+
+
+@click.command()
+@click.argument("datasets", nargs=-1, required=True, shell_complete=complete_dataset)
+@click.option("--into", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The folder that receives one dataset folder per DATASET, named by it.")
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: per dataset its id, folder, head and the 0.18 -> "
+                                      "0.39 block mapping.")
+@click.pass_context
+def upgrade(ctx: click.Context, datasets: tuple[str, ...], into: Path, output: str) -> None:
+    """Write each DATASET (an ODF 0.18 root) as a current-ODF dataset in INTO/DATASET.
+
+    A new chain: every block hash changes (the new chain's attachment names the 0.18 head and
+    maps each 0.18 block to its new one). An existing INTO/DATASET is refused.
+    """
+    from ..store.upgrade import ORIGIN_PATH, upgrade_root
+
+    ws = workspace(ctx)
+    show = Output()
+    done, failed = [], []
+    for name in dict.fromkeys(datasets):
+        try:
+            u = upgrade_root(ws, name, into)
+        except CoordError as e:
+            if len(datasets) == 1:
+                raise
+            failed.append((name, str(e)))
+            continue
+        done.append({"dataset": name, "id": str(u.state.id), "folder": str(u.root),
+                     "head": str(u.state.head), "blocks": len(u.state.blocks),
+                     "records": u.records,
+                     "origin": [{"odf018": old.hex(), "odf039": str(new)} for old, new in u.origin]})
+        if output == "text":
+            show.line(f"{name}: {u.state.id} in {u.root}: {count(len(u.state.blocks), 'block')}, "
+                      f"{count(u.records, 'record')}; the hashes are new ({ORIGIN_PATH} maps "
+                      "the 0.18 blocks to them)")
+    if output == "json":
+        show.json(done)
+    if failed:
+        show.failures(failed, len(datasets), 0)
+        ctx.exit(1)
