@@ -1,0 +1,56 @@
+"""``coord upgrade DS... --into DIR`` through the real CLI: a 0.18 root written as a current-ODF
+folder, worded per dataset (``-o json`` too), refusals in one line with exit 1."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coordinator.store.read import read_state
+from coordinator.store.verify import verify_folder
+from coordinator.workspace import Workspace
+from tests.store.test_upgrade import SOURCE, pulled_root
+from tests.support.cli import coord
+
+
+@pytest.fixture
+def home(tmp_path):
+    ws = Workspace.init(tmp_path / "ws")
+    pulled_root(ws)
+    return ws.root
+
+
+def test_upgrade_prints_the_new_id_blocks_records_and_that_hashes_change(home):
+    out = coord("upgrade", "cities", "--into", "../out", cwd=home).stdout
+    state = read_state(home.parent / "out" / "cities")
+    assert out == (f"cities: {state.id} in ../out/cities: 7 blocks, 6 records; the hashes are "
+                   "new (coord/odf-0.18-origin.json maps the 0.18 blocks to them)\n")
+    assert verify_folder(home.parent / "out" / "cities") == []
+
+
+def test_upgrade_json_gives_the_head_and_the_block_mapping(home):
+    [done] = json.loads(coord("upgrade", "cities", "--into", "../out", "-o", "json", cwd=home).stdout)
+    state = read_state(home.parent / "out" / "cities")
+    assert (done["id"], done["head"], done["blocks"], done["records"]) == (
+        str(state.id), str(state.head), 7, 6)
+    assert [m["odf039"] for m in done["origin"]] == [str(s.block_hash) for s in state.slices]
+
+
+def test_an_existing_target_is_refused_in_one_line(home):
+    coord("upgrade", "cities", "--into", "../out", cwd=home)
+    proc = coord("upgrade", "cities", "--into", "../out", cwd=home, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == ("coord: error: ../out/cities exists; upgrade into another folder, "
+                           "or remove it first\n")
+
+
+def test_several_datasets_keep_going_past_one_that_fails(home):
+    ws = Workspace.open(home)
+    from tests.ingest.conftest import add_dataset
+
+    add_dataset(ws, SOURCE.replace("{kind: append}", "{kind: snapshot, primaryKey: [city]}"), "snap")
+    proc = coord("upgrade", "snap", "cities", "--into", "../out", cwd=home, check=False)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("cities: did:odf:")
+    assert proc.stderr.startswith("coord: error: snap: snap is a snapshot root;")
+    assert (home.parent / "out" / "cities").is_dir() and not (home.parent / "out" / "snap").exists()
