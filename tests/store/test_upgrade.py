@@ -4,6 +4,7 @@ consecutive offsets, keeps the system times and watermarks, and says where it ca
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from coordinator.metadata.odf39 import data as d
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39.adapt import adapt_snapshot
 from coordinator.metadata.odf39.from_odf18 import NoCounterpart
+from coordinator.metadata.odf39.source import SourceState
 from coordinator.store import layout
 from coordinator.store.read import read_state
 from coordinator.store.upgrade import ORIGIN_PATH, TargetExists, UpgradeError, upgrade_root
@@ -203,3 +205,20 @@ def test_a_source_option_0_39_cannot_say_is_refused_by_its_place(ws, tmp_path):
                                             r"multiLine has no counterpart in ODF 0\.39"):
         upgrade_root(ws, "c", tmp_path / "out")
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_url_sources_fetch_state_becomes_the_references_last_modified(ws, tmp_path):
+    csv = write(tmp_path / "cities.csv", "city,population\nOslo,709037\n")
+    os.utime(csv, ns=(1_700_000_000_123_000_000, 1_700_000_000_123_000_000))
+    add_dataset(ws, f"""
+        source:
+          kind: root
+          fetch: {{kind: url, url: "{csv.as_uri()}"}}
+          read: {{kind: csv, header: true, schema: ["city STRING", "population BIGINT"]}}
+          merge: {{kind: append}}
+        """, "c")
+    pull_root(ws, "c")
+    u = upgrade_root(ws, "c", tmp_path / "out")
+    assert u.state.source_state == SourceState(source_name="default", kind="odf/last-modified",
+                                               value="2023-11-14T22:13:20.123Z")
+    assert verify_folder(u.root) == []

@@ -100,8 +100,7 @@ def _read(step: o.ReadStep, at: str) -> s.ReadStep:
         if value is None:
             continue
         if name not in known:
-            camel = "".join(w.title() if i else w for i, w in enumerate(f.name.split("_")))
-            raise NoCounterpart(f"{at}.{camel}", f"the {step.KIND} option {camel}",
+            raise NoCounterpart(f"{at}.{_camel(f.name)}", f"the {step.KIND} option {_camel(f.name)}",
                                 "leave it out of the 0.18 manifest, or convert the data first")
         options[name] = list(value) if isinstance(value, list) else value
     if isinstance(step, o.ReadStepCsv) and step.schema is None and step.infer_schema is None:
@@ -129,7 +128,13 @@ def _merge(merge: o.MergeStrategy, at: str) -> s.MergeStrategy:
         return s.MergeStrategyLedger(primary_key=list(merge.primary_key))
     for name in ("observation_column", "obsv_added", "obsv_changed", "obsv_removed"):
         if getattr(merge, name) is not None:
-            raise NoCounterpart(f"{at}.{name}", f"the snapshot option {name}",
+            raise NoCounterpart(f"{at}.{_camel(name)}", f"the snapshot option {_camel(name)}",
                                 "0.39 marks changes in the op column")
     compare = None if merge.compare_columns is None else list(merge.compare_columns)
     return s.MergeStrategySnapshot(primary_key=list(merge.primary_key), compare_columns=compare)
+
+
+def _camel(name: str) -> str:
+    """A field's name as manifests spell it (``multi_line`` -> ``multiLine``)."""
+    first, *rest = name.split("_")
+    return first + "".join(w.title() for w in rest)
