@@ -1,4 +1,4 @@
-"""``coord upgrade``: ODF 0.18 root datasets written as current-ODF (0.39) dataset folders in the
+"""``coord upgrade``: ODF 0.18 datasets written as current-ODF (0.39) dataset folders in the
 reference's layout (``store.upgrade``); the workspace is only read."""
 from __future__ import annotations
 
@@ -15,26 +15,31 @@ from .output import Output, count
 @click.argument("datasets", nargs=-1, required=True, shell_complete=complete_dataset)
 @click.option("--into", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The folder that receives one dataset folder per DATASET, named by it.")
+@click.option("--recursive", "-r", is_flag=True,
+              help="Upgrade first the inputs DATASET reads that INTO does not hold yet.")
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: per dataset its id, folder, head and the 0.18 -> "
                                       "0.39 block mapping.")
 @click.pass_context
-def upgrade(ctx: click.Context, datasets: tuple[str, ...], into: Path, output: str) -> None:
-    """Write each DATASET (an ODF 0.18 root) as a current-ODF dataset in INTO/DATASET.
+def upgrade(ctx: click.Context, datasets: tuple[str, ...], into: Path, recursive: bool,
+            output: str) -> None:
+    """Write each ODF 0.18 DATASET as a current-ODF dataset in INTO/DATASET.
 
     A new chain: every block hash changes (the new chain's attachment names the 0.18 head and
-    maps each 0.18 block to its new one). An existing INTO/DATASET is refused.
+    maps each 0.18 block to its new one). An existing INTO/DATASET is refused. A derivative
+    names its inputs by their upgrades in INTO: upgrade them first, or give -r.
     """
-    from ..store.upgrade import ORIGIN_PATH, upgrade_root
+    from ..store.upgrade import ORIGIN_PATH, upgrade_dataset, upgrade_order
 
     ws = workspace(ctx)
     show = Output()
+    names = upgrade_order(ws, list(datasets), into, recursive)
     done, failed = [], []
-    for name in dict.fromkeys(datasets):
+    for name in names:
         try:
-            u = upgrade_root(ws, name, into)
+            u = upgrade_dataset(ws, name, into)
         except CoordError as e:
-            if len(datasets) == 1:
+            if len(names) == 1:
                 raise
             failed.append((name, str(e)))
             continue
@@ -49,5 +54,5 @@ def upgrade(ctx: click.Context, datasets: tuple[str, ...], into: Path, output: s
     if output == "json":
         show.json(done)
     if failed:
-        show.failures(failed, len(datasets), 0)
+        show.failures(failed, len(names), 0)
         ctx.exit(1)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -44,15 +45,23 @@ import pyarrow.parquet as pq
 from ..data.odf_schema import data_schema
 from ..data.odf_slice import Vocabulary, build_slice, write_slice
 from ..errors import Conflict, CoordError
+from ..metadata.did import DatasetId
 from ..metadata.multiformats import Multihash
-from ..metadata.objects import DatasetSourceRoot, MergeStrategySnapshot
+from ..metadata.objects import (
+    DatasetSourceDerivative,
+    DatasetSourceRoot,
+    MergeStrategySnapshot,
+    MetadataBlock,
+)
+from ..metadata.odf39 import data as d
 from ..metadata.odf39 import events as e
-from ..metadata.odf39.from_odf18 import polling_source, set_vocab
+from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
 from ..metadata.odf39.source import SourceState
+from ..transform.builds import builds
 from ..workspace.source_state import SourceState as FetchState
 from ..workspace.source_state import UrlState
 from . import layout
-from .append import DatasetWriter, data_slice_of
+from .append import DatasetWriter, checkpoint_of, data_slice_of
 from .read import DatasetState, read_state
 from .verify import verify_folder
 
@@ -95,20 +104,23 @@ def dataset_key_purpose(name: str) -> str:
     return f"did:odf dataset {name}"
 
 
-def upgrade_root(ws: Workspace, name: str, into: Path) -> Upgraded:
-    """Write the 0.18 root ``name`` of ``ws`` as the 0.39 dataset ``<into>/<name>``."""
+def upgrade_dataset(ws: Workspace, name: str, into: Path) -> Upgraded:
+    """Write the 0.18 dataset ``name`` of ``ws`` as the 0.39 dataset ``<into>/<name>``; a
+    derivative's inputs must be upgraded in ``into`` already (``upgrade_order``)."""
     ds = ws.dataset(name)
     old = ds.state()
     _check_upgradable(old, name)
     target = into / name
     if target.exists():
         raise TargetExists(f"{target} exists; upgrade into another folder, or remove it first")
+    inputs = _inputs(ws, old, into)
     into.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=layout.TMP_PREFIX + name + "-", dir=into))
     try:
         folder = staging / name
-        origin = _write(ds, old, folder, staging / "writer.lock",
-                        ws.signing_key.derive(dataset_key_purpose(name)))
+        with DatasetWriter(folder, staging / "writer.lock") as w:
+            origin = _Writer(ds, old, folder, inputs).write(
+                w, ws.signing_key.derive(dataset_key_purpose(name)))
         problems = verify_folder(folder)
         if problems:
             raise UpgradeError(f"{name}: the written folder does not verify, so it was not "
@@ -124,64 +136,217 @@ def upgrade_root(ws: Workspace, name: str, into: Path) -> Upgraded:
     return Upgraded(name, target, state, origin)
 
 
+def upgrade_order(ws: Workspace, names: list[str], into: Path, recursive: bool) -> list[str]:
+    """``names`` in the order to upgrade them, inputs first; with ``recursive``, preceded by
+    the inputs they read (at any depth) that ``into`` does not hold yet."""
+    order: dict[str, None] = {}
+
+    def visit(name: str, asked: bool) -> None:
+        if name in order or (not asked and (into / name).exists()):
+            return
+        if recursive:
+            source = ws.dataset(name).state().source
+            for upstream in getattr(source, "inputs", ()):
+                visit(upstream, asked=False)
+        order[name] = None
+
+    for name in names:
+        visit(name, asked=True)
+    return list(order)
+
+
 def _check_upgradable(old: State018, name: str) -> None:
-    if old.kind != "root":
-        raise UpgradeError(f"{name} is a derivative; coord upgrade writes root datasets only "
-                           "for now (derivatives come with their inputs' upgrade)")
     sources = [cb.block.source for cb in old.chain if cb.block.source is not None]
     if any(isinstance(s, DatasetSourceRoot) and isinstance(s.merge, MergeStrategySnapshot)
            for s in sources):
         raise UpgradeError(f"{name} is a snapshot root; its observed I/U/D rows become "
                            "retractions and corrections, which coord cannot write yet (issue 34)")
+    if len({tuple(s.inputs) for s in sources if isinstance(s, DatasetSourceDerivative)}) > 1:
+        raise UpgradeError(f"{name}: its inputs change along the chain; coord upgrade writes "
+                           "derivatives that keep their inputs")
     vocabs = {cb.block.vocab for cb in old.chain if cb.block.vocab is not None}
     if len(vocabs) > 1:
         raise UpgradeError(f"{name}: its vocabulary changes along the chain; a 0.39 dataset "
                            "names its system columns once")
 
 
-def _write(ds: Dataset, old: State018, folder: Path, lock: Path,
-           key: Ed25519PrivateKey) -> tuple[tuple[bytes, Multihash], ...]:
-    """Append the new chain to ``folder``; returns which 0.18 block became which 0.39 one."""
-    blocks = list(reversed(old.chain))  # oldest first
-    vocab = old.vocab
-    names = Vocabulary(system_time=vocab.system_time, event_time=vocab.event_time)
-    origin: list[tuple[bytes, Multihash]] = []
-    with DatasetWriter(folder, lock) as w:
-        first = blocks[0].block
-        w.seed(key, e.DatasetKind.ROOT, first.system_time, alias=ds.id)
-        schema = watermark = prev_offset = None
+@dataclass(frozen=True)
+class _Input:
+    """An upgraded input of a derivative, as its folder says (its origin attachment)."""
+
+    name: str
+    id: DatasetId
+    blocks: dict[bytes, tuple[Multihash, int | None]]  # 0.18 block -> 0.39 block, last offset
+    needed: frozenset[bytes]  # the 0.18 blocks that must be mapped (data or a watermark)
+
+
+def _inputs(ws: Workspace, old: State018, into: Path) -> dict[str, _Input]:
+    if not isinstance(old.source, DatasetSourceDerivative):
+        return {}
+    found = {}
+    for name in old.source.inputs:
+        folder = into / name
+        state = read_state(folder) if folder.is_dir() else None
+        if state is None:
+            raise UpgradeError(f"{old.id} reads {name}, which is not upgraded in {into}; "
+                               "upgrade it first (or give -r)")
+        origin = _origin_of(state, folder, name)
+        offsets = {}
+        for stored in state.blocks:
+            n = stored.block.sequence_number
+            done = [r.slice.offset_interval.end for r in state.slices if r.sequence_number <= n]
+            offsets[str(stored.hash)] = done[-1] if done else None
+        blocks = {bytes.fromhex(m["odf018"]): (Multihash.parse(m["odf039"]), offsets[m["odf039"]])
+                  for m in origin["blocks"]}
+        needed = frozenset(cb.hash for cb in ws.dataset(name).state().chain
+                           if cb.block.output_slice is not None or cb.block.output_watermark)
+        found[name] = _Input(name, state.id, blocks, needed)
+    return found
+
+
+def _origin_of(state: DatasetState, folder: Path, name: str) -> dict:
+    """The origin attachment of an upgraded dataset (refused when it is not ``name``'s)."""
+    for stored in reversed(state.blocks):
+        event = stored.block.event
+        if isinstance(event, e.SetAttachments):
+            for item in event.attachments.items:
+                if item.path == ORIGIN_PATH:
+                    origin = json.loads(item.content)
+                    if origin["upgradedFrom"]["dataset"] == name:
+                        return origin
+    raise UpgradeError(f"{folder} is no upgrade of the 0.18 dataset {name} (no {ORIGIN_PATH} "
+                       "naming it); upgrade it into an empty folder")
+
+
+class _Writer:
+    """The new chain of one 0.18 dataset, appended block by block (see the module doc)."""
+
+    def __init__(self, ds: Dataset, old: State018, folder: Path, inputs: dict[str, _Input]):
+        self.ds, self.old, self.folder, self.inputs = ds, old, folder, inputs
+        vocab = old.vocab
+        self.vocab = Vocabulary(system_time=vocab.system_time, event_time=vocab.event_time)
+        self.schema: d.DataSchema | None = None
+        self.runs = {b.block_hash: b for b in builds(ds.ws, ds)} if inputs else {}
+        self.query_inputs = [e.ExecuteTransformInput(dataset_id=i.id) for i in inputs.values()]
+        self.packed: dict[Multihash, Path] = {}  # checkpoints packed, by physical hash
+
+    def write(self, w: DatasetWriter, key: Ed25519PrivateKey) -> tuple[tuple[bytes, Multihash], ...]:
+        """Append the new chain; returns which 0.18 block became which 0.39 one."""
+        blocks = list(reversed(self.old.chain))  # oldest first
+        kind = e.DatasetKind.DERIVATIVE if self.inputs else e.DatasetKind.ROOT
+        w.seed(key, kind, blocks[0].block.system_time, alias=self.ds.id)
+        origin: list[tuple[bytes, Multihash]] = []
+        watermark = prev_offset = checkpoint = None
         for cb in blocks:
             b, when = cb.block, cb.block.system_time
-            if isinstance(b.source, DatasetSourceRoot):
-                w.append(polling_source(b.source, f"{ds.id}: source"), system_time=when)
-                if cb is blocks[0] and (v := set_vocab(vocab)) is not None:
-                    w.append(v, system_time=when)
+            self._definition(w, b, when, first=cb is blocks[0])
             new_watermark = b.output_watermark or watermark
-            has_data = b.output_slice is not None and b.output_slice.num_records > 0
-            if not has_data and new_watermark == watermark:
+            new_data, path = self._slice(w, cb.hash, b, prev_offset)
+            event: e.AddData | e.ExecuteTransform
+            if cb.hash in self.runs:
+                query_inputs = self._query_inputs(cb.hash)
+                new_checkpoint = self._checkpoint(cb.hash) or checkpoint
+                moved = query_inputs != self.query_inputs or new_checkpoint != checkpoint
+                event = e.ExecuteTransform(
+                    query_inputs=query_inputs,
+                    prev_checkpoint=checkpoint.physical_hash if checkpoint else None,
+                    prev_offset=prev_offset, new_data=new_data, new_checkpoint=new_checkpoint,
+                    new_watermark=new_watermark)
+            else:
+                moved = False
+                event = e.AddData(prev_offset=prev_offset, new_data=new_data,
+                                  new_watermark=new_watermark,
+                                  new_source_state=_source_state(self.ds, self.old, cb.hash))
+            if new_data is None and new_watermark == watermark and not moved:
                 continue
-            event = e.AddData(prev_offset=prev_offset, new_watermark=new_watermark,
-                              new_source_state=_source_state(ds, old, cb.hash))
-            path = None
-            if has_data:
-                table = pq.read_table(ds.data_file(cb.hash)).drop_columns([vocab.system_time])
-                stored = build_slice(table, system_time=when, prev_offset=prev_offset,
-                                     vocabulary=names)
-                if schema != (new_schema := data_schema(stored.schema)):
-                    w.append(e.SetDataSchema(schema=new_schema), system_time=when)
-                    schema = new_schema
-                path = folder.parent / f"slice-{cb.hash.hex()}.parquet"
-                event = _with_data(event, data_slice_of(write_slice(stored, path, names)))
-                prev_offset = event.new_data.offset_interval.end  # type: ignore[union-attr]
-            origin.append((cb.hash, w.append(event, system_time=when, data=path)))
+            fresh = event.new_checkpoint is not None and event.new_checkpoint != checkpoint
+            packed = self.packed[event.new_checkpoint.physical_hash] if fresh else None  # type: ignore[union-attr]
+            origin.append((cb.hash, w.append(event, system_time=when, data=path, checkpoint=packed)))
             watermark = new_watermark
-        w.append(_origin_attachment(ds.id, old.head, origin), system_time=blocks[-1].block.system_time)
-    return tuple(origin)
+            if new_data is not None:
+                prev_offset = new_data.offset_interval.end
+            if isinstance(event, e.ExecuteTransform):
+                self.query_inputs, checkpoint = event.query_inputs, event.new_checkpoint
+        w.append(_origin_attachment(self.ds.id, self.old.head, origin),
+                 system_time=blocks[-1].block.system_time)
+        return tuple(origin)
+
+    def _definition(self, w: DatasetWriter, b: MetadataBlock, when: datetime, first: bool) -> None:
+        """The source a 0.18 block sets, and after the first one the vocabulary."""
+        at = f"{self.ds.id}: source"
+        if isinstance(b.source, DatasetSourceRoot):
+            w.append(polling_source(b.source, at), system_time=when)
+        elif isinstance(b.source, DatasetSourceDerivative):
+            ids = {name: i.id for name, i in self.inputs.items()}
+            w.append(set_transform(b.source, ids, at), system_time=when)
+        if first and (v := set_vocab(self.old.vocab)) is not None:
+            w.append(v, system_time=when)
+
+    def _slice(self, w: DatasetWriter, h: bytes, b: MetadataBlock,
+               prev_offset: int | None) -> tuple[e.DataSlice | None, Path | None]:
+        """The 0.39 slice of a 0.18 block's records (written beside the folder), after a
+        SetDataSchema when its schema is new; (None, None) for a block without records."""
+        if b.output_slice is None or not b.output_slice.num_records:
+            return None, None
+        table = pq.read_table(self.ds.data_file(h)).drop_columns([self.vocab.system_time])
+        stored = build_slice(table, system_time=b.system_time, prev_offset=prev_offset,
+                             vocabulary=self.vocab)
+        if self.schema != (schema := data_schema(stored.schema)):
+            w.append(e.SetDataSchema(schema=schema), system_time=b.system_time)
+            self.schema = schema
+        path = self.folder.parent / f"slice-{h.hex()}.parquet"
+        return data_slice_of(write_slice(stored, path, self.vocab)), path
+
+    def _query_inputs(self, h: bytes) -> list[e.ExecuteTransformInput]:
+        """Per input, the upgraded blocks and offsets the 0.18 step consumed, carrying on from
+        the previous step."""
+        out = []
+        for use, before in zip(self.runs[h].inputs, self.query_inputs, strict=True):
+            upgraded = self.inputs[use.dataset_id]
+            missing = [c for c in use.blocks if c in upgraded.needed and c not in upgraded.blocks]
+            if missing:
+                raise UpgradeError(f"{self.ds.id} read block {missing[0].hex()} of "
+                                   f"{use.dataset_id}, which its upgrade does not hold; upgrade "
+                                   f"{use.dataset_id} again into an empty folder")
+            last_block = before.new_block_hash or before.prev_block_hash
+            last_offset = before.new_offset if before.new_offset is not None else before.prev_offset
+            mapped = [upgraded.blocks[c] for c in use.blocks if c in upgraded.blocks]
+            new_block, new_offset = mapped[-1] if mapped else (None, None)
+            if new_block == last_block:
+                new_block, new_offset = None, None
+            out.append(e.ExecuteTransformInput(
+                dataset_id=upgraded.id, prev_block_hash=last_block, new_block_hash=new_block,
+                prev_offset=last_offset,
+                new_offset=None if new_offset == last_offset else new_offset))
+        return out
+
+    def _checkpoint(self, h: bytes) -> e.Checkpoint | None:
+        """The 0.18 step's checkpoint folder packed as one file (``pack_checkpoint``)."""
+        folder = self.ds.checkpoint_dir(h)
+        if not folder.is_dir():
+            return None
+        path = self.folder.parent / f"checkpoint-{h.hex()}.tar"
+        pack_checkpoint(folder, path)
+        packed = checkpoint_of(path)
+        self.packed[packed.physical_hash] = path
+        return packed
 
 
-def _with_data(event: e.AddData, new_data: e.DataSlice) -> e.AddData:
-    return e.AddData(prev_offset=event.prev_offset, new_data=new_data,
-                     new_watermark=event.new_watermark, new_source_state=event.new_source_state)
+def pack_checkpoint(folder: Path, path: Path) -> None:
+    """``folder`` as one tar file whose bytes depend only on the files' paths and contents:
+    members sorted by path, owner 0, mode 644 (755 for folders), time 0."""
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+        for member in sorted(folder.rglob("*")):
+            info = tar.gettarinfo(str(member), arcname=member.relative_to(folder).as_posix())
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            info.mode = 0o755 if member.is_dir() else 0o644
+            if member.is_file():
+                with open(member, "rb") as f:
+                    tar.addfile(info, f)
+            else:
+                tar.addfile(info)
 
 
 def _source_state(ds: Dataset, old: State018, block: bytes) -> SourceState | None:

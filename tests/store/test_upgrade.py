@@ -14,6 +14,7 @@ import pytest
 
 from coordinator.build.pull import pull_datasets
 from coordinator.ingest import pull_root
+from coordinator.metadata.manifest import load_manifest
 from coordinator.metadata.odf39 import data as d
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39.adapt import adapt_snapshot
@@ -21,9 +22,10 @@ from coordinator.metadata.odf39.from_odf18 import NoCounterpart
 from coordinator.metadata.odf39.source import SourceState
 from coordinator.store import layout
 from coordinator.store.read import read_state
-from coordinator.store.upgrade import ORIGIN_PATH, TargetExists, UpgradeError, upgrade_root
+from coordinator.store.upgrade import ORIGIN_PATH, TargetExists, UpgradeError, upgrade_dataset
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
+from coordinator.workspace.catalog import add_datasets
 from coordinator.workspace.dataset import DatasetNotFound
 from tests.ingest.conftest import add_dataset, write
 from tests.support.manifests import derivative_manifest
@@ -62,7 +64,7 @@ def upgraded(tmp_path_factory):
     pulled_root(ws)
     [outcome] = pull_datasets(ws, ["cities"], set_watermark=LATER)
     assert outcome.error is None and len(outcome.blocks) == 1
-    return ws, upgrade_root(ws, "cities", base / "out")
+    return ws, upgrade_dataset(ws, "cities", base / "out")
 
 
 def events_of(u) -> list:
@@ -160,50 +162,48 @@ def test_the_origin_attachment_names_the_018_head_and_maps_each_block(upgraded):
 
 def test_upgrading_again_writes_the_same_chain_and_another_name_another_id(upgraded, tmp_path):
     ws, u = upgraded
-    again = upgrade_root(ws, "cities", tmp_path)
+    again = upgrade_dataset(ws, "cities", tmp_path)
     assert (again.state.id, again.state.head) == (u.state.id, u.state.head)
     pulled_root(ws, "towns")
-    assert upgrade_root(ws, "towns", tmp_path).state.id != u.state.id
+    assert upgrade_dataset(ws, "towns", tmp_path).state.id != u.state.id
 
 
 def test_an_existing_target_is_refused_and_left_as_it_was(upgraded):
     ws, u = upgraded
     before = sorted(p.name for p in u.root.parent.iterdir())
     with pytest.raises(TargetExists, match=r"out/cities exists; upgrade into another folder"):
-        upgrade_root(ws, "cities", u.root.parent)
+        upgrade_dataset(ws, "cities", u.root.parent)
     assert sorted(p.name for p in u.root.parent.iterdir()) == before
     assert verify_folder(u.root) == []
 
 
 def test_an_unknown_dataset_is_refused(ws, tmp_path):
     with pytest.raises(DatasetNotFound, match="dataset nope does not exist"):
-        upgrade_root(ws, "nope", tmp_path / "out")
+        upgrade_dataset(ws, "nope", tmp_path / "out")
     assert not (tmp_path / "out" / "nope").exists()
 
 
 def test_a_snapshot_root_is_refused_until_retractions_can_be_written(ws, tmp_path):
     add_dataset(ws, SOURCE.replace("{kind: append}", "{kind: snapshot, primaryKey: [city]}"), "c")
     with pytest.raises(UpgradeError, match=r"^c is a snapshot root; .* \(issue 34\)$"):
-        upgrade_root(ws, "c", tmp_path / "out")
+        upgrade_dataset(ws, "c", tmp_path / "out")
     assert not (tmp_path / "out" / "c").exists()
 
 
-def test_a_derivative_is_refused_for_now(ws, tmp_path):
+def test_a_derivative_whose_input_is_not_upgraded_is_refused(ws, tmp_path):
     add_dataset(ws, SOURCE, "c")
     (ws.root / "d.yaml").write_text(derivative_manifest("d", ["c"], "SELECT * FROM c"))
-    from coordinator.metadata.manifest import load_manifest
-    from coordinator.workspace.catalog import add_datasets
-
     add_datasets(ws, [load_manifest(ws.root / "d.yaml")])
-    with pytest.raises(UpgradeError, match="^d is a derivative; coord upgrade writes root"):
-        upgrade_root(ws, "d", tmp_path / "out")
+    with pytest.raises(UpgradeError, match=r"^d reads c, which is not upgraded in .*/out; "
+                                           r"upgrade it first \(or give -r\)$"):
+        upgrade_dataset(ws, "d", tmp_path / "out")
 
 
 def test_a_source_option_0_39_cannot_say_is_refused_by_its_place(ws, tmp_path):
     add_dataset(ws, SOURCE.replace("header: true", "header: true, multiLine: true"), "c")
     with pytest.raises(NoCounterpart, match=r"^c: source\.read\.multiLine: the csv option "
                                             r"multiLine has no counterpart in ODF 0\.39"):
-        upgrade_root(ws, "c", tmp_path / "out")
+        upgrade_dataset(ws, "c", tmp_path / "out")
     assert list((tmp_path / "out").iterdir()) == []
 
 
@@ -218,7 +218,7 @@ def test_a_url_sources_fetch_state_becomes_the_references_last_modified(ws, tmp_
           merge: {{kind: append}}
         """, "c")
     pull_root(ws, "c")
-    u = upgrade_root(ws, "c", tmp_path / "out")
+    u = upgrade_dataset(ws, "c", tmp_path / "out")
     assert u.state.source_state == SourceState(source_name="default", kind="odf/last-modified",
                                                value="2023-11-14T22:13:20.123Z")
     assert verify_folder(u.root) == []

@@ -1,4 +1,4 @@
-"""A 0.18 root's definition as the ODF 0.39 events that say the same: the other direction of
+"""A 0.18 dataset's definition as the ODF 0.39 events that say the same: the other direction of
 ``adapt.py`` (which turns 0.39 events into the 0.18 snapshot a workspace holds).
 
 Invariants:
@@ -14,10 +14,12 @@ Invariants:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import fields
 
 from ...errors import Invalid
 from .. import objects as o
+from ..did import DatasetId
 from . import events as e
 from . import source as s
 
@@ -38,6 +40,15 @@ def polling_source(source: o.DatasetSourceRoot, at: str = "source") -> e.SetPoll
         preprocess=None if source.preprocess is None else _sql(source.preprocess,
                                                                 f"{at}.preprocess"),
         merge=_merge(source.merge, f"{at}.merge"))
+
+
+def set_transform(source: o.DatasetSourceDerivative, ids: Mapping[str, DatasetId],
+                  at: str = "source") -> e.SetTransform:
+    """The SetTransform of a 0.18 derivative source: each input by the ``did:odf`` ``ids``
+    gives it, with its 0.18 name as the alias its query reads it by."""
+    return e.SetTransform(
+        inputs=[e.TransformInput(dataset_ref=str(ids[name]), alias=name) for name in source.inputs],
+        transform=_sql(source.transform, f"{at}.transform"))
 
 
 def set_vocab(vocab: o.DatasetVocabulary | None) -> e.SetVocab | None:
