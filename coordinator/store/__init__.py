@@ -6,6 +6,7 @@ is decoded, and the chain rules), ``append`` (the one append path: objects, bloc
 ``refs/head`` by compare-and-swap), ``verify`` (every object the chain names, hashed as
 stored, then parsed and compared). See ``schemas/ODF-039.md``, "Dataset layout".
 
-Nothing here knows the workspace yet: a dataset is a folder, and its writer is given the lock
-file that makes it the only one.
+These know no workspace: a dataset is a folder, and its writer is given the lock file that
+makes it the only one. ``upgrade`` (``coord upgrade``) is the one module that reads a
+workspace: it writes a 0.18 dataset of it as such a folder.
 """

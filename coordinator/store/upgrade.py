@@ -1,31 +1,38 @@
-"""A workspace's ODF 0.18 root dataset written as a current-ODF (0.39) dataset folder in the
+"""A workspace's ODF 0.18 dataset written as a current-ODF (0.39) dataset folder in the
 reference's layout: ``coord upgrade`` (``schemas/ODF-039.md``, "Upgrading a 0.18 dataset").
 
 The new chain, each block through the one append path (``append.DatasetWriter``):
 
     Seed                  did:odf of a key derived from the workspace's key and the name
-    SetPollingSource      the 0.18 source (``odf39.from_odf18``), again where 0.18 changed it
+    SetPollingSource      a root's 0.18 source (``odf39.from_odf18``), again where 0.18 changed it
+    SetTransform          a derivative's: each input by the did:odf of its upgrade, aliased by name
     SetVocab              when the 0.18 vocabulary names the columns otherwise
     SetDataSchema         the stored table's schema, before the first data and where it grows
-    AddData               one per 0.18 block that added data or moved the watermark
+    AddData               a root's, one per 0.18 block that added data or moved the watermark
+    ExecuteTransform      a derivative's, one per 0.18 step that changed something
     SetAttachments        ``ORIGIN_PATH``: the 0.18 head and which 0.18 block became which
 
 Invariants:
 
-- Each AddData's slice is the 0.18 slice's records (its system time column left out; event
-  time and data columns as stored) put through ``odf_slice.build_slice`` at the 0.18 block's
-  system time, offsets counting on from the previous slice; its watermark is the 0.18
-  watermark in force after that block; its source state is the 0.18 fetch state where the
-  reference has a kind for it (an ETag or a Last-Modified time of a URL), none otherwise.
+- A slice is the 0.18 slice's records (its system time column left out; event time and data
+  columns as stored) put through ``odf_slice.build_slice`` at the 0.18 block's system time,
+  offsets counting on from the previous slice; the watermark is the 0.18 watermark in force
+  after that block; a root's source state is the 0.18 fetch state where the reference has a
+  kind for it (an ETag or a Last-Modified time of a URL), none otherwise.
+- A derivative is written after its inputs (``upgrade_order``), from their folders in the same
+  ``into``: a step's input is the upgraded block of the newest 0.18 input block the step
+  consumed that the input's origin attachment maps, with the offset that block ends at; a 0.18
+  checkpoint folder becomes one file (``pack_checkpoint``), carried on where a step made none.
 - Blocks keep the 0.18 system times, so the upgrade of the same chain with the same key is the
-  same chain, byte for byte. Every hash changes from the 0.18 ones: the ORIGIN attachment maps
+  same chain, byte for byte. Every hash changes from the 0.18 ones: the origin attachment maps
   them.
-- All or nothing: the folder is written under a temporary name beside the target, read back
-  (``read.read_state``) and verified (``verify.verify_folder``), and only then renamed to
-  ``<into>/<name>``; a target that exists is refused before anything is written.
-- Refused in one line (``UpgradeError`` or ``NoCounterpart``): derivatives (not yet), snapshot
-  roots (their observed rows need retractions and corrections, issue 34), a vocabulary that
-  changes after the first block, a source with no 0.39 counterpart.
+- All or nothing: the folder is written under a temporary name beside the target, verified
+  (``verify.verify_folder``), and only then renamed to ``<into>/<name>``; a target that exists
+  is refused before anything is written.
+- Refused in one line (``UpgradeError`` or ``NoCounterpart``): snapshot roots (their observed
+  rows need retractions and corrections, issue 34), a vocabulary or a derivative's inputs that
+  change along the chain, an input not upgraded in ``into`` (or upgraded before the blocks a
+  step read), a definition with no 0.39 counterpart.
 """
 from __future__ import annotations
 

@@ -6,11 +6,17 @@ import json
 
 import pytest
 
+from coordinator.metadata.manifest import load_manifest
 from coordinator.store.read import read_state
 from coordinator.store.verify import verify_folder
+from coordinator.transform.execute import pull_derivative
 from coordinator.workspace import Workspace
+from coordinator.workspace.catalog import add_datasets
+from tests.ingest.conftest import add_dataset
 from tests.store.test_upgrade import SOURCE, pulled_root
 from tests.support.cli import coord
+from tests.support.fake_engine import FakeEngine
+from tests.support.manifests import derivative_manifest
 
 
 @pytest.fixture
@@ -46,11 +52,23 @@ def test_an_existing_target_is_refused_in_one_line(home):
 
 def test_several_datasets_keep_going_past_one_that_fails(home):
     ws = Workspace.open(home)
-    from tests.ingest.conftest import add_dataset
-
     add_dataset(ws, SOURCE.replace("{kind: append}", "{kind: snapshot, primaryKey: [city]}"), "snap")
     proc = coord("upgrade", "snap", "cities", "--into", "../out", cwd=home, check=False)
     assert proc.returncode == 1
     assert proc.stdout.startswith("cities: did:odf:")
     assert proc.stderr.startswith("coord: error: snap: snap is a snapshot root;")
     assert (home.parent / "out" / "cities").is_dir() and not (home.parent / "out" / "snap").exists()
+
+
+def test_r_upgrades_the_missing_inputs_first(home, tmp_path):
+    ws = Workspace.open(home)
+    (home / "large.yaml").write_text(derivative_manifest(
+        "large", ["cities"], "SELECT * FROM cities WHERE population > 1000000"))
+    add_datasets(ws, [load_manifest(home / "large.yaml")])
+    pull_derivative(ws, "large", lambda: FakeEngine(tmp_path / "engine-run"))
+    refused = coord("upgrade", "large", "--into", "../out", cwd=home, check=False)
+    assert refused.returncode == 1 and "large reads cities, which is not upgraded" in refused.stderr
+    out = coord("upgrade", "-r", "large", "--into", "../out", cwd=home).stdout.splitlines()
+    assert [line.split(":")[0] for line in out] == ["cities", "large"]
+    large = read_state(home.parent / "out" / "large")
+    assert large.transform.inputs[0].dataset_ref == str(read_state(home.parent / "out" / "cities").id)

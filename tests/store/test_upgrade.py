@@ -208,15 +208,10 @@ def test_a_source_option_0_39_cannot_say_is_refused_by_its_place(ws, tmp_path):
 
 
 def test_a_url_sources_fetch_state_becomes_the_references_last_modified(ws, tmp_path):
-    csv = write(tmp_path / "cities.csv", "city,population\nOslo,709037\n")
+    csv = write(tmp_path / "cities.csv", "city,population,area\nOslo,709037,454.0\n")
     os.utime(csv, ns=(1_700_000_000_123_000_000, 1_700_000_000_123_000_000))
-    add_dataset(ws, f"""
-        source:
-          kind: root
-          fetch: {{kind: url, url: "{csv.as_uri()}"}}
-          read: {{kind: csv, header: true, schema: ["city STRING", "population BIGINT"]}}
-          merge: {{kind: append}}
-        """, "c")
+    glob = SOURCE[SOURCE.index("  fetch:"):SOURCE.index("  read:")]
+    add_dataset(ws, SOURCE.replace(glob, f'  fetch: {{kind: url, url: "{csv.as_uri()}"}}\n'), "c")
     pull_root(ws, "c")
     u = upgrade_dataset(ws, "c", tmp_path / "out")
     assert u.state.source_state == SourceState(source_name="default", kind="odf/last-modified",
