@@ -184,7 +184,7 @@ class _Input:
     name: str
     id: DatasetId
     blocks: dict[bytes, tuple[Multihash, int | None]]  # 0.18 block -> 0.39 block, last offset
-    needed: frozenset[bytes]  # the 0.18 blocks that must be mapped (data or a watermark)
+    covered: frozenset[bytes]  # the 0.18 blocks up to the head it was upgraded from
 
 
 def _inputs(ws: Workspace, old: State018, into: Path) -> dict[str, _Input]:
@@ -205,9 +205,11 @@ def _inputs(ws: Workspace, old: State018, into: Path) -> dict[str, _Input]:
             offsets[str(stored.hash)] = done[-1] if done else None
         blocks = {bytes.fromhex(m["odf018"]): (Multihash.parse(m["odf039"]), offsets[m["odf039"]])
                   for m in origin["blocks"]}
-        needed = frozenset(cb.hash for cb in ws.dataset(name).state().chain
-                           if cb.block.output_slice is not None or cb.block.output_watermark)
-        found[name] = _Input(name, state.id, blocks, needed)
+        head, now = bytes.fromhex(origin["upgradedFrom"]["head"]), ws.dataset(name).state()
+        if head not in now.hashes:
+            raise UpgradeError(f"{folder} was upgraded from a chain of {name} this workspace no "
+                               "longer holds; upgrade it again into an empty folder")
+        found[name] = _Input(name, state.id, blocks, now.up_to(head).hashes)
     return found
 
 
@@ -310,7 +312,7 @@ class _Writer:
         out = []
         for use, before in zip(self.runs[h].inputs, self.query_inputs, strict=True):
             upgraded = self.inputs[use.dataset_id]
-            missing = [c for c in use.blocks if c in upgraded.needed and c not in upgraded.blocks]
+            missing = [c for c in use.blocks if c not in upgraded.covered]
             if missing:
                 raise UpgradeError(f"{self.ds.id} read block {missing[0].hex()} of "
                                    f"{use.dataset_id}, which its upgrade does not hold; upgrade "

@@ -16,7 +16,7 @@ from coordinator.ingest import pull_root
 from coordinator.metadata.manifest import load_manifest
 from coordinator.metadata.odf39 import events as e
 from coordinator.store import layout
-from coordinator.store.upgrade import pack_checkpoint, upgrade_dataset, upgrade_order
+from coordinator.store.upgrade import UpgradeError, pack_checkpoint, upgrade_dataset, upgrade_order
 from coordinator.store.verify import verify_folder
 from coordinator.transform.execute import pull_derivative
 from coordinator.workspace import Workspace
@@ -109,3 +109,22 @@ def test_a_packed_checkpoint_depends_only_on_the_files(tmp_path):
     with tarfile.open(fileobj=io.BytesIO((tmp_path / "a.tar").read_bytes())) as tar:
         assert tar.getnames() == ["meta", "state", "state/x.json"]
         assert json.loads(tar.extractfile("state/x.json").read()) == {"w": 1}
+
+
+def test_an_input_upgraded_before_a_step_read_it_is_refused(tmp_path):
+    ws = Workspace.init(tmp_path / "ws")
+    add_dataset(ws, SOURCE, "cities")
+    (ws.root / "large.yaml").write_text(derivative_manifest("large", ["cities"], QUERY))
+    add_datasets(ws, [load_manifest(ws.root / "large.yaml")])
+    for n, files in enumerate(PULLS[:2]):
+        for file, text in files.items():
+            write(ws.root / "in" / file, text)
+        pull_root(ws, "cities")
+        if n == 0:
+            upgrade_dataset(ws, "cities", tmp_path / "out")  # before the second pull
+    pull_derivative(ws, "large", lambda: FakeEngine(tmp_path / "engine-run"))
+    newest = ws.dataset("cities").head().hex()
+    with pytest.raises(UpgradeError, match=f"^large read block {newest} of cities, which its "
+                                           "upgrade does not hold; upgrade cities again"):
+        upgrade_dataset(ws, "large", tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["cities"]
