@@ -57,6 +57,16 @@ def test_a_key_file_others_may_read_is_refused_even_when_its_public_key_is_remem
         Workspace.open(ws.root).trusted_keys()
 
 
+def test_a_derived_key_is_the_same_for_the_same_key_and_purpose_and_differs_otherwise(ws):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    other = SigningKey(Ed25519PrivateKey.from_private_bytes(bytes(32)))
+    raw = [k.derive(p).public_key().public_bytes_raw()
+           for k, p in ((ws.signing_key, "a"), (SigningKey.load(ws.key_path), "a"),
+                        (ws.signing_key, "b"), (other, "a"))]
+    assert raw[0] == raw[1] and len({raw[0], raw[2], raw[3], ws.public_key}) == 4
+
+
 def test_init_refuses_an_existing_workspace(ws):
     with pytest.raises(WorkspaceError):
         Workspace.init(ws.root)
