@@ -51,9 +51,26 @@ def shared_engine(tmp_path_factory):
         yield endpoint_file
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _module_engine(request):
+    """The engine a module's fixtures get (they run before any test's ``_test_engine``): the one
+    its module-level markers choose, so a module fixture of a ``spark`` module pulls through
+    the shared engine and one of an unmarked module may open none."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _choose_engine(request, monkeypatch)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _test_engine(request, monkeypatch):
     """The engine this test's commands get, here and in the ``coord`` processes it runs."""
+    _choose_engine(request, monkeypatch)
+    engines.refusals.clear()
+    yield
+    assert not engines.refusals, engines.REFUSAL
+
+
+def _choose_engine(request, monkeypatch) -> None:
     if request.node.get_closest_marker("engine_start") or request.node.get_closest_marker("container"):
         mode = "own"
     elif request.node.get_closest_marker("spark"):
@@ -67,9 +84,6 @@ def _test_engine(request, monkeypatch):
     monkeypatch.setattr(factory, "_opener", engines.opener_for(mode))
     if mode == "own":
         monkeypatch.setattr(session, "engine_settings", engines.with_test_spark_conf(session.engine_settings))
-    engines.refusals.clear()
-    yield
-    assert not engines.refusals, engines.REFUSAL
 
 
 @pytest.fixture(scope="module")

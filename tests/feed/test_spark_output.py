@@ -16,6 +16,7 @@ from coordinator.ingest import pull_root
 
 from ..ingest.conftest import rows_of
 from ..support.cli import coord_env
+from ..support.engines import TEST_JAVA_OPTIONS
 from .conftest import add_feed_dataset
 
 pytestmark = pytest.mark.spark
@@ -28,7 +29,8 @@ WRITER = """
 import json, sys
 from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[1]").appName("feed-test").config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "1").getOrCreate())
+         .config("spark.sql.shuffle.partitions", "1")
+         .config("spark.driver.extraJavaOptions", sys.argv[2]).getOrCreate())
 for folder, rows in json.loads(sys.argv[1]).items():
     frame = spark.createDataFrame([tuple(r) for r in rows], "name STRING, value BIGINT")
     frame.repartition(2).write.parquet(folder)
@@ -41,8 +43,8 @@ def spark_output(tmp_path_factory):
     """The folders a Spark job wrote for each run of RUNS (part files, .crc, an empty _SUCCESS)."""
     root = tmp_path_factory.mktemp("spark-output")
     jobs = {str(root / name): rows for name, rows in RUNS.items()}
-    subprocess.run([sys.executable, "-c", WRITER, json.dumps(jobs)], check=True, env=coord_env(None),
-                   capture_output=True, timeout=600)
+    subprocess.run([sys.executable, "-c", WRITER, json.dumps(jobs), TEST_JAVA_OPTIONS], check=True,
+                   env=coord_env(None), capture_output=True, timeout=600)
     return root
 
 
