@@ -31,9 +31,10 @@ keep: the latest of its explicit watermarks and the event times seen, and ``with
 is on the event time column, so the rows move it too. RECORDED (ODF's rule): its explicit
 watermarks alone, the ones its dataset recorded. Spark would still take the rows' event times,
 so ``withWatermark`` is on a hidden column only the marker fills (``WATERMARK_COLUMN``; Spark
-counts the data rows' null as the epoch, below any marker), and the event time column is given the watermark's metadata above it: the operators keep evicting and
-dropping by it. A derivative input's later rows (a time-bounded join's, held back by its bound)
-are then never late downstream, as long as its recorded watermark does not pass them.
+counts the data rows' null as the epoch, below any marker), and the event time column is given
+the watermark's metadata above it: the operators keep evicting and dropping by it. A
+derivative input's later rows (a time-bounded join's, held back by its bound) are then never
+late downstream, as long as its recorded watermark does not pass them.
 
 Chained stateful operators (a join then a window, a window then a window). Spark gives each
 operator its own watermark, derived from the global one through the operators below it: a
