@@ -85,10 +85,11 @@ def expected_hourly(orders: list[dict], shipments: list[dict], watermark: dateti
     the windows the watermark has closed; ``dropped``: orders left out."""
     def naive(rows: list[dict]) -> pa.Table:
         return pa.Table.from_pylist([{**r, "event_time": r["event_time"].replace(tzinfo=None)} for r in rows])
-    o_rows = naive([r for r in orders if r["order_id"] not in dropped])  # DuckDB reads both by name
-    s_rows = naive(shipments)
+    db = duckdb.connect()
+    db.register("o_rows", naive([r for r in orders if r["order_id"] not in dropped]))
+    db.register("s_rows", naive(shipments))
     closed = watermark.replace(tzinfo=None) if watermark else None
-    rows = duckdb.sql("""
+    rows = db.sql("""
         SELECT time_bucket(INTERVAL 1 HOUR, o.event_time) + INTERVAL 1 HOUR AS event_time,
                count(*) AS shipped, sum(o.amount) AS total
         FROM o_rows o JOIN s_rows s ON o.order_id = s.order_id
