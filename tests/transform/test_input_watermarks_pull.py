@@ -24,7 +24,6 @@ from coordinator.metadata import objects as o
 from coordinator.metadata.timestamps import now_utc
 from coordinator.workspace import Workspace
 
-from ..support import engines
 from ..support.cli import coord
 from .pipeline import T0, manifest
 from .test_chained_pull import root, write_csv
@@ -100,10 +99,10 @@ def expected_hourly(orders: list[dict], shipments: list[dict], watermark: dateti
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, shared_engine):
+def home(tmp_path_factory, engine_env):
     """The pipeline after each of three deliveries; the last closes everything."""
     home = tmp_path_factory.mktemp("input-watermarks")
-    env = {engines.ENV: f"attach:{shared_engine}"}  # a module fixture runs before the test's own
+    env = engine_env
     coord("init", cwd=home, env=env)
     folder = home / "manifests"
     folder.mkdir()
