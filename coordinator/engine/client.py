@@ -27,6 +27,7 @@ from ..metadata.objects import (
     FieldLineage,
     FieldOrigin,
     FieldSource,
+    InputWatermarks,
     TransformSql,
 )
 from ..metadata.timestamps import epoch_nanos, from_epoch_nanos
@@ -304,6 +305,8 @@ def _transform(transform: TransformSql):
         temporal_tables=[
             pb.TemporalTable(id=t.id, primary_key=t.primary_key) for t in transform.temporal_tables or []
         ],
+        input_watermarks=(pb.Transform.RECORDED if transform.input_watermarks is InputWatermarks.RECORDED
+                          else pb.Transform.EVENT_TIMES),
     )
 
 

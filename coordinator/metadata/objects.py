@@ -253,6 +253,9 @@ class TransformSql:
     queries: list[SqlQueryStep] | None = None
     temporal_tables: list[TemporalTable] | None = None
     late_rows: LateRows | None = None  # extension: absent means drop (and report)
+    # extension: absent means EVENT_TIMES, what transforms added before it keep (coord add
+    # writes RECORDED for a new derivative)
+    input_watermarks: InputWatermarks | None = None
 
     def steps(self) -> list[SqlQueryStep]:
         """The query steps; ``query`` is shorthand for one step without an alias."""
@@ -396,6 +399,13 @@ class LateRows(enum.Enum):
 
     DROP = ("drop", 0)  # commit without them, and report how many (the default)
     FAIL = ("fail", 1)  # fail the pull, commit nothing
+
+
+class InputWatermarks(enum.Enum):
+    """*Extension*: where a derivative's input watermarks come from (``TransformSql.inputWatermarks``)."""
+
+    EVENT_TIMES = ("eventTimes", 0)  # the latest of its recorded watermarks and its event times
+    RECORDED = ("recorded", 1)  # its recorded watermarks alone: ODF's rule
 
 
 class FieldUse(enum.Enum):

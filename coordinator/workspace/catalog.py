@@ -1,13 +1,20 @@
-"""Dataset management: add definitions from manifests, delete, reset (``coord add`` etc.)."""
+"""Dataset management: add definitions from manifests, delete, reset (``coord add`` etc.).
+
+A derivative's transform always states its input watermark rule once added
+(``TransformSql.inputWatermarks``, schemas/EXTENSIONS.md): a new derivative's is RECORDED; a
+redefinition that names none keeps the dataset's, so an existing dataset computes as before
+until a manifest asks for another rule.
+"""
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import Conflict, Invalid
-from ..metadata.objects import DatasetSnapshot, MetadataBlock
+from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative, InputWatermarks, MetadataBlock
 from ..metadata.timestamps import now_utc, parse_timestamp
 from . import layout
 from .dataset import BlockNotFound, Dataset, DatasetNotFound
@@ -80,6 +87,7 @@ def _did_you_mean(ws: Workspace, adding: dict[str, DatasetSnapshot], name: str) 
 def _add_one(ds: Dataset, snapshot: DatasetSnapshot, check_change: ChangeCheck | None) -> AddResult:
     with ds.writer() as w:
         current = w.state
+        snapshot = _with_watermark_rule(snapshot, current)
         if current is None:
             block = MetadataBlock(system_time=now_utc(), source=snapshot.source, vocab=snapshot.vocab)
             return AddResult(ds.id, AddAction.ADDED, w.commit(block))
@@ -93,6 +101,23 @@ def _add_one(ds: Dataset, snapshot: DatasetSnapshot, check_change: ChangeCheck |
             check_change(ds, snapshot, current)
         block = MetadataBlock(system_time=now_utc(), source=source, vocab=vocab)
         return AddResult(ds.id, AddAction.UPDATED, w.commit(block))
+
+
+def _with_watermark_rule(snapshot: DatasetSnapshot, current: DatasetState | None) -> DatasetSnapshot:
+    """``snapshot`` with its derivative transform's input watermark rule filled in: RECORDED
+    for a new dataset, else the one in force (None, as the chain says, for a dataset added
+    before the rule)."""
+    source = snapshot.source
+    if not isinstance(source, DatasetSourceDerivative) or source.transform.input_watermarks is not None:
+        return snapshot
+    if current is None:
+        rule: InputWatermarks | None = InputWatermarks.RECORDED
+    elif isinstance(current.source, DatasetSourceDerivative):
+        rule = current.source.transform.input_watermarks
+    else:
+        return snapshot  # a root turned derivative: refused below
+    transform = dataclasses.replace(source.transform, input_watermarks=rule)
+    return dataclasses.replace(snapshot, source=dataclasses.replace(source, transform=transform))
 
 
 def delete_dataset(ws: Workspace, dataset_id: str) -> None:

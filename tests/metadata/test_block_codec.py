@@ -169,6 +169,22 @@ def test_late_rows_round_trip_through_both_codecs_and_are_covered_by_the_block_h
     assert sealed.block_hash.hex() != DERIVATIVE_HASH
 
 
+def test_input_watermarks_rule_round_trips_through_both_codecs_and_absent_adds_no_bytes():
+    source = o.DatasetSourceDerivative(inputs=["wx.temps"], transform=o.TransformSql(
+        engine="spark", query="SELECT * FROM `wx.temps`"))
+    old_rule = o.MetadataBlock(system_time=parse_timestamp(NOON), source=source)
+    recorded = o.TransformSql(engine="spark", query="SELECT * FROM `wx.temps`",
+                              input_watermarks=o.InputWatermarks.RECORDED)
+    new_rule = dataclasses.replace(old_rule, source=dataclasses.replace(source, transform=recorded))
+    (sealed_old, encoded_old), (sealed_new, encoded_new) = seal(old_rule), seal(new_rule)
+    assert decode_block(encoded_new).source.transform.input_watermarks is o.InputWatermarks.RECORDED
+    assert decode_block(encoded_old).source.transform.input_watermarks is None
+    assert len(encoded_old) < len(encoded_new) and sealed_old.block_hash != sealed_new.block_hash
+    as_yaml = dump_yaml(manifest_to_dict(new_rule))
+    assert "inputWatermarks: recorded" in as_yaml
+    assert from_dict(o.MetadataBlock, load_yaml(as_yaml)["content"]) == new_rule
+
+
 def test_parquet_read_step_is_union_tag_5_as_in_later_odf():
     assert o.UNIONS["ReadStep"].index(o.ReadStepParquet) + 1 == 5
     block = with_source(conformance_block(), read=o.ReadStepParquet(schema=["a INT"]))

@@ -10,7 +10,8 @@ row back). It keeps the real engine's contract (port.py, docs/architecture.md):
 - each call emits the rows the new input slices add: the query over every slice consumed so
   far minus (as a multiset) the query over the slices consumed before this call, so a join
   matches a new row with old ones as Spark's stream-stream join does;
-- an input's watermark is the latest of its explicit watermarks and the event times seen;
+- an input's watermark is the latest of its explicit watermarks and, unless the transform's
+  rule is ``inputWatermarks: recorded``, the event times seen;
   the output watermark is the least input watermark (None while an input has none) and
   never moves back;
 - its checkpoint is one JSON file: per input, the watermark and the slices consumed.
@@ -58,7 +59,13 @@ from coordinator.engine.port import (
     ValidateResult,
 )
 from coordinator.engine.settings import EngineSettings
-from coordinator.metadata.objects import DatasetVocabulary, EngineIdentity, FieldLineage, TransformSql
+from coordinator.metadata.objects import (
+    DatasetVocabulary,
+    EngineIdentity,
+    FieldLineage,
+    InputWatermarks,
+    TransformSql,
+)
 from coordinator.metadata.timestamps import format_timestamp, parse_timestamp
 
 STATE_FILE = "fake-engine.json"
@@ -93,8 +100,9 @@ class FakeEngine:
         for i in request.inputs:
             seen = state["inputs"].get(i.dataset_id, {"watermark": None, "paths": []})
             paths = [str(p) for p in i.data_paths]
-            candidates = [_time(seen["watermark"]), *(event for _, event in i.explicit_watermarks),
-                          *(_max_event_time(p, i.vocab.event_time) for p in paths)]
+            candidates = [_time(seen["watermark"]), *(event for _, event in i.explicit_watermarks)]
+            if request.transform.input_watermarks is not InputWatermarks.RECORDED:
+                candidates += [_max_event_time(p, i.vocab.event_time) for p in paths]
             known = [t for t in candidates if t is not None]
             watermark = max(known) if known else None
             state["inputs"][i.dataset_id] = {"watermark": _text(watermark), "paths": seen["paths"] + paths}

@@ -2,10 +2,14 @@
 
 Layout (opaque to the coordinator)::
 
-    engine.json   EngineState: query fingerprint, per-input watermarks, output watermark
+    engine.json   EngineState: query fingerprint, input watermark rule, per-input watermarks,
+                  output watermark
     spark/        Spark Structured Streaming checkpoint (offsets, commits, operator state)
     temporal/     the history of each temporal table (temporal.py)
     pending/      rows of streamed inputs waiting for the temporal tables' watermarks
+
+A checkpoint keeps the per-input watermarks of one rule (``pb.Transform.InputWatermarks``):
+Execute continues it only under that rule, and only MigrateQuery moves it to the other.
 
 Exactly-once: a new checkpoint is always built in a new folder from a *copy* of the previous
 one, which is never written. Re-running a transaction from the same previous checkpoint
@@ -38,12 +42,20 @@ class EngineState:
     # Number of Execute calls so far; names scratch files uniquely across the chain, because
     # Spark's file source remembers every path it has read.
     runs: int = 0
-    # Input watermark per dataset id (RFC 3339): max of its explicit watermarks and the
-    # largest event time seen. Spark does not persist per-input watermarks, so the engine
-    # re-feeds these on every call (see streaming.py).
+    # Input watermark per dataset id (RFC 3339): the latest of its explicit watermarks and,
+    # under EVENT_TIMES, the event times seen. Spark does not persist per-input watermarks,
+    # so the engine re-feeds these on every call (see streaming.py).
     input_watermarks: dict[str, str] = field(default_factory=dict)
     output_watermark: str | None = None
     format: int = FORMAT
+    # The rule input_watermarks follow (an InputWatermarks name); a checkpoint written before
+    # the rule existed has none, and followed EVENT_TIMES.
+    watermark_rule: str = "EVENT_TIMES"
+
+    @property
+    def recorded_watermarks(self) -> bool:
+        """Whether an input's watermark is its recorded watermarks alone (never its event times)."""
+        return self.watermark_rule == rule_name(pb.Transform.RECORDED)
 
     def input_watermark(self, dataset_id: str) -> datetime | None:
         text = self.input_watermarks.get(dataset_id)
@@ -60,10 +72,16 @@ def query_fingerprint(transform: pb.Transform) -> str:
     return hashlib.sha256(query_only.SerializeToString(deterministic=True)).hexdigest()
 
 
+def rule_name(rule: int) -> str:
+    return pb.Transform.InputWatermarks.Name(rule)
+
+
 def load_state(prev_dir: str, transform: pb.Transform) -> EngineState:
-    """The previous checkpoint's state, or a fresh one when there is none."""
+    """The previous checkpoint's state, or a fresh one when there is none; refused when it
+    belongs to another query or keeps its input watermarks under another rule."""
+    rule = rule_name(transform.input_watermarks)
     if not prev_dir:
-        return EngineState(query_fingerprint=query_fingerprint(transform))
+        return EngineState(query_fingerprint=query_fingerprint(transform), watermark_rule=rule)
     path = Path(prev_dir) / STATE_FILE
     if not path.is_file():
         raise EngineFailure(Kind.INVALID_REQUEST, f"{prev_dir} is not a checkpoint of this engine")
@@ -74,6 +92,12 @@ def load_state(prev_dir: str, transform: pb.Transform) -> EngineState:
         raise EngineFailure(
             Kind.INVALID_REQUEST,
             "the previous checkpoint belongs to a different query; call MigrateQuery first",
+        )
+    if state.watermark_rule != rule:
+        raise EngineFailure(
+            Kind.INVALID_REQUEST,
+            f"the previous checkpoint keeps input watermarks under rule {state.watermark_rule}, the "
+            f"transform asks for {rule}; call MigrateQuery first",
         )
     return state
 

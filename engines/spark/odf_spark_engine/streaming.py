@@ -17,13 +17,24 @@ resumes the same streaming query from its checkpoint:
 
 Watermark markers. Spark derives watermarks only from rows it sees, and keeps just the global
 watermark across restarts, not each input's. So every call adds to each input one *marker
-row*: event time = that input's watermark (max of explicit watermarks and event times seen,
-kept in engine.json), a hidden marker column set. It passes ``withWatermark`` and is then
-filtered out before the user's query sees the view. This feeds explicit watermarks (closing
-windows with no new data), restores each input's watermark after a restart, and holds the
-global watermark back (marker at the epoch) while an input has no watermark at all. No filter
-may run between the input and its watermark node, or a marker (nulls in every data column)
-is lost with its watermark: the marker filter is an optimizer barrier (see ``_input_frame``).
+row*: event time = that input's watermark (kept in engine.json), a hidden marker column set.
+It passes ``withWatermark`` and is then filtered out before the user's query sees the view.
+This feeds explicit watermarks (closing windows with no new data), restores each input's
+watermark after a restart, and holds the global watermark back (marker at the epoch) while an
+input has no watermark at all. No filter may run between the input and its watermark node,
+or a marker (nulls in every data column) is lost with its watermark: the marker filter is an
+optimizer barrier (see ``_input_frame``).
+
+Where an input's watermark comes from is the transform's rule (``input_watermarks``, kept in
+the checkpoint, see checkpoint.py). EVENT_TIMES, what transforms written before the rule
+keep: the latest of its explicit watermarks and the event times seen, and ``withWatermark``
+is on the event time column, so the rows move it too. RECORDED (ODF's rule): its explicit
+watermarks alone, the ones its dataset recorded. Spark would still take the rows' event times,
+so ``withWatermark`` is on a hidden column only the marker fills (``WATERMARK_COLUMN``; Spark
+counts the data rows' null as the epoch, below any marker), and the event time column is given
+the watermark's metadata above it: the operators keep evicting and dropping by it. A
+derivative input's later rows (a time-bounded join's, held back by its bound) are then never
+late downstream, as long as its recorded watermark does not pass them.
 
 Chained stateful operators (a join then a window, a window then a window). Spark gives each
 operator its own watermark, derived from the global one through the operators below it: a
@@ -71,6 +82,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # ODF watermarks are explicit, so Spark's watermark follows them with no extra delay.
 WATERMARK_DELAY = "0 seconds"
 MARKER_COLUMN = "__odf_watermark_marker"
+# Under RECORDED: the input's watermark, set on its marker row only; the watermark node's column.
+WATERMARK_COLUMN = "__odf_watermark"
 SYSTEM_TIME_TYPE = pa.timestamp("us", tz="UTC")
 # Spark's file source ignores files older than this relative to the newest one it has seen
 # (default one week); slices of any age must be read.
@@ -100,6 +113,7 @@ class StreamInput:
     event_time: str  # event time column name
     schema: pa.Schema  # schema of its data files
     folder: Path  # the folder its file source watches
+    recorded: bool  # its watermark is its recorded watermarks alone (RECORDED), not its rows'
 
     @property
     def has_watermark(self) -> bool:
@@ -115,7 +129,7 @@ def validate(spark: SparkSession, request: pb.ValidateRequest) -> pb.OutputSchem
     check_transform(request.transform)
     tables = temporal.Tables.of(request.transform, request.inputs)
     with tempfile.TemporaryDirectory(prefix="odf-validate-") as scratch:
-        inputs = [_stream_input(i, Path(scratch) / "inputs") for i in request.inputs
+        inputs = [_stream_input(i, Path(scratch) / "inputs", request.transform) for i in request.inputs
                   if i.dataset_id not in tables.keys]
         session = spark.newSession()
         views = {i.dataset_id: _empty_view(session, i) for i in request.inputs if i.dataset_id in tables.keys}
@@ -191,7 +205,7 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
     inputs = []
     for message in request.inputs:
         if message.dataset_id not in tables.keys:
-            stream_input = _stream_input(message, staging)
+            stream_input = _stream_input(message, staging, request.transform)
             watermark = _feed_input(stream_input, message, state, held)
             inputs.append(stream_input)
             yield _log_input(message, watermark, held)
@@ -262,11 +276,13 @@ def _feed_input(
 
 
 def _input_watermark(message: pb.ExecuteInput, state, event_time: str) -> datetime | None:
-    """The input's watermark after this call's slices and explicit watermarks, kept in ``state``."""
+    """The input's watermark after this call's explicit watermarks (and, under the EVENT_TIMES
+    rule, its slices' event times), kept in ``state``."""
     event_time = message.vocab.event_time_column or event_time
     candidates = [state.input_watermark(message.dataset_id)]
     candidates += [w.event_time.ToDatetime(tzinfo=UTC) for w in message.explicit_watermarks]
-    candidates += [_max_event_time(path, event_time) for path in message.data_paths]
+    if not state.recorded_watermarks:
+        candidates += [_max_event_time(path, event_time) for path in message.data_paths]
     known = [c for c in candidates if c is not None]
     watermark = max(known) if known else None
     if watermark is not None:
@@ -312,9 +328,12 @@ def _write_marker(stream_input: StreamInput, event_time: datetime, name: str) ->
     schema = pa.schema([f.with_nullable(True) for f in stream_input.schema])
     columns = {f.name: pa.nulls(1, f.type) for f in schema}
     et_type = schema.field(stream_input.event_time).type
-    value = event_time if et_type.tz else event_time.replace(tzinfo=None)
-    columns[stream_input.event_time] = pa.array([value], et_type)
-    columns[MARKER_COLUMN] = pa.array([True])
+    value = pa.array([event_time if et_type.tz else event_time.replace(tzinfo=None)], et_type)
+    if stream_input.recorded:
+        columns[WATERMARK_COLUMN] = value
+    else:
+        columns[stream_input.event_time] = value
+        columns[MARKER_COLUMN] = pa.array([True])
     pq.write_table(pa.table(columns), stream_input.folder / name)
 
 
@@ -471,7 +490,8 @@ def _millis(moment: datetime) -> int:
 def migrate(request: pb.MigrateRequest) -> pb.MigrateResult:
     """Carries the state over when the query is unchanged; otherwise the next query starts with
     empty streaming state but keeps the input and output watermarks, so it neither re-reads
-    old input nor emits behind the output watermark."""
+    old input nor emits behind the output watermark. A new input watermark rule starts from
+    the watermarks kept, which never move back: from then on only the rule moves them."""
     check_transform(request.next_transform)
     state = checkpoint.load_state(request.prev_checkpoint_dir, request.prev_transform)
     unchanged = checkpoint.query_fingerprint(request.prev_transform) == checkpoint.query_fingerprint(
@@ -482,16 +502,19 @@ def migrate(request: pb.MigrateRequest) -> pb.MigrateResult:
     )
     state.transaction_id = request.transaction_id
     state.query_fingerprint = checkpoint.query_fingerprint(request.next_transform)
+    rule = checkpoint.rule_name(request.next_transform.input_watermarks)
+    new_rule = f"; input watermarks now follow rule {rule}" if rule != state.watermark_rule else ""
+    state.watermark_rule = rule
     checkpoint.save_state(new_dir, state)
     if not request.prev_checkpoint_dir:
         return pb.MigrateResult(state_carried=False, message="no previous checkpoint")
     if unchanged:
-        return pb.MigrateResult(state_carried=True, message="query unchanged; state carried over")
+        return pb.MigrateResult(state_carried=True, message=f"query unchanged; state carried over{new_rule}")
     return pb.MigrateResult(
         state_carried=False,
         message=(
             "the new query starts with empty streaming state: windows and join buffers still "
-            "open under the previous query are dropped; input and output watermarks are kept"
+            f"open under the previous query are dropped; input and output watermarks are kept{new_rule}"
         ),
     )
 
@@ -553,7 +576,10 @@ def run_steps(
 
 
 def _input_frame(session: SparkSession, stream_input: StreamInput) -> DataFrame:
-    schema = stream_input.schema.append(pa.field(MARKER_COLUMN, pa.bool_()))
+    """The input's stream with its watermark node (on the event time, or under RECORDED on the
+    marker's hidden column) and without the marker rows."""
+    hidden = _hidden_column(stream_input)
+    schema = stream_input.schema.append(hidden)
     stream_input.folder.mkdir(parents=True, exist_ok=True)
     frame = (
         session.readStream.schema(from_arrow_schema(schema))
@@ -561,17 +587,36 @@ def _input_frame(session: SparkSession, stream_input: StreamInput) -> DataFrame:
         .parquet(str(stream_input.folder))
     )
     if not stream_input.has_watermark:  # a DATE event time: Spark watermarks need timestamps
-        return frame.drop(MARKER_COLUMN)
+        return frame.drop(hidden.name)
     event_time = F.col(stream_input.event_time)
-    frame = frame.withWatermark(stream_input.event_time, WATERMARK_DELAY)
-    is_marker = F.coalesce(F.col(MARKER_COLUMN), event_time.isNull())
+    # The marker test must name the watermark node's column: Spark pushes any other
+    # deterministic filter below that node, and the marker would be lost with its watermark.
+    frame = frame.withWatermark(
+        hidden.name if stream_input.recorded else stream_input.event_time, WATERMARK_DELAY)
+    if stream_input.recorded:  # (a row without an event time is dropped above the barrier)
+        is_marker = F.col(hidden.name).isNotNull()
+    else:
+        is_marker = F.coalesce(F.col(MARKER_COLUMN), event_time.isNull())
     # The non-deterministic term is an optimizer barrier: Spark pushes deterministic filters
     # that do not mention the event time below the watermark node, where they would drop the
     # marker rows (nulls in every data column) before the watermark sees them - the user's
     # WHERE clauses and the IS NOT NULL filters Spark infers from join keys alike. It neither
     # merges filters with a non-deterministic one nor pushes them through it.
     barrier = F.spark_partition_id() >= 0
-    return frame.filter(~is_marker & barrier).drop(MARKER_COLUMN)
+    frame = frame.filter(~is_marker & barrier)
+    if stream_input.recorded:
+        # Spark's windows and joins evict and drop by the column that carries the watermark
+        # node's metadata: the event time takes it over from the hidden column.
+        watermarked = event_time.alias(stream_input.event_time, metadata=frame.schema[hidden.name].metadata)
+        frame = frame.filter(event_time.isNotNull()).withColumn(stream_input.event_time, watermarked)
+    return frame.drop(hidden.name)
+
+
+def _hidden_column(stream_input: StreamInput) -> pa.Field:
+    """The column only marker rows fill: a flag, or under RECORDED the input's watermark."""
+    if stream_input.recorded:
+        return pa.field(WATERMARK_COLUMN, stream_input.schema.field(stream_input.event_time).type)
+    return pa.field(MARKER_COLUMN, pa.bool_())
 
 
 def _start(output: DataFrame, spark_checkpoint: Path, on_batch):
@@ -597,7 +642,7 @@ def _output_schema(output: DataFrame) -> pb.OutputSchema:
 # ----- small helpers -------------------------------------------------------------------------
 
 
-def _stream_input(message, inputs_dir: Path) -> StreamInput:
+def _stream_input(message, inputs_dir: Path, transform: pb.Transform) -> StreamInput:
     schema = pa.ipc.read_schema(pa.py_buffer(message.arrow_schema))
     event_time = message.vocab.event_time_column or "event_time"
     if event_time not in schema.names:
@@ -605,7 +650,8 @@ def _stream_input(message, inputs_dir: Path) -> StreamInput:
             Kind.INVALID_REQUEST, f"input {message.dataset_id} has no event time column {event_time}"
         )
     folder = inputs_dir / "".join(c if c.isalnum() or c in "._-" else "_" for c in message.dataset_id)
-    return StreamInput(message.dataset_id, event_time, schema, folder)
+    recorded = transform.input_watermarks == pb.Transform.RECORDED
+    return StreamInput(message.dataset_id, event_time, schema, folder, recorded)
 
 
 def check_transform(transform: pb.Transform) -> None:
