@@ -99,11 +99,10 @@ def expected_hourly(orders: list[dict], shipments: list[dict], watermark: dateti
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, engine_env):
+def home(tmp_path_factory):
     """The pipeline after each of three deliveries; the last closes everything."""
     home = tmp_path_factory.mktemp("input-watermarks")
-    env = engine_env
-    coord("init", cwd=home, env=env)
+    coord("init", cwd=home)
     folder = home / "manifests"
     folder.mkdir()
     append = {"merge": {"kind": "append"}}
@@ -120,18 +119,18 @@ def home(tmp_path_factory, engine_env):
     ]
     for doc in docs:
         (folder / f"{doc['content']['id']}.yaml").write_text(yaml.safe_dump(doc))
-    coord("add", str(folder), cwd=home, env=env)
+    coord("add", str(folder), cwd=home)
     add_as_before_the_rule(home, HOURLY_BEFORE, [SHIPPED], HOURLY_SQL)
     write_csv(home, "orders", "1.csv", ORDER_ROWS)
     write_csv(home, "shipments", "1.csv", shipments_until(CUTS[0]))
-    coord("pull", "-r", HOURLY, HOURLY_BEFORE, cwd=home, env=env)
+    coord("pull", "-r", HOURLY, HOURLY_BEFORE, cwd=home)
     write_csv(home, "shipments", "2.csv", shipments_until(CUTS[1], after=CUTS[0]))
-    coord("pull", "-r", HOURLY, HOURLY_BEFORE, cwd=home, env=env)
+    coord("pull", "-r", HOURLY, HOURLY_BEFORE, cwd=home)
     write_csv(home, "shipments", "3.csv", shipments_until(None, after=CUTS[1]))
-    coord("pull", ORDERS, SHIPMENTS, cwd=home, env=env)
+    coord("pull", ORDERS, SHIPMENTS, cwd=home)
     for root_id in (ORDERS, SHIPMENTS):
-        coord("pull", root_id, "--set-watermark", FAR_WATERMARK.isoformat(), cwd=home, env=env)
-    coord("pull", "-r", HOURLY, HOURLY_BEFORE, cwd=home, env=env)
+        coord("pull", root_id, "--set-watermark", FAR_WATERMARK.isoformat(), cwd=home)
+    coord("pull", "-r", HOURLY, HOURLY_BEFORE, cwd=home)
     return home
 
 

@@ -34,10 +34,10 @@ DROPPED = f"3 rows of {ORDERS} arrived behind the watermark of {HOURLY} and were
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory, engine_env):
+def home(tmp_path_factory):
     """The workspace after six hours of orders were pulled through both windows."""
     home = tmp_path_factory.mktemp("late-rows")
-    coord("init", cwd=home, env=engine_env)
+    coord("init", cwd=home)
     strict = derivative_source(HOURLY_COUNT)
     strict["transform"]["lateRows"] = "fail"
     folder = home / "manifests"
@@ -45,17 +45,17 @@ def home(tmp_path_factory, engine_env):
     for dataset_id, source in {ORDERS: root_source(), HOURLY: derivative_source(HOURLY_COUNT),
                                STRICT: strict, REORDERS: derivative_source(REORDERS_SQL)}.items():
         (folder / f"{dataset_id}.yaml").write_text(yaml.safe_dump(manifest(dataset_id, source)))
-    coord("add", str(folder), cwd=home, env=engine_env)
+    coord("add", str(folder), cwd=home)
     write_orders_file(home, "1.csv", order_rows(6))
-    coord("pull", "-r", HOURLY, STRICT, cwd=home, env=engine_env)
+    coord("pull", "-r", HOURLY, STRICT, cwd=home)
     return home
 
 
 @pytest.fixture(scope="module")
-def stragglers_pull(home, engine_env) -> str:
+def stragglers_pull(home) -> str:
     """What `coord pull` printed for the pull that took the stragglers."""
     write_orders_file(home, "2.csv", STRAGGLERS)
-    return coord("pull", "-r", HOURLY, cwd=home, env=engine_env).stdout
+    return coord("pull", "-r", HOURLY, cwd=home).stdout
 
 
 def test_pull_says_how_many_rows_of_which_input_were_dropped_as_late(stragglers_pull):

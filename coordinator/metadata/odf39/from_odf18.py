@@ -123,6 +123,8 @@ def _sql(t: o.TransformSql, at: str) -> s.TransformSql:
     if t.late_rows is not None:
         raise NoCounterpart(f"{at}.lateRows", "lateRows (a coord extension)",
                             "the reference drops late rows")
+    # inputWatermarks is not carried: `recorded` is ODF's own rule, and the records an older
+    # derivative computed under event-time watermarks are carried as computed (ODF-039.md).
     tables = None if t.temporal_tables is None else [
         s.TemporalTable(name=table.id, primary_key=list(table.primary_key))
         for table in t.temporal_tables]
