@@ -80,8 +80,10 @@ if ! answers "$SOCK"; then
     mkdir -p "$(dirname "$SOCK")"
     rm -f "$SOCK"
     log "starting podman system service on $SOCK"
-    setsid nohup podman system service --time=0 "unix://$SOCK" \
-        >"$(dirname "$SOCK")/service.log" 2>&1 </dev/null &
+    # From /: the service and the conmon of every container it starts inherit its working
+    # folder, and conmon fails every start once that folder is gone (a removed checkout).
+    (cd / && setsid nohup podman system service --time=0 "unix://$SOCK" \
+        >"$(dirname "$SOCK")/service.log" 2>&1 </dev/null &)
     for _ in $(seq 1 100); do
         answers "$SOCK" && break
         sleep 0.2
