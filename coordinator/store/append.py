@@ -20,21 +20,19 @@ writing, ``odf_slice.write_slice``); ``verify`` checks them against the files.
 """
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..data.hashing import physical_hash
 from ..errors import Conflict
 from ..metadata.did import DatasetId
 from ..metadata.multiformats import SHA3_256, Multihash
 from ..metadata.odf39 import codec
 from ..metadata.odf39.events import (
-    AddData,
     Checkpoint,
     DatasetKind,
     DataSlice,
-    ExecuteTransform,
     MetadataBlock,
     MetadataEvent,
     Seed,
@@ -43,7 +41,7 @@ from ..workspace.crash import crash_point
 from ..workspace.fsutil import atomic_write, install, remove
 from ..workspace.lock import DatasetLock, LockedWriter
 from . import layout
-from .read import DatasetState, StoredBlock, StoreError, build, read_head, read_state
+from .read import DatasetState, StoredBlock, StoreError, build, objects_of, read_head, read_state
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -128,7 +126,7 @@ class DatasetWriter(LockedWriter):
         """Append a sealed block (``sealed.stored`` decodes to ``sealed.block``)."""
         stored = StoredBlock(sealed.hash, sealed.block)
         after = build([stored], self._state)  # the chain rules, before anything is written
-        data_slice, new_checkpoint = _objects(sealed.block)
+        data_slice, new_checkpoint = objects_of(sealed.block)
         if data_slice is not None:
             self._place(data, layout.data_file(data_slice.physical_hash), data_slice.size, "data")
         elif data is not None:
@@ -176,7 +174,7 @@ class DatasetWriter(LockedWriter):
         named = set()
         for stored in self._state.blocks if self._state is not None else ():
             named.add(layout.block_file(stored.hash))
-            data_slice, new_checkpoint = _objects(stored.block)
+            data_slice, new_checkpoint = objects_of(stored.block)
             if data_slice is not None:
                 named.add(layout.data_file(data_slice.physical_hash))
             if new_checkpoint is not None:
@@ -201,17 +199,7 @@ def data_slice_of(hashes: SliceHashes) -> DataSlice:
 
 def checkpoint_of(path: Path) -> Checkpoint:
     """What a block records of a checkpoint file: the SHA3-256 of its bytes and its size."""
-    with open(path, "rb") as f:
-        digest = hashlib.file_digest(f, "sha3_256").digest()
-    return Checkpoint(physical_hash=Multihash(SHA3_256, digest), size=path.stat().st_size)
-
-
-def _objects(block: MetadataBlock) -> tuple[DataSlice | None, Checkpoint | None]:
-    """The data slice and checkpoint a block names, each or both None."""
-    event = block.event
-    if isinstance(event, AddData | ExecuteTransform):
-        return event.new_data, event.new_checkpoint
-    return None, None
+    return Checkpoint(physical_hash=Multihash(SHA3_256, physical_hash(path)), size=path.stat().st_size)
 
 
 def _entries(folder: Path) -> list[Path]:

@@ -185,6 +185,14 @@ def build(oldest_first: list[StoredBlock], before: DatasetState | None = None) -
     return DatasetState(**{**defaults, **fields, **common})
 
 
+def objects_of(block: MetadataBlock) -> tuple[DataSlice | None, Checkpoint | None]:
+    """The data slice and checkpoint a block names, each or both None."""
+    event = block.event
+    if isinstance(event, AddData | ExecuteTransform):
+        return event.new_data, event.new_checkpoint
+    return None, None
+
+
 def read_head(root: Path) -> Multihash | None:
     """The block ``refs/head`` names (None: the folder holds no dataset yet)."""
     try:

@@ -198,11 +198,12 @@ def _inputs(ws: Workspace, old: State018, into: Path) -> dict[str, _Input]:
             raise UpgradeError(f"{old.id} reads {name}, which is not upgraded in {into}; "
                                "upgrade it first (or give -r)")
         origin = _origin_of(state, folder, name)
-        offsets = {}
-        for stored in state.blocks:
-            n = stored.block.sequence_number
-            done = [r.slice.offset_interval.end for r in state.slices if r.sequence_number <= n]
-            offsets[str(stored.hash)] = done[-1] if done else None
+        ends = {r.sequence_number: r.slice.offset_interval.end for r in state.slices}
+        offsets: dict[str, int | None] = {}
+        last: int | None = None
+        for stored in state.blocks:  # oldest first: the last offset as of each block
+            last = ends.get(stored.block.sequence_number, last)
+            offsets[str(stored.hash)] = last
         blocks = {bytes.fromhex(m["odf018"]): (Multihash.parse(m["odf039"]), offsets[m["odf039"]])
                   for m in origin["blocks"]}
         head, now = bytes.fromhex(origin["upgradedFrom"]["head"]), ws.dataset(name).state()

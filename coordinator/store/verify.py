@@ -26,7 +26,7 @@ from ..data.odf_slice import DEFAULT_VOCABULARY, SliceFileError, Vocabulary, sli
 from ..metadata.multiformats import SHA3_256, Multihash
 from ..metadata.odf39.events import Checkpoint, DataSlice, SetVocab
 from . import layout
-from .read import ChainBroken, Problem, StoredBlock, build, walk
+from .read import ChainBroken, Problem, StoredBlock, build, objects_of, walk
 
 
 def verify_folder(root: Path) -> list[Problem]:
@@ -65,8 +65,7 @@ def _object_checks(oldest_first: list[StoredBlock]) -> list[tuple[StoredBlock, D
     seen: set[Multihash] = set()
     out: list[tuple[StoredBlock, DataSlice | Checkpoint]] = []
     for stored in oldest_first:
-        event = stored.block.event
-        for obj in (getattr(event, "new_data", None), getattr(event, "new_checkpoint", None)):
+        for obj in objects_of(stored.block):
             if obj is not None and obj.physical_hash not in seen:
                 seen.add(obj.physical_hash)
                 out.append((stored, obj))
