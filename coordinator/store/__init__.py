@@ -7,6 +7,7 @@ is decoded, and the chain rules), ``append`` (the one append path: objects, bloc
 stored, then parsed and compared). See ``schemas/ODF-039.md``, "Dataset layout".
 
 These know no workspace: a dataset is a folder, and its writer is given the lock file that
-makes it the only one. ``upgrade`` (``coord upgrade``) is the one module that reads a
-workspace: it writes a 0.18 dataset of it as such a folder.
+makes it the only one. Two modules sit on a workspace: ``dataset`` (a workspace's current-ODF
+dataset: its folder under ``.coord/datasets``, its lock, its cache and the key of its
+``did:odf``) and ``upgrade`` (``coord upgrade``: a 0.18 dataset written as such a folder).
 """

@@ -69,6 +69,7 @@ from ..workspace.source_state import SourceState as FetchState
 from ..workspace.source_state import UrlState
 from . import layout
 from .append import DatasetWriter, checkpoint_of, data_slice_of
+from .dataset import dataset_key_purpose
 from .read import DatasetState, read_state
 from .verify import verify_folder
 
@@ -104,11 +105,6 @@ class Upgraded:
     def records(self) -> int:
         return sum(s.slice.offset_interval.end - s.slice.offset_interval.start + 1
                    for s in self.state.slices)
-
-
-def dataset_key_purpose(name: str) -> str:
-    """What the workspace key derives a dataset's key for (``SigningKey.derive``)."""
-    return f"did:odf dataset {name}"
 
 
 def upgrade_dataset(ws: Workspace, name: str, into: Path) -> Upgraded:

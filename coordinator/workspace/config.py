@@ -29,6 +29,13 @@ DEFAULT_KEEP_WARM_S = 120.0
 TRUST_POLICIES = ("trusted", "known", "any")  # see coordinator/trust/authorship.py
 
 
+class OdfVersion(enum.StrEnum):
+    """The Open Data Fabric version a dataset is stored in (docs/architecture.md, ODF versions)."""
+
+    V018 = "0.18"  # the seed's: meta/blocks, data and checkpoint folders named by block hash
+    V039 = "0.39"  # the current specification, in the reference's folder layout (coordinator/store)
+
+
 class ConfigError(Invalid):
     pass
 
@@ -152,6 +159,9 @@ class Config:
     trust: TrustConfig = field(default_factory=TrustConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
+    # the version ``coord add`` stores a new dataset in (a pulled dataset keeps its own);
+    # a file without the key is a workspace made before 0.39 existed here: 0.18
+    odf: OdfVersion = OdfVersion.V018
 
     # --- the on-disk form ---------------------------------------------------------------------
 
@@ -168,6 +178,8 @@ class Config:
         if self.engine.keep_warm_s != DEFAULT_KEEP_WARM_S:
             engine["keepWarm"] = _seconds(self.engine.keep_warm_s)
         doc: dict[str, Any] = {
+            # a 0.18 workspace's file keeps the form it always had
+            **({"odf": self.odf.value} if self.odf is not OdfVersion.V018 else {}),
             "engine": engine,
             "repositories": dict(self.repositories),
             "trustedKeys": list(self.trusted_keys),
@@ -192,7 +204,12 @@ class Config:
     def from_dict(data: object, where: str = "config.yaml") -> Config:
         """Check and type a document; ``where`` names it in errors. Absent keys take defaults."""
         doc = _section(data, "", where)
-        _known(doc, ("engine", "repositories", "trustedKeys", "trust", "serve", "ingest"), "", where)
+        _known(doc, ("odf", "engine", "repositories", "trustedKeys", "trust", "serve", "ingest"), "",
+               where)
+        odf = str(doc.get("odf", OdfVersion.V018.value))
+        if odf not in {v.value for v in OdfVersion}:
+            raise ConfigError(f"{where}: odf: expected {' or '.join(v.value for v in OdfVersion)} "
+                              f"(the version new datasets are stored in), not {odf!r}")
         engine = _section(doc.get("engine"), "engine", where)
         _known(engine, ("runtime", "sparkMaster", "allowNetwork", "sparkConf", "image", "keepWarm"),
                "engine.", where)
@@ -240,6 +257,7 @@ class Config:
             trust=TrustConfig(require=require),
             serve=_serve(_section(doc.get("serve"), "serve", where), where),
             ingest=_ingest(_section(doc.get("ingest"), "ingest", where), where),
+            odf=OdfVersion(odf),
         )
 
     @staticmethod

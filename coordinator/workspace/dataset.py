@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from ..errors import NotFound
+from ..errors import Conflict, NotFound
 from ..metadata import chain
 from ..metadata.objects import DatasetSourceRoot, MetadataBlock
 from . import layout
@@ -30,6 +30,15 @@ class BlockNotFound(NotFound):
 class DatasetNotFound(NotFound):
     def __init__(self, dataset_id: str):
         super().__init__(f"dataset {dataset_id} does not exist in this workspace")
+        self.dataset_id = dataset_id
+
+
+class CurrentOdfDataset(Conflict):
+    """A command that reads ODF 0.18 chains only was given a current-ODF dataset."""
+
+    def __init__(self, dataset_id: str):
+        super().__init__(f"dataset {dataset_id} is stored in current ODF (0.39), which this "
+                         "command does not handle yet; it works on ODF 0.18 datasets")
         self.dataset_id = dataset_id
 
 
@@ -154,12 +163,17 @@ class Dataset:
     # --- reading ------------------------------------------------------------------------------
 
     def exists(self) -> bool:
-        return self.head_path.exists()
+        """Whether the workspace holds a dataset of this name, in either ODF version."""
+        return self.head_path.exists() or self.ws.odf_of(self.id) is not None
 
     def head(self) -> bytes | None:
+        """The newest block of the 0.18 chain (None: no block); a current-ODF dataset of this
+        name is refused (``CurrentOdfDataset``): every 0.18 read starts here."""
         try:
             return bytes.fromhex(self.head_path.read_text().strip())
         except FileNotFoundError:
+            if self.ws.odf_of(self.id) is not None:
+                raise CurrentOdfDataset(self.id) from None
             return None
 
     def read_block(self, block_hash: bytes) -> bytes | None:

@@ -29,6 +29,9 @@ The workspace's part is relative to ``.coord`` (docs/architecture.md, Workspace)
 from __future__ import annotations
 
 HEAD = "meta/refs/head"
+# A current-ODF dataset's folder is the reference's layout instead (coordinator/store/layout.py);
+# its head is where a 0.18 folder has none, which is how the two are told apart.
+CURRENT_HEAD = "refs/head"
 BLOCKS, SIGNATURES, REFS = "meta/blocks", "meta/signatures", "meta/refs"
 DATA, CHECKPOINT = "data", "checkpoint"
 # The folders of a dataset in which a writer puts files named by block hash (or temporaries).

@@ -13,7 +13,7 @@ from ..errors import Conflict, CoordError, NotFound
 from ..metadata.ids import validate_dataset_id
 from ..metadata.signing import SigningKey, read_key_file
 from . import layout
-from .config import Config
+from .config import Config, OdfVersion
 from .dataset import CheckedBlocks, Dataset
 from .fsutil import atomic_write
 
@@ -45,7 +45,8 @@ class Workspace:
     # --- finding and creating ---------------------------------------------------------------
 
     @staticmethod
-    def init(root: Path) -> Workspace:
+    def init(root: Path, odf: OdfVersion = OdfVersion.V018) -> Workspace:
+        """A new workspace whose new datasets are stored in ODF ``odf``."""
         ws = Workspace(root)
         if ws.meta.exists():
             raise WorkspaceExists(f"a workspace already exists at {ws.meta}")
@@ -54,7 +55,7 @@ class Workspace:
         os.chmod(ws.meta / layout.KEYS, 0o700)
         key = SigningKey.generate(ws.key_path)
         ws._remember_public_key(ws.key_path.read_bytes(), key.public_key)  # no reader writes it
-        ws.save_config(Config())
+        ws.save_config(Config(odf=odf))
         return ws
 
     @staticmethod
@@ -161,6 +162,15 @@ class Workspace:
     def dataset(self, dataset_id: str) -> Dataset:
         validate_dataset_id(dataset_id)
         return Dataset(self, dataset_id)
+
+    def odf_of(self, dataset_id: str) -> OdfVersion | None:
+        """The version the dataset is stored in; None when the workspace has no such dataset."""
+        folder = self.meta / layout.dataset_dir(dataset_id)
+        if (folder / layout.HEAD).exists():
+            return OdfVersion.V018
+        if (folder / layout.CURRENT_HEAD).exists():
+            return OdfVersion.V039
+        return None
 
     def datasets(self) -> list[Dataset]:
         root = self.meta / layout.DATASETS

@@ -1,0 +1,103 @@
+"""A current-ODF (0.39) dataset of a workspace: the reference's folder at ``.coord/datasets/<name>``.
+
+A workspace holds datasets of both versions side by side (docs/architecture.md, ODF versions):
+a folder with ``meta/refs/head`` is an ODF 0.18 dataset (``workspace.dataset.Dataset``), one
+with ``refs/head`` a current-ODF one (this class); ``Workspace.odf_of`` tells them apart.
+
+Invariants:
+
+- The folder is exactly a dataset folder of ``store/layout.py`` (what a repository holds and
+  the reference reads); what is this workspace's own (the fetch states, caches) lives under
+  ``.coord/cache/<name>/`` as for a 0.18 dataset, and one writer at a time holds
+  ``.coord/locks/<name>.lock``.
+- The dataset's ``did:odf`` is the public key of a key derived from the workspace's signing
+  key and the name (``key``), as ``coord upgrade`` derives it: the same workspace and name give
+  the same id, and the workspace key never leaves the workspace.
+- ``state`` reads the chain in one pass (``read.read_state``); ``writer`` is the one append
+  path (``append.DatasetWriter``).
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..metadata.ids import validate_dataset_id
+from ..workspace import layout as ws_layout
+from ..workspace.dataset import DatasetNotFound
+from . import layout
+from .append import DatasetWriter
+from .read import DatasetState, read_head, read_state
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from ..metadata.multiformats import Multihash
+    from ..metadata.odf39.events import Checkpoint, DataSlice
+    from ..workspace.workspace import Workspace
+
+
+def dataset_key_purpose(name: str) -> str:
+    """What the workspace key derives a dataset's key for (``SigningKey.derive``)."""
+    return f"did:odf dataset {name}"
+
+
+class CurrentDataset:
+    """One current-ODF dataset of ``ws``, named ``name`` (its alias), whether or not it exists."""
+
+    def __init__(self, ws: Workspace, name: str):
+        validate_dataset_id(name)
+        self.ws = ws
+        self.id = name
+        self.root = ws.meta / ws_layout.dataset_dir(name)
+
+    # --- paths --------------------------------------------------------------------------------
+
+    def data_file(self, data_slice: DataSlice) -> Path:
+        return self.root / layout.data_file(data_slice.physical_hash)
+
+    def checkpoint_file(self, checkpoint: Checkpoint) -> Path:
+        return self.root / layout.checkpoint_file(checkpoint.physical_hash)
+
+    @property
+    def cache_dir(self) -> Path:
+        """This workspace's own files about the dataset (never pushed)."""
+        return self.ws.meta / ws_layout.cache_dir(self.id)
+
+    @property
+    def lock_path(self) -> Path:
+        return self.ws.meta / ws_layout.lock_file(self.id)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return (self.root / layout.HEAD).exists()
+
+    def head(self) -> Multihash | None:
+        return read_head(self.root)
+
+    def state(self) -> DatasetState:
+        """The dataset's chain read and checked in one pass (``read.read_state``)."""
+        state = read_state(self.root)
+        if state is None:
+            raise DatasetNotFound(self.id)
+        return state
+
+    def alias(self) -> str:
+        """``info/alias`` as written (the name, when the folder has none)."""
+        try:
+            return (self.root / layout.ALIAS).read_text().strip() or self.id
+        except FileNotFoundError:
+            return self.id
+
+    # --- writing ------------------------------------------------------------------------------
+
+    @cached_property
+    def key(self) -> Ed25519PrivateKey:
+        """The key whose public key is the dataset's ``did:odf`` (see the module's invariants)."""
+        return self.ws.signing_key.derive(dataset_key_purpose(self.id))
+
+    def writer(self, known: DatasetState | None = None) -> DatasetWriter:
+        """The dataset's one writer; ``known``: a state read earlier in this command, taken as
+        the writer's if the head has not moved since."""
+        return DatasetWriter(self.root, self.lock_path, known)
