@@ -9,6 +9,11 @@ local-filesystem repositories of ``storage-lfs``) keeps a dataset in one folder:
     checkpoints/<multihash>    an engine checkpoint (one file), named by its physical hash
     info/alias                 the dataset's alias (``name`` or ``account/name``) as text
 
+and one folder of ours, which the reference neither reads nor transfers::
+
+    signatures/<multihash>     the Ed25519 signature (64 bytes) of the block of that name, over
+                               the block hash's binary multihash (``Multihash.to_bytes``)
+
 Invariants:
 
 - Every object name is the multibase base16 text of a multihash (``f1620<64 hex>``); a name
@@ -24,6 +29,7 @@ from ..metadata.multiformats import Multihash
 from ..workspace.fsutil import TMP_PREFIX
 
 BLOCKS, REFS, DATA, CHECKPOINTS, INFO = "blocks", "refs", "data", "checkpoints", "info"
+SIGNATURES = "signatures"
 HEAD = f"{REFS}/head"
 ALIAS = f"{INFO}/alias"
 # The folders whose files are named by a multihash, in the order a writer fills them.
@@ -31,11 +37,16 @@ OBJECT_FOLDERS = (DATA, CHECKPOINTS, BLOCKS)
 FOLDERS = (BLOCKS, REFS, DATA, CHECKPOINTS, INFO)
 
 __all__ = ["ALIAS", "BLOCKS", "CHECKPOINTS", "DATA", "FOLDERS", "HEAD", "INFO", "OBJECT_FOLDERS",
-           "REFS", "TMP_PREFIX", "block_file", "checkpoint_file", "data_file"]
+           "REFS", "SIGNATURES", "TMP_PREFIX", "block_file", "checkpoint_file", "data_file",
+           "signature_file"]
 
 
 def block_file(block_hash: Multihash) -> str:
     return f"{BLOCKS}/{block_hash}"
+
+
+def signature_file(block_hash: Multihash) -> str:
+    return f"{SIGNATURES}/{block_hash}"
 
 
 def data_file(physical_hash: Multihash) -> str:
