@@ -8,7 +8,11 @@ objects against the event (a file given is the one the event names, by size; an 
 given must already be stored); then, each step durable before the next (write under a
 temporary name, fsync, rename, fsync the folder: ``workspace.fsutil``):
 
-    data file -> checkpoint -> block -> refs/head (compare-and-swap)
+    data file -> checkpoint -> block -> signature -> refs/head (compare-and-swap)
+
+A writer given a ``signer`` signs each block it makes (``signatures/<multihash>``, the
+``metadata.signing.Signature`` document over the block hash's binary multihash); a block
+sealed elsewhere comes with its signature bytes, or none (the reference signs nothing).
 
 Only the last step makes anything visible: readers follow ``refs/head``. A crash before it
 leaves objects no chain names, which the next writer removes (``recover``), so the previous
@@ -47,9 +51,10 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from ..data.odf_slice import SliceHashes
+    from ..metadata.signing import SigningKey
 
 CRASH_POINTS = ("odf-data-installed", "odf-checkpoint-installed", "odf-block-written",
-                "odf-head-updated")
+                "odf-signature-written", "odf-head-updated")
 
 
 class AppendError(StoreError):
@@ -64,10 +69,12 @@ class HeadMoved(AppendError, Conflict):
 class DatasetWriter(LockedWriter):
     """The only writer of the dataset folder ``root`` while it holds ``lock``."""
 
-    def __init__(self, root: Path, lock: Path, known: DatasetState | None = None):
+    def __init__(self, root: Path, lock: Path, known: DatasetState | None = None,
+                 signer: SigningKey | None = None):
         super().__init__(DatasetLock(lock, root.name))
         self.root = root
         self._known = known
+        self._signer = signer
         self._state: DatasetState | None = None
 
     def _open(self) -> None:
@@ -119,11 +126,14 @@ class DatasetWriter(LockedWriter):
                               prev_block_hash=state.head if state else None,
                               sequence_number=state.sequence_number + 1 if state else 0,
                               event=event)
-        return self.append_sealed(codec.seal(block), data=data, checkpoint=checkpoint)
+        sealed = codec.seal(block)
+        signature = self._signer.sign(sealed.hash.to_bytes()).to_bytes() if self._signer else None
+        return self.append_sealed(sealed, data=data, checkpoint=checkpoint, signature=signature)
 
     def append_sealed(self, sealed: codec.SealedBlock, *, data: Path | None = None,
-                      checkpoint: Path | None = None) -> Multihash:
-        """Append a sealed block (``sealed.stored`` decodes to ``sealed.block``)."""
+                      checkpoint: Path | None = None, signature: bytes | None = None) -> Multihash:
+        """Append a sealed block (``sealed.stored`` decodes to ``sealed.block``) with its
+        signature document, if it has one (checked by whoever fetched it)."""
         stored = StoredBlock(sealed.hash, sealed.block)
         after = build([stored], self._state)  # the chain rules, before anything is written
         data_slice, new_checkpoint = objects_of(sealed.block)
@@ -142,6 +152,9 @@ class DatasetWriter(LockedWriter):
         crash_point("odf-checkpoint-installed")
         atomic_write(self.root / layout.block_file(sealed.hash), sealed.stored)
         crash_point("odf-block-written")
+        if signature is not None:
+            atomic_write(self.root / layout.signature_file(sealed.hash), signature)
+        crash_point("odf-signature-written")
         self._move_head(self.head, sealed.hash)
         crash_point("odf-head-updated")
         self._state = after
@@ -174,12 +187,13 @@ class DatasetWriter(LockedWriter):
         named = set()
         for stored in self._state.blocks if self._state is not None else ():
             named.add(layout.block_file(stored.hash))
+            named.add(layout.signature_file(stored.hash))
             data_slice, new_checkpoint = objects_of(stored.block)
             if data_slice is not None:
                 named.add(layout.data_file(data_slice.physical_hash))
             if new_checkpoint is not None:
                 named.add(layout.checkpoint_file(new_checkpoint.physical_hash))
-        for folder in layout.OBJECT_FOLDERS:
+        for folder in (*layout.OBJECT_FOLDERS, layout.SIGNATURES):
             for entry in _entries(self.root / folder):
                 if f"{folder}/{entry.name}" not in named:
                     remove(entry)

@@ -14,7 +14,8 @@ Invariants:
   key and the name (``key``), as ``coord upgrade`` derives it: the same workspace and name give
   the same id, and the workspace key never leaves the workspace.
 - ``state`` reads the chain in one pass (``read.read_state``); ``writer`` is the one append
-  path (``append.DatasetWriter``).
+  path (``append.DatasetWriter``), signing each block it makes with the workspace's key (the
+  key ``trustedKeys`` and the trust policy speak of, as for a 0.18 dataset).
 """
 from __future__ import annotations
 
@@ -100,4 +101,4 @@ class CurrentDataset:
     def writer(self, known: DatasetState | None = None) -> DatasetWriter:
         """The dataset's one writer; ``known``: a state read earlier in this command, taken as
         the writer's if the head has not moved since."""
-        return DatasetWriter(self.root, self.lock_path, known)
+        return DatasetWriter(self.root, self.lock_path, known, signer=self.ws.signing_key)

@@ -11,8 +11,9 @@ local-filesystem repositories of ``storage-lfs``) keeps a dataset in one folder:
 
 and one folder of ours, which the reference neither reads nor transfers::
 
-    signatures/<multihash>     the Ed25519 signature (64 bytes) of the block of that name, over
-                               the block hash's binary multihash (``Multihash.to_bytes``)
+    signatures/<multihash>     the signature document of the block of that name (algorithm,
+                               signer's public key, Ed25519 signature over the block hash's
+                               binary multihash, ``Multihash.to_bytes``; metadata/signing.py)
 
 Invariants:
 

@@ -8,6 +8,7 @@ import pytest
 
 from coordinator.metadata.did import DatasetId
 from coordinator.metadata.odf39 import events as e
+from coordinator.metadata.signing import SignatureStatus, check_signature
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import ConfigError, OdfVersion
@@ -63,3 +64,13 @@ def test_a_command_of_0_18_chains_refuses_a_current_odf_dataset_by_name(tmp_path
     assert err.stderr.strip().splitlines()[-1] == (
         "coord: error: dataset cities is stored in current ODF (0.39), which this command does "
         "not handle yet; it works on ODF 0.18 datasets")
+
+
+def test_each_block_the_workspace_makes_is_signed_by_its_key_over_the_binary_multihash(tmp_path):
+    ws = Workspace.init(tmp_path, OdfVersion.V039)
+    ds = seeded(ws, "cities")
+    head = ds.head()
+    signature = (ds.root / "signatures" / str(head)).read_bytes()
+    status, signer = check_signature(head.to_bytes(), signature, {ws.public_key})
+    assert status is SignatureStatus.TRUSTED and signer == ws.public_key
+    assert check_signature(head.digest, signature, set())[0] is SignatureStatus.INVALID
