@@ -165,8 +165,9 @@ class Config:
 
     # --- the on-disk form ---------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """The YAML document, in the spelling and order the file has always had."""
+    def to_dict(self, *, every_key: bool = False) -> dict[str, Any]:
+        """The YAML document, in the spelling and order the file has always had; with
+        ``every_key``, also the keys a file leaves out while they hold their defaults."""
         engine: dict[str, Any] = {
             "runtime": self.engine.runtime,
             "sparkMaster": self.engine.spark_master,
@@ -179,13 +180,13 @@ class Config:
             engine["keepWarm"] = _seconds(self.engine.keep_warm_s)
         doc: dict[str, Any] = {
             # a 0.18 workspace's file keeps the form it always had
-            **({"odf": self.odf.value} if self.odf is not OdfVersion.V018 else {}),
+            **({"odf": self.odf.value} if every_key or self.odf is not OdfVersion.V018 else {}),
             "engine": engine,
             "repositories": dict(self.repositories),
             "trustedKeys": list(self.trusted_keys),
             "trust": {"require": self.trust.require},
         }
-        if self.serve != ServeConfig():  # files of workspaces never served keep their old form
+        if every_key or self.serve != ServeConfig():  # a file never served keeps its old form
             doc["serve"] = {
                 "poll": self.serve.poll.to_config(), "engineIdle": _seconds(self.serve.engine_idle_s),
                 "retryMax": _seconds(self.serve.retry_max_s),
@@ -194,7 +195,7 @@ class Config:
                 "sqlTimeout": _seconds(self.serve.sql_timeout_s),
                 "sqlConcurrency": self.serve.sql_concurrency,
             }
-        if self.ingest != IngestConfig():
+        if every_key or self.ingest != IngestConfig():
             doc["ingest"] = {"maxSliceBytes": self.ingest.max_slice_bytes or "auto",
                              "engine": self.ingest.engine.value,
                              "engineThreshold": self.ingest.engine_threshold}
@@ -278,7 +279,7 @@ class Config:
 
     def get(self, key: str | None = None) -> Any:
         """The value at a dotted path of the on-disk form (all of it for None)."""
-        value: Any = self.to_dict()
+        value: Any = self.to_dict(every_key=True)
         for part in key.split(".") if key else ():
             if not isinstance(value, dict) or part not in value:
                 raise ConfigError(f"no setting {key}")

@@ -74,3 +74,8 @@ def test_each_block_the_workspace_makes_is_signed_by_its_key_over_the_binary_mul
     status, signer = check_signature(head.to_bytes(), signature, {ws.public_key})
     assert status is SignatureStatus.TRUSTED and signer == ws.public_key
     assert check_signature(head.digest, signature, set())[0] is SignatureStatus.INVALID
+
+
+def test_config_get_tells_the_version_of_a_workspace_whose_file_leaves_it_out(tmp_path):
+    coord("init", cwd=tmp_path)
+    assert coord("config", "get", "odf", cwd=tmp_path).stdout.strip() == "0.18"
