@@ -121,7 +121,8 @@ def block_provenance(ws: Workspace, dataset_id: str, block_prefix: str, engine: 
     answer = engine().derive_provenance(ProvenanceRequest(
         transaction_id=f"provenance-{block_hash.hex()[:12]}", dataset_id=dataset_id,
         transform=source.transform,
-        inputs=[ExecuteInput(p.dataset.id, p.vocab, p.schema, p.data_paths) for p in history],
+        inputs=[ExecuteInput(p.dataset.id, p.vocab, p.schema, p.data_paths, removal=p.removal)
+                for p in history],
         vocab=vocab, records=records,
     ))
     derivations = answer.derivations
