@@ -23,8 +23,9 @@ def provenance_(ctx: click.Context, dataset: str, block: str, rows: tuple[int, .
                 output: str) -> None:
     """For records of a block of a derivative DATASET: the input records that made each one
     (dataset, block, row, values) and, per column, the input values it was computed from.
-    Replays the block's query in the engine; exact for projections, filters, inner/outer joins
-    and (windowed) aggregations; other queries are refused by name."""
+    Replays the block's query in the engine; exact for projections, filters, inner/outer joins,
+    temporal joins (the version in force at the event's time) and (windowed) aggregations;
+    other queries are refused by name."""
     from ..engine.session import EngineOnDemand, engine_reads
     from ..lineage.provenance import as_json, block_provenance
 

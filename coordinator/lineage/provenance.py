@@ -14,7 +14,10 @@ Invariants:
   approximated.
 - A query that neither joins nor aggregates makes each record from one row of the slices the
   block consumed, so only those are candidates; otherwise older slices are candidates too (a
-  window is fed by every slice since it opened).
+  window is fed by every slice since it opened; a temporal join's event may have waited in
+  the engine for the temporal table's watermark, and its version may be of any older slice).
+- A temporal table's slices go with its snapshot merge's removal rule (``removal``), so the
+  replay's view ends a key where the Execute call's did.
 - Every slice read (the block's own, its inputs') is first checked against its block
   (``trust.slice_check``).
 - Several derivations of one record mean the replay made identical records from different
@@ -121,7 +124,8 @@ def block_provenance(ws: Workspace, dataset_id: str, block_prefix: str, engine: 
     answer = engine().derive_provenance(ProvenanceRequest(
         transaction_id=f"provenance-{block_hash.hex()[:12]}", dataset_id=dataset_id,
         transform=source.transform,
-        inputs=[ExecuteInput(p.dataset.id, p.vocab, p.schema, p.data_paths) for p in history],
+        inputs=[ExecuteInput(p.dataset.id, p.vocab, p.schema, p.data_paths, removal=p.removal)
+                for p in history],
         vocab=vocab, records=records,
     ))
     derivations = answer.derivations

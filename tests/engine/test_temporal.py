@@ -13,8 +13,9 @@ from datetime import timedelta
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from engine_testkit import T0, input_schema, records
+from engine_testkit import T0, input_schema, records, write_slice
 
 from coordinator.engine.port import (
     EngineError,
@@ -228,18 +229,50 @@ def test_a_primary_key_the_temporal_table_lacks_is_refused(engine_client):
     assert failure.value.message.startswith("temporal table ref.stations: no column iata (it has system_time")
 
 
-def test_provenance_of_a_temporal_join_is_refused_in_one_line(engine_client):
-    no_records = pa.table({"event_time": pa.array([], pa.timestamp("us", tz="UTC")),
-                           "__odf_record": pa.array([], pa.int64())})
-    request = ProvenanceRequest(
+def numbered(paths: list) -> pa.Table:
+    """The slices' rows, each with its identity: the file's name and its row in it."""
+    tables = [pq.read_table(p) for p in paths]
+    return pa.concat_tables([t.append_column("file", pa.array([p.name] * t.num_rows))
+                             .append_column("row", pa.array(range(t.num_rows), pa.int64()))
+                             for p, t in zip(paths, tables, strict=True)])
+
+
+def test_provenance_of_a_temporal_join_names_the_version_in_force_at_each_event(engine_client, engine_root):
+    """Each record of a left temporal join comes from its event and, when the key had a version
+    then, the station row that started it: found by DuckDB's ASOF JOIN over the slices' rows,
+    a removal being no version (station 5 between hours 40 and 60, station 7 never)."""
+    folder = engine_root.data / "provenance"
+    paths = {name: [write_slice(folder / name / f"slice{k}.parquet", part, SCHEMAS[name])
+                    for k, part in enumerate(deliveries(rows, 2))]
+             for name, rows in ((EVENTS, EVENT_ROWS), (STATIONS, STATION_ROWS))}
+    con = duckdb.connect()
+    con.register("e", numbered(paths[EVENTS]))
+    con.register("d", numbered(paths[STATIONS]))
+    answer = con.sql("""
+        WITH matched AS (SELECT e.*, d.observed, d.name, d.file AS d_file, d.row AS d_row
+                         FROM e ASOF LEFT JOIN d ON e.k = d.k AND e.event_time >= d.event_time)
+        SELECT event_time, id, k, CASE WHEN observed = 'D' THEN NULL ELSE name END AS name, file, row,
+               CASE WHEN observed = 'D' THEN NULL ELSE d_file END AS d_file, d_row
+        FROM matched ORDER BY id""").to_arrow_table()
+    removed = [r for r in answer.to_pylist() if r["k"] == 5 and r["d_file"] is None]
+    assert removed and [r for r in answer.to_pylist() if r["k"] == 7]
+    records = answer.select(["event_time", "id", "k", "name"]).append_column("__odf_record", answer["id"])
+
+    derivations = engine_client.derive_provenance(ProvenanceRequest(
         transaction_id="provenance-temporal", dataset_id="x",
-        transform=temporal(AS_OF.format(join="JOIN"), STATIONS),
-        inputs=[ExecuteInput(name, VOCAB, schema, []) for name, schema in SCHEMAS.items()], vocab=VOCAB,
-        records=no_records)
-    with pytest.raises(EngineError) as failure:
-        engine_client.derive_provenance(request)
-    assert failure.value.kind is EngineErrorKind.UNSUPPORTED
-    assert failure.value.message.endswith("not supported for this query: a temporal join (temporalTables)")
+        transform=temporal(AS_OF.format(join="LEFT JOIN"), STATIONS),
+        inputs=[ExecuteInput(EVENTS, VOCAB, SCHEMAS[EVENTS], paths[EVENTS]),
+                ExecuteInput(STATIONS, VOCAB, SCHEMAS[STATIONS], paths[STATIONS], removal=("observed", "D"))],
+        vocab=VOCAB, records=records)).derivations
+
+    got: dict[int, set] = {}
+    for d in derivations.to_pylist():
+        got.setdefault(d["record"], set()).add((d["input"], d["file"], d["row"]))
+    expected = {r["id"]: {(EVENTS, r["file"], r["row"])}
+                | ({(STATIONS, r["d_file"], r["d_row"])} if r["d_file"] else set())
+                for r in answer.to_pylist()}
+    assert got == expected
+    assert len(set(derivations["derivation"].to_pylist())) == len(EVENT_ROWS)  # one derivation each
 
 
 def test_hidden_columns_stay_hidden_and_lineage_names_the_temporal_table(engine_client):

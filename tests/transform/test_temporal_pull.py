@@ -30,7 +30,9 @@ QUERY = f"""SELECT t.event_time, t.station, t.temp, a.name
 FROM `{TEMPS}` AS t LEFT JOIN `{AIRPORTS}` FOR SYSTEM_TIME AS OF t.event_time AS a ON t.station = a.iata"""
 
 
-def add_pipeline(home) -> None:
+def add_pipeline(home, more: dict[str, str] | None = None) -> None:
+    """The three datasets, and ``more`` derivatives (id -> query) of the temperatures joined as
+    of each hour with the airports."""
     coord("init", cwd=home)
     docs = {
         TEMPS: {"kind": "root", "fetch": {"kind": "filesGlob", "path": "temps/*.csv", "order": "byName"},
@@ -46,6 +48,8 @@ def add_pipeline(home) -> None:
                    "transform": {"kind": "sql", "engine": "spark", "query": QUERY,
                                  "temporalTables": [{"name": AIRPORTS, "primaryKey": ["iata"]}]}},
     }
+    for dataset_id, query in (more or {}).items():
+        docs[dataset_id] = {**docs[ENRICHED], "transform": {**docs[ENRICHED]["transform"], "query": query}}
     (home / "manifests").mkdir()
     for dataset_id, source in docs.items():
         (home / "manifests" / f"{dataset_id}.yaml").write_text(yaml.safe_dump(manifest(dataset_id, source)))

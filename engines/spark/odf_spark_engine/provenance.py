@@ -9,17 +9,33 @@ policy); the analysed plan is then rewritten so the identities survive every ope
 group. The replayed rows equal to a chosen record are its derivations; their identities are
 the input records that made it (why-provenance).
 
+A temporal table (temporal.py) is replayed as the view the block's Execute call joined: built
+by ``temporal.view_of`` from every slice the caller names (what the input had when the block
+ran), each version carrying the identity of the row that started it. The temporal join is
+rewritten as in ExecuteQuery, into a plain join with the validity interval, so an event's
+derivation names the version in force at its event time; a removal is no version, so a key
+removed before the event (or a left join's missing match) names none.
+
 Invariants:
 - Only operators whose row semantics are known here are rewritten; any other operator is an
   UNSUPPORTED failure naming it, never a guess.
 - Records match on every column: exactly, except floating-point values, which match within a
   relative 1e-9 (a streaming aggregate adds in another order than the batch replay).
-- Nothing is written: the replay reads the slices and answers the derivations.
+- Nothing is kept: the replay reads the slices and answers the derivations; the temporal
+  views it writes for Spark to read go in the transaction's staging folder (as ExecuteQuery's
+  do) and are removed when it answers.
+- A derivation names each input record once, however many of its rows a group collected
+  (an aggregate behind a temporal join meets one version once per event).
 """
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -29,7 +45,7 @@ from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 from .lineage import _class
 from .policy import _scala
-from .streaming import check_transform, run_steps
+from .streaming import check_transform, inputs_root, run_steps
 
 ID_PREFIX = "__odf_prov_"  # the identity column an input carries through the replay
 RECORD = "__odf_record"  # the caller's key of each record to explain
@@ -52,18 +68,24 @@ REFUSED = {
 
 def derive(spark: SparkSession, request: pb.ProvenanceRequest) -> pb.ProvenanceResult:
     check_transform(request.transform)
-    if request.transform.temporal_tables:
-        raise _unsupported("a temporal join (temporalTables)")
+    tables = temporal.Tables.of(request.transform, request.inputs)
     session = spark.newSession()
-    frames = {i.dataset_id: _input_frame(session, i, k) for k, i in enumerate(request.inputs)}
-    output = run_steps(session, frames, request.transform, temporal.NONE)
-    rewrite = _Rewrite(session)
-    plan = rewrite.plan(output._jdf.queryExecution().analyzed())
-    replayed = DataFrame(session._jvm.org.apache.spark.sql.classic.Dataset.ofRows(
-        session._jsparkSession, rewrite.named_identities(plan)), session)
-    records = session.createDataFrame(pa.ipc.open_stream(request.records).read_all())
-    inputs = [i.dataset_id for i in request.inputs]
-    derivations = _match(replayed, records, rewrite.identities, inputs)
+    staging = inputs_root(request.dataset_id)
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        frames = {i.dataset_id: _temporal_frame(session, i, k, tables.keys[i.dataset_id], staging)
+                  if i.dataset_id in tables.keys else _input_frame(session, i, k)
+                  for k, i in enumerate(request.inputs)}
+        output = run_steps(session, frames, request.transform, tables)
+        rewrite = _Rewrite(session)
+        plan = rewrite.plan(output._jdf.queryExecution().analyzed())
+        replayed = DataFrame(session._jvm.org.apache.spark.sql.classic.Dataset.ofRows(
+            session._jsparkSession, rewrite.named_identities(plan)), session)
+        records = session.createDataFrame(pa.ipc.open_stream(request.records).read_all())
+        inputs = [i.dataset_id for i in request.inputs]
+        derivations = _match(replayed, records, rewrite.identities, inputs)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, derivations.schema) as writer:
         writer.write_table(derivations)
@@ -78,6 +100,28 @@ def _input_frame(session: SparkSession, message: pb.ExecuteInput, k: int) -> Dat
     frame = session.read.schema(from_arrow_schema(schema)).parquet(*message.data_paths)
     row = F.col("_metadata.row_index").cast("string")
     return frame.select("*", F.concat_ws(":", F.col("_metadata.file_name"), row).alias(name))
+
+
+def _temporal_frame(session: SparkSession, message: pb.ExecuteInput, k: int, key: tuple[str, ...],
+                    staging: Path) -> DataFrame:
+    """The temporal table's view of its slices (in arrival order, as ExecuteQuery's history
+    numbers them), each version with its row's identity; written to ``staging`` for Spark."""
+    schema = pa.ipc.read_schema(pa.py_buffer(message.arrow_schema))
+    name = ID_PREFIX + str(k)
+    parts, seq = [], 0
+    for path in message.data_paths:
+        table = pq.read_table(path)
+        rows = pa.array(range(table.num_rows), pa.int64())
+        identity = pc.binary_join_element_wise(os.path.basename(path), pc.cast(rows, pa.string()), ":")
+        parts.append(table.append_column(name, identity).append_column(temporal.SEQ, pc.add(rows, seq)))
+        seq += table.num_rows
+    history = (pa.concat_tables(parts, promote_options="permissive") if parts else
+               schema.empty_table().append_column(name, pa.array([], pa.string()))
+               .append_column(temporal.SEQ, pa.array([], pa.int64())))
+    target = staging / "provenance" / f"{k}.parquet"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(temporal.view_of(history, message, key, (name,)), target)
+    return session.read.parquet(str(target))
 
 
 class _Rewrite:
@@ -189,7 +233,8 @@ def _match(replayed: DataFrame, records: DataFrame, identities, inputs: list[str
             "file": pc.list_element(split, 0),
             "row": pc.cast(pc.list_element(split, 1), pa.int64()),
         }))
-    return pa.concat_tables(parts).combine_chunks()
+    found = pa.concat_tables(parts)
+    return found.group_by(found.column_names, use_threads=False).aggregate([]).combine_chunks()
 
 
 def _unsupported(shape: str) -> EngineFailure:

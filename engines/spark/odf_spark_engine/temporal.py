@@ -252,10 +252,20 @@ def write_view(new_dir: Path, message: pb.ExecuteInput, key: tuple[str, ...], ta
     """Writes the temporal view of the input's history to ``target``: its columns, then the
     validity interval of each version; removals dropped."""
     schema = pa.ipc.read_schema(pa.py_buffer(message.arrow_schema))
-    event_time = message.vocab.event_time_column or "event_time"
     tables = [pq.read_table(f) for f in sorted(history_folder(new_dir, message.dataset_id).glob("*.parquet"))]
     history = (pa.concat_tables(tables, promote_options="permissive") if tables
                else schema.empty_table().append_column(SEQ, pa.array([], pa.int64())))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(view_of(history, message, key), target)
+
+
+def view_of(history: pa.Table, message: pb.ExecuteInput, key: tuple[str, ...],
+            carried: tuple[str, ...] = ()) -> pa.Table:
+    """The temporal view of ``history`` (the input's rows, ``SEQ`` numbering them in arrival
+    order): its columns, the ``carried`` columns of ``history`` (provenance's row identity),
+    then the validity interval of each version; removals dropped."""
+    schema = pa.ipc.read_schema(pa.py_buffer(message.arrow_schema))
+    event_time = message.vocab.event_time_column or "event_time"
     order = [(k, "ascending") for k in (*key, event_time, SEQ)]
     history = history.sort_by(order).combine_chunks()
     valid_from = pc.cast(history[event_time], TIME)
@@ -264,9 +274,10 @@ def write_view(new_dir: Path, message: pb.ExecuteInput, key: tuple[str, ...], ta
     if message.observation_column and message.observation_column in view.column_names:
         removed = pc.equal(view[message.observation_column], message.removed_value or "D")
         view = view.filter(pc.invert(pc.fill_null(removed, False)))
-    view = view.select(schema.names + list(HIDDEN)).cast(view_schema(schema))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(view, target)
+    data = view.select(schema.names).cast(schema)
+    kept = [*carried, *HIDDEN]
+    return pa.Table.from_arrays([*data.columns, *view.select(kept).columns],
+                                schema=pa.schema([*schema, *view.select(kept).schema]))
 
 
 def _next_of_same_key(history: pa.Table, key: tuple[str, ...], valid_from) -> pa.Array:
