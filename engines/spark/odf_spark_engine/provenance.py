@@ -33,7 +33,6 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -112,7 +111,8 @@ def _temporal_frame(session: SparkSession, message: pb.ExecuteInput, k: int, key
     parts, seq = [], 0
     for path in message.data_paths:
         table = pq.read_table(path)
-        rows = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        # 0..n-1 without numpy, which the engine's image does not install
+        rows = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), table.num_rows)), 1)
         identity = pc.binary_join_element_wise(os.path.basename(path), pc.cast(rows, pa.string()), ":")
         parts.append(table.append_column(name, identity).append_column(temporal.SEQ, pc.add(rows, seq)))
         seq += table.num_rows
