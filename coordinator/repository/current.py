@@ -37,7 +37,7 @@ from ..metadata.odf39.events import Checkpoint, DataSlice, MetadataBlock, Seed
 from ..metadata.signing import Signature, SignatureStatus, check_signature
 from ..store import layout
 from ..store.dataset import CurrentDataset
-from ..store.read import ChainBroken, StoredBlock, build, objects_of
+from ..store.read import ChainBroken, DatasetState, StoredBlock, build, objects_of
 from ..trust.authorship import admit_pull, record_pull
 from ..workspace import Workspace
 from ..workspace import layout as ws_layout
@@ -158,13 +158,14 @@ def pull_current(
             return RemotePullResult(name, ref, RemotePullStatus.AHEAD, ahead,
                                     f"local has {_blocks(ahead)} the remote lacks (ahead)")
         new, junction = _walk(source, head, set(position), ws.trusted_keys())
-        message = _compare(ref, name, state, new, junction, len(local) - 1 - position.get(junction, 0))
+        mine = len(local) - 1 - position[junction] if junction is not None else len(local)
+        message = _compare(ref, name, state, new, junction, mine)
         try:  # the chain rules, against the local state, before any data is downloaded
             build([StoredBlock(b.name, b.block) for b in new], state)
         except ChainBroken as e:
             raise SyncError(f"{ref}: {e} (nothing was pulled)") from None
-        mine = [_LocalBlock(b.hash.digest, _signer_of(ds.root, b.hash)) for b in local]
-        signers = admit_pull(ws, name, mine, new)
+        authored = [_LocalBlock(b.hash.digest, _signer_of(ds.root, b.hash)) for b in local]
+        signers = admit_pull(ws, name, authored, new)
 
         staging = ws.meta / ws_layout.pull_staging(name)
         remove(staging)  # what an interrupted pull of this dataset left
@@ -178,7 +179,7 @@ def pull_current(
                     codec.SealedBlock(b.block, b.stored), signature=b.signature,
                     data=staged.pop(data.physical_hash, None) if data else None,
                     checkpoint=staged.pop(checkpoint.physical_hash, None) if checkpoint else None)
-            record_pull(ws, name, mine, new)
+            record_pull(ws, name, authored, new)
         finally:
             remove(staging)
     remember(ws, name, "pull", ref)
@@ -212,9 +213,10 @@ def _walk(source: CurrentRemote, head: Multihash, known: set[Multihash],
     return found[::-1], name
 
 
-def _compare(ref: DatasetRef, name: str, state, new: list[RemoteBlock], junction: Multihash | None,
-             mine: int) -> str:
-    """What the pull does in words; refuses a remote chain that does not continue the local one."""
+def _compare(ref: DatasetRef, name: str, state: DatasetState | None, new: list[RemoteBlock],
+             junction: Multihash | None, mine: int) -> str:
+    """What the pull does in words; refuses a remote chain that does not continue the local one
+    (``mine``: the local blocks after the junction)."""
     n = len(new)
     if state is None:
         return f"new dataset: pulling {_blocks(n)}"
