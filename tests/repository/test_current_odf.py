@@ -13,6 +13,7 @@ import pytest
 from coordinator.metadata.multiformats import Multihash
 from coordinator.metadata.odf39 import events as e
 from coordinator.store import layout
+from coordinator.store.append import CRASH_POINTS
 from coordinator.store.dataset import CurrentDataset
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
@@ -157,6 +158,34 @@ def test_a_second_push_sends_only_the_new_objects_and_pulls_incrementally(origin
     assert "cities: local is 1 block behind; pulling" in out
     assert CurrentDataset(other, "cities").head() == new_head
     assert verify_folder(CurrentDataset(other, "cities").root) == []
+
+
+@pytest.mark.parametrize("crash_at", CRASH_POINTS)
+def test_a_pull_killed_at_any_step_leaves_a_valid_prefix_and_the_next_one_finishes(
+        origin, other, tmp_path, crash_at):
+    url = (tmp_path / "repo").as_uri()
+    coord("push", "cities", "--to", "shared", cwd=with_repo(origin, url).root)
+    killed = coord("pull", "shared/cities", cwd=with_repo(other, url).root, env={"COORD_CRASH_AT": crash_at},
+                   check=False)
+    assert killed.returncode != 0
+    local = CurrentDataset(other, "cities")
+    if local.exists():  # the Seed went in: the head names a whole prefix of the chain
+        assert verify_folder(local.root) == []
+    coord("pull", "shared/cities", cwd=other.root)
+    assert verify_folder(local.root) == []
+    assert files_of(local.root) == files_of(CurrentDataset(origin, "cities").root)
+
+
+def test_a_push_killed_before_the_head_moved_is_finished_by_the_next(origin, tmp_path):
+    url = (tmp_path / "repo").as_uri()
+    killed = coord("push", "cities", "--to", "shared", cwd=with_repo(origin, url).root,
+                   env={"COORD_CRASH_AT": "push-metadata-uploaded"}, check=False)
+    assert killed.returncode != 0
+    assert not (tmp_path / "repo" / "cities" / layout.HEAD).exists()  # readers see no dataset yet
+    again = coord("push", "cities", "--to", "shared", cwd=origin.root).stdout
+    assert "pushed 5 blocks to shared/cities" in again and "files" not in again  # all were there
+    assert (tmp_path / "repo" / "cities" / layout.HEAD).read_bytes() == (
+        CurrentDataset(origin, "cities").root / layout.HEAD).read_bytes()
 
 
 # --- refused -----------------------------------------------------------------------------------
