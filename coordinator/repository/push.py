@@ -216,8 +216,14 @@ def push_datasets(
             raise DatasetNotFound(dataset_id)
     failed: dict[str, str] = {}  # dataset -> the failed dataset that stops it
     outcomes = []
-    for dataset_id in graph.order(ids, recursive=recursive):
-        blocker = next((failed[i] for i in graph.inputs(dataset_id) if i in failed), None)
+    # a current-ODF dataset's inputs are named by did:odf, which the graph of 0.18 names does
+    # not resolve: it is pushed on its own (-r does not reach its inputs)
+    def follow(dataset_id: str) -> bool:
+        return ws.odf_of(dataset_id) is OdfVersion.V018
+
+    for dataset_id in graph.order(ids, recursive=recursive, follow=follow):
+        inputs = graph.inputs(dataset_id) if follow(dataset_id) else ()
+        blocker = next((failed[i] for i in inputs if i in failed), None)
         if blocker is not None:
             failed[dataset_id] = blocker
             outcome = PushOutcome(dataset_id, PushStatus.SKIPPED,

@@ -260,6 +260,23 @@ def test_a_diverged_push_is_refused_in_one_line(pushed, origin, other, tmp_path)
     assert "shared/cities has blocks you don't" in done.stderr and "pull first" in done.stderr
 
 
+def test_push_repair_mends_a_damaged_remote_file(pushed, origin, other):
+    first = CurrentDataset(origin, "cities").state().slices[0]
+    flip_a_byte(pushed / layout.data_file(first.slice.physical_hash))
+    out = coord("push", "cities", "--repair", cwd=origin.root).stdout
+    assert "repaired 1 damaged file of shared/cities" in out
+    coord("pull", "shared/cities", cwd=with_repo(other, pushed.parent.as_uri()).root)
+    assert verify_folder(CurrentDataset(other, "cities").root) == []
+
+
+def test_several_datasets_of_both_versions_push_in_one_command(origin, tmp_path):
+    url = (tmp_path / "repo").as_uri()
+    make_root(with_repo(origin, url), "events")
+    out = coord("push", "cities", "events", "--to", "shared", cwd=origin.root).stdout.splitlines()
+    assert sorted(line.split(" (")[0] for line in out) == [
+        "cities: pushed 5 blocks to shared/cities", "events: pushed 3 blocks to shared/events"]
+
+
 def test_a_folder_holding_the_other_version_is_refused_both_ways(origin, tmp_path):
     url = (tmp_path / "repo").as_uri()
     make_root(with_repo(origin, url), "events")  # an ODF 0.18 dataset beside the 0.39 one
