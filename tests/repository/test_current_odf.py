@@ -222,6 +222,17 @@ def test_a_tampered_remote_data_file_is_refused_and_nothing_installed(pushed, or
     assert "nothing was pulled" in line
 
 
+def test_a_missing_remote_data_file_is_refused_and_nothing_installed(origin, other, repo_url):
+    coord("push", "cities", "--to", "shared", cwd=with_repo(origin, repo_url).root)
+    last = CurrentDataset(origin, "cities").state().slices[-1]
+    delete_remote_file(repo_url, f"cities/{layout.data_file(last.slice.physical_hash)}")
+    done = coord("pull", "shared/cities", cwd=with_repo(other, repo_url).root, check=False)
+    assert done.returncode == 1
+    assert (f"block 4 ({last.block_hash}): cities/data/{last.slice.physical_hash}: missing in the "
+            "repository (nothing was pulled)") in done.stdout
+    assert not CurrentDataset(other, "cities").root.exists()
+
+
 def test_a_remote_data_file_longer_than_its_block_says_is_not_read_past_it(pushed, origin, other):
     first = CurrentDataset(origin, "cities").state().slices[0]
     with open(pushed / layout.data_file(first.slice.physical_hash), "ab") as f:
@@ -301,6 +312,14 @@ def test_pulled_as_another_name(pushed, other):
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
+
+def delete_remote_file(url: str, rel: str) -> None:
+    if url.startswith("file://"):
+        (Path(url[len("file://"):]) / rel).unlink()
+    else:
+        boto3.client("s3", endpoint_url=f"http://{url.split('/')[2]}").delete_object(
+            Bucket=BUCKET, Key=f"datasets/{rel}")
 
 
 def remote_files(url: str, name: str) -> dict[str, bytes]:
