@@ -25,6 +25,7 @@ from ..metadata.ids import DatasetRef
 from ..metadata.objects import DatasetSourceRoot
 from ..repository.registry import pull_source
 from ..workspace import DatasetNotFound, DatasetState, Workspace
+from ..workspace.config import OdfVersion
 from ..workspace.graph import DatasetGraph, inputs_in_force
 from ..workspace.progress import PullProgress
 
@@ -66,13 +67,13 @@ def pull_one(
     ``state``: the dataset as the caller already read it (read here otherwise; either way it
     is handed to the writer, which takes it if still current); ``set_watermark``: advance a
     root's watermark instead of ingesting."""
-    state = state if state is not None else ws.dataset(dataset_id).state()
     origin = pull_source(ws, dataset_id)
-    if origin is not None:
+    if origin is not None:  # either ODF version: the repository sync tells them apart
         from ..repository.fetch_remote import pull_from_repository
 
         synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress, known=state)
         return PullOutcome(dataset_id, synced.message, signers=synced.signers)
+    state = state if state is not None else ws.dataset(dataset_id).state()
     if isinstance(state.source, DatasetSourceRoot):
         from ..ingest.pipeline import pull_root
 
@@ -125,7 +126,8 @@ def pull_datasets(
                 else:
                     outcome = pull_one(
                         ws, dataset_id, engine.get,
-                        state=graph.state(dataset_id),  # read once, handed to the writer that pulls it
+                        # read once, handed to the writer that pulls it (a 0.18 chain)
+                        state=graph.state(dataset_id) if ws.odf_of(dataset_id) is OdfVersion.V018 else None,
                         progress=progress_factory(dataset_id) if progress_factory else None,
                         set_watermark=set_watermark if dataset_id in ids else None,
                     )
@@ -169,9 +171,14 @@ def pull_remote(
             outcome = PullOutcome(dataset_id, synced.message, signers=synced.signers)
         except (CoordError, OSError) as e:
             outcome = PullOutcome(dataset_id, str(e), status=PullStatus.FAILED, error=e)
+        follow = recursive and outcome.status is PullStatus.PULLED
+        if follow and ws.odf_of(dataset_id) is not OdfVersion.V018:
+            outcome.warnings.append("its inputs were not pulled: -r follows the inputs of ODF 0.18 "
+                                    "datasets only; pull each input by name")
+            follow = False
         report(outcome)
         outcomes.append(outcome)
-        if not recursive or outcome.status is PullStatus.FAILED:
+        if not follow:
             continue
         for input_id in inputs_in_force(ws.dataset(dataset_id).state(), None, None):
             origin = pull_source(ws, input_id)

@@ -1,5 +1,5 @@
 """``coord upgrade``: ODF 0.18 datasets written as current-ODF (0.39) dataset folders in the
-reference's layout (``store.upgrade``); the workspace is only read."""
+reference's layout (``build.upgrade``); the workspace is only read."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,7 +29,7 @@ def upgrade(ctx: click.Context, datasets: tuple[str, ...], into: Path, recursive
     maps each 0.18 block to its new one). An existing INTO/DATASET is refused. A derivative
     names its inputs by their upgrades in INTO: upgrade them first, or give -r.
     """
-    from ..store.upgrade import ORIGIN_PATH, upgrade_dataset, upgrade_order
+    from ..build.upgrade import ORIGIN_PATH, upgrade_dataset, upgrade_order
 
     ws = workspace(ctx)
     show = Output()

@@ -12,7 +12,7 @@ from typing import Any
 
 _MODULE_OF = {
     "FileIO": "fileio", "RefConflict": "fileio", "RepositoryURLError": "fileio", "open_url": "fileio",
-    "parse_url": "fileio", "RemotePullResult": "fetch_remote", "RemotePullStatus": "fetch_remote",
+    "parse_url": "fileio", "RemotePullResult": "remote", "RemotePullStatus": "remote",
     "pull_from_repository": "fetch_remote",
     "PushOutcome": "push", "PushResult": "push", "PushStatus": "push", "push_dataset": "push",
     "push_datasets": "push", "Repository": "registry",

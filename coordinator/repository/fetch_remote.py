@@ -20,38 +20,30 @@ from a repository; ``cli/pull.py`` is the command.)
 """
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..metadata.chain import ChainBlock, ChainError, walk
 from ..metadata.ids import DatasetRef
 from ..metadata.objects import DataSlice
-from ..trust.authorship import Signer, admit_pull, record_pull
+from ..trust.authorship import admit_pull, record_pull
 from ..trust.verify import ExpectedFiles, check_data_file, expected_files
 from ..workspace import DatasetState, SealedBlock, Workspace, layout
+from ..workspace.config import OdfVersion
 from ..workspace.fsutil import remove
 from ..workspace.progress import Progress
+from .current import CurrentRemote, OtherVersion, pull_current
 from .fileio import OutsideRepository, TooLarge, WrongKind
 from .registry import open_remote, remember
-from .remote import Diverged, RemoteDataset, RemoteDatasetNotFound, SyncError, checked_name
+from .remote import (
+    Diverged,
+    RemoteDataset,
+    RemoteDatasetNotFound,
+    RemotePullResult,
+    RemotePullStatus,
+    SyncError,
+    checked_name,
+)
 from .transfer import Job, run_parallel
-
-
-class RemotePullStatus(enum.StrEnum):
-    PULLED = "pulled"
-    UP_TO_DATE = "up to date"
-    AHEAD = "ahead"  # the local copy has blocks the remote lacks: nothing to pull
-
-
-@dataclass(frozen=True)
-class RemotePullResult:
-    dataset_id: str  # the local dataset
-    source: DatasetRef
-    status: RemotePullStatus
-    blocks: int  # blocks pulled (or, when ahead, blocks the remote lacks)
-    message: str
-    signers: list[Signer] = field(default_factory=list)  # of the blocks pulled
 
 
 def pull_from_repository(
@@ -59,9 +51,18 @@ def pull_from_repository(
     known: DatasetState | None = None,
 ) -> RemotePullResult:
     """Bring the local copy of ``ref`` (``REPO/[USER/]ID``) up to date; ``as_name`` names it
-    locally; ``known``: the local copy as this command already read it."""
+    locally; ``known``: the local copy as this command already read it. A repository folder in
+    the reference's layout (``refs/head`` at its top) holds a current-ODF (0.39) dataset, pulled
+    by ``current.pull_current``."""
     remote = open_remote(ws, ref)
-    ds = ws.dataset(as_name or ref.dataset_id)
+    name = as_name or ref.dataset_id
+    current = CurrentRemote(remote)
+    if current.read_head()[0] is not None:  # the reference's layout: refs/head at the top
+        return pull_current(ws, ref, remote, name, progress=progress)
+    if ws.odf_of(name) is OdfVersion.V039:
+        raise OtherVersion(f"{ref} is not a current-ODF (0.39) dataset and the local {name} is "
+                           "one (nothing was pulled): pull it --as another name")
+    ds = ws.dataset(name)
     with ds.writer(known) as writer:
         local = list(writer.state.chain) if writer.state is not None else []  # newest first
         remote_head, _ = remote.read_head()

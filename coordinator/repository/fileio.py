@@ -124,6 +124,10 @@ class FileIO(ABC):
         if self.fs.get_file_info(self.full_path(path)).type == pafs.FileType.Directory:
             raise WrongKind(path, "folder")
 
+    def is_file(self, path: str) -> bool:
+        """Whether ``path`` is a file (an object), without reading it."""
+        return self.fs.get_file_info(self.full_path(path)).type == pafs.FileType.File
+
     def list_files(self, prefix: str) -> dict[str, int]:
         """Every file under the folder ``prefix`` (recursively): relative path → size."""
         selector = pafs.FileSelector(self.full_path(prefix), recursive=True, allow_not_found=True)

@@ -1,10 +1,11 @@
 """Push: upload what the repository lacks, then move its head by compare-and-swap.
 
 Order (spec: Dataset Sharing): data files → checkpoints → signatures and blocks →
-``refs/head``. Readers only follow the head, so until the last step they see the old state
-whole; a push killed midway leaves files nobody references, and the next push skips the ones
-that arrived complete. The head moves only if it is still what this push read, so of two
-concurrent pushers exactly one wins and the other is told to pull first.
+``refs/head`` (for a current-ODF dataset, ``info/alias`` just before it). Readers only follow
+the head, so until the last step they see the old state whole; a push killed midway leaves
+files nobody references, and the next push skips the ones that arrived complete. The head moves
+only if it is still what this push read, so of two concurrent pushers exactly one wins and the
+other is told to pull first.
 """
 from __future__ import annotations
 
@@ -18,15 +19,20 @@ from pathlib import Path
 from ..errors import CoordError
 from ..metadata.chain import ChainBlock
 from ..metadata.ids import DatasetRef
+from ..store import layout as layout39
+from ..store.dataset import CurrentDataset
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, DatasetNotFound, Workspace, layout
+from ..workspace.config import OdfVersion
 from ..workspace.crash import crash_point
 from ..workspace.graph import DatasetGraph
 from ..workspace.progress import Progress
 from ..workspace.runs import run_folder
+from .current import CurrentRemote, OtherVersion
+from .current import uploads as current_uploads
 from .fileio import RefConflict
-from .registry import BadRepositoryArgument, open_remote, parse_target, remember, remembered
-from .remote import Diverged, RemoteDataset
+from .registry import BadRepositoryArgument, open_remote, parse_target, remember, remembered, remote_path
+from .remote import MAX_REF, Diverged, RemoteDataset
 from .transfer import Job, run_parallel
 
 
@@ -40,40 +46,46 @@ class PushResult:
     message: str
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a push of one dataset sends: the blocks the remote lacks, the files in upload
+    order, and the compare-and-swap that moves the remote head (None: it stays)."""
+
+    blocks: int
+    phases: list[tuple[str, list[tuple[Path, str]]]]
+    move_head: Callable[[], None] | None
+
+
 def push_dataset(
     ws: Workspace, dataset_id: str, to: str | None = None, *, progress: Progress | None = None,
     repair: bool = False,
 ) -> PushResult:
     """Push ``dataset_id`` to ``to`` (``REPO`` or ``REPO/NAME``), or where it was pushed last.
     With ``repair``, also every object of the blocks the repository already has whose bytes
-    there differ from the local file (damaged or replaced), after checking the local ones."""
-    ds = ws.dataset(dataset_id)
-    if not ds.exists():
+    there differ from the local file (damaged or replaced), after checking the local ones.
+
+    An ODF 0.18 dataset goes to its folder in 0.18's layout, a current-ODF (0.39) one in the
+    reference's (``current``); a folder holding the other version is refused."""
+    odf = ws.odf_of(dataset_id)
+    if odf is None:
         raise DatasetNotFound(dataset_id)
     target = parse_target(to, dataset_id) if to else remembered(ws, dataset_id, "push")
     if target is None:
         raise BadRepositoryArgument(f"{dataset_id} has not been pushed before: "
                                     "say where with --to REPO[/NAME]")
     remote = open_remote(ws, target)
-
-    remote_head, token = remote.read_head()
-    local = list(ds.chain())  # newest first, every block checked
-    hashes = [cb.hash for cb in local]
-    if remote_head is not None and remote_head not in hashes:
-        raise Diverged(
-            f"{target} has blocks you don't (its head {remote_head.hex()[:12]} is not in the "
-            f"local chain of {dataset_id}): pull first"
-        )
-    new = list(reversed(local[: hashes.index(remote_head)] if remote_head else local))
-    if not new and not repair:
+    if odf is OdfVersion.V039:
+        plan = _current_plan(ws, dataset_id, target, remote, repair)
+    else:
+        plan = _odf18_plan(ws, dataset_id, target, remote, repair)
+    if plan is None:
         remember(ws, dataset_id, "push", target)
         return PushResult(dataset_id, target, 0, 0, 0, f"{target} is up to date")
 
     have = remote.files("")
-    phases = _uploads(ds, list(reversed(local)) if repair else new)
     files = total = 0
     repaired: set[str] = set()
-    for description, uploads in phases:
+    for description, uploads in plan.phases:
         if repair:
             repaired |= _damaged(ws, remote, uploads, have, progress)
         todo = [(local_path, rel) for local_path, rel in uploads
@@ -82,18 +94,70 @@ def push_dataset(
         files += len(todo)
         total += sum(p.stat().st_size for p, _ in todo)
         crash_point(f"push-{description}-uploaded")
-    if new:
+    if plan.move_head is not None:
         try:
-            remote.swap_head(new[-1].hash, token)
+            plan.move_head()
         except RefConflict:
             raise Diverged(
                 f"remote changed, pull first ({target} moved while {dataset_id} was pushed)"
             ) from None
     remember(ws, dataset_id, "push", target)
-    pushed = f"pushed {len(new)} block{'s' * (len(new) != 1)} to {target}" if new else ""
+    n = plan.blocks
+    pushed = f"pushed {n} block{'s' * (n != 1)} to {target}" if n else ""
     mended = (f"repaired {len(repaired)} damaged file{'s' * (len(repaired) != 1)} of {target}"
               if repaired else f"every file {target} holds is intact" if repair else "")
-    return PushResult(dataset_id, target, len(new), files, total, "; ".join(filter(None, [pushed, mended])))
+    return PushResult(dataset_id, target, n, files, total, "; ".join(filter(None, [pushed, mended])))
+
+
+def _diverged(target: DatasetRef, dataset_id: str, head: str) -> Diverged:
+    return Diverged(f"{target} has blocks you don't (its head {head} is not in the local chain "
+                    f"of {dataset_id}): pull first")
+
+
+def _odf18_plan(ws: Workspace, dataset_id: str, target: DatasetRef, remote: RemoteDataset,
+                repair: bool) -> _Plan | None:
+    ds = ws.dataset(dataset_id)
+    current = CurrentRemote(remote)
+    if current.read_head()[0] is not None:
+        raise OtherVersion(f"{target} holds a current-ODF (0.39) dataset and {dataset_id} is ODF "
+                           "0.18 (nothing was pushed): push it to another NAME")
+    remote_head, token = remote.read_head()
+    local = list(ds.chain())  # newest first, every block checked
+    hashes = [cb.hash for cb in local]
+    if remote_head is not None and remote_head not in hashes:
+        raise _diverged(target, dataset_id, remote_head.hex()[:12])
+    new = list(reversed(local[: hashes.index(remote_head)] if remote_head else local))
+    if not new and not repair:
+        return None
+    return _Plan(len(new), _uploads(ds, list(reversed(local)) if repair else new),
+                 (lambda: remote.swap_head(new[-1].hash, token)) if new else None)
+
+
+def _current_plan(ws: Workspace, dataset_id: str, target: DatasetRef, remote: RemoteDataset,
+                  repair: bool) -> _Plan | None:
+    """A current-ODF dataset: objects, signatures and blocks, ``info/alias`` (the folder's name
+    in the repository), then ``refs/head``."""
+    ds = CurrentDataset(ws, dataset_id)
+    current = CurrentRemote(remote)
+    if current.holds_odf18():
+        raise OtherVersion(f"{target} holds an ODF 0.18 dataset and {dataset_id} is current ODF "
+                           "(0.39) (nothing was pushed): push it to another NAME")
+    remote_head, token = current.read_head()
+    blocks = list(ds.state().blocks)  # oldest first, every block checked
+    hashes = [b.hash for b in blocks]
+    if remote_head is not None and remote_head not in hashes:
+        raise _diverged(target, dataset_id, str(remote_head))
+    new = blocks[hashes.index(remote_head) + 1:] if remote_head else blocks
+    if not new and not repair:
+        return None
+
+    def move_head() -> None:
+        alias = remote_path(target)  # as the reference names a dataset: by its alias
+        if current.read(layout39.ALIAS, MAX_REF, "alias") != alias.encode():
+            remote.io.write_bytes(remote.file(layout39.ALIAS), alias.encode())
+        current.swap_head(new[-1].hash, token)
+
+    return _Plan(len(new), current_uploads(ds, blocks if repair else new), move_head if new else None)
 
 
 def _damaged(ws: Workspace, remote: RemoteDataset, uploads: list[tuple[Path, str]],
@@ -152,8 +216,14 @@ def push_datasets(
             raise DatasetNotFound(dataset_id)
     failed: dict[str, str] = {}  # dataset -> the failed dataset that stops it
     outcomes = []
-    for dataset_id in graph.order(ids, recursive=recursive):
-        blocker = next((failed[i] for i in graph.inputs(dataset_id) if i in failed), None)
+    # a current-ODF dataset's inputs are named by did:odf, which the graph of 0.18 names does
+    # not resolve: it is pushed on its own (-r does not reach its inputs)
+    def follow(dataset_id: str) -> bool:
+        return ws.odf_of(dataset_id) is OdfVersion.V018
+
+    for dataset_id in graph.order(ids, recursive=recursive, follow=follow):
+        inputs = graph.inputs(dataset_id) if follow(dataset_id) else ()
+        blocker = next((failed[i] for i in inputs if i in failed), None)
         if blocker is not None:
             failed[dataset_id] = blocker
             outcome = PushOutcome(dataset_id, PushStatus.SKIPPED,

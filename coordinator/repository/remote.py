@@ -25,7 +25,10 @@ Names the repository lists become local paths only through ``checked_name``.
 """
 from __future__ import annotations
 
+import enum
 import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import Conflict, CoordError, NotFound
 from ..metadata.block_hash import seal
@@ -33,6 +36,10 @@ from ..metadata.chain import ChainError
 from ..metadata.manifest import ManifestError, load_block_manifest
 from ..workspace import layout
 from .fileio import FileIO, OutsideRepository, TooLarge, WrongKind
+
+if TYPE_CHECKING:
+    from ..metadata.ids import DatasetRef
+    from ..trust.authorship import Signer
 
 MAX_REF = 256  # 64 hex digits and a newline, with room to spare
 MAX_BLOCK = 16 << 20  # a block holds metadata only: queries, schemas, hashes
@@ -57,6 +64,24 @@ class Diverged(SyncError, Conflict):
 
 class RemoteDatasetNotFound(SyncError, NotFound):
     pass
+
+
+class RemotePullStatus(enum.StrEnum):
+    """What a pull from a repository found (either ODF version)."""
+
+    PULLED = "pulled"
+    UP_TO_DATE = "up to date"
+    AHEAD = "ahead"  # the local copy has blocks the remote lacks: nothing to pull
+
+
+@dataclass(frozen=True)
+class RemotePullResult:
+    dataset_id: str  # the local dataset
+    source: DatasetRef
+    status: RemotePullStatus
+    blocks: int  # blocks pulled (or, when ahead, blocks the remote lacks)
+    message: str
+    signers: list[Signer] = field(default_factory=list)  # of the blocks pulled
 
 
 def checked_name(rel: str) -> str:

@@ -7,7 +7,9 @@ is decoded, and the chain rules), ``append`` (the one append path: objects, bloc
 stored, then parsed and compared). See ``schemas/ODF-039.md``, "Dataset layout".
 
 These know no workspace: a dataset is a folder, and its writer is given the lock file that
-makes it the only one. Two modules sit on a workspace: ``dataset`` (a workspace's current-ODF
+makes it the only one. One module sits on a workspace: ``dataset`` (a workspace's current-ODF
 dataset: its folder under ``.coord/datasets``, its lock, its cache and the key of its
-``did:odf``) and ``upgrade`` (``coord upgrade``: a 0.18 dataset written as such a folder).
+``did:odf``). ``coord upgrade`` (a 0.18 dataset written as such a folder) is ``build.upgrade``,
+above the services: it reads a derivative's build catalog (``transform.builds``), and the
+services (ingest, transform, repository) sit on this package, never under it.
 """

@@ -15,6 +15,9 @@ pinning do. The signer of a block is, for this workspace and dataset:
   did not), accepted by ``known`` and ``any``;
 - UNSIGNED: no signature on a block after a signed one (signatures stripped or forgotten).
 
+The same rules judge ODF 0.18 blocks and current-ODF (0.39) ones (``SignedBlock``): a dataset
+the reference implementation wrote carries no signatures at all, so it is UNSIGNED_HISTORY.
+
 The policy ``trust.require`` says what fails ``verify`` and ``pull``: ``trusted`` (only
 TRUSTED passes), ``known`` (the default: TRUSTED and PINNED pass, so pulling a public dataset
 works as is while a later change of key is refused) or ``any`` (authorship never fails; it is
@@ -27,11 +30,11 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..errors import CoordError, NotFound
-from ..metadata.chain import ChainBlock
 from ..metadata.signing import parse_public_key
 from ..workspace import DatasetNotFound, Workspace, layout
 from ..workspace.fsutil import atomic_write
@@ -65,6 +68,18 @@ class TrustError(CoordError):
 
 class UnknownKey(TrustError, NotFound):
     """The key is not among the trusted (or the dataset's pinned) keys."""
+
+
+class SignedBlock(Protocol):
+    """What authorship needs of a block: its hash and the key of its valid signature (None:
+    unsigned). An ODF 0.18 ``ChainBlock`` is one; so is a current-ODF block as a pull checked it
+    (``hash``: its multihash's digest)."""
+
+    @property
+    def hash(self) -> bytes: ...
+
+    @property
+    def signer(self) -> bytes | None: ...
 
 
 @dataclass(frozen=True)
@@ -164,7 +179,7 @@ def _save_pins(ws: Workspace, dataset_id: str, keys: list[bytes]) -> None:
 # --- judging blocks ----------------------------------------------------------------------------
 
 
-def authorship(ws: Workspace, blocks: Iterable[ChainBlock], pinned: Iterable[bytes], *,
+def authorship(ws: Workspace, blocks: Iterable[SignedBlock], pinned: Iterable[bytes], *,
                signed_before: bool = False) -> list[BlockAuthor]:
     """Each block's signer and its status, given the dataset's pinned keys; ``blocks`` oldest
     first, ``signed_before``: an older block of the dataset is signed."""
@@ -196,7 +211,7 @@ def signers(ws: Workspace, authors: list[BlockAuthor], pinned: Iterable[bytes]) 
     return [_signer(key, status, n, names, pinned) for (key, status), n in counts.items()]
 
 
-def block_signers(ws: Workspace, dataset_id: str, newest_first: list[ChainBlock]) -> list[Signer]:
+def block_signers(ws: Workspace, dataset_id: str, newest_first: Sequence[SignedBlock]) -> list[Signer]:
     """Each block's signer as a one-block ``Signer``, in the order given (a chain as walked),
     judged against the dataset's pins as ``verify`` judges it: what ``coord log`` and the API's
     chain show per block."""
@@ -212,7 +227,7 @@ def _signer(key: bytes | None, status: Authorship, blocks: int, names: dict[byte
 
 
 def admit_pull(
-    ws: Workspace, dataset_id: str, local: list[ChainBlock], new: list[ChainBlock]
+    ws: Workspace, dataset_id: str, local: Sequence[SignedBlock], new: Sequence[SignedBlock]
 ) -> list[Signer]:
     """Check the signers of blocks about to be pulled; return them, or raise TrustError.
 
@@ -230,13 +245,14 @@ def admit_pull(
     return signers(ws, authors, pinned)
 
 
-def record_pull(ws: Workspace, dataset_id: str, local: list[ChainBlock], new: list[ChainBlock]) -> None:
+def record_pull(ws: Workspace, dataset_id: str, local: Sequence[SignedBlock],
+                new: Sequence[SignedBlock]) -> None:
     """Pin what ``admit_pull`` accepted as the dataset's signers when it had none recorded."""
     if not pinned_keys(ws, dataset_id):
         pin(ws, dataset_id, _signers_of(local) or _signers_of(new))
 
 
-def _signers_of(blocks: Iterable[ChainBlock]) -> list[bytes]:
+def _signers_of(blocks: Iterable[SignedBlock]) -> list[bytes]:
     return list(dict.fromkeys(cb.signer for cb in blocks if cb.signer is not None))
 
 

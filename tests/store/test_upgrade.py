@@ -1,4 +1,4 @@
-"""``store.upgrade``: a workspace's ODF 0.18 root, pulled from CSV files over several pulls,
+"""``build.upgrade``: a workspace's ODF 0.18 root, pulled from CSV files over several pulls,
 written as a current-ODF dataset folder: it reads back, verifies, holds the same records with
 consecutive offsets, keeps the system times and watermarks, and says where it came from."""
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.build.pull import pull_datasets
+from coordinator.build.upgrade import ORIGIN_PATH, TargetExists, UpgradeError, upgrade_dataset
 from coordinator.ingest import pull_root
 from coordinator.metadata.manifest import load_manifest
 from coordinator.metadata.odf39 import data as d
@@ -22,7 +23,6 @@ from coordinator.metadata.odf39.from_odf18 import NoCounterpart
 from coordinator.metadata.odf39.source import SourceState
 from coordinator.store import layout
 from coordinator.store.read import read_state
-from coordinator.store.upgrade import ORIGIN_PATH, TargetExists, UpgradeError, upgrade_dataset
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 from coordinator.workspace.catalog import add_datasets

@@ -1,4 +1,4 @@
-"""``store.upgrade`` of a derivative: its SetTransform names the upgraded input by ``did:odf``,
+"""``build.upgrade`` of a derivative: its SetTransform names the upgraded input by ``did:odf``,
 each ExecuteTransform names the input's upgraded blocks and offsets the 0.18 step consumed,
 and its checkpoints are packed one file each, the same bytes for the same files."""
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from coordinator.build.upgrade import UpgradeError, pack_checkpoint, upgrade_dataset, upgrade_order
 from coordinator.ingest import pull_root
 from coordinator.metadata.manifest import load_manifest
 from coordinator.metadata.odf39 import events as e
 from coordinator.store import layout
-from coordinator.store.upgrade import UpgradeError, pack_checkpoint, upgrade_dataset, upgrade_order
 from coordinator.store.verify import verify_folder
 from coordinator.transform.execute import pull_derivative
 from coordinator.workspace import Workspace

@@ -26,6 +26,7 @@ from coordinator.metadata.multiformats import Multihash
 from coordinator.metadata.odf39 import data as d
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39 import source as s
+from coordinator.metadata.signing import SigningKey
 from coordinator.store.append import DatasetWriter, checkpoint_of, data_slice_of
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -90,11 +91,13 @@ def slice_file(table: pa.Table, when: datetime, prev_offset: int | None,
     return path, data_slice_of(write_slice(stored, path))
 
 
-def write_root(folder: Path, locks: Path, scratch: Path) -> Written:
-    """The root dataset ``cities`` in ``folder``."""
+def write_root(folder: Path, locks: Path, scratch: Path, *, key: Ed25519PrivateKey = ROOT_KEY,
+               signer: SigningKey | None = None) -> Written:
+    """The root dataset ``cities`` in ``folder``: with ``key`` as its ``did:odf``'s, each block
+    signed by ``signer`` (None: unsigned, as the reference writes it)."""
     blocks, data = [], []
-    with DatasetWriter(folder, locks / "cities.lock") as w:
-        dataset_id = w.seed(ROOT_KEY, e.DatasetKind.ROOT, at(0), alias="cities")
+    with DatasetWriter(folder, locks / "cities.lock", signer=signer) as w:
+        dataset_id = w.seed(key, e.DatasetKind.ROOT, at(0), alias="cities")
         blocks.append(w.head)
         blocks.append(w.append(SOURCE, system_time=at(1)))
         blocks.append(w.append(SCHEMA, system_time=at(1)))

@@ -64,14 +64,14 @@ from ..metadata.odf39 import data as d
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
 from ..metadata.odf39.source import SourceState
+from ..store import layout
+from ..store.append import DatasetWriter, checkpoint_of, data_slice_of
+from ..store.dataset import dataset_key_purpose
+from ..store.read import DatasetState, read_state
+from ..store.verify import verify_folder
 from ..transform.builds import builds
 from ..workspace.source_state import SourceState as FetchState
 from ..workspace.source_state import UrlState
-from . import layout
-from .append import DatasetWriter, checkpoint_of, data_slice_of
-from .dataset import dataset_key_purpose
-from .read import DatasetState, read_state
-from .verify import verify_folder
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
