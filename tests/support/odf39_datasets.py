@@ -27,6 +27,8 @@ from coordinator.metadata.odf39 import data as d
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39 import source as s
 from coordinator.store.append import DatasetWriter, checkpoint_of, data_slice_of
+from coordinator.store.dataset import CurrentDataset
+from coordinator.workspace import Workspace
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 ROOT_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
@@ -83,7 +85,8 @@ def at(minutes: int) -> datetime:
 
 def slice_file(table: pa.Table, when: datetime, prev_offset: int | None,
                scratch: Path) -> tuple[Path, e.DataSlice]:
-    """The slice of ``table`` written to a file in ``scratch``, and what a block records of it."""
+    """The slice of ``table`` written to a file in ``scratch``, and what a block records of it
+    (``table`` may hold an ``op`` column: every row an append if not)."""
     stored = build_slice(table, system_time=when, prev_offset=prev_offset)
     scratch.mkdir(parents=True, exist_ok=True)
     path = scratch / f"slice-{when:%H%M}-{prev_offset}.parquet"
@@ -145,3 +148,36 @@ def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written) ->
             prev_offset, prev_checkpoint = new_data.offset_interval.end, new_checkpoint.physical_hash
             prev_block, input_offset = add_data[n], new_offset
     return Written(folder, dataset_id, tuple(blocks), tuple(data), tuple(checkpoints))
+
+
+def append_rows(folder: Path, locks: Path, scratch: Path, batch: list[tuple], *,
+                watermark: datetime | None = None, op: int | None = None) -> Multihash:
+    """One more AddData on the root in ``folder``, ten minutes after its head: ``batch``'s
+    records (each of operation type ``op`` when given), the watermark ``watermark`` or else the
+    newest event time; no records and a watermark: a block that only moves the watermark."""
+    with DatasetWriter(folder, locks / f"{folder.name}.lock") as w:
+        state = w.state
+        assert state is not None
+        when = state.blocks[-1].block.system_time + timedelta(minutes=10)
+        newest = max((r[0] for r in batch), default=None)
+        moved = max(t for t in (state.watermark, watermark, newest) if t is not None)
+        if not batch:
+            return w.append(e.AddData(prev_offset=state.last_offset, new_watermark=moved),
+                            system_time=when)
+        table = rows(batch)
+        if op is not None:
+            table = table.append_column("op", pa.array([op] * len(batch), pa.int32()))
+        path, new_data = slice_file(table, when, state.last_offset, scratch)
+        return w.append(e.AddData(prev_offset=state.last_offset, new_data=new_data,
+                                  new_watermark=moved), system_time=when, data=path)
+
+
+def define_derivative(ws: Workspace, name: str, inputs: dict[str, DatasetId], query: str) -> None:
+    """The derivative ``name`` of ``ws`` as ``coord add`` starts one: Seed and SetTransform
+    (each input by its did:odf, under the alias the query reads it by)."""
+    ds = CurrentDataset(ws, name)
+    with ds.writer() as w:
+        w.seed(ds.key, e.DatasetKind.DERIVATIVE, at(0), alias=name)
+        w.append(e.SetTransform(
+            inputs=[e.TransformInput(dataset_ref=str(i), alias=alias) for alias, i in inputs.items()],
+            transform=s.TransformSql(engine="spark", query=query)), system_time=at(1))
