@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from ..data.odf_schema import data_schema
 from ..data.odf_slice import Vocabulary, build_slice, write_slice
-from ..engine.port import Engine, EngineProgress, ExecuteInput
+from ..engine.port import Engine, EngineError, EngineErrorKind, EngineProgress, ExecuteInput
 from ..errors import Conflict, CoordError, Invalid
 from ..metadata.multiformats import Multihash
 from ..metadata.objects import DatasetVocabulary, InputWatermarks, LateRows, TransformSql
@@ -147,20 +147,25 @@ class InputStep:
 
 
 def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
-               last: ExecuteTransformInput | None, until: Multihash | None = None) -> InputStep:
+               last: ExecuteTransformInput | None, until: Multihash | None = None, *,
+               replaying: bool = False) -> InputStep:
     """The new part of input ``ds`` after ``last`` (what the previous step recorded of it) up to
-    block ``until`` (None: its head)."""
+    block ``until`` (None: its head; with ``replaying``, the step read nothing of it)."""
     index = {stored.hash: k for k, stored in enumerate(state.blocks)}
     prev_block = (last.new_block_hash or last.prev_block_hash) if last else None
     prev_offset = None
     if last is not None:
         prev_offset = last.new_offset if last.new_offset is not None else last.prev_offset
-    end = len(state.blocks) if until is None else index.get(until, -1) + 1
     start = 0 if prev_block is None else index.get(prev_block, -1) + 1
-    if (prev_block is not None and start == 0) or end == 0:
+    end = start if replaying and until is None else \
+        len(state.blocks) if until is None else index.get(until, -1) + 1
+    if (prev_block is not None and start == 0) or (until is not None and end == 0):
         missing = until if end == 0 else prev_block
         raise InputRefused(f"input {ds.id} no longer holds block {missing}, which the derivative "
                            "read; its chain was replaced since")
+    if end == 0:
+        raise InputRefused(f"input {ds.id}: the step read none of its blocks; coord replays a "
+                           "step once every input it reads has blocks")
     if end < start:
         end = start  # a replay of a step that did not advance this input
     state = _up_to(state, end)
@@ -384,3 +389,70 @@ def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engin
         if event.new_data else 0
     message = f"{n:,} new records" + (f"; {late_rows_words(name, inputs, late)}" if late else "")
     return TransformResult(name, message, h.to_bytes(), n, event.new_watermark, late)
+
+
+def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> list[str]:
+    """Re-run every step of the current-ODF derivative ``name`` from its inputs (spec: Dataset
+    Validation) and compare: each ``ExecuteTransform``'s inputs as recorded, the engine's state
+    the previous replayed step's (never a stored checkpoint), its system time; the records
+    (logical hash and offsets) and the watermark must be the block's. Returns the problems,
+    one line each (``block <n> (<hash>): ...``); nothing is written to the dataset."""
+    ds = CurrentDataset(ws, name)
+    state = ds.state()
+    inputs = CurrentInputs(ws)
+    problems: list[str] = []
+    checkpoint: Path | None = None
+    in_force: SetTransform | None = None
+    ran_with: SetTransform | None = None
+    for k, stored in enumerate(state.blocks):
+        event, where = stored.block.event, f"block {stored.block.sequence_number} ({stored.hash})"
+        if isinstance(event, SetTransform):
+            in_force = event
+        if not isinstance(event, ExecuteTransform):
+            continue
+        if in_force is None:
+            return [*problems, f"{where}: executed before any SetTransform"]
+        steps = []
+        for given, used in zip(in_force.inputs, event.query_inputs, strict=True):
+            input_ds = inputs.dataset(given, name)
+            start = ExecuteTransformInput(dataset_id=used.dataset_id, prev_block_hash=used.prev_block_hash,
+                                          prev_offset=used.prev_offset)
+            steps.append(plan_input(input_ds, _alias(given), input_ds.state(), start,
+                                    used.new_block_hash, replaying=True))
+        changed = ran_with is not None and ran_with.transform != in_force.transform
+        plan = CurrentPlan(ds, _up_to(state, k), engine_transform(in_force), steps, None,
+                           engine_transform(ran_with) if changed and ran_with else None)
+        running = engine()
+        try:
+            out = run_current_step(running, plan, system_time=stored.block.system_time,
+                                   prev_checkpoint_dir=checkpoint,
+                                   scratch=running.workdir(f"replay-{plan.transaction_id()}"))
+        except InputRefused as e:
+            return [*problems, f"{where}: not replayed: {e}"]
+        except EngineError as e:
+            if e.kind is not EngineErrorKind.FORBIDDEN:
+                raise
+            # each step starts from the one before: nothing after a refused query replays
+            return [*problems, f"{where}: not replayed, the engine refuses its query: {e.message}"]
+        checkpoint, ran_with = out.checkpoint_dir, in_force
+        reason = _difference(event, out.event)
+        if reason:
+            problems.append(f"{where}: did not reproduce: {reason}")
+    return problems
+
+
+def _difference(recorded: ExecuteTransform, replayed: ExecuteTransform) -> str | None:
+    a, b = recorded.new_data, replayed.new_data
+    count = lambda s: s.offset_interval.end - s.offset_interval.start + 1 if s else 0  # noqa: E731
+    if count(a) != count(b):
+        return f"recorded {count(a)} records, replay gave {count(b)}"
+    if a is not None and b is not None:
+        if a.offset_interval != b.offset_interval:
+            return "the replayed records have other offsets than the recorded ones"
+        if a.logical_hash != b.logical_hash:
+            return "the replayed output's logical hash differs from the recorded one"
+    if recorded.new_watermark != replayed.new_watermark:
+        return f"recorded watermark {recorded.new_watermark}, replay gave {replayed.new_watermark}"
+    if recorded.query_inputs != replayed.query_inputs:
+        return "the replay read other input intervals than the block records"
+    return None

@@ -114,8 +114,10 @@ def write_root(folder: Path, locks: Path, scratch: Path) -> Written:
     return Written(folder, dataset_id, tuple(blocks), tuple(data), ())
 
 
-def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written) -> Written:
-    """The derivative ``large-cities`` over ``root`` in ``folder``."""
+def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written,
+                     query: str = QUERY) -> Written:
+    """The derivative ``large-cities`` over ``root`` in ``folder``; its records are always
+    ``QUERY``'s, whatever ``query`` its SetTransform says (another one makes a forgery)."""
     add_data = root.blocks[-len(BATCHES):]  # the root's AddData blocks
     blocks, data, checkpoints = [], [], []
     with DatasetWriter(folder, locks / "large-cities.lock") as w:
@@ -123,7 +125,7 @@ def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written) ->
         blocks.append(w.head)
         transform = e.SetTransform(
             inputs=[e.TransformInput(dataset_ref=str(root.id), alias="cities")],
-            transform=s.TransformSql(engine="datafusion", query=QUERY))
+            transform=s.TransformSql(engine="datafusion", query=query))
         blocks.append(w.append(transform, system_time=at(1)))
         blocks.append(w.append(SCHEMA, system_time=at(1)))
         prev_offset = prev_checkpoint = prev_block = input_offset = None
