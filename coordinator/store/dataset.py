@@ -31,7 +31,7 @@ from ..workspace.config import OdfVersion
 from ..workspace.dataset import DatasetNotFound
 from . import layout
 from .append import DatasetWriter
-from .read import DatasetState, read_head, read_state
+from .read import DatasetState, StoreError, read_head, read_state
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -124,9 +124,16 @@ class CurrentInputs:
         self._ids: dict[str, DatasetId | None] = {}
 
     def _id_of(self, name: str) -> DatasetId | None:
+        """The id of the current-ODF dataset ``name`` (None: none, or its chain cannot be read:
+        it is no input of anyone until it can, and its own commands report why)."""
         if name not in self._ids:
-            exists = self.ws.odf_of(name) is OdfVersion.V039
-            self._ids[name] = CurrentDataset(self.ws, name).state().id if exists else None
+            found = None
+            if self.ws.odf_of(name) is OdfVersion.V039:
+                try:
+                    found = CurrentDataset(self.ws, name).state().id
+                except StoreError:
+                    pass
+            self._ids[name] = found
         return self._ids[name]
 
     def find(self, given: TransformInput) -> str | None:
