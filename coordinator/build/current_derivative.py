@@ -136,13 +136,16 @@ class InputStep:
         return path
 
     def execute_input(self) -> ExecuteInput:
+        """The input as the engine port takes it (its files checked here)."""
         v = self.vocab
-        schema = self.schema()
+        paths = self.data_paths()
+        # the newest slice is the last new one when there are new ones (checked just now)
+        schema = pq.read_schema(paths[-1]) if paths else self.schema()
         assert schema is not None, "planned only once every input has data"
         return ExecuteInput(
             dataset_id=self.alias,
             vocab=DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time),
-            schema=schema, data_paths=self.data_paths(), explicit_watermarks=list(self.watermarks),
+            schema=schema, data_paths=paths, explicit_watermarks=list(self.watermarks),
             system_time_interval="()")
 
 
@@ -157,17 +160,19 @@ def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
     if last is not None:
         prev_offset = last.new_offset if last.new_offset is not None else last.prev_offset
     start = 0 if prev_block is None else index.get(prev_block, -1) + 1
-    end = start if replaying and until is None else \
-        len(state.blocks) if until is None else index.get(until, -1) + 1
-    if (prev_block is not None and start == 0) or (until is not None and end == 0):
-        missing = until if end == 0 else prev_block
-        raise InputRefused(f"input {ds.id} no longer holds block {missing}, which the derivative "
-                           "read; its chain was replaced since")
+    if prev_block is not None and start == 0:
+        raise InputRefused(f"input {ds.id} no longer holds block {prev_block}, which the "
+                           "derivative read; its chain was replaced since")
+    if until is None:
+        end = start if replaying else len(state.blocks)
+    else:
+        end = index.get(until, -1) + 1
+        if end == 0 or end < start:
+            raise InputRefused(f"input {ds.id}: block {until}, where the step ended in it, is not "
+                               f"after block {prev_block} in its chain; its chain was replaced since")
     if end == 0:
         raise InputRefused(f"input {ds.id}: the step read none of its blocks; coord replays a "
                            "step once every input it reads has blocks")
-    if end < start:
-        end = start  # a replay of a step that did not advance this input
     state = _up_to(state, end)
     new = [r for r in state.slices if r.sequence_number >= start]
     expected = 0 if prev_offset is None else prev_offset + 1

@@ -4,6 +4,7 @@ committed as SetDataSchema + ExecuteTransform through the append path, and every
 computed again from the input records with pyarrow."""
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -195,3 +196,47 @@ def test_verify_integrity_only_does_not_replay(ws):
     pull(ws, "large")
     out = coord("verify", "--integrity", "large", cwd=ws.root).stdout  # no engine at all
     assert "integrity: ok" in out and "reproducibility: not checked" in out
+
+
+def change_query(ws: Workspace, name: str, query: str) -> None:
+    """A new SetTransform on the derivative: the same inputs, ``query``."""
+    ds = CurrentDataset(ws, name)
+    with ds.writer() as w:
+        old = w.state.transform
+        w.append(e.SetTransform(inputs=old.inputs, transform=replace(old.transform, query=query)),
+                 system_time=w.state.blocks[-1].block.system_time)
+
+
+def test_a_query_that_adds_a_column_records_the_grown_schema_before_its_data(ws):
+    pull(ws, "large")
+    change_query(ws, "large", QUERY.replace("population FROM", "population, population * 2 AS doubled FROM"))
+    append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", MORE)
+    pull(ws, "large")
+    kinds = [type(b.block.event).__name__ for b in CurrentDataset(ws, "large").state().blocks]
+    assert kinds[-3:] == ["SetTransform", "SetDataSchema", "ExecuteTransform"]
+    names = [f.name for f in events(ws, "large", e.SetDataSchema)[-1].schema.fields]
+    assert names[-2:] == ["population", "doubled"]
+    newest = CurrentDataset(ws, "large").state().slices[-1]
+    table = pq.read_table(CurrentDataset(ws, "large").data_file(newest.slice))
+    assert table["doubled"].to_pylist() == [2 * p for p in table["population"].to_pylist()]
+
+
+def test_a_query_that_drops_a_column_is_refused_and_nothing_is_committed(ws):
+    pull(ws, "large")
+    change_query(ws, "large", QUERY.replace(", population FROM", " FROM"))
+    head = CurrentDataset(ws, "large").head()
+    append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", MORE)
+    proc = pull(ws, "large", check=False)
+    assert proc.returncode == 1
+    assert "the query's output has no column 'population'" in proc.stdout + proc.stderr
+    assert CurrentDataset(ws, "large").head() == head
+
+
+def test_an_input_data_file_that_is_not_its_blocks_is_refused_before_the_engine_reads_it(ws):
+    cities = CurrentDataset(ws, "cities")
+    path = cities.data_file(cities.state().slices[0].slice)
+    path.write_bytes(path.read_bytes()[:-1] + b"\0")
+    proc = pull(ws, "large", check=False)
+    assert proc.returncode == 1
+    assert f"input cities, block 3: {path}: its bytes hash to" in proc.stdout + proc.stderr
+    assert len(CurrentDataset(ws, "large").state().blocks) == 2  # Seed, SetTransform
