@@ -30,7 +30,6 @@ from ..workspace import layout as ws_layout
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import DatasetNotFound
 from . import layout
-from .append import DatasetWriter
 from .read import DatasetState, StoreError, read_head, read_state
 
 if TYPE_CHECKING:
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from ..metadata.multiformats import Multihash
     from ..metadata.odf39.events import Checkpoint, DataSlice, TransformInput
     from ..workspace.workspace import Workspace
+    from .append import DatasetWriter
 
 
 def dataset_key_purpose(name: str) -> str:
@@ -104,6 +104,8 @@ class CurrentDataset:
     def writer(self, known: DatasetState | None = None) -> DatasetWriter:
         """The dataset's one writer; ``known``: a state read earlier in this command, taken as
         the writer's if the head has not moved since."""
+        from .append import DatasetWriter  # Arrow (file hashes): only for a command that writes
+
         return DatasetWriter(self.root, self.lock_path, known, signer=self.ws.signing_key)
 
 
