@@ -240,3 +240,17 @@ def test_an_input_data_file_that_is_not_its_blocks_is_refused_before_the_engine_
     assert proc.returncode == 1
     assert f"input cities, block 3: {path}: its bytes hash to" in proc.stdout + proc.stderr
     assert len(CurrentDataset(ws, "large").state().blocks) == 2  # Seed, SetTransform
+
+
+def test_a_derivative_of_a_derivative_reads_it_by_id_under_another_alias(ws):
+    pull(ws, "large")
+    # the query names its input "big": the input is found by its did:odf, not by that name
+    define_derivative(ws, "huge", {"big": CurrentDataset(ws, "large").state().id},
+                      "SELECT event_time, city FROM big WHERE population > 5000000")
+    assert "huge: 1 new records" in pull(ws, "huge").stdout
+    assert records(ws, "huge")["city"].to_pylist() == ["Seoul"]
+    [step] = events(ws, "huge", e.ExecuteTransform)
+    large = CurrentDataset(ws, "large").state()
+    assert step.query_inputs[0].new_block_hash == large.head
+    assert step.new_watermark == large.watermark  # an ExecuteTransform's watermark is read too
+    assert "reproducibility: reproduced" in verify(ws, "huge").stdout
