@@ -60,7 +60,7 @@ from ..metadata.timestamps import now_utc
 from ..store.append import checkpoint_of, data_slice_of
 from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
 from ..store.dataset import CurrentDataset, CurrentInputs
-from ..store.read import DatasetState, SliceRecord
+from ..store.read import DatasetState, SliceRecord, build
 from ..store.verify import file_problem, vocabulary_of
 from ..transform.builds import late_rows_words
 from ..transform.execute import EngineStep, LateRowsRefused, TransformResult, execute_step
@@ -190,13 +190,9 @@ def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
 
 
 def _up_to(state: DatasetState, end: int) -> DatasetState:
-    """``state`` as of its first ``end`` blocks (what a replay's input held then)."""
-    if end == len(state.blocks):
-        return state
-    last = state.blocks[end - 1].block.sequence_number
-    return replace(state, blocks=state.blocks[:end],
-                   slices=tuple(r for r in state.slices if r.sequence_number <= last),
-                   watermark=_watermark(state, end))
+    """``state`` as of its first ``end`` blocks (what a replay's input, or the derivative
+    before a replayed step, held then: its schema, slices and watermark then)."""
+    return state if end == len(state.blocks) else build(list(state.blocks[:end]))
 
 
 def _watermark(state: DatasetState, end: int) -> datetime | None:
@@ -434,6 +430,8 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
                                    scratch=running.workdir(f"replay-{plan.transaction_id()}"))
         except InputRefused as e:
             return [*problems, f"{where}: not replayed: {e}"]
+        except SchemaChangeRefused as e:  # the replayed records are not the recorded ones
+            return [*problems, f"{where}: did not reproduce: {e}"]
         except EngineError as e:
             if e.kind is not EngineErrorKind.FORBIDDEN:
                 raise

@@ -219,6 +219,8 @@ def test_a_query_that_adds_a_column_records_the_grown_schema_before_its_data(ws)
     newest = CurrentDataset(ws, "large").state().slices[-1]
     table = pq.read_table(CurrentDataset(ws, "large").data_file(newest.slice))
     assert table["doubled"].to_pylist() == [2 * p for p in table["population"].to_pylist()]
+    # each step replays under the query and schema of its time (a migration between them)
+    assert "reproducibility: reproduced" in verify(ws, "large").stdout
 
 
 def test_a_query_that_drops_a_column_is_refused_and_nothing_is_committed(ws):
