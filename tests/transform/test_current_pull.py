@@ -256,3 +256,20 @@ def test_a_derivative_of_a_derivative_reads_it_by_id_under_another_alias(ws):
     assert step.query_inputs[0].new_block_hash == large.head
     assert step.new_watermark == large.watermark  # an ExecuteTransform's watermark is read too
     assert "reproducibility: reproduced" in verify(ws, "huge").stdout
+
+
+@pytest.mark.parametrize("point", ["engine-answered", "odf-data-installed", "odf-block-written",
+                                   "odf-signature-written"])
+def test_a_pull_killed_part_way_leaves_the_dataset_as_it_was_and_the_next_one_finishes(ws, point):
+    pull(ws, "large")  # the SetDataSchema and the first step
+    append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", MORE)
+    head = CurrentDataset(ws, "large").head()
+    killed = coord("pull", "large", cwd=ws.root, env={"COORD_CRASH_AT": point}, check=False,
+                   fake_engine=True)
+    assert killed.returncode != 0
+    assert CurrentDataset(ws, "large").head() == head
+    pull(ws, "large")
+    assert len(events(ws, "large", e.ExecuteTransform)) == 2
+    got = records(ws, "large")
+    assert got["city"].to_pylist() == large_of(records(ws, "cities"))["city"].to_pylist()
+    assert verify_folder(CurrentDataset(ws, "large").root) == []
