@@ -382,6 +382,8 @@ def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engin
         packed = scratch / "checkpoint.tar"
         pack_checkpoint(out.checkpoint_dir, packed)
         event = replace(out.event, new_checkpoint=checkpoint_of(packed))
+        if _changes_nothing(event, plan):  # a query changed with nothing new to read, say
+            return TransformResult(name, "up to date")
         crash_point("engine-answered")
         if out.schema is not None:
             w.append(out.schema, system_time=system_time)
@@ -390,6 +392,15 @@ def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engin
         if event.new_data else 0
     message = f"{n:,} new records" + (f"; {late_rows_words(name, inputs, late)}" if late else "")
     return TransformResult(name, message, h.to_bytes(), n, event.new_watermark, late)
+
+
+def _changes_nothing(event: ExecuteTransform, plan: CurrentPlan) -> bool:
+    """No data, no input moved, the watermark and checkpoint as before: a block the chain
+    rules refuse (the reference's too), so the step is not committed."""
+    before = plan.prev_checkpoint.physical_hash if plan.prev_checkpoint else None
+    after = event.new_checkpoint.physical_hash if event.new_checkpoint else None
+    return (event.new_data is None and all(q.new_block_hash is None for q in event.query_inputs)
+            and event.new_watermark == plan.state.watermark and after == before)
 
 
 def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> list[str]:

@@ -273,3 +273,11 @@ def test_a_pull_killed_part_way_leaves_the_dataset_as_it_was_and_the_next_one_fi
     got = records(ws, "large")
     assert got["city"].to_pylist() == large_of(records(ws, "cities"))["city"].to_pylist()
     assert verify_folder(CurrentDataset(ws, "large").root) == []
+
+
+def test_a_changed_query_with_nothing_new_to_read_commits_nothing(ws):
+    pull(ws, "large")
+    change_query(ws, "large", QUERY.replace("1000000", "2000000"))
+    head = CurrentDataset(ws, "large").head()
+    assert "large: up to date" in pull(ws, "large").stdout
+    assert CurrentDataset(ws, "large").head() == head
