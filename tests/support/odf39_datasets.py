@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from coordinator.data.odf_schema import data_schema
 from coordinator.data.odf_slice import build_slice, write_slice
 from coordinator.metadata.did import DatasetId
 from coordinator.metadata.multiformats import Multihash
@@ -154,24 +155,46 @@ def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written,
 
 def append_rows(folder: Path, locks: Path, scratch: Path, batch: list[tuple], *,
                 watermark: datetime | None = None, op: int | None = None) -> Multihash:
-    """One more AddData on the root in ``folder``, ten minutes after its head: ``batch``'s
-    records (each of operation type ``op`` when given), the watermark ``watermark`` or else the
+    """One more AddData of the cities in ``folder``: ``batch``'s records (each of operation
+    type ``op`` when given); see ``append_table``."""
+    table = rows(batch)
+    if op is not None:
+        table = table.append_column("op", pa.array([op] * len(batch), pa.int32()))
+    return append_table(folder, locks, scratch, table, watermark=watermark)
+
+
+def append_table(folder: Path, locks: Path, scratch: Path, table: pa.Table, *,
+                 watermark: datetime | None = None) -> Multihash:
+    """One more AddData on the root in ``folder``, ten minutes after its head: ``table``'s
+    records (event time and data, maybe ``op``), the watermark ``watermark`` or else the
     newest event time; no records and a watermark: a block that only moves the watermark."""
     with DatasetWriter(folder, locks / f"{folder.name}.lock") as w:
         state = w.state
         assert state is not None
         when = state.blocks[-1].block.system_time + timedelta(minutes=10)
-        newest = max((r[0] for r in batch), default=None)
+        newest = pc.max(table["event_time"]).as_py() if table.num_rows else None
         moved = max(t for t in (state.watermark, watermark, newest) if t is not None)
-        if not batch:
+        if not table.num_rows:
             return w.append(e.AddData(prev_offset=state.last_offset, new_watermark=moved),
                             system_time=when)
-        table = rows(batch)
-        if op is not None:
-            table = table.append_column("op", pa.array([op] * len(batch), pa.int32()))
         path, new_data = slice_file(table, when, state.last_offset, scratch)
         return w.append(e.AddData(prev_offset=state.last_offset, new_data=new_data,
                                   new_watermark=moved), system_time=when, data=path)
+
+
+def write_table_root(ws: Workspace, name: str, table: pa.Table, scratch: Path) -> None:
+    """A root ``name`` of ``ws`` (its own did:odf) holding ``table`` (event time and data) as
+    its first slice, at ``at(5)``; more goes on with ``append_table``."""
+    ds = CurrentDataset(ws, name)
+    stored = build_slice(table, system_time=at(5), prev_offset=None)
+    scratch.mkdir(parents=True, exist_ok=True)
+    path = scratch / f"{name}-first.parquet"
+    new_data = data_slice_of(write_slice(stored, path))
+    with ds.writer() as w:
+        w.seed(ds.key, e.DatasetKind.ROOT, at(0), alias=name)
+        w.append(e.SetDataSchema(schema=data_schema(stored.schema)), system_time=at(5))
+        w.append(e.AddData(new_data=new_data, new_watermark=pc.max(table["event_time"]).as_py()),
+                 system_time=at(5), data=path)
 
 
 def define_derivative(ws: Workspace, name: str, inputs: dict[str, DatasetId], query: str) -> None:

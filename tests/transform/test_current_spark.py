@@ -18,7 +18,13 @@ from coordinator.workspace import Workspace
 from coordinator.workspace.config import OdfVersion
 
 from ..support.cli import coord
-from ..support.odf39_datasets import append_rows, define_derivative, write_root
+from ..support.odf39_datasets import (
+    append_rows,
+    append_table,
+    define_derivative,
+    write_root,
+    write_table_root,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -26,6 +32,10 @@ MORE = [(datetime(2025, 3, 1, tzinfo=UTC), "Delhi", 32_941_000),
         (datetime(2025, 3, 2, tzinfo=UTC), "Porto", 231_800)]
 PROJECTION = ("SELECT event_time, upper(city) AS city, population DIV 1000 AS thousands "
               "FROM cities WHERE population > 600000")
+CAPITALS = pa.schema([("event_time", pa.timestamp("ms", tz="UTC")), ("city", pa.string()),
+                      ("country", pa.string())])
+JOIN = ("SELECT c.event_time, c.city, c.population, k.country "
+        "FROM cities c JOIN capitals k ON c.city = k.city")
 DAILY = ("SELECT window.end AS event_time, count(*) AS cities, sum(population) AS population "
          "FROM cities GROUP BY window(event_time, '1 day')")
 
@@ -97,3 +107,38 @@ def test_a_daily_window_emits_the_days_the_inputs_watermark_closed(ws):
     root_more(ws, [], watermark=datetime(2025, 3, 1, tzinfo=UTC))
     assert "daily: 1 new records" in coord("pull", "daily", cwd=ws.root).stdout
     assert records(ws, "daily")["event_time"].to_pylist()[-1] == datetime(2025, 2, 4, tzinfo=UTC)
+
+
+def capitals(*found: tuple) -> pa.Table:
+    return pa.Table.from_pylist([dict(zip(CAPITALS.names, r, strict=True)) for r in found],
+                                schema=CAPITALS)
+
+
+def test_a_join_of_two_0_39_roots_matches_rows_across_steps_through_its_checkpoint(ws):
+    write_table_root(ws, "capitals", capitals(
+        (datetime(2025, 1, 1, tzinfo=UTC), "Lisbon", "Portugal"),
+        (datetime(2025, 1, 1, tzinfo=UTC), "Seoul", "South Korea")), ws.root / "scratch")
+    define_derivative(ws, "capital-cities", {
+        "cities": CurrentDataset(ws, "cities").state().id,
+        "capitals": CurrentDataset(ws, "capitals").state().id}, JOIN)
+    coord("pull", "capital-cities", cwd=ws.root)
+    # Delhi first in one input, then (a step later) in the other: the engine finds the
+    # earlier row in its state, which went through the packed checkpoint file
+    root_more(ws, MORE)
+    coord("pull", "capital-cities", cwd=ws.root)
+    append_table(ws.meta / "datasets" / "capitals", ws.meta / "locks", ws.root / "scratch",
+                 capitals((datetime(2025, 3, 5, tzinfo=UTC), "Delhi", "India")))
+    assert "capital-cities: 1 new records" in coord("pull", "capital-cities", cwd=ws.root).stdout
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.register("cities", records(ws, "cities"))
+    con.register("capitals", records(ws, "capitals"))
+    expected = con.sql("SELECT c.event_time, c.city, c.population, k.country FROM cities c "
+                       "JOIN capitals k ON c.city = k.city ORDER BY c.city").fetchall()
+    assert [r[1] for r in expected] == ["Delhi", "Lisbon", "Seoul"]
+    got = records(ws, "capital-cities")
+    assert sorted(zip(*(got[c].to_pylist() for c in ("event_time", "city", "population", "country")),
+                      strict=True), key=lambda r: r[1]) == expected
+    assert len([b for b in CurrentDataset(ws, "capital-cities").state().blocks
+                if isinstance(b.block.event, e.ExecuteTransform)]) == 3
