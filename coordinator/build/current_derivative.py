@@ -240,12 +240,11 @@ def engine_transform(event: SetTransform) -> TransformSql:
     return replace(transform_sql(event.transform), input_watermarks=InputWatermarks.RECORDED)
 
 
-def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState,
-                 inputs: CurrentInputs | None = None) -> CurrentPlan:
+def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> CurrentPlan:
     """The next step of the derivative ``ds`` whose chain is ``state``."""
     if state.transform is None:
         raise Invalid(f"{ds.id} has no SetTransform: it is not a derivative")
-    inputs = inputs or CurrentInputs(ws)
+    inputs = CurrentInputs(ws)
     last: ExecuteTransform | None = None
     ran_with: SetTransform | None = None  # the SetTransform in force at the last step
     in_force: SetTransform | None = None
@@ -287,11 +286,10 @@ class StepOutput:
 
 def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
                      prev_checkpoint_dir: Path | None, scratch: Path,
-                     progress: Callable[[EngineProgress], None] | None = None,
-                     new_checkpoint: Checkpoint | None = None) -> StepOutput:
+                     progress: Callable[[EngineProgress], None] | None = None) -> StepOutput:
     """Run the plan's step in the engine from ``prev_checkpoint_dir`` (a folder) writing into
-    ``scratch``; the event records ``new_checkpoint`` (a replay has none to record; a pull
-    packs the folder and gives it through ``with_checkpoint``)."""
+    ``scratch``. The event names no new checkpoint: a pull packs ``checkpoint_dir`` and names
+    that file; a replay keeps the folder for its next step."""
     v = plan.vocab
     engine_vocab = DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time)
     step = EngineStep(plan.transaction_id(), plan.dataset.id, [i.execute_input() for i in plan.inputs],
@@ -315,7 +313,7 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     event = ExecuteTransform(
         query_inputs=[i.query_input() for i in plan.inputs],
         prev_checkpoint=plan.prev_checkpoint.physical_hash if plan.prev_checkpoint else None,
-        prev_offset=prev_offset, new_data=new_data, new_checkpoint=new_checkpoint,
+        prev_offset=prev_offset, new_data=new_data,
         new_watermark=watermark)
     return StepOutput(event, schema, data_path, checkpoint_dir, result.late_rows)
 
