@@ -73,6 +73,8 @@ def pull_one(
 
         synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress, known=state)
         return PullOutcome(dataset_id, synced.message, signers=synced.signers)
+    if ws.odf_of(dataset_id) is OdfVersion.V039:
+        return _pull_current(ws, dataset_id, engine, progress=progress, set_watermark=set_watermark)
     state = state if state is not None else ws.dataset(dataset_id).state()
     if isinstance(state.source, DatasetSourceRoot):
         from ..ingest.pipeline import pull_root
@@ -85,6 +87,25 @@ def pull_one(
     from ..transform.execute import pull_derivative  # gRPC: only for derivatives
 
     derived = pull_derivative(ws, dataset_id, engine, progress=progress, state=state)
+    return PullOutcome(dataset_id, derived.message, [derived.block_hash] if derived.block_hash else [],
+                       warnings=derived.warnings)
+
+
+def _pull_current(ws: Workspace, dataset_id: str, engine: Callable[[], Engine], *,
+                  progress: PullProgress | None, set_watermark: datetime | None) -> PullOutcome:
+    """``pull_one`` for a current-ODF (0.39) dataset: a derivative by the transform service."""
+    from ..metadata.odf39.events import DatasetKind
+    from ..store.dataset import CurrentDataset
+
+    state = CurrentDataset(ws, dataset_id).state()
+    if state.kind is not DatasetKind.DERIVATIVE:
+        raise Invalid(f"{dataset_id} is a current-ODF (0.39) root, which coord pull does not "
+                          "ingest yet; pull it where it is kept and `coord pull` the derivative")
+    if set_watermark is not None:
+        raise Invalid(f"{dataset_id} is a derivative: its watermark follows its inputs")
+    from .current_derivative import pull_current_derivative  # gRPC: only for derivatives
+
+    derived = pull_current_derivative(ws, dataset_id, engine, progress=progress, known=state)
     return PullOutcome(dataset_id, derived.message, [derived.block_hash] if derived.block_hash else [],
                        warnings=derived.warnings)
 
@@ -110,7 +131,9 @@ def pull_datasets(
 ) -> list[PullOutcome]:
     """Pull ``ids`` (and, with ``recursive``, everything upstream of them), inputs first; each
     outcome is reported as it comes. See the module doc for a failure among several."""
-    graph = DatasetGraph(ws)
+    from ..store.dataset import CurrentInputs
+
+    graph = DatasetGraph(ws, current=CurrentInputs(ws).names)
     order = pull_order(ws, graph, ids, recursive=recursive)
     outcomes: list[PullOutcome] = []
     not_pulled: dict[str, str] = {}  # dataset -> the failed dataset that stops it

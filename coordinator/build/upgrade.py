@@ -22,7 +22,7 @@ Invariants:
 - A derivative is written after its inputs (``upgrade_order``), from their folders in the same
   ``into``: a step's input is the upgraded block of the newest 0.18 input block the step
   consumed that the input's origin attachment maps, with the offset that block ends at; a 0.18
-  checkpoint folder becomes one file (``pack_checkpoint``), carried on where a step made none.
+  checkpoint folder becomes one file (``checkpoint.pack_checkpoint``), carried on where a step made none.
 - Blocks keep the 0.18 system times, so the upgrade of the same chain with the same key is the
   same chain, byte for byte. Every hash changes from the 0.18 ones: the origin attachment maps
   them.
@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -66,6 +65,7 @@ from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
 from ..metadata.odf39.source import SourceState
 from ..store import layout
 from ..store.append import DatasetWriter, checkpoint_of, data_slice_of
+from ..store.checkpoint import pack_checkpoint
 from ..store.dataset import dataset_key_purpose
 from ..store.read import DatasetState, read_state
 from ..store.verify import verify_folder
@@ -336,23 +336,6 @@ class _Writer:
         packed = checkpoint_of(path)
         self.packed[packed.physical_hash] = path
         return packed
-
-
-def pack_checkpoint(folder: Path, path: Path) -> None:
-    """``folder`` as one tar file whose bytes depend only on the files' paths and contents:
-    members sorted by path, owner 0, mode 644 (755 for folders), time 0."""
-    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
-        for member in sorted(folder.rglob("*")):
-            info = tar.gettarinfo(str(member), arcname=member.relative_to(folder).as_posix())
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mtime = 0
-            info.mode = 0o755 if member.is_dir() else 0o644
-            if member.is_file():
-                with open(member, "rb") as f:
-                    tar.addfile(info, f)
-            else:
-                tar.addfile(info)
 
 
 def _source_state(ds: Dataset, old: State018, block: bytes) -> SourceState | None:

@@ -50,6 +50,15 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     if invariance and (recursive or integrity or deep):
         raise click.UsageError("--invariance checks one dataset; it cannot go with -r, --integrity or --deep")
     ws = workspace(ctx)
+    from ..workspace.config import OdfVersion
+
+    if ws.odf_of(dataset) is OdfVersion.V039:
+        if recursive or deep or engine_spec or invariance or output == "json":
+            raise click.UsageError("a current-ODF (0.39) dataset is verified with --integrity or "
+                                   "without options for now (its replay, not -r, --deep, --engine, "
+                                   "--invariance or -o json)")
+        _verify_current(ws, dataset, integrity, Output(output))
+        return
     if invariance:
         _check_invariance(ws, dataset, engine_spec, Output(output))
         return
@@ -100,6 +109,41 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     if failed:
         first = failed[0]
         raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
+
+
+def _verify_current(ws, dataset: str, integrity: bool, show: Output) -> None:
+    """A current-ODF dataset: its folder checked (chain, files, records' hashes) and, for a
+    derivative, its steps replayed from its inputs (``build.current_derivative``)."""
+    from ..engine.session import EngineOnDemand, engine_reads
+    from ..metadata.odf39.events import DatasetKind
+    from ..store.dataset import CurrentDataset, CurrentInputs
+    from ..store.verify import verify_folder
+    from ..workspace.graph import DatasetGraph
+
+    ds = CurrentDataset(ws, dataset)
+    problems = verify_folder(ds.root)
+    show.line(f"{dataset}: current ODF (0.39)")
+    show.line(f"  integrity: {'FAILED' if problems else 'ok'}")
+    for p in problems:
+        show.line(f"    problem: {p}")
+    replayed: list[str] = []
+    if problems or integrity:
+        verdict = "not checked"
+    elif ds.state().kind is not DatasetKind.DERIVATIVE:
+        verdict = "nothing to replay (a root)"
+    else:
+        from ..build.current_derivative import replay_current
+
+        graph = DatasetGraph(ws, current=CurrentInputs(ws).names)
+        with ExitStack() as stack:
+            engine = EngineOnDemand(ws, stack, lambda: engine_reads(ws, [dataset], graph=graph))
+            replayed = replay_current(ws, dataset, engine.get)
+        verdict = "FAILED" if replayed else "reproduced"
+    show.line(f"  reproducibility: {verdict}")
+    for p in replayed:
+        show.line(f"    problem: {p}")
+    if problems or replayed:
+        raise VerifyFailed(f"{dataset}: first bad {(problems or replayed)[0]}")
 
 
 def _report_json(report: VerifyReport, compatibility: bytes | None) -> dict:

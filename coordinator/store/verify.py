@@ -39,7 +39,7 @@ def verify_folder(root: Path) -> list[Problem]:
             build(oldest_first)
         except ChainBroken as e:
             problems.append(e.problem)
-    vocabulary = _vocabulary(next((b.block.event for b in newest_first
+    vocabulary = vocabulary_of(next((b.block.event for b in newest_first
                                    if isinstance(b.block.event, SetVocab)), None))
     checks = _object_checks(oldest_first)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:  # hashing frees the GIL
@@ -52,7 +52,8 @@ def _age(problem: Problem) -> int:
     return -1 if problem.sequence_number is None else problem.sequence_number
 
 
-def _vocabulary(event: SetVocab | None) -> Vocabulary:
+def vocabulary_of(event: SetVocab | None) -> Vocabulary:
+    """The names of a dataset's system columns, as its ``SetVocab`` (if any) gives them."""
     if event is None:
         return DEFAULT_VOCABULARY
     given = {"offset": event.offset_column, "operation_type": event.operation_type_column,

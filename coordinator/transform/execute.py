@@ -22,7 +22,7 @@ from ..engine.port import (
     MigrateRequest,
 )
 from ..errors import CoordError
-from ..metadata.objects import LateRows, MetadataBlock
+from ..metadata.objects import DatasetVocabulary, LateRows, MetadataBlock, TransformSql
 from ..metadata.timestamps import now_utc
 from ..workspace import DatasetState, Workspace
 from ..workspace.crash import crash_point
@@ -117,29 +117,54 @@ def execute_plan(
 ) -> tuple[ExecuteResult, Path]:
     """The plan's Execute call (after a Migrate when its query changed), in a scratch folder
     of the engine; its result and the new checkpoint. Nothing is committed."""
-    txn = plan.transaction_id()
-    scratch = engine.workdir(txn)
-    prev_checkpoint = plan.prev_checkpoint
-    if plan.prev_transform is not None:  # the query changed since the last executed block
+    inputs = [
+        ExecuteInput(
+            dataset_id=i.dataset.id, vocab=i.vocab, schema=i.schema, data_paths=i.data_paths,
+            explicit_watermarks=i.explicit_watermarks,
+            system_time_interval=str(i.consumed_slice().interval), removal=i.removal,
+        )
+        for i in plan.inputs
+    ]
+    step = EngineStep(plan.transaction_id(), plan.dataset.id, inputs, plan.transform, plan.vocab,
+                      plan.prev_checkpoint, plan.prev_transform)
+    return execute_step(engine, step, engine.workdir(step.transaction_id), system_time=system_time,
+                        progress=progress)
+
+
+@dataclass(frozen=True)
+class EngineStep:
+    """One transaction as the engine sees it, whichever ODF version the chains are in."""
+
+    transaction_id: str
+    dataset_id: str
+    inputs: list[ExecuteInput]
+    transform: TransformSql
+    vocab: DatasetVocabulary
+    prev_checkpoint: Path | None  # the engine's folder; None on the first run
+    prev_transform: TransformSql | None  # the query of the last run, when it differs
+
+
+def execute_step(
+    engine: Engine, step: EngineStep, scratch: Path, *, system_time: datetime,
+    progress: Callable[[EngineProgress], None] | None = None,
+) -> tuple[ExecuteResult, Path]:
+    """The step's Execute call (after a Migrate when its query changed) writing into
+    ``scratch`` (a folder of the engine's); its result and the new checkpoint folder."""
+    prev_checkpoint = step.prev_checkpoint
+    if step.prev_transform is not None:  # the query changed since the last executed block
         migrated = scratch / "migrated-checkpoint"
         engine.migrate(MigrateRequest(
-            transaction_id=txn, dataset_id=plan.dataset.id, prev_transform=plan.prev_transform,
-            next_transform=plan.transform, prev_checkpoint_dir=prev_checkpoint, new_checkpoint_dir=migrated,
+            transaction_id=step.transaction_id, dataset_id=step.dataset_id,
+            prev_transform=step.prev_transform, next_transform=step.transform,
+            prev_checkpoint_dir=prev_checkpoint, new_checkpoint_dir=migrated,
         ))
         prev_checkpoint = migrated
     request = ExecuteRequest(
-        transaction_id=txn,
-        dataset_id=plan.dataset.id,
-        inputs=[
-            ExecuteInput(
-                dataset_id=i.dataset.id, vocab=i.vocab, schema=i.schema, data_paths=i.data_paths,
-                explicit_watermarks=i.explicit_watermarks,
-                system_time_interval=str(i.consumed_slice().interval), removal=i.removal,
-            )
-            for i in plan.inputs
-        ],
-        transform=plan.transform,
-        vocab=plan.vocab,
+        transaction_id=step.transaction_id,
+        dataset_id=step.dataset_id,
+        inputs=step.inputs,
+        transform=step.transform,
+        vocab=step.vocab,
         prev_checkpoint_dir=prev_checkpoint,
         new_checkpoint_dir=scratch / "checkpoint",
         output_data_path=scratch / "output.parquet",

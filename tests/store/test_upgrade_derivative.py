@@ -12,11 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.build.upgrade import UpgradeError, pack_checkpoint, upgrade_dataset, upgrade_order
+from coordinator.build.upgrade import UpgradeError, upgrade_dataset, upgrade_order
 from coordinator.ingest import pull_root
 from coordinator.metadata.manifest import load_manifest
 from coordinator.metadata.odf39 import events as e
 from coordinator.store import layout
+from coordinator.store.checkpoint import pack_checkpoint
 from coordinator.store.verify import verify_folder
 from coordinator.transform.execute import pull_derivative
 from coordinator.workspace import Workspace

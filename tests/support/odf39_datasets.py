@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from coordinator.data.odf_schema import data_schema
 from coordinator.data.odf_slice import build_slice, write_slice
 from coordinator.metadata.did import DatasetId
 from coordinator.metadata.multiformats import Multihash
@@ -28,6 +29,8 @@ from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39 import source as s
 from coordinator.metadata.signing import SigningKey
 from coordinator.store.append import DatasetWriter, checkpoint_of, data_slice_of
+from coordinator.store.dataset import CurrentDataset
+from coordinator.workspace import Workspace
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 ROOT_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
@@ -84,7 +87,8 @@ def at(minutes: int) -> datetime:
 
 def slice_file(table: pa.Table, when: datetime, prev_offset: int | None,
                scratch: Path) -> tuple[Path, e.DataSlice]:
-    """The slice of ``table`` written to a file in ``scratch``, and what a block records of it."""
+    """The slice of ``table`` written to a file in ``scratch``, and what a block records of it
+    (``table`` may hold an ``op`` column: every row an append if not)."""
     stored = build_slice(table, system_time=when, prev_offset=prev_offset)
     scratch.mkdir(parents=True, exist_ok=True)
     path = scratch / f"slice-{when:%H%M}-{prev_offset}.parquet"
@@ -114,8 +118,10 @@ def write_root(folder: Path, locks: Path, scratch: Path, *, key: Ed25519PrivateK
     return Written(folder, dataset_id, tuple(blocks), tuple(data), ())
 
 
-def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written) -> Written:
-    """The derivative ``large-cities`` over ``root`` in ``folder``."""
+def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written,
+                     query: str = QUERY) -> Written:
+    """The derivative ``large-cities`` over ``root`` in ``folder``; its records are always
+    ``QUERY``'s, whatever ``query`` its SetTransform says (another one makes a forgery)."""
     add_data = root.blocks[-len(BATCHES):]  # the root's AddData blocks
     blocks, data, checkpoints = [], [], []
     with DatasetWriter(folder, locks / "large-cities.lock") as w:
@@ -123,7 +129,7 @@ def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written) ->
         blocks.append(w.head)
         transform = e.SetTransform(
             inputs=[e.TransformInput(dataset_ref=str(root.id), alias="cities")],
-            transform=s.TransformSql(engine="datafusion", query=QUERY))
+            transform=s.TransformSql(engine="datafusion", query=query))
         blocks.append(w.append(transform, system_time=at(1)))
         blocks.append(w.append(SCHEMA, system_time=at(1)))
         prev_offset = prev_checkpoint = prev_block = input_offset = None
@@ -148,3 +154,58 @@ def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written) ->
             prev_offset, prev_checkpoint = new_data.offset_interval.end, new_checkpoint.physical_hash
             prev_block, input_offset = add_data[n], new_offset
     return Written(folder, dataset_id, tuple(blocks), tuple(data), tuple(checkpoints))
+
+
+def append_rows(folder: Path, locks: Path, scratch: Path, batch: list[tuple], *,
+                watermark: datetime | None = None, op: int | None = None) -> Multihash:
+    """One more AddData of the cities in ``folder``: ``batch``'s records (each of operation
+    type ``op`` when given); see ``append_table``."""
+    table = rows(batch)
+    if op is not None:
+        table = table.append_column("op", pa.array([op] * len(batch), pa.int32()))
+    return append_table(folder, locks, scratch, table, watermark=watermark)
+
+
+def append_table(folder: Path, locks: Path, scratch: Path, table: pa.Table, *,
+                 watermark: datetime | None = None) -> Multihash:
+    """One more AddData on the root in ``folder``, ten minutes after its head: ``table``'s
+    records (event time and data, maybe ``op``), the watermark ``watermark`` or else the
+    newest event time; no records and a watermark: a block that only moves the watermark."""
+    with DatasetWriter(folder, locks / f"{folder.name}.lock") as w:
+        state = w.state
+        assert state is not None
+        when = state.blocks[-1].block.system_time + timedelta(minutes=10)
+        newest = pc.max(table["event_time"]).as_py() if table.num_rows else None
+        moved = max(t for t in (state.watermark, watermark, newest) if t is not None)
+        if not table.num_rows:
+            return w.append(e.AddData(prev_offset=state.last_offset, new_watermark=moved),
+                            system_time=when)
+        path, new_data = slice_file(table, when, state.last_offset, scratch)
+        return w.append(e.AddData(prev_offset=state.last_offset, new_data=new_data,
+                                  new_watermark=moved), system_time=when, data=path)
+
+
+def write_table_root(ws: Workspace, name: str, table: pa.Table, scratch: Path) -> None:
+    """A root ``name`` of ``ws`` (its own did:odf) holding ``table`` (event time and data) as
+    its first slice, at ``at(5)``; more goes on with ``append_table``."""
+    ds = CurrentDataset(ws, name)
+    stored = build_slice(table, system_time=at(5), prev_offset=None)
+    scratch.mkdir(parents=True, exist_ok=True)
+    path = scratch / f"{name}-first.parquet"
+    new_data = data_slice_of(write_slice(stored, path))
+    with ds.writer() as w:
+        w.seed(ds.key, e.DatasetKind.ROOT, at(0), alias=name)
+        w.append(e.SetDataSchema(schema=data_schema(stored.schema)), system_time=at(5))
+        w.append(e.AddData(new_data=new_data, new_watermark=pc.max(table["event_time"]).as_py()),
+                 system_time=at(5), data=path)
+
+
+def define_derivative(ws: Workspace, name: str, inputs: dict[str, DatasetId], query: str) -> None:
+    """The derivative ``name`` of ``ws`` as ``coord add`` starts one: Seed and SetTransform
+    (each input by its did:odf, under the alias the query reads it by)."""
+    ds = CurrentDataset(ws, name)
+    with ds.writer() as w:
+        w.seed(ds.key, e.DatasetKind.DERIVATIVE, at(0), alias=name)
+        w.append(e.SetTransform(
+            inputs=[e.TransformInput(dataset_ref=str(i), alias=alias) for alias, i in inputs.items()],
+            transform=s.TransformSql(engine="spark", query=query)), system_time=at(1))

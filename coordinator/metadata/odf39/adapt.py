@@ -278,6 +278,11 @@ def _derivative(event: e.SetTransform, at: str, places: dict[str, str]) -> o.Dat
     return o.DatasetSourceDerivative(inputs=inputs, transform=transform)
 
 
+def transform_sql(t: s.TransformSql) -> o.TransformSql:
+    """The 0.18 form of a 0.39 SQL transform: what the engine port takes (the same fields)."""
+    return _sql(t, "transform", "transform", {})
+
+
 def _sql(t: s.TransformSql, at: str, path: str, places: dict[str, str]) -> o.TransformSql:
     tables = None
     if t.temporal_tables is not None:

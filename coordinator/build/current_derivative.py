@@ -1,0 +1,470 @@
+"""A current-ODF (0.39) derivative: the batch step read from the chains, one engine step, the
+``ExecuteTransform`` that records it (``schemas/ODF-039.md``, "Derivatives").
+
+The engine call is the 0.18 one (``transform.execute.execute_step``); what differs is read and
+written here (a service over both: ``store`` reads 0.18 builds to upgrade them, so the
+transform layer does not import it):
+
+- Where a step continues in an input is what the derivative's newest ``ExecuteTransform``
+  recorded for it (``newBlockHash``/``newOffset``, or the ``prev`` ones where that step did not
+  advance it; from the start when none did). The new part is the input's blocks after that
+  block up to its head (``until`` in a replay): the slices with offsets after the recorded one,
+  and the watermarks those blocks set (0.39 has no SetWatermark: an input's watermark is its
+  newest ``AddData``/``ExecuteTransform`` ``newWatermark``). The engine gets them as explicit
+  watermarks under ODF's rule (``inputWatermarks: recorded``, issue 31).
+- The engine reads an input's slices as stored (offset, op, system_time, event time, data),
+  as the view named by the input's alias. Each file is checked against its block (size, then
+  SHA3-256) before anything reads it; a slice with retractions or corrections (op != 0) is
+  refused (issue 34). The previous checkpoint is a file checked the same way, then unpacked
+  into the step's scratch folder (``store.checkpoint``).
+- The engine's output (system_time, event time, data) is the new slice through
+  ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time, every
+  record an append. A ``SetDataSchema`` goes before the first data, and before data that adds
+  columns; an output that drops a column or changes its type is refused.
+- A step with nothing new in any input (no slice, no watermark move) runs nothing and commits
+  nothing. The output watermark never goes back (the chain rules refuse it).
+- Exactly once as for 0.18: the engine writes into a scratch folder; the append path moves the
+  slice and the packed checkpoint into the dataset with the block, the head last.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..data.odf_schema import data_schema
+from ..data.odf_slice import Vocabulary, build_slice, write_slice
+from ..engine.port import Engine, EngineError, EngineErrorKind, EngineProgress, ExecuteInput
+from ..errors import Conflict, CoordError, Invalid
+from ..metadata.multiformats import Multihash
+from ..metadata.objects import DatasetVocabulary, InputWatermarks, LateRows, TransformSql
+from ..metadata.odf39 import data as d
+from ..metadata.odf39.adapt import transform_sql
+from ..metadata.odf39.events import (
+    AddData,
+    Checkpoint,
+    DataSlice,
+    ExecuteTransform,
+    ExecuteTransformInput,
+    SetDataSchema,
+    SetTransform,
+    TransformInput,
+)
+from ..metadata.timestamps import now_utc
+from ..store.append import checkpoint_of, data_slice_of
+from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
+from ..store.dataset import CurrentDataset, CurrentInputs
+from ..store.read import DatasetState, SliceRecord, build
+from ..store.verify import file_problem, vocabulary_of
+from ..transform.builds import late_rows_words
+from ..transform.execute import EngineStep, LateRowsRefused, TransformResult, execute_step
+from ..workspace import Workspace
+from ..workspace.crash import crash_point
+
+
+class InputRefused(CoordError):
+    """An input whose data this step cannot read: changed under the derivative, damaged, or
+    holding what coord's transforms do not handle yet."""
+
+
+class SchemaChangeRefused(Invalid):
+    """The query's output drops a column of the dataset or changes its type."""
+
+
+@dataclass(frozen=True)
+class InputStep:
+    """One input's new part for a step: blocks ``(prev_block, until]``, offsets after
+    ``prev_offset``."""
+
+    dataset: CurrentDataset
+    alias: str  # the query's name for it
+    state: DatasetState  # the input's chain up to ``until``
+    prev_block: Multihash | None  # where the last step ended (None: the start)
+    prev_offset: int | None
+    slices: tuple[SliceRecord, ...]  # the new slices, oldest first
+    watermarks: tuple[tuple[datetime, datetime], ...]  # (system time, watermark) of new blocks
+    watermark_moved: bool
+
+    @property
+    def vocab(self) -> Vocabulary:
+        return vocabulary_of(self.state.vocab)
+
+    @property
+    def has_news(self) -> bool:
+        return bool(self.slices) or self.watermark_moved
+
+    def query_input(self) -> ExecuteTransformInput:
+        """What the block records of this input: the interval it read, if it moved."""
+        head = self.state.head
+        return ExecuteTransformInput(
+            dataset_id=self.state.id, prev_block_hash=self.prev_block,
+            new_block_hash=head if head != self.prev_block else None,
+            prev_offset=self.prev_offset,
+            new_offset=self.slices[-1].slice.offset_interval.end if self.slices else None)
+
+    def data_paths(self) -> list[Path]:
+        """The new slices' files, each checked against its block and refused if it holds
+        anything but appends (``InputRefused``)."""
+        paths = [self._checked(r) for r in self.slices]
+        op = self.vocab.operation_type
+        for r, path in zip(self.slices, paths, strict=True):
+            ops = pq.read_table(path, columns=[op])[op]
+            if pc.any(pc.not_equal(ops, 0)).as_py():
+                raise InputRefused(
+                    f"input {self.dataset.id}: {path} (block {r.sequence_number}) holds "
+                    "retractions or corrections (op != 0), which coord's transforms cannot read "
+                    "yet (issue 34)")
+        return paths
+
+    def schema(self) -> pa.Schema | None:
+        """The schema of the input's newest slice (None: it has no data yet)."""
+        newest = self.state.slices[-1] if self.state.slices else None
+        return pq.read_schema(self._checked(newest)) if newest else None
+
+    def _checked(self, record: SliceRecord) -> Path:
+        path = self.dataset.data_file(record.slice)
+        problem = file_problem(path, record.slice.physical_hash, record.slice.size)
+        if problem is not None:
+            raise InputRefused(f"input {self.dataset.id}, block {record.sequence_number}: {path}: "
+                               f"{problem}; pull {self.dataset.id} again")
+        return path
+
+    def execute_input(self) -> ExecuteInput:
+        """The input as the engine port takes it (its files checked here)."""
+        v = self.vocab
+        paths = self.data_paths()
+        # the newest slice is the last new one when there are new ones (checked just now)
+        schema = pq.read_schema(paths[-1]) if paths else self.schema()
+        assert schema is not None, "planned only once every input has data"
+        return ExecuteInput(
+            dataset_id=self.alias,
+            vocab=DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time),
+            schema=schema, data_paths=paths, explicit_watermarks=list(self.watermarks),
+            system_time_interval="()")
+
+
+def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
+               last: ExecuteTransformInput | None, until: Multihash | None = None, *,
+               replaying: bool = False) -> InputStep:
+    """The new part of input ``ds`` after ``last`` (what the previous step recorded of it) up to
+    block ``until`` (None: its head; with ``replaying``, the step read nothing of it)."""
+    index = {stored.hash: k for k, stored in enumerate(state.blocks)}
+    prev_block = (last.new_block_hash or last.prev_block_hash) if last else None
+    prev_offset = None
+    if last is not None:
+        prev_offset = last.new_offset if last.new_offset is not None else last.prev_offset
+    start = 0 if prev_block is None else index.get(prev_block, -1) + 1
+    if prev_block is not None and start == 0:
+        raise InputRefused(f"input {ds.id} no longer holds block {prev_block}, which the "
+                           "derivative read; its chain was replaced since")
+    if until is None:
+        end = start if replaying else len(state.blocks)
+    else:
+        end = index.get(until, -1) + 1
+        if end == 0 or end < start:
+            raise InputRefused(f"input {ds.id}: block {until}, where the step ended in it, is not "
+                               f"after block {prev_block} in its chain; its chain was replaced since")
+    if end == 0:
+        raise InputRefused(f"input {ds.id}: the step read none of its blocks; coord replays a "
+                           "step once every input it reads has blocks")
+    state = _up_to(state, end)
+    new = [r for r in state.slices if r.sequence_number >= start]
+    expected = 0 if prev_offset is None else prev_offset + 1
+    if new and new[0].slice.offset_interval.start != expected:
+        raise InputRefused(f"input {ds.id}: its data after block {prev_block} starts at offset "
+                           f"{new[0].slice.offset_interval.start}, the derivative read up to "
+                           f"{prev_offset}; its chain was replaced since")
+    before = _watermark(state, start)
+    watermarks = tuple((b.block.system_time, b.block.event.new_watermark)
+                       for b in state.blocks[start:]
+                       if isinstance(b.block.event, AddData | ExecuteTransform)
+                       and b.block.event.new_watermark is not None)
+    moved = state.watermark is not None and state.watermark != before
+    return InputStep(ds, alias, state, prev_block, prev_offset, tuple(new), watermarks, moved)
+
+
+def _up_to(state: DatasetState, end: int) -> DatasetState:
+    """``state`` as of its first ``end`` blocks (what a replay's input, or the derivative
+    before a replayed step, held then: its schema, slices and watermark then)."""
+    return state if end == len(state.blocks) else build(list(state.blocks[:end]))
+
+
+def _watermark(state: DatasetState, end: int) -> datetime | None:
+    """The watermark as of the first ``end`` blocks."""
+    for stored in reversed(state.blocks[:end]):
+        if isinstance(stored.block.event, AddData | ExecuteTransform):
+            return stored.block.event.new_watermark
+    return None
+
+
+@dataclass(frozen=True)
+class CurrentPlan:
+    """The next step of a current-ODF derivative."""
+
+    dataset: CurrentDataset
+    state: DatasetState  # the derivative's chain as the step starts from it
+    transform: TransformSql  # the query in force, in the engine port's form
+    inputs: list[InputStep]
+    prev_checkpoint: Checkpoint | None  # the newest data event's checkpoint
+    prev_transform: TransformSql | None  # the query of the last step, when it differs
+
+    @property
+    def vocab(self) -> Vocabulary:
+        return vocabulary_of(self.state.vocab)
+
+    @property
+    def waiting_for(self) -> list[str]:
+        return [i.dataset.id for i in self.inputs if not i.state.slices]
+
+    @property
+    def up_to_date(self) -> bool:
+        return not any(i.has_news for i in self.inputs) and self.prev_transform is None
+
+    def transaction_id(self) -> str:
+        """The same step (same head, same input blocks, same query) always gets the same id."""
+        h = hashlib.sha3_256(self.state.head.to_bytes())
+        for i in self.inputs:
+            h.update(i.state.head.to_bytes() + b"|")
+        h.update(repr(self.transform).encode())
+        return h.hexdigest()[:24]
+
+
+def engine_transform(event: SetTransform) -> TransformSql:
+    """The query of ``event`` as the engine port takes it, with ODF's watermark rule."""
+    return replace(transform_sql(event.transform), input_watermarks=InputWatermarks.RECORDED)
+
+
+def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> CurrentPlan:
+    """The next step of the derivative ``ds`` whose chain is ``state``."""
+    if state.transform is None:
+        raise Invalid(f"{ds.id} has no SetTransform: it is not a derivative")
+    inputs = CurrentInputs(ws)
+    last: ExecuteTransform | None = None
+    ran_with: SetTransform | None = None  # the SetTransform in force at the last step
+    in_force: SetTransform | None = None
+    for stored in state.blocks:
+        event = stored.block.event
+        if isinstance(event, SetTransform):
+            in_force = event
+        elif isinstance(event, ExecuteTransform):
+            last, ran_with = event, in_force
+    recorded = {q.dataset_id: q for q in last.query_inputs} if last else {}
+    steps = []
+    for given in state.transform.inputs:
+        input_ds = inputs.dataset(given, ds.id)
+        input_state = input_ds.state()
+        steps.append(plan_input(input_ds, _alias(given), input_state, recorded.get(input_state.id)))
+    transform = engine_transform(state.transform)
+    changed = ran_with is not None and ran_with.transform != state.transform.transform
+    last_data = state.rules.last_data
+    return CurrentPlan(ds, state, transform, steps,
+                       last_data.new_checkpoint if last_data is not None else None,
+                       engine_transform(ran_with) if changed and ran_with else None)
+
+
+def _alias(given: TransformInput) -> str:
+    assert given.alias is not None, "the chain rules require an alias for every input"
+    return given.alias
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """What one engine step produced, not committed: the block's event and its files."""
+
+    event: ExecuteTransform
+    schema: SetDataSchema | None  # to append before the event: new or grown
+    data_path: Path | None
+    checkpoint_dir: Path  # the engine's new checkpoint folder
+    late_rows: int
+
+
+def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
+                     prev_checkpoint_dir: Path | None, scratch: Path,
+                     progress: Callable[[EngineProgress], None] | None = None) -> StepOutput:
+    """Run the plan's step in the engine from ``prev_checkpoint_dir`` (a folder) writing into
+    ``scratch``. The event names no new checkpoint: a pull packs ``checkpoint_dir`` and names
+    that file; a replay keeps the folder for its next step."""
+    v = plan.vocab
+    engine_vocab = DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time)
+    step = EngineStep(plan.transaction_id(), plan.dataset.id, [i.execute_input() for i in plan.inputs],
+                      plan.transform, engine_vocab, prev_checkpoint_dir, plan.prev_transform)
+    result, checkpoint_dir = execute_step(engine, step, scratch, system_time=system_time,
+                                          progress=progress)
+    new_data: DataSlice | None = None
+    data_path = schema = None
+    prev_offset = plan.state.last_offset
+    if result.output_path is not None:
+        table = pq.read_table(result.output_path)
+        if v.system_time in table.column_names:
+            table = table.drop_columns([v.system_time])
+        stored = build_slice(table, system_time=system_time, prev_offset=prev_offset, vocabulary=v)
+        schema = _schema_event(plan, stored.schema)
+        data_path = scratch / "slice.parquet"
+        new_data = data_slice_of(write_slice(stored, data_path, v))
+    watermark, before = result.output_watermark, plan.state.watermark
+    if before is not None and (watermark is None or watermark < before):
+        watermark = before  # never back, never gone (the chain rules)
+    event = ExecuteTransform(
+        query_inputs=[i.query_input() for i in plan.inputs],
+        prev_checkpoint=plan.prev_checkpoint.physical_hash if plan.prev_checkpoint else None,
+        prev_offset=prev_offset, new_data=new_data,
+        new_watermark=watermark)
+    return StepOutput(event, schema, data_path, checkpoint_dir, result.late_rows)
+
+
+def _schema_event(plan: CurrentPlan, schema: pa.Schema) -> SetDataSchema | None:
+    """The SetDataSchema the output needs first: None when the dataset's schema is its schema;
+    refused when the output drops a column of it or changes a column's type."""
+    new = data_schema(schema)
+    recorded = plan.state.schema
+    if recorded is None:
+        return SetDataSchema(schema=new)
+    old = recorded.schema
+    if old is None and recorded.raw_arrow_schema is not None:  # a block written before RFC-016
+        old = data_schema(pa.ipc.read_schema(pa.py_buffer(recorded.raw_arrow_schema.to_bytes())))
+    if old == new:
+        return None
+    have = {f.name: f.type for f in new.fields}
+    for f in old.fields if old is not None else []:
+        if f.name not in have:
+            raise SchemaChangeRefused(f"{plan.dataset.id}: the query's output has no column "
+                                      f"{f.name!r}, which the dataset has; a derivative's schema "
+                                      "may only add columns (change the query back, or start a "
+                                      "new dataset)")
+        if _plain(have[f.name]) != _plain(f.type):
+            raise SchemaChangeRefused(f"{plan.dataset.id}: the query's output column {f.name!r} "
+                                      "changed type; a derivative's schema may only add columns "
+                                      "(cast it back in the query, or start a new dataset)")
+    return SetDataSchema(schema=new)
+
+
+def _plain(t: d.DataType) -> d.DataType:
+    """A type without its nullability: a column that becomes nullable keeps its type."""
+    return t.inner if isinstance(t, d.DataTypeOption) else t
+
+
+def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engine], *,
+                            progress: Callable[[EngineProgress], None] | None = None,
+                            known: DatasetState | None = None) -> TransformResult:
+    """Run the next step of the current-ODF derivative ``name`` and commit it."""
+    ds = CurrentDataset(ws, name)
+    with ds.writer(known) as w:
+        state = w.state
+        if state is None:
+            raise Conflict(f"{name} has no blocks; add it again")
+        plan = plan_current(ws, ds, state)
+        if plan.waiting_for:
+            return TransformResult(name, f"waiting for data from {', '.join(plan.waiting_for)}")
+        if plan.up_to_date:
+            return TransformResult(name, "up to date")
+        running = engine()
+        system_time = max(now_utc(), state.blocks[-1].block.system_time)
+        scratch = running.workdir(plan.transaction_id())
+        prev_dir = None
+        if plan.prev_checkpoint is not None:
+            prev_dir = unpack_checkpoint(ds.checkpoint_file(plan.prev_checkpoint),
+                                         plan.prev_checkpoint, scratch / "prev-checkpoint")
+        out = run_current_step(running, plan, system_time=system_time, prev_checkpoint_dir=prev_dir,
+                               scratch=scratch, progress=progress)
+        inputs = [i.dataset.id for i in plan.inputs]
+        late = out.late_rows
+        if late and plan.transform.late_rows is LateRows.FAIL:
+            raise LateRowsRefused(f"{late_rows_words(name, inputs, late)}; its transform says "
+                                  "lateRows: fail, so nothing was committed")
+        packed = scratch / "checkpoint.tar"
+        pack_checkpoint(out.checkpoint_dir, packed)
+        event = replace(out.event, new_checkpoint=checkpoint_of(packed))
+        if _changes_nothing(event, plan):  # a query changed with nothing new to read, say
+            return TransformResult(name, "up to date")
+        crash_point("engine-answered")
+        if out.schema is not None:
+            w.append(out.schema, system_time=system_time)
+        h = w.append(event, system_time=system_time, data=out.data_path, checkpoint=packed)
+    n = event.new_data.offset_interval.end - event.new_data.offset_interval.start + 1 \
+        if event.new_data else 0
+    message = f"{n:,} new records" + (f"; {late_rows_words(name, inputs, late)}" if late else "")
+    return TransformResult(name, message, h.to_bytes(), n, event.new_watermark, late)
+
+
+def _changes_nothing(event: ExecuteTransform, plan: CurrentPlan) -> bool:
+    """No data, no input moved, the watermark and checkpoint as before: a block the chain
+    rules refuse (the reference's too), so the step is not committed."""
+    before = plan.prev_checkpoint.physical_hash if plan.prev_checkpoint else None
+    after = event.new_checkpoint.physical_hash if event.new_checkpoint else None
+    return (event.new_data is None and all(q.new_block_hash is None for q in event.query_inputs)
+            and event.new_watermark == plan.state.watermark and after == before)
+
+
+def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> list[str]:
+    """Re-run every step of the current-ODF derivative ``name`` from its inputs (spec: Dataset
+    Validation) and compare: each ``ExecuteTransform``'s inputs as recorded, the engine's state
+    the previous replayed step's (never a stored checkpoint), its system time; the records
+    (logical hash and offsets) and the watermark must be the block's. Returns the problems,
+    one line each (``block <n> (<hash>): ...``); nothing is written to the dataset."""
+    ds = CurrentDataset(ws, name)
+    state = ds.state()
+    inputs = CurrentInputs(ws)
+    problems: list[str] = []
+    checkpoint: Path | None = None
+    in_force: SetTransform | None = None
+    ran_with: SetTransform | None = None
+    for k, stored in enumerate(state.blocks):
+        event, where = stored.block.event, f"block {stored.block.sequence_number} ({stored.hash})"
+        if isinstance(event, SetTransform):
+            in_force = event
+        if not isinstance(event, ExecuteTransform):
+            continue
+        if in_force is None:
+            return [*problems, f"{where}: executed before any SetTransform"]
+        steps = []
+        for given, used in zip(in_force.inputs, event.query_inputs, strict=True):
+            input_ds = inputs.dataset(given, name)
+            start = ExecuteTransformInput(dataset_id=used.dataset_id, prev_block_hash=used.prev_block_hash,
+                                          prev_offset=used.prev_offset)
+            steps.append(plan_input(input_ds, _alias(given), input_ds.state(), start,
+                                    used.new_block_hash, replaying=True))
+        changed = ran_with is not None and ran_with.transform != in_force.transform
+        plan = CurrentPlan(ds, _up_to(state, k), engine_transform(in_force), steps, None,
+                           engine_transform(ran_with) if changed and ran_with else None)
+        running = engine()
+        try:
+            out = run_current_step(running, plan, system_time=stored.block.system_time,
+                                   prev_checkpoint_dir=checkpoint,
+                                   scratch=running.workdir(f"replay-{plan.transaction_id()}"))
+        except InputRefused as e:
+            return [*problems, f"{where}: not replayed: {e}"]
+        except SchemaChangeRefused as e:  # the replayed records are not the recorded ones
+            return [*problems, f"{where}: did not reproduce: {e}"]
+        except EngineError as e:
+            if e.kind is not EngineErrorKind.FORBIDDEN:
+                raise
+            # each step starts from the one before: nothing after a refused query replays
+            return [*problems, f"{where}: not replayed, the engine refuses its query: {e.message}"]
+        checkpoint, ran_with = out.checkpoint_dir, in_force
+        reason = _difference(event, out.event)
+        if reason:
+            problems.append(f"{where}: did not reproduce: {reason}")
+    return problems
+
+
+def _difference(recorded: ExecuteTransform, replayed: ExecuteTransform) -> str | None:
+    a, b = recorded.new_data, replayed.new_data
+    count = lambda s: s.offset_interval.end - s.offset_interval.start + 1 if s else 0  # noqa: E731
+    if count(a) != count(b):
+        return f"recorded {count(a)} records, replay gave {count(b)}"
+    if a is not None and b is not None:
+        if a.offset_interval != b.offset_interval:
+            return "the replayed records have other offsets than the recorded ones"
+        if a.logical_hash != b.logical_hash:
+            return "the replayed output's logical hash differs from the recorded one"
+    if recorded.new_watermark != replayed.new_watermark:
+        return f"recorded watermark {recorded.new_watermark}, replay gave {replayed.new_watermark}"
+    if recorded.query_inputs != replayed.query_inputs:
+        return "the replay read other input intervals than the block records"
+    return None
