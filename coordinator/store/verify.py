@@ -76,18 +76,18 @@ def _check(root: Path, vocabulary: Vocabulary, stored: StoredBlock,
            obj: DataSlice | Checkpoint) -> Problem | None:
     if isinstance(obj, DataSlice):
         name = layout.data_file(obj.physical_hash)
-        reason = _file_problem(root / name, obj.physical_hash, obj.size)
+        reason = file_problem(root / name, obj.physical_hash, obj.size)
         if reason is None:
             reason = _slice_problem(root / name, obj, vocabulary)
     else:
         name = layout.checkpoint_file(obj.physical_hash)
-        reason = _file_problem(root / name, obj.physical_hash, obj.size)
+        reason = file_problem(root / name, obj.physical_hash, obj.size)
     if reason is None:
         return None
     return Problem(stored.block.sequence_number, stored.hash, f"{name}: {reason}")
 
 
-def _file_problem(path: Path, expected: Multihash, size: int) -> str | None:
+def file_problem(path: Path, expected: Multihash, size: int) -> str | None:
     """Why the file's bytes are not the ones the block names (checked before any parsing)."""
     if not path.is_file():
         return "missing"
