@@ -36,9 +36,23 @@ class SignedBlock:
     invalid: bool  # a signature file that does not sign this block
 
     @property
+    def block(self):
+        """The decoded block (``store.read.StoredBlock.block``)."""
+        return self.stored.block
+
+    @property
     def hash(self) -> bytes:
         """The block's binary multihash: what its signature signs and a problem names."""
         return self.stored.hash.to_bytes()
+
+
+def block_name(b: SignedBlock) -> str:
+    """``block <n> (<multihash>)``: how a problem names a 0.39 block (``store.read.Problem``)."""
+    return f"block {b.stored.block.sequence_number} ({b.stored.hash})"
+
+
+def signature_name(b: SignedBlock) -> str:
+    return layout.signature_file(b.stored.hash)
 
 
 def signed_blocks(ws: Workspace, root: Path, blocks: list[StoredBlock]) -> list[SignedBlock]:
