@@ -97,7 +97,8 @@ def resolve_as_at(ws: Workspace, when: str) -> AsAt:
     found = []
     for ds in ws.datasets():
         if ws.odf_of(ds.id) is OdfVersion.V039:
-            found += [(ds.id, b.hash.to_bytes(), b.block.system_time) for b in CurrentDataset(ws, ds.id).state().blocks
+            found += [(ds.id, b.hash.to_bytes(), b.block.system_time)
+                      for b in CurrentDataset(ws, ds.id).state().blocks
                       if str(b.hash).startswith(when) or b.hash.digest.hex().startswith(when)]
         else:
             found += [(ds.id, h, b.system_time) for h, b in ds.blocks() if h.hex().startswith(when)]

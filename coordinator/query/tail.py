@@ -18,9 +18,9 @@ from ..metadata.objects import MetadataBlock
 from ..metadata.timestamps import format_timestamp
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset
+from ..workspace.catalog import block_as_at
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import BlockNotFound
-from ..workspace.catalog import block_as_at
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStepFilesGlob
+from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep, FetchStepFilesGlob
 from ..metadata.odf39.events import DatasetKind
 from ..workspace.config import OdfVersion
 from .dataset import CurrentDataset
@@ -49,11 +49,15 @@ class Overview:
     origin: str | None  # roots: where the data is fetched from; derivatives: the engine
 
 
+def fetch_location(fetch: FetchStep) -> str:
+    """Where a 0.18 root's data comes from: a glob's path, any other fetch step's URL."""
+    return fetch.path if isinstance(fetch, FetchStepFilesGlob) else fetch.url
+
+
 def of_odf18(state: Odf18State) -> Overview:
     source = state.source
     if isinstance(source, DatasetSourceRoot):
-        fetch = source.fetch
-        origin = fetch.path if isinstance(fetch, FetchStepFilesGlob) else fetch.url
+        origin = fetch_location(source.fetch)
     else:
         origin = source.transform.engine if isinstance(source, DatasetSourceDerivative) else None
     return Overview(state.id, OdfVersion.V018, state.kind, state.head.hex(), state.num_blocks,

@@ -8,10 +8,10 @@ by the first read after it.
 - An entry is ``{block hex: [path, dev, inode, size, mtime_ns, ctime_ns, expected hash]}`` in
   ``.coord/cache/<id>/checked-slices.json``; a current-ODF (0.39) dataset's entries are keyed by
   its block's multihash (``f1620...``) and expect the data file's physical multihash
-  (``holds_file``/``add_file``: the cache knows no ODF version, only names and states). While a file's identity and state stay the same
-  it is not read again. Rewriting a file in place changes its mtime and ctime, and replacing
-  it changes its inode and ctime (``touch -d`` cannot set ctime back), so either is checked
-  again.
+  (``holds_file``/``add_file``: the cache knows no ODF version, only names and states).
+  While a file's identity and state stay the same it is not read again. Rewriting a file in
+  place changes its mtime and ctime, and replacing it changes its inode and ctime (``touch -d``
+  cannot set ctime back), so either is checked again.
 - The cache is only a shortcut: it is replaced atomically but not made durable (a crash may
   lose it), and a lost, unreadable or garbled one means the files are checked again and the
   cache is rewritten; a failed write costs nothing more.
