@@ -110,7 +110,7 @@ def _current_log(ws, dataset: str, show: Output, builds: bool) -> None:
     from ..metadata.odf39.manifests import dump_manifest
     from ..metadata.yaml_codec import to_dict
     from ..store.dataset import CurrentDataset
-    from ..trust.current import signed_blocks, signers_newest_first
+    from ..store.signatures import signed_blocks, signers_newest_first
 
     newest_first = list(reversed(current.state(dataset).blocks))
     signed = signed_blocks(ws, CurrentDataset(ws, dataset).root, newest_first)

@@ -41,6 +41,8 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
             engine_spec: str | None, invariance: bool, output: str) -> None:
     """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
     from ..engine.session import EngineOnDemand, engine_reads
+    from ..store.overview import CurrentDatasets
+    from ..store.verified import CurrentVerifier
     from ..transform import replay as replaying
     from ..trust import verify
     from ..workspace.graph import DatasetGraph
@@ -56,7 +58,7 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     show = Output(output)
     with ExitStack() as stack:
         def readable() -> list[str]:
-            graph = DatasetGraph(ws)
+            graph = DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
             return engine_reads(ws, graph.order([dataset], recursive=True) if recursive else [dataset],
                                 graph=graph)
 
@@ -64,7 +66,8 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         engine = EngineOnDemand(ws, stack, readable, settings)
         replay = None if integrity else replaying.make_replay(engine.get)  # engine on first need
         reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
-                                deep=deep, replay=replay, progress=show.progress())
+                                deep=deep, replay=replay, progress=show.progress(),
+                                current=CurrentVerifier(ws))
     replayed_with = {}  # dataset -> how the engine that replayed it relates to its chain
     recorded = {}  # dataset -> the block that records the engine's compatibility (--engine)
     for report in reports:

@@ -46,9 +46,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import Invalid
 from ..metadata.objects import DatasetSource, DatasetVocabulary
 from ..metadata.timestamps import format_timestamp, parse_timestamp
+from ..store.checked import checked_current_files
 from ..store.dataset import CurrentDataset
 from ..store.read import SliceRecord
-from ..trust.slice_check import checked_current_files, checked_slices
+from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, Workspace
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import BlockNotFound

@@ -47,8 +47,8 @@ def current_tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
     """``tail`` of a current-ODF dataset: its newest records by offset (the stored table);
     ``as_at`` an RFC 3339 system time or a block (multihash or digest hex, a prefix)."""
     from ..metadata.timestamps import parse_timestamp
+    from ..store.checked import checked_current_files
     from ..store.dataset import CurrentDataset
-    from ..trust.slice_check import checked_current_files
     from .sql import current_slices, resolve_as_at
 
     current = CurrentDataset(ds.ws, ds.id)

@@ -15,9 +15,8 @@ a flipped byte would otherwise be computed with silently (only ``coord verify`` 
   the workspace refuses it until the file is restored (it is not the request that is
   ``Invalid``); ``coord serve`` answers 409.
 
-A current-ODF (0.39) dataset's files are checked the same way (``checked_current_files``):
-present, of the size and physical hash (SHA3-256 multihash) its block records, checked before
-any parsing (``store.verify.file_problem``), then the footer's row count against the offsets.
+A current-ODF (0.39) dataset's files go through the same ``checked_files`` with the check of
+their version (``store.checked``).
 
 What it cannot see: a file changed between the check and the read (the readers open it by
 path after), or changed within one timestamp tick of the check keeping size and inode.
@@ -38,7 +37,6 @@ from ..workspace.slice_cache import SliceCache, expected_hash, file_state
 
 if TYPE_CHECKING:
     from ..store.dataset import CurrentDataset
-    from ..store.read import SliceRecord
 
 
 class ChangedSlice(Conflict):
@@ -65,41 +63,18 @@ def checked_slice_files(ds: Dataset, slices: Iterable[tuple[bytes, DataSlice]]) 
         vocab = ds.state().vocab if lacking else DatasetVocabulary()
         return lambda i: check_data_file(ds.data_file(wanted[i][0]), wanted[i][1], vocab)
 
-    return _checked(ds, [_File(h.hex(), ds.data_file(h), expected_hash(s)) for h, s in wanted], checks)
-
-
-def checked_current_files(ds: CurrentDataset, slices: Iterable[SliceRecord]) -> list[Path]:
-    """The data files of a current-ODF (0.39) dataset's slices, in the order given, each
-    checked as ``store.verify`` checks it before parsing: present, of the size the block
-    records, its bytes hashing (SHA3-256 multihash) to the physical hash; and its footer's row
-    count that of the offsets it covers. Raises ``ChangedSlice`` as for 0.18."""
-    wanted = list(slices)
-
-    def checks(todo: list[int]) -> Callable[[int], str | None]:
-        from ..store.verify import file_problem
-
-        def check(i: int) -> str | None:
-            record = wanted[i].slice
-            path = ds.data_file(record)
-            reason = file_problem(path, record.physical_hash, record.size)
-            if reason is None:
-                reason = _rows_problem(path, record.offset_interval.end - record.offset_interval.start + 1)
-            return reason
-
-        return check
-
-    return _checked(ds, [_File(str(r.block_hash), ds.data_file(r.slice), str(r.slice.physical_hash))
-                         for r in wanted], checks)
+    files = [CheckedFile(h.hex(), ds.data_file(h), expected_hash(s)) for h, s in wanted]
+    return checked_files(ds, files, checks)
 
 
 @dataclass(frozen=True)
-class _File:
+class CheckedFile:
     key: str  # its entry in the cache: the block that names it
     path: Path
     expected: str  # the hash it is checked against, as the cache records it
 
 
-def _checked(ds: Dataset | CurrentDataset, files: list[_File],
+def checked_files(ds: Dataset | CurrentDataset, files: list[CheckedFile],
              checks: Callable[[list[int]], Callable[[int], str | None]]) -> list[Path]:
     """The files, each not in the cache checked by ``checks(todo)`` (built only when some are
     to be checked) and remembered when good; ``ChangedSlice`` for the first one refused."""
@@ -125,14 +100,3 @@ def _checked(ds: Dataset | CurrentDataset, files: list[_File],
                 raise ChangedSlice(f"dataset {ds.id}: refusing to read {files[i].path}: {reason}; "
                                    f"run coord verify {ds.id} to check the whole dataset")
     return [f.path for f in files]
-
-
-def _rows_problem(path: Path, expected: int) -> str | None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        rows = pq.ParquetFile(path).metadata.num_rows
-    except (pa.ArrowException, OSError) as e:
-        return f"not a readable Parquet file ({e})"
-    return None if rows == expected else f"has {rows} records, the block's offsets cover {expected}"

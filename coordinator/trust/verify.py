@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,9 +33,9 @@ from ..data.hashing import file_logical_hash, physical_hash
 from ..metadata.chain import ChainBlock, ChainError, walk
 from ..metadata.flatbuffers_codec import BlockFormatError, decode_block
 from ..metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, DataSlice
-from ..store.overview import CurrentDatasets
 from ..workspace import Dataset, DatasetNotFound, Workspace
 from ..workspace.config import OdfVersion
+from ..workspace.dataset import CurrentOdfDataset
 from ..workspace.graph import DatasetGraph
 from ..workspace.progress import NoProgress, Progress
 from .authorship import (
@@ -63,6 +64,15 @@ class Problem:
 # Given a dataset and its checked chain (oldest first), re-run each transform and return the
 # blocks whose recomputed output differs (hash, record count or watermark) with the reason.
 Replay = Callable[[Dataset, list[ChainBlock]], list[Problem]]
+
+
+class CurrentOdf(Protocol):
+    """How current-ODF (0.39) datasets are verified: given by a layer that reads them
+    (``store.verified.CurrentVerifier``), as ``replay`` is by the transform layer."""
+
+    def inputs(self, name: str) -> Iterable[str]: ...
+
+    def verify(self, name: str, *, integrity_only: bool) -> VerifyReport: ...
 
 
 @dataclass
@@ -154,13 +164,17 @@ def verify_dataset(
     replay: Replay | None = None,
     deep: bool = False,
     progress: Progress | None = None,
+    current: CurrentOdf | None = None,
 ) -> VerifyReport:
-    """Check one dataset; ``deep`` recomputes logical hashes too (see ``check_data_file``)."""
+    """Check one dataset; ``deep`` recomputes logical hashes too (see ``check_data_file``);
+    ``current``: how a current-ODF (0.39) dataset is verified (see ``CurrentOdf``)."""
     ds = ws.dataset(dataset_id)
     if not ds.exists():
         raise DatasetNotFound(dataset_id)
     if ws.odf_of(dataset_id) is OdfVersion.V039:
-        return verify_current(ws, dataset_id, integrity_only=integrity_only, replay=replay)
+        if current is None:
+            raise CurrentOdfDataset(dataset_id)
+        return current.verify(dataset_id, integrity_only=integrity_only)
     report = VerifyReport(dataset_id)
     newest_first, order, chain_problems = _walk_past_breaks(ds)
     report.blocks = newest_first[::-1]
@@ -197,52 +211,6 @@ def verify_dataset(
     return report
 
 
-def verify_current(ws: Workspace, name: str, *, integrity_only: bool,
-                   replay: Replay | None = None) -> VerifyReport:
-    """Check a current-ODF (0.39) dataset: ``store.verify.verify_folder`` (every block against
-    its name and the chain rules, every data file and checkpoint by size and physical hash,
-    then each slice's logical hash and offsets: always as deep as ``--deep``), each signature
-    file against its block, and the signers under the trust policy (``trust.current``).
-    Its transforms are not replayed (not supported for 0.39 yet): the report says so."""
-    from ..metadata.odf39.events import DatasetKind, Seed
-    from ..store.dataset import CurrentDataset
-    from ..store.read import walk
-    from ..store.verify import verify_folder
-    from . import current
-
-    root = CurrentDataset(ws, name).root
-    newest_first, _ = walk(root)  # the blocks readable from the head (verify_folder names a break)
-    signed = current.signed_blocks(ws, root, newest_first[::-1])
-    report = VerifyReport(name, odf="0.39")
-    report.blocks = signed  # type: ignore[assignment]
-    report.problems = [Problem(p.block_hash.to_bytes() if p.block_hash else b"", p.reason,
-                               str(p).removesuffix(f": {p.reason}") if p.block_hash else "refs/head")
-                       for p in verify_folder(root)]
-    report.problems += [Problem(b.hash, f"{current.signature_name(b)}: signature does not match the block",
-                                current.block_name(b)) for b in signed if b.invalid]
-    age = {b.hash: i for i, b in enumerate(signed)}
-    report.problems.sort(key=lambda p: age.get(p.block_hash, -1))
-    pinned = pinned_keys(ws, name)
-    report.policy = policy(ws)
-    report.authors = current.authors(ws, name, signed)
-    report.signers = signers(ws, report.authors, pinned)
-    refused = {a.block_hash for a in failures(report.authors, report.policy)}
-    report.authorship_problems = [
-        Problem(a.block_hash, explain(name, a, pinned, report.policy), current.block_name(b))
-        for a, b in zip(report.authors, signed, strict=True) if a.block_hash in refused
-    ]
-    seed = newest_first[-1].block.event if newest_first else None
-    derivative = isinstance(seed, Seed) and seed.dataset_kind is DatasetKind.DERIVATIVE
-    if integrity_only:
-        report.reproducibility = "not checked (--integrity)"
-    elif not derivative:
-        report.reproducibility = "not applicable (root dataset: its data comes from outside)"
-    else:
-        report.reproducibility = ("not checked (replaying a current-ODF (0.39) derivative is not "
-                                  "supported yet; its integrity and signers are checked)")
-    return report
-
-
 def _missing_inputs(ds: Dataset, newest_first: list[ChainBlock]) -> list[str]:
     """The inputs some transform of the chain reads that this workspace does not hold."""
     declared = [i for cb in newest_first if isinstance(cb.block.source, DatasetSourceDerivative)
@@ -259,12 +227,13 @@ def verify(
     replay: Replay | None = None,
     deep: bool = False,
     progress: Progress | None = None,
+    current: CurrentOdf | None = None,
 ) -> list[VerifyReport]:
     """Verify a dataset; with ``recursive`` its upstream datasets first (dependency order)."""
-    graph = DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
+    graph = DatasetGraph(ws, current=current.inputs if current is not None else None)
     order = graph.order([dataset_id], recursive=True) if recursive else [dataset_id]
     return [verify_dataset(ws, i, integrity_only=integrity_only, replay=replay, deep=deep,
-                           progress=progress) for i in order]
+                           progress=progress, current=current) for i in order]
 
 
 def _walk_past_breaks(ds: Dataset) -> tuple[list[ChainBlock], list[bytes], list[Problem]]:

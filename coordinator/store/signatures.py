@@ -1,5 +1,5 @@
 """Who signed the blocks of a current-ODF (0.39) dataset, judged as ``authorship.py`` judges
-a 0.18 chain's.
+a 0.18 chain's (``trust.authorship``).
 
 A 0.39 block's signature is ``signatures/<multihash>`` beside it (``store/layout.py``): the
 0.18 signature document over the block's binary multihash (``Multihash.to_bytes``). The
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..metadata.signing import SignatureStatus, check_signature
-from ..store import layout
-from ..store.read import StoredBlock
+from ..trust.authorship import BlockAuthor, Signer, authorship, block_signers, pinned_keys
 from ..workspace import Workspace
-from .authorship import BlockAuthor, Signer, authorship, block_signers, pinned_keys
+from . import layout
+from .read import StoredBlock
 
 
 @dataclass(frozen=True)
