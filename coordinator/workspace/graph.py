@@ -27,6 +27,7 @@ from datetime import datetime
 from graphlib import CycleError, TopologicalSorter
 
 from ..errors import Invalid
+from ..metadata.ids import InvalidDatasetRef
 from ..metadata.objects import DatasetSourceDerivative
 from .config import OdfVersion
 from .dataset import DatasetNotFound
@@ -72,7 +73,12 @@ class DatasetGraph:
         self._range = (since, until) if since is not None or until is not None else None
 
     def exists(self, dataset_id: str) -> bool:
-        return dataset_id in self._inputs or self._ws.dataset(dataset_id).exists()
+        if dataset_id in self._inputs:
+            return True
+        try:
+            return self._ws.dataset(dataset_id).exists()
+        except InvalidDatasetRef:  # a 0.39 input named by a did:odf the workspace does not hold
+            return False
 
     def state(self, dataset_id: str) -> DatasetState:
         """The dataset's read model as this graph read it (once): a command that holds the
