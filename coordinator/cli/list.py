@@ -30,7 +30,6 @@ def list_(ctx: click.Context, output: str) -> None:
         wm = format_timestamp(s.watermark) if s.watermark else None
         records.append({"id": s.id, "odf": str(s.odf), "kind": s.kind, "head": s.head,
                         "blocks": s.num_blocks, "records": s.num_records, "watermark": wm,
-                        "lastUpdated": format_timestamp(s.last_updated),
                         "upToDate": st.up_to_date, "reasons": reason_codes(st)})
         rows.append((s.id, str(s.odf), s.kind, short_head(s.head), str(s.num_blocks),
                      f"{s.num_records:,}", wm or "-", short_status(st)))

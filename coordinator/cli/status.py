@@ -87,5 +87,5 @@ def status_(ctx: click.Context, datasets: tuple[str, ...], output: str) -> None:
     if output == "json":
         Output().json([status_json(st) for st in statuses])
     else:
-        Output().columns(("dataset", "odf", "kind", "status"),
-                         ((st.dataset_id, st.odf, st.kind, status_words(st)) for st in statuses))
+        Output().columns(("dataset", "kind", "status"),  # the version: coord list, or -o json
+                         ((st.dataset_id, st.kind, status_words(st)) for st in statuses))

@@ -15,7 +15,7 @@ Invariants:
   ref is the ``did:odf`` of one of its 0.39 datasets, or the name of any of its datasets;
   otherwise the ref is kept as written, and the graph shows it as missing.
 - A 0.39 dataset's records are the offsets its slices cover (``end - start + 1`` each): what
-  the blocks say, no data file is opened.
+  the blocks say, no data file is opened, and Arrow is not imported.
 """
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 
 from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep, FetchStepFilesGlob
 from ..metadata.odf39.events import DatasetKind
+from ..workspace import layout as ws_layout
 from ..workspace.config import OdfVersion
-from .dataset import CurrentDataset
-from .read import DatasetState
+from ..workspace.dataset import DatasetNotFound
+from .read import DatasetState, read_state
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -92,7 +93,12 @@ class CurrentDatasets:
 
     def state(self, name: str) -> DatasetState:
         if name not in self._states:
-            self._states[name] = CurrentDataset(self.ws, name).state()
+            # ``read_state`` as ``CurrentDataset.state`` does, without the writer's modules (they
+            # bring Arrow, which status and list do not import)
+            state = read_state(self.ws.meta / ws_layout.dataset_dir(name))
+            if state is None:
+                raise DatasetNotFound(name)
+            self._states[name] = state
         return self._states[name]
 
     def overview(self, name: str) -> Overview:
