@@ -31,12 +31,13 @@ def list_(ctx: click.Context, output: str) -> None:
         records.append({"id": s.id, "odf": str(s.odf), "kind": s.kind, "head": s.head,
                         "blocks": s.num_blocks, "records": s.num_records, "watermark": wm,
                         "upToDate": st.up_to_date, "reasons": reason_codes(st)})
-        rows.append((s.id, str(s.odf), s.kind, short_head(s.head), str(s.num_blocks),
-                     f"{s.num_records:,}", wm or "-", short_status(st)))
+        rows.append((s.id, s.kind, short_head(s.head), str(s.num_blocks), f"{s.num_records:,}",
+                     wm or "-", str(s.odf), short_status(st)))
     if output == "json":
         Output().json(records)
     else:
-        Output().columns(("dataset", "odf", "kind", "head", "blocks", "records", "watermark", "status"),
+        # the version before the status, so the columns 0.18 scripts cut by position stay put
+        Output().columns(("dataset", "kind", "head", "blocks", "records", "watermark", "odf", "status"),
                          rows)
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import click
 
 from ..metadata.timestamps import format_timestamp
-from ..workspace.config import OdfVersion
 from .context import complete_dataset, workspace
 from .output import Output, count, short
 from .trust import signed_words
@@ -33,6 +32,8 @@ if TYPE_CHECKING:
 def log(ctx: click.Context, dataset: str, output: str, builds: bool) -> None:
     """Show the metadata chain of DATASET, newest block first."""
     show = Output(output)
+    from ..workspace.config import OdfVersion  # here: it brings YAML, which --help does not need
+
     ws = workspace(ctx)
     if ws.odf_of(ws.dataset(dataset).id) is OdfVersion.V039:  # ws.dataset checks the name
         _current_log(ws, dataset, show, builds)

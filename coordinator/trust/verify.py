@@ -78,7 +78,7 @@ class CurrentOdf(Protocol):
 @dataclass
 class VerifyReport:
     dataset_id: str
-    # oldest first, as far as readable; of a 0.39 dataset: ``trust.current.SignedBlock``s
+    # oldest first, as far as readable; of a 0.39 dataset: ``store.signatures.SignedBlock``s
     blocks: list[ChainBlock] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)  # integrity, oldest block first
     authors: list[BlockAuthor] = field(default_factory=list)  # like ``blocks``
