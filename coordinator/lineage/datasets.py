@@ -7,7 +7,7 @@ workspace does not hold (a derivative pulled from a repository without its input
 of kind ``missing``.
 
 A current-ODF (0.39) derivative's inputs are its ``SetTransform`` inputs, resolved to the
-workspace's datasets by ``did:odf`` or name (``store.overview.CurrentDatasets``), in the same
+workspace's datasets by ``did:odf`` (``store.overview.CurrentDatasets``), in the same
 graph as the 0.18 datasets; a node's records, watermark and origin come from ``Overview``, the
 read model both versions fill. Over a system-time range, a 0.39 dataset's inputs are those in
 force now.

@@ -12,8 +12,9 @@ Invariants:
 - ``CurrentDatasets`` reads each 0.39 dataset's chain at most once per command (one object per
   command, as ``DatasetGraph`` for 0.18 chains).
 - A derivative's input (``SetTransform.inputs[].datasetRef``) is a workspace dataset when the
-  ref is the ``did:odf`` of one of its 0.39 datasets, or the name of any of its datasets;
-  otherwise the ref is kept as written, and the graph shows it as missing.
+  ref is the ``did:odf`` of one of its 0.39 datasets; otherwise the ref is kept as written, and
+  the graph shows it as missing. (The chain rules take only a ``did:odf`` in a stored
+  ``SetTransform``; a ref that is none would be taken as a name.)
 - A 0.39 dataset's records are the offsets its slices cover (``end - start + 1`` each): what
   the blocks say, no data file is opened, and Arrow is not imported.
 """

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.metadata.odf39 import events as e
+from coordinator.metadata.odf39 import source as s
 from coordinator.store.append import DatasetWriter
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
@@ -248,6 +249,14 @@ def test_lineage_resolves_a_0_39_input_by_its_did_to_the_workspace_dataset(mixed
     assert nodes["large-cities"]["origin"] == "datafusion"
     down = run_json(mixed, "lineage", "cities", "--direction", "down")
     assert down["edges"] == [["cities", "large-cities"]]
+
+
+def test_a_0_39_derivative_whose_query_changed_after_its_last_step_says_so(mixed):
+    with DatasetWriter(mixed.derivative.root, mixed.ws.meta / "locks" / "large-cities.lock") as w:
+        w.append(e.SetTransform(inputs=[e.TransformInput(dataset_ref=str(mixed.root.id), alias="cities")],
+                                transform=s.TransformSql(engine="datafusion", query="SELECT * FROM cities")),
+                 system_time=at(30))
+    assert run_json(mixed, "status", "large-cities")[0]["reasons"] == ["queryChanged"]
 
 
 def test_a_0_39_input_the_workspace_does_not_hold_is_a_missing_node(mixed):
