@@ -102,10 +102,10 @@ def _current_log(ws, dataset: str, show: Output, builds: bool) -> None:
         found = steps(current, dataset)
         if show.format == "json":
             show.json([_step_json(s) for s in found])
-        for s in found if show.format != "json" else ():
-            show.line(f"{s.sequence_number} {s.block_hash} {format_timestamp(s.system_time)} "
-                      f"+{s.num_records:,} records{_range(s.offsets)}")
-            for i in s.inputs:
+        for step in found if show.format != "json" else ():
+            show.line(f"{step.sequence_number} {step.block_hash} {format_timestamp(step.system_time)} "
+                      f"+{step.num_records:,} records{_range(step.offsets)}")
+            for i in step.inputs:
                 show.line(f"  {i.dataset}{_range(i.offsets) or ' nothing new'}")
         return
     from ..metadata.odf39.manifests import dump_manifest
@@ -172,9 +172,12 @@ def _event_words(event) -> str:
             return "an Arrow schema (raw)"
         return "columns " + ", ".join(f"{f.name} {_type_words(f.type)}" for f in event.schema.fields)
     if isinstance(event, e.SetPollingSource | e.AddPushSource):
-        fetch = getattr(event, "fetch", None)
-        where = getattr(fetch, "url", None) or getattr(fetch, "path", None) or type(fetch).__name__
-        head = f"fetch {where}, " if fetch is not None else f"push source {event.source_name}, "
+        if isinstance(event, e.SetPollingSource):
+            fetch = event.fetch
+            where = getattr(fetch, "url", None) or getattr(fetch, "path", None) or type(fetch).__name__
+            head = f"fetch {where}, "
+        else:
+            head = f"push source {event.source_name}, "
         return f"{head}read {type(event.read).__name__}, merge {type(event.merge).__name__}"
     if isinstance(event, e.SetTransform):
         inputs = ", ".join(f"{i.dataset_ref}" + (f" as {i.alias}" if i.alias else "") for i in event.inputs)

@@ -14,7 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import MetadataBlock
+from ..metadata.objects import DatasetSource, MetadataBlock
 from ..metadata.timestamps import format_timestamp
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset
@@ -81,6 +81,7 @@ def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | 
 
     stop = None if as_at is None else block_as_at(ds, as_at)
     read = None if as_at is not None and stop is None else dataset_read(ds, stop=stop)
+    source: DatasetSource | None  # None: a current-ODF dataset's read
     if read is None:  # no data then: a state without rows, if the dataset has a state
         state = ds.state()
         source, key = state.source, state_key(state.source, state.vocab)

@@ -28,15 +28,11 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import Conflict
 from ..metadata.objects import DatasetVocabulary, DataSlice, MetadataBlock
 from ..workspace import Dataset
-from ..workspace.slice_cache import SliceCache, expected_hash, file_state
-
-if TYPE_CHECKING:
-    from ..store.dataset import CurrentDataset
+from ..workspace.slice_cache import DatasetPlace, SliceCache, expected_hash, file_state
 
 
 class ChangedSlice(Conflict):
@@ -74,7 +70,7 @@ class CheckedFile:
     expected: str  # the hash it is checked against, as the cache records it
 
 
-def checked_files(ds: Dataset | CurrentDataset, files: list[CheckedFile],
+def checked_files(ds: DatasetPlace, files: list[CheckedFile],
              checks: Callable[[list[int]], Callable[[int], str | None]]) -> list[Path]:
     """The files, each not in the cache checked by ``checks(todo)`` (built only when some are
     to be checked) and remembered when good; ``ChangedSlice`` for the first one refused."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..metadata.objects import DataSlice
 from . import layout
@@ -29,6 +29,7 @@ from .fsutil import tmp_name
 
 if TYPE_CHECKING:
     from .dataset import Dataset
+    from .workspace import Workspace
 
 
 def file_state(path: Path) -> list | None:
@@ -45,11 +46,20 @@ def expected_hash(s: DataSlice) -> str:
     return s.physical_hash.hex() if s.physical_hash is not None else f"logical:{s.hash.hex()}"
 
 
-class SliceCache:
-    """The files of one dataset known good (see the module doc); ``ds``: a dataset of either
-    version (its workspace ``ws`` and name ``id``)."""
+class DatasetPlace(Protocol):
+    """What the cache needs of a dataset of either ODF version: its workspace and name."""
 
-    def __init__(self, ds: Dataset):
+    @property
+    def ws(self) -> Workspace: ...
+
+    @property
+    def id(self) -> str: ...
+
+
+class SliceCache:
+    """The files of one dataset known good (see the module doc)."""
+
+    def __init__(self, ds: DatasetPlace):
         self.path = ds.ws.meta / layout.cache_dir(ds.id, layout.CHECKED_SLICES)
         self.changed = False
         try:
