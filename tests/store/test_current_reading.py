@@ -153,6 +153,20 @@ def test_sql_sees_the_stored_table_beside_the_0_18_datasets(mixed):
     assert both == [{"n": 5 + 10}]
 
 
+def test_the_api_s_bounded_query_reads_a_0_39_dataset_as_coord_sql_does(mixed):
+    from coordinator.query.bounded import Bounds, bounded_query
+
+    answer = json.loads(bounded_query(mixed.ws.root, 'SELECT city FROM "large-cities" ORDER BY "offset"',
+                                      Bounds(max_rows=1, max_bytes=10_000, seconds=60)))
+    assert answer["rows"] == [{"city": "Toronto"}] and answer["truncatedBy"] == "limit"
+
+
+def test_tail_as_at_a_0_39_block_shows_the_records_up_to_it(mixed):
+    before_second_batch = str(mixed.root.blocks[3])[:12]  # a prefix of the first AddData's multihash
+    shown = run_json(mixed, "tail", "cities", "--as-at", before_second_batch)
+    assert [r["offset"] for r in shown] == list(range(len(BATCHES[0])))
+
+
 def test_sql_as_at_a_time_reads_the_0_39_slices_committed_by_then(mixed):
     got = run_json(mixed, "sql", "--as-at", "2026-01-01T12:15:00Z", "-c",
                    'SELECT count(*) AS n FROM "cities"')
