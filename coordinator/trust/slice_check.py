@@ -71,7 +71,7 @@ class CheckedFile:
 
 
 def checked_files(ds: DatasetPlace, files: list[CheckedFile],
-             checks: Callable[[list[int]], Callable[[int], str | None]]) -> list[Path]:
+                  checks: Callable[[list[int]], Callable[[int], str | None]]) -> list[Path]:
     """The files, each not in the cache checked by ``checks(todo)`` (built only when some are
     to be checked) and remembered when good; ``ChangedSlice`` for the first one refused."""
     cache = SliceCache(ds)

@@ -68,9 +68,6 @@ class SliceCache:
             entries = {}
         self.entries: dict[str, list] = entries if isinstance(entries, dict) else {}
 
-    def holds(self, path: Path, h: bytes, s: DataSlice) -> bool:
-        return self.holds_file(path, h.hex(), expected_hash(s))
-
     def add(self, h: bytes, state: list, s: DataSlice) -> None:
         self.add_file(h.hex(), state, expected_hash(s))
 
