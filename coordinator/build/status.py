@@ -11,6 +11,10 @@ computed or downloaded and no data file is opened, so this module imports no Arr
   the stat and hash its fetch state records (``ingest.fetch.probe``); a remote URL is not
   checked (only a download could tell); a File Feed is listed (its new complete updates).
 - A dataset pulled from a repository is updated from there; the repository is not contacted.
+- A current-ODF (0.39) derivative is behind by its inputs' blocks after the one its newest
+  ``ExecuteTransform`` consumed (``newBlockHash`` per input), its query changed when a
+  ``SetTransform`` follows its last step; a 0.39 root's source is not probed (its fetch state
+  is not read here): it is "not checked", naming the source.
 """
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ from dataclasses import dataclass, field
 from ..ingest.errors import IngestError
 from ..ingest.fetch import probe
 from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot
+from ..metadata.odf39.events import ExecuteTransform, SetTransform
+from ..store.overview import CurrentDatasets
 from ..transform.builds import consumed_until, last_run_query
 from ..workspace import Dataset, DatasetState, Workspace
 from ..workspace.graph import DatasetGraph
@@ -39,6 +45,7 @@ class Reason(enum.Enum):
 class DatasetStatus:
     dataset_id: str
     kind: str  # root | derivative
+    odf: str = "0.18"  # the ODF version the dataset is stored in
     reasons: list[Reason] = field(default_factory=list)
     new_input: dict[str, int] = field(default_factory=dict)  # input → blocks not consumed yet
     new_files: list[str] = field(default_factory=list)  # root: the files a pull would ingest
@@ -55,17 +62,28 @@ class DatasetStatus:
 
 def status(ws: Workspace, ids: list[str] | None = None) -> list[DatasetStatus]:
     """The status of the named datasets, or of every dataset of the workspace."""
-    graph = DatasetGraph(ws)  # each chain is read once, also where it is another's input
+    current = CurrentDatasets(ws)
+    graph = DatasetGraph(ws, current=current.inputs)  # each chain is read once, also as an input
     datasets = [ws.dataset(i) for i in ids] if ids else ws.datasets()
-    return [dataset_status(ws, ds, graph) for ds in datasets]
+    return [dataset_status(ws, ds, graph, current) for ds in datasets]
 
 
-def dataset_status(ws: Workspace, ds: Dataset, graph: DatasetGraph | None = None) -> DatasetStatus:
-    """``graph``: this command's graph, whose read models of ``ds`` and its inputs it takes."""
-    graph = graph or DatasetGraph(ws)
+def dataset_status(ws: Workspace, ds: Dataset, graph: DatasetGraph | None = None,
+                   current: CurrentDatasets | None = None) -> DatasetStatus:
+    """``graph``, ``current``: this command's, whose read models of ``ds`` and its inputs it takes."""
+    current = current or CurrentDatasets(ws)
+    graph = graph or DatasetGraph(ws, current=current.inputs)
+    origin = ds.remote("pull")
+    if current.holds(ds.id):
+        st = DatasetStatus(ds.id, current.overview(ds.id).kind, "0.39")
+        if origin is None:
+            _current(current, ds.id, st)
+        else:
+            st.reasons.append(Reason.NOT_CHECKED)
+            st.unchecked = f"pulled from {origin}"
+        return st
     state = graph.state(ds.id)
     source = state.source
-    origin = ds.remote("pull")
     if isinstance(source, DatasetSourceDerivative):
         st = DatasetStatus(ds.id, "derivative")
         if origin is None:
@@ -120,3 +138,46 @@ def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: Datas
         resume = state.resume if state is not None else None
         if resume is not None and resume.file in files:  # fetched again, skipped up to there
             st.partly_in = resume.records
+
+
+def _current(current: CurrentDatasets, name: str, st: DatasetStatus) -> None:
+    """A current-ODF dataset's status (see the module doc)."""
+    state = current.state(name)
+    if state.transform is None:
+        fetch = state.polling_source.fetch if state.polling_source is not None else None
+        url = getattr(fetch, "url", None)
+        st.reasons.append(Reason.NOT_CHECKED)
+        st.unchecked = (f"remote source {url}" if url else
+                        "the sources of current-ODF roots are not checked yet")
+        return
+    consumed: dict[str, object] = {}  # input did -> the newest of its blocks a step consumed
+    steps = transforms = 0  # the positions of the last ExecuteTransform and SetTransform
+    for i, stored in enumerate(state.blocks, 1):
+        event = stored.block.event
+        if isinstance(event, ExecuteTransform):
+            steps = i
+            for q in event.query_inputs:
+                if q.new_block_hash is not None:
+                    consumed[str(q.dataset_id)] = q.new_block_hash
+        elif isinstance(event, SetTransform):
+            transforms = i
+    for ref in state.transform.inputs:
+        input_name = current.name_of(ref.dataset_ref)
+        if not current.holds(input_name):
+            st.reasons.append(Reason.NOT_CHECKED)
+            st.unchecked = f"input {input_name} is not a current-ODF dataset of this workspace"
+            return
+        upstream = current.state(input_name)
+        if not upstream.slices:
+            st.waiting_for.append(input_name)
+        last = consumed.get(str(upstream.id))
+        seen = next((b.block.sequence_number for b in upstream.blocks if b.hash == last), -1)
+        if new := sum(1 for b in upstream.blocks if b.block.sequence_number > seen):
+            st.new_input[input_name] = new
+    if st.waiting_for:
+        st.reasons.append(Reason.WAITING)
+        return
+    if st.new_input:
+        st.reasons.append(Reason.NEW_INPUT)
+    if steps and transforms > steps:
+        st.reasons.append(Reason.QUERY_CHANGED)

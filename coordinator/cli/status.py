@@ -63,7 +63,8 @@ def reason_codes(st: DatasetStatus) -> list[str]:
 
 
 def status_json(st: DatasetStatus) -> dict:
-    return {"id": st.dataset_id, "kind": st.kind, "upToDate": st.up_to_date, "reasons": reason_codes(st),
+    return {"id": st.dataset_id, "odf": st.odf, "kind": st.kind, "upToDate": st.up_to_date,
+            "reasons": reason_codes(st),
             "newInputBlocks": st.new_input, "newFiles": st.new_files, "recordsOfFirstFileIn": st.partly_in,
             "waitingFor": st.waiting_for, "notChecked": st.unchecked or None, "lateRows": st.late_rows,
             "words": status_words(st)}
@@ -86,5 +87,5 @@ def status_(ctx: click.Context, datasets: tuple[str, ...], output: str) -> None:
     if output == "json":
         Output().json([status_json(st) for st in statuses])
     else:
-        Output().columns(("dataset", "kind", "status"), ((st.dataset_id, st.kind, status_words(st))
-                                                         for st in statuses))
+        Output().columns(("dataset", "kind", "status"),  # the version: coord list, or -o json
+                         ((st.dataset_id, st.kind, status_words(st)) for st in statuses))

@@ -41,6 +41,8 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
             engine_spec: str | None, invariance: bool, output: str) -> None:
     """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
     from ..engine.session import EngineOnDemand, engine_reads
+    from ..store.overview import CurrentDatasets
+    from ..store.verified import CurrentVerifier
     from ..transform import replay as replaying
     from ..trust import verify
     from ..workspace.graph import DatasetGraph
@@ -65,7 +67,7 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     show = Output(output)
     with ExitStack() as stack:
         def readable() -> list[str]:
-            graph = DatasetGraph(ws)
+            graph = DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
             return engine_reads(ws, graph.order([dataset], recursive=True) if recursive else [dataset],
                                 graph=graph)
 
@@ -73,7 +75,8 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         engine = EngineOnDemand(ws, stack, readable, settings)
         replay = None if integrity else replaying.make_replay(engine.get)  # engine on first need
         reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
-                                deep=deep, replay=replay, progress=show.progress())
+                                deep=deep, replay=replay, progress=show.progress(),
+                                current=CurrentVerifier(ws))
     replayed_with = {}  # dataset -> how the engine that replayed it relates to its chain
     recorded = {}  # dataset -> the block that records the engine's compatibility (--engine)
     for report in reports:
@@ -87,11 +90,12 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     for report in reports if show.format != "json" else ():
         bad = {p.block_hash for p in report.problems}
         differs = {p.block_hash for p in report.replay_problems}
-        show.line(f"{report.dataset_id}: {len(report.blocks)} blocks")
+        odf = " (ODF 0.39)" if report.odf == "0.39" else ""
+        show.line(f"{report.dataset_id}: {len(report.blocks)} blocks{odf}")
         for cb, author in zip(report.blocks, report.authors, strict=True):
             mark = "BAD" if cb.hash in bad else "DIFF" if cb.hash in differs else "ok"
             signer = f" {author.signer.hex()[:12]}" if author.signer else ""
-            show.line(f"  {mark:4} {cb.hash.hex()[:12]} {format_timestamp(cb.block.system_time)} "
+            show.line(f"  {mark:4} {_short_block(report, cb)} {format_timestamp(cb.block.system_time)} "
                       f"{author.status.value}{signer}")
         show.line(f"  integrity: {'FAILED' if report.problems else 'ok'}")
         for p in report.problems:
@@ -150,8 +154,8 @@ def _report_json(report: VerifyReport, compatibility: bytes | None) -> dict:
     bad = {p.block_hash for p in report.problems}
     differs = {p.block_hash for p in report.replay_problems}
     return {
-        "id": report.dataset_id, "ok": report.ok,
-        "blocks": [{"hash": cb.hash.hex(), "systemTime": format_timestamp(cb.block.system_time),
+        "id": report.dataset_id, "odf": report.odf, "ok": report.ok,
+        "blocks": [{"hash": _block_hash(report, cb), "systemTime": format_timestamp(cb.block.system_time),
                     "check": "bad" if cb.hash in bad else "differs" if cb.hash in differs else "ok",
                     "authorship": author.status.value,
                     "signer": author.signer.hex() if author.signer else None}
@@ -165,6 +169,17 @@ def _report_json(report: VerifyReport, compatibility: bytes | None) -> dict:
                             "problems": [str(p) for p in report.replay_problems]},
         "compatibilityRecorded": compatibility.hex() if compatibility is not None else None,
     }
+
+
+def _short_block(report: VerifyReport, cb) -> str:
+    """12 hex digits of the block hash (of a 0.39 block's digest, after its sequence number)."""
+    if report.odf == "0.39":
+        return f"{cb.block.sequence_number} {cb.stored.hash.digest.hex()[:12]}"
+    return cb.hash.hex()[:12]
+
+
+def _block_hash(report: VerifyReport, cb) -> str:
+    return str(cb.stored.hash) if report.odf == "0.39" else cb.hash.hex()
 
 
 def _check_invariance(ws, dataset: str, engine_spec: str | None, show: Output) -> None:

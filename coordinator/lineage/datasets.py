@@ -5,14 +5,20 @@ The graph is what the chains say now: a derivative's inputs are those of its new
 root datasets; downstream follows the workspace's datasets that read a dataset. An input the
 workspace does not hold (a derivative pulled from a repository without its inputs) is a node
 of kind ``missing``.
+
+A current-ODF (0.39) derivative's inputs are its ``SetTransform`` inputs, resolved to the
+workspace's datasets by ``did:odf`` (``store.overview.CurrentDatasets``), in the same
+graph as the 0.18 datasets; a node's records, watermark and origin come from ``Overview``, the
+read model both versions fill. Over a system-time range, a 0.39 dataset's inputs are those in
+force now.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep, FetchStepFilesGlob
 from ..metadata.timestamps import format_timestamp
+from ..store.overview import CurrentDatasets, overview
 from ..workspace import DatasetNotFound, Workspace
 from ..workspace.graph import DatasetGraph
 
@@ -45,7 +51,8 @@ def lineage(ws: Workspace, dataset_id: str, *, upstream: bool = True, downstream
     """The datasets ``dataset_id`` is computed from and/or those computed from it; with
     ``since``/``until``, through every query version in force over that system-time range
     (the nodes' records and watermarks are their current ones)."""
-    graph = DatasetGraph(ws, since=since, until=until)
+    current = CurrentDatasets(ws)
+    graph = DatasetGraph(ws, since=since, until=until, current=current.inputs)
     if not graph.exists(dataset_id):
         raise DatasetNotFound(dataset_id)
     edges: set[tuple[str, str]] = set()
@@ -54,24 +61,14 @@ def lineage(ws: Workspace, dataset_id: str, *, upstream: bool = True, downstream
     if downstream:
         edges |= set(graph.downstream(dataset_id))
     involved = {dataset_id, *(d for edge in edges for d in edge)}
-    return Lineage(dataset_id, {d: _node(graph, d) for d in sorted(involved)}, edges)
+    return Lineage(dataset_id, {d: _node(ws, graph, current, d) for d in sorted(involved)}, edges)
 
 
-def fetch_location(fetch: FetchStep) -> str:
-    """Where a root's data comes from: a glob's path, any other fetch step's URL."""
-    return fetch.path if isinstance(fetch, FetchStepFilesGlob) else fetch.url
-
-
-def _node(graph: DatasetGraph, dataset_id: str) -> Node:
+def _node(ws: Workspace, graph: DatasetGraph, current: CurrentDatasets, dataset_id: str) -> Node:
     if not graph.exists(dataset_id):
         return Node(dataset_id, "missing")
-    s = graph.state(dataset_id)
-    origin = None
-    if isinstance(s.source, DatasetSourceRoot):
-        origin = fetch_location(s.source.fetch)
-    elif isinstance(s.source, DatasetSourceDerivative):
-        origin = s.source.transform.engine
-    return Node(dataset_id, s.kind, graph.inputs(dataset_id), s.num_records, s.watermark, origin)
+    s = overview(ws, dataset_id, current, None if current.holds(dataset_id) else graph.state(dataset_id))
+    return Node(dataset_id, s.kind, graph.inputs(dataset_id), s.num_records, s.watermark, s.origin)
 
 
 def within(graph: Lineage, depth: int) -> Lineage:

@@ -20,9 +20,10 @@ from datetime import datetime
 from ..errors import NotFound
 from ..metadata.objects import DatasetSourceRoot, FieldLineage, FieldSource
 from ..metadata.timestamps import format_timestamp
+from ..store.overview import CurrentDatasets, fetch_location
 from ..workspace import Workspace
+from ..workspace.config import OdfVersion
 from ..workspace.graph import DatasetGraph
-from .datasets import fetch_location
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,15 @@ class FieldGraph:
                  until: datetime | None = None, graph: DatasetGraph | None = None):
         self.workspace = ws
         self._since, self._until = since, until
-        self.graph = graph or DatasetGraph(ws)
+        self.graph = graph or DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
         self._versions: dict[str, list[FieldVersion]] = {}
 
     def versions(self, dataset_id: str) -> list[FieldVersion]:
         """The versions of ``dataset_id`` this graph uses (by its time range)."""
         if dataset_id not in self._versions:
-            held = self.graph.exists(dataset_id) and self.graph.state(dataset_id).kind == "derivative"
+            # a current-ODF (0.39) dataset records no field lineage coord reads (yet): none
+            held = (self.graph.exists(dataset_id) and self.workspace.odf_of(dataset_id) is not OdfVersion.V039
+                    and self.graph.state(dataset_id).kind == "derivative")
             every = field_versions(self.workspace, dataset_id) if held else []
             self._versions[dataset_id] = _in_force(every, self._since, self._until)
         return self._versions[dataset_id]

@@ -22,6 +22,11 @@ Invariants:
   more memory than DuckDB's limit fails instead), no scan of Python variables, extensions
   neither installed nor loaded, and the configuration locked. So ``read_csv('/etc/passwd')``,
   ``COPY``, ``ATTACH`` or ``SET`` reach nothing, and no setting, plan or view names a slice.
+- A current-ODF (0.39) dataset is read the same way: the stored table of its slices (offset,
+  op, system_time, event time, then the data columns, as the reference's ``kamu sql`` shows
+  it), each file checked before it is read (``checked_current_files``); as at a block, its
+  block is named by its multihash (``f1620...``) or the hex of its digest. It has no
+  ``@state`` view yet.
 - Columns are united by name as ``read_parquet(union_by_name)`` does: a column a later slice
   adds is null in the older ones; a type widened in a later slice (INT to BIGINT) is read as
   the wider type.
@@ -41,8 +46,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import Invalid
 from ..metadata.objects import DatasetSource, DatasetVocabulary
 from ..metadata.timestamps import format_timestamp, parse_timestamp
+from ..store.checked import checked_current_files
+from ..store.dataset import CurrentDataset
+from ..store.read import SliceRecord
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, Workspace
+from ..workspace.config import OdfVersion
 from ..workspace.dataset import BlockNotFound
 from .state import STATE_SUFFIX, StateKey, no_state, quoted, state_key, state_sql
 
@@ -85,8 +94,15 @@ def resolve_as_at(ws: Workspace, when: str) -> AsAt:
     """``when`` is a block hash (or a prefix of one, hex digits) or an RFC 3339 system time."""
     if not re.fullmatch(r"[0-9a-fA-F]+", when):
         return AsAt(parse_timestamp(when))
-    found = [(ds.id, h, b.system_time) for ds in ws.datasets() for h, b in ds.blocks()
-             if h.hex().startswith(when.lower())]
+    when = when.lower()
+    found = []
+    for ds in ws.datasets():
+        if ws.odf_of(ds.id) is OdfVersion.V039:
+            found += [(ds.id, b.hash.to_bytes(), b.block.system_time)
+                      for b in CurrentDataset(ws, ds.id).state().blocks
+                      if str(b.hash).startswith(when) or b.hash.digest.hex().startswith(when)]
+        else:
+            found += [(ds.id, h, b.system_time) for h, b in ds.blocks() if h.hex().startswith(when)]
     if not found:
         raise BlockNotFound(f"--as-at {when}: no block of any dataset starts with {when}")
     if len(found) > 1:
@@ -102,7 +118,7 @@ class DatasetRead:
     it has no primary key), both as at the read's moment."""
 
     files: list[Path]
-    source: DatasetSource
+    source: DatasetSource | None  # None: a current-ODF dataset (no state projected)
     key: StateKey | None
 
 
@@ -124,6 +140,8 @@ def dataset_read(ds: Dataset, stop: bytes | None = None, until: datetime | None 
     """``ds`` up to block ``stop``, or else up to its newest block with system time <= ``until``
     (else its head), its slices checked against their blocks (``checked_slices``); None if it
     had no data then."""
+    if ds.ws.odf_of(ds.id) is OdfVersion.V039:
+        return current_read(CurrentDataset(ds.ws, ds.id), stop, until)
     reached = stop is None
     blocks, source, vocab = [], None, None
     for h, block in ds.blocks():  # newest first
@@ -137,6 +155,24 @@ def dataset_read(ds: Dataset, stop: bytes | None = None, until: datetime | None 
     assert source is not None, "a chain's first block has a source"
     return DatasetRead(checked_slices(ds, blocks[::-1]), source,
                        state_key(source, vocab or DatasetVocabulary()))
+
+
+def current_slices(ds: CurrentDataset, stop: bytes | None = None,
+                   until: datetime | None = None) -> list[SliceRecord]:
+    """A current-ODF dataset's slices, oldest first, up to block ``stop`` (binary multihash) or
+    else up to its newest block with system time <= ``until`` (else its head)."""
+    slices = ds.state().slices
+    if stop is not None:
+        at = next((b.block.sequence_number for b in ds.state().blocks if b.hash.to_bytes() == stop), None)
+        return [r for r in slices if at is not None and r.sequence_number <= at]
+    return [r for r in slices if until is None or r.system_time <= until]
+
+
+def current_read(ds: CurrentDataset, stop: bytes | None = None,
+                 until: datetime | None = None) -> DatasetRead | None:
+    """``dataset_read`` of a current-ODF dataset: its slices, checked (no state key)."""
+    slices = current_slices(ds, stop, until)
+    return DatasetRead(checked_current_files(ds, slices), None, None) if slices else None
 
 
 def slice_files(ws: Workspace, as_at: AsAt | None = None) -> dict[str, list[Path]]:

@@ -65,8 +65,11 @@ def state_key(source: DatasetSource, vocab: DatasetVocabulary) -> StateKey | Non
     return None
 
 
-def no_state(dataset: str, source: DatasetSource) -> str:
-    """Why ``dataset`` has no state, in one line."""
+def no_state(dataset: str, source: DatasetSource | None) -> str:
+    """Why ``dataset`` has no state, in one line (``source`` None: a current-ODF dataset)."""
+    if source is None:
+        return (f"dataset {dataset} has no state view: it is stored in current ODF (0.39), whose "
+                f'states coord does not project yet; its records are "{dataset}"')
     what = (f"its merge strategy is {source.merge.KIND}" if isinstance(source, DatasetSourceRoot)
             else "it is a derivative")
     return (f"dataset {dataset} has no state: {what}, so it has no primary key to project its "

@@ -8,16 +8,19 @@ are checked (``trust.slice_check``) and read. The last rows of a dataset's state
 from __future__ import annotations
 
 import itertools
+import re
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import MetadataBlock
+from ..metadata.objects import DatasetSource, MetadataBlock
 from ..metadata.timestamps import format_timestamp
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset
 from ..workspace.catalog import block_as_at
+from ..workspace.config import OdfVersion
+from ..workspace.dataset import BlockNotFound
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,6 +28,8 @@ if TYPE_CHECKING:
 
 def tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
     """The last ``n`` records ``ds`` holds, or held at ``as_at`` (RFC 3339 time or block)."""
+    if ds.ws.odf_of(ds.id) is OdfVersion.V039:
+        return current_tail(ds, n, as_at)
     newest: list[tuple[bytes, MetadataBlock]] = []
     stop = None if as_at is None else block_as_at(ds, as_at)
     if as_at is None or stop is not None:  # else the dataset did not exist yet
@@ -36,6 +41,32 @@ def tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
                 newest.append((h, b))
                 have += b.output_slice.num_records
     return last_records(checked_slices(ds, newest[::-1]), n)
+
+
+def current_tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
+    """``tail`` of a current-ODF dataset: its newest records by offset (the stored table);
+    ``as_at`` an RFC 3339 system time or a block (multihash or digest hex, a prefix)."""
+    from ..metadata.timestamps import parse_timestamp
+    from ..store.checked import checked_current_files
+    from ..store.dataset import CurrentDataset
+    from .sql import current_slices, resolve_as_at
+
+    current = CurrentDataset(ds.ws, ds.id)
+    stop = until = None
+    if as_at is not None and re.fullmatch(r"[0-9a-fA-F]+", as_at):
+        found = resolve_as_at(ds.ws, as_at)
+        if found.dataset != ds.id:
+            raise BlockNotFound(f"--as-at {as_at}: no block of {ds.id} starts with {as_at}")
+        stop = found.block
+    elif as_at is not None:
+        until = parse_timestamp(as_at)
+    newest, have = [], 0
+    for record in reversed(current_slices(current, stop, until)):
+        if have >= n:
+            break
+        newest.append(record)
+        have += record.slice.offset_interval.end - record.slice.offset_interval.start + 1
+    return last_records(checked_current_files(current, newest[::-1]), n)
 
 
 def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | None = None) -> pa.Table:
@@ -50,6 +81,7 @@ def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | 
 
     stop = None if as_at is None else block_as_at(ds, as_at)
     read = None if as_at is not None and stop is None else dataset_read(ds, stop=stop)
+    source: DatasetSource | None  # None: a current-ODF dataset's read
     if read is None:  # no data then: a state without rows, if the dataset has a state
         state = ds.state()
         source, key = state.source, state_key(state.source, state.vocab)

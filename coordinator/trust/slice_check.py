@@ -15,20 +15,24 @@ a flipped byte would otherwise be computed with silently (only ``coord verify`` 
   the workspace refuses it until the file is restored (it is not the request that is
   ``Invalid``); ``coord serve`` answers 409.
 
+A current-ODF (0.39) dataset's files go through the same ``checked_files`` with the check of
+their version (``store.checked``).
+
 What it cannot see: a file changed between the check and the read (the readers open it by
 path after), or changed within one timestamp tick of the check keeping size and inode.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Conflict
 from ..metadata.objects import DatasetVocabulary, DataSlice, MetadataBlock
 from ..workspace import Dataset
-from ..workspace.slice_cache import SliceCache, file_state
+from ..workspace.slice_cache import DatasetPlace, SliceCache, expected_hash, file_state
 
 
 class ChangedSlice(Conflict):
@@ -45,30 +49,50 @@ def checked_slices(ds: Dataset, blocks: Iterable[tuple[bytes, MetadataBlock]]) -
 def checked_slice_files(ds: Dataset, slices: Iterable[tuple[bytes, DataSlice]]) -> list[Path]:
     """``checked_slices`` for callers holding (block hash, the slice it records) pairs."""
     wanted = list(slices)
-    cache = SliceCache(ds)
-    todo = [(h, s) for h, s in wanted if not cache.holds(ds.data_file(h), h, s)]
-    if todo:
+
+    def checks(todo: list[int]) -> Callable[[int], str | None]:
         # imported only now: it brings Arrow's Parquet and compute modules, which a read whose
         # files are all cached does not need (a tenth of a second of the command's start)
         from .verify import check_data_file
 
-        vocab = ds.state().vocab if any(s.physical_hash is None for _, s in todo) else DatasetVocabulary()
+        lacking = any(wanted[i][1].physical_hash is None for i in todo)
+        vocab = ds.state().vocab if lacking else DatasetVocabulary()
+        return lambda i: check_data_file(ds.data_file(wanted[i][0]), wanted[i][1], vocab)
 
-        def check(item: tuple[bytes, DataSlice]) -> str | None:
-            h, expected = item
-            path = ds.data_file(h)
-            before = file_state(path)
-            reason = check_data_file(path, expected, vocab)
-            if reason is None and before is not None and before == file_state(path):
-                cache.add(h, before, expected)
+    files = [CheckedFile(h.hex(), ds.data_file(h), expected_hash(s)) for h, s in wanted]
+    return checked_files(ds, files, checks)
+
+
+@dataclass(frozen=True)
+class CheckedFile:
+    key: str  # its entry in the cache: the block that names it
+    path: Path
+    expected: str  # the hash it is checked against, as the cache records it
+
+
+def checked_files(ds: DatasetPlace, files: list[CheckedFile],
+                  checks: Callable[[list[int]], Callable[[int], str | None]]) -> list[Path]:
+    """The files, each not in the cache checked by ``checks(todo)`` (built only when some are
+    to be checked) and remembered when good; ``ChangedSlice`` for the first one refused."""
+    cache = SliceCache(ds)
+    todo = [i for i, f in enumerate(files) if not cache.holds_file(f.path, f.key, f.expected)]
+    if todo:
+        check = checks(todo)
+
+        def run(i: int) -> str | None:
+            f = files[i]
+            before = file_state(f.path)
+            reason = check(i)
+            if reason is None and before is not None and before == file_state(f.path):
+                cache.add_file(f.key, before, f.expected)
             return reason
 
         # hashlib and Arrow release the GIL, so threads use every core (as verify does)
         with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 2)) as pool:
-            reasons = list(pool.map(check, todo))
+            reasons = list(pool.map(run, todo))
         cache.save()
-        for (h, _), reason in zip(todo, reasons, strict=True):
+        for i, reason in zip(todo, reasons, strict=True):
             if reason is not None:
-                raise ChangedSlice(f"dataset {ds.id}: refusing to read {ds.data_file(h)}: {reason}; "
+                raise ChangedSlice(f"dataset {ds.id}: refusing to read {files[i].path}: {reason}; "
                                    f"run coord verify {ds.id} to check the whole dataset")
-    return [ds.data_file(h) for h, _ in wanted]
+    return [f.path for f in files]

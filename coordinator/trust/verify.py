@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -33,6 +34,8 @@ from ..metadata.chain import ChainBlock, ChainError, walk
 from ..metadata.flatbuffers_codec import BlockFormatError, decode_block
 from ..metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, DataSlice
 from ..workspace import Dataset, DatasetNotFound, Workspace
+from ..workspace.config import OdfVersion
+from ..workspace.dataset import CurrentOdfDataset
 from ..workspace.graph import DatasetGraph
 from ..workspace.progress import NoProgress, Progress
 from .authorship import (
@@ -50,11 +53,12 @@ from .authorship import (
 
 @dataclass(frozen=True)
 class Problem:
-    block_hash: bytes
+    block_hash: bytes  # a 0.39 block's: its binary multihash (b"" for refs/head itself)
     reason: str
+    name: str | None = None  # how a 0.39 block is named: ``block <n> (<multihash>)``
 
     def __str__(self) -> str:
-        return f"block {self.block_hash.hex()}: {self.reason}"
+        return f"{self.name or 'block ' + self.block_hash.hex()}: {self.reason}"
 
 
 # Given a dataset and its checked chain (oldest first), re-run each transform and return the
@@ -62,10 +66,20 @@ class Problem:
 Replay = Callable[[Dataset, list[ChainBlock]], list[Problem]]
 
 
+class CurrentOdf(Protocol):
+    """How current-ODF (0.39) datasets are verified: given by a layer that reads them
+    (``store.verified.CurrentVerifier``), as ``replay`` is by the transform layer."""
+
+    def inputs(self, name: str) -> Iterable[str]: ...
+
+    def verify(self, name: str, *, integrity_only: bool) -> VerifyReport: ...
+
+
 @dataclass
 class VerifyReport:
     dataset_id: str
-    blocks: list[ChainBlock] = field(default_factory=list)  # oldest first, as far as readable
+    # oldest first, as far as readable; of a 0.39 dataset: ``store.signatures.SignedBlock``s
+    blocks: list[ChainBlock] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)  # integrity, oldest block first
     authors: list[BlockAuthor] = field(default_factory=list)  # like ``blocks``
     signers: list[Signer] = field(default_factory=list)
@@ -73,6 +87,7 @@ class VerifyReport:
     authorship_problems: list[Problem] = field(default_factory=list)  # signers the policy refuses
     reproducibility: str = ""
     replay_problems: list[Problem] = field(default_factory=list)  # blocks that did not reproduce
+    odf: str = "0.18"  # the ODF version the dataset is stored in
 
     @property
     def ok(self) -> bool:
@@ -149,11 +164,17 @@ def verify_dataset(
     replay: Replay | None = None,
     deep: bool = False,
     progress: Progress | None = None,
+    current: CurrentOdf | None = None,
 ) -> VerifyReport:
-    """Check one dataset; ``deep`` recomputes logical hashes too (see ``check_data_file``)."""
+    """Check one dataset; ``deep`` recomputes logical hashes too (see ``check_data_file``);
+    ``current``: how a current-ODF (0.39) dataset is verified (see ``CurrentOdf``)."""
     ds = ws.dataset(dataset_id)
     if not ds.exists():
         raise DatasetNotFound(dataset_id)
+    if ws.odf_of(dataset_id) is OdfVersion.V039:
+        if current is None:
+            raise CurrentOdfDataset(dataset_id)
+        return current.verify(dataset_id, integrity_only=integrity_only)
     report = VerifyReport(dataset_id)
     newest_first, order, chain_problems = _walk_past_breaks(ds)
     report.blocks = newest_first[::-1]
@@ -206,11 +227,13 @@ def verify(
     replay: Replay | None = None,
     deep: bool = False,
     progress: Progress | None = None,
+    current: CurrentOdf | None = None,
 ) -> list[VerifyReport]:
     """Verify a dataset; with ``recursive`` its upstream datasets first (dependency order)."""
-    order = DatasetGraph(ws).order([dataset_id], recursive=True) if recursive else [dataset_id]
+    graph = DatasetGraph(ws, current=current.inputs if current is not None else None)
+    order = graph.order([dataset_id], recursive=True) if recursive else [dataset_id]
     return [verify_dataset(ws, i, integrity_only=integrity_only, replay=replay, deep=deep,
-                           progress=progress) for i in order]
+                           progress=progress, current=current) for i in order]
 
 
 def _walk_past_breaks(ds: Dataset) -> tuple[list[ChainBlock], list[bytes], list[Problem]]:

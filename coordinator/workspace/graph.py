@@ -15,6 +15,10 @@ Invariants:
   one made before that check existed is reported the same way by every command.
 - An input the workspace does not hold is not a node: ``order`` raises ``DatasetNotFound``
   for it, ``upstream`` lists it (lineage shows it as missing).
+- One graph for both ODF versions: a current-ODF (0.39) dataset's inputs are asked of the
+  ``current`` function a service above gives (this layer does not read 0.39 chains:
+  ``store.overview.CurrentDatasets.inputs``), the inputs in force now whatever the range; a
+  graph given none refuses such a dataset as every 0.18-only read does (``CurrentOdfDataset``).
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from datetime import datetime
 from graphlib import CycleError, TopologicalSorter
 
 from ..errors import Invalid
+from ..metadata.ids import InvalidDatasetRef
 from ..metadata.objects import DatasetSourceDerivative
 from .config import OdfVersion
 from .dataset import DatasetNotFound
@@ -70,7 +75,12 @@ class DatasetGraph:
         self._range = (since, until) if since is not None or until is not None else None
 
     def exists(self, dataset_id: str) -> bool:
-        return dataset_id in self._inputs or self._ws.dataset(dataset_id).exists()
+        if dataset_id in self._inputs:
+            return True
+        try:
+            return self._ws.dataset(dataset_id).exists()
+        except InvalidDatasetRef:  # a 0.39 input named by a did:odf the workspace does not hold
+            return False
 
     def state(self, dataset_id: str) -> DatasetState:
         """The dataset's read model as this graph read it (once): a command that holds the

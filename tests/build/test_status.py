@@ -180,7 +180,7 @@ def test_status_and_list_as_json_for_scripts(pipeline):
     assert status[ROOT_DS]["upToDate"] and status[ROOT_DS]["reasons"] == []
     listed = {d["id"]: d for d in json.loads(coord("list", "-o", "json", cwd=pipeline.root).stdout)}
     root = pipeline.dataset(ROOT_DS).state()
-    assert listed[ROOT_DS] == {"id": ROOT_DS, "kind": "root", "head": root.head.hex(),
+    assert listed[ROOT_DS] == {"id": ROOT_DS, "odf": "0.18", "kind": "root", "head": root.head.hex(),
                                "blocks": root.num_blocks, "records": 3,  # 1, then the file read again whole
                                "watermark": listed[ROOT_DS]["watermark"], "upToDate": True, "reasons": []}
     assert listed[DERIVED]["reasons"] == ["newInput"]
