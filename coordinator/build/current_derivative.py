@@ -59,11 +59,13 @@ from ..metadata.odf39.events import (
 from ..metadata.timestamps import now_utc
 from ..store.append import checkpoint_of, data_slice_of
 from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
-from ..store.dataset import CurrentDataset, CurrentInputs
-from ..store.read import DatasetState, SliceRecord, build
+from ..store.dataset import CurrentDataset
+from ..store.overview import CurrentDatasets
+from ..store.read import DatasetState, SliceRecord, StoredBlock, build
 from ..store.verify import file_problem, vocabulary_of
 from ..transform.builds import late_rows_words
 from ..transform.execute import EngineStep, LateRowsRefused, TransformResult, execute_step
+from ..trust.verify import Problem
 from ..workspace import Workspace
 from ..workspace.crash import crash_point
 
@@ -244,7 +246,7 @@ def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> Curr
     """The next step of the derivative ``ds`` whose chain is ``state``."""
     if state.transform is None:
         raise Invalid(f"{ds.id} has no SetTransform: it is not a derivative")
-    inputs = CurrentInputs(ws)
+    inputs = CurrentDatasets(ws)
     last: ExecuteTransform | None = None
     ran_with: SetTransform | None = None  # the SetTransform in force at the last step
     in_force: SetTransform | None = None
@@ -257,7 +259,7 @@ def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> Curr
     recorded = {q.dataset_id: q for q in last.query_inputs} if last else {}
     steps = []
     for given in state.transform.inputs:
-        input_ds = inputs.dataset(given, ds.id)
+        input_ds = inputs.input_dataset(given, ds.id)
         input_state = input_ds.state()
         steps.append(plan_input(input_ds, _alias(given), input_state, recorded.get(input_state.id)))
     transform = engine_transform(state.transform)
@@ -401,30 +403,30 @@ def _changes_nothing(event: ExecuteTransform, plan: CurrentPlan) -> bool:
             and event.new_watermark == plan.state.watermark and after == before)
 
 
-def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> list[str]:
+def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> list[Problem]:
     """Re-run every step of the current-ODF derivative ``name`` from its inputs (spec: Dataset
     Validation) and compare: each ``ExecuteTransform``'s inputs as recorded, the engine's state
     the previous replayed step's (never a stored checkpoint), its system time; the records
     (logical hash and offsets) and the watermark must be the block's. Returns the problems,
-    one line each (``block <n> (<hash>): ...``); nothing is written to the dataset."""
+    each at its block (``block <n> (<hash>): ...``); nothing is written to the dataset."""
     ds = CurrentDataset(ws, name)
     state = ds.state()
-    inputs = CurrentInputs(ws)
-    problems: list[str] = []
+    inputs = CurrentDatasets(ws)
+    problems: list[Problem] = []
     checkpoint: Path | None = None
     in_force: SetTransform | None = None
     ran_with: SetTransform | None = None
     for k, stored in enumerate(state.blocks):
-        event, where = stored.block.event, f"block {stored.block.sequence_number} ({stored.hash})"
+        event = stored.block.event
         if isinstance(event, SetTransform):
             in_force = event
         if not isinstance(event, ExecuteTransform):
             continue
         if in_force is None:
-            return [*problems, f"{where}: executed before any SetTransform"]
+            return [*problems, _problem(stored, "executed before any SetTransform")]
         steps = []
         for given, used in zip(in_force.inputs, event.query_inputs, strict=True):
-            input_ds = inputs.dataset(given, name)
+            input_ds = inputs.input_dataset(given, name)
             start = ExecuteTransformInput(dataset_id=used.dataset_id, prev_block_hash=used.prev_block_hash,
                                           prev_offset=used.prev_offset)
             steps.append(plan_input(input_ds, _alias(given), input_ds.state(), start,
@@ -438,19 +440,24 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
                                    prev_checkpoint_dir=checkpoint,
                                    scratch=running.workdir(f"replay-{plan.transaction_id()}"))
         except InputRefused as e:
-            return [*problems, f"{where}: not replayed: {e}"]
+            return [*problems, _problem(stored, f"not replayed: {e}")]
         except SchemaChangeRefused as e:  # the replayed records are not the recorded ones
-            return [*problems, f"{where}: did not reproduce: {e}"]
+            return [*problems, _problem(stored, f"did not reproduce: {e}")]
         except EngineError as e:
             if e.kind is not EngineErrorKind.FORBIDDEN:
                 raise
             # each step starts from the one before: nothing after a refused query replays
-            return [*problems, f"{where}: not replayed, the engine refuses its query: {e.message}"]
+            return [*problems, _problem(stored, f"not replayed, the engine refuses its query: {e.message}")]
         checkpoint, ran_with = out.checkpoint_dir, in_force
         reason = _difference(event, out.event)
         if reason:
-            problems.append(f"{where}: did not reproduce: {reason}")
+            problems.append(_problem(stored, f"did not reproduce: {reason}"))
     return problems
+
+
+def _problem(stored: StoredBlock, reason: str) -> Problem:
+    return Problem(stored.hash.to_bytes(), reason,
+                   f"block {stored.block.sequence_number} ({stored.hash})")
 
 
 def _difference(recorded: ExecuteTransform, replayed: ExecuteTransform) -> str | None:

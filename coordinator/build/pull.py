@@ -131,9 +131,9 @@ def pull_datasets(
 ) -> list[PullOutcome]:
     """Pull ``ids`` (and, with ``recursive``, everything upstream of them), inputs first; each
     outcome is reported as it comes. See the module doc for a failure among several."""
-    from ..store.dataset import CurrentInputs
+    from ..store.overview import CurrentDatasets
 
-    graph = DatasetGraph(ws, current=CurrentInputs(ws).names)
+    graph = DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
     order = pull_order(ws, graph, ids, recursive=recursive)
     outcomes: list[PullOutcome] = []
     not_pulled: dict[str, str] = {}  # dataset -> the failed dataset that stops it

@@ -3,6 +3,7 @@ transforms replayed; the report in words, a failure as the command's error."""
 from __future__ import annotations
 
 from contextlib import ExitStack
+from functools import partial
 from typing import TYPE_CHECKING
 
 import click
@@ -40,6 +41,7 @@ class VerifyFailed(CoordError):
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
             engine_spec: str | None, invariance: bool, output: str) -> None:
     """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
+    from ..build import current_derivative
     from ..engine.session import EngineOnDemand, engine_reads
     from ..store.overview import CurrentDatasets
     from ..store.verified import CurrentVerifier
@@ -54,13 +56,9 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     ws = workspace(ctx)
     from ..workspace.config import OdfVersion
 
-    if ws.odf_of(dataset) is OdfVersion.V039:
-        if recursive or deep or engine_spec or invariance or output == "json":
-            raise click.UsageError("a current-ODF (0.39) dataset is verified with --integrity or "
-                                   "without options for now (its replay, not -r, --deep, --engine, "
-                                   "--invariance or -o json)")
-        _verify_current(ws, dataset, integrity, Output(output))
-        return
+    if ws.odf_of(dataset) is OdfVersion.V039 and (engine_spec or invariance):
+        raise click.UsageError("--engine and --invariance replay 0.18 derivatives only for now; "
+                               "verify a current-ODF (0.39) dataset without them")
     if invariance:
         _check_invariance(ws, dataset, engine_spec, Output(output))
         return
@@ -74,13 +72,16 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         settings = _engine_settings(ws, engine_spec) if engine_spec else None
         engine = EngineOnDemand(ws, stack, readable, settings)
         replay = None if integrity else replaying.make_replay(engine.get)  # engine on first need
+        replay_current = None if integrity else partial(current_derivative.replay_current, ws,
+                                                        engine=engine.get)
         reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
                                 deep=deep, replay=replay, progress=show.progress(),
-                                current=CurrentVerifier(ws))
+                                current=CurrentVerifier(ws, replay_current))
     replayed_with = {}  # dataset -> how the engine that replayed it relates to its chain
     recorded = {}  # dataset -> the block that records the engine's compatibility (--engine)
     for report in reports:
-        if engine.identity is not None and report.reproducibility == "reproduced":
+        # 0.39 blocks record no engine yet: there is nothing to relate the replaying one to
+        if engine.identity is not None and report.reproducibility == "reproduced" and report.odf != "0.39":
             ds = ws.dataset(report.dataset_id)
             replayed_with[report.dataset_id] = replaying.engine_note(ds, engine.identity)  # before recording
             if engine_spec:
@@ -113,41 +114,6 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     if failed:
         first = failed[0]
         raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
-
-
-def _verify_current(ws, dataset: str, integrity: bool, show: Output) -> None:
-    """A current-ODF dataset: its folder checked (chain, files, records' hashes) and, for a
-    derivative, its steps replayed from its inputs (``build.current_derivative``)."""
-    from ..engine.session import EngineOnDemand, engine_reads
-    from ..metadata.odf39.events import DatasetKind
-    from ..store.dataset import CurrentDataset, CurrentInputs
-    from ..store.verify import verify_folder
-    from ..workspace.graph import DatasetGraph
-
-    ds = CurrentDataset(ws, dataset)
-    problems = verify_folder(ds.root)
-    show.line(f"{dataset}: current ODF (0.39)")
-    show.line(f"  integrity: {'FAILED' if problems else 'ok'}")
-    for p in problems:
-        show.line(f"    problem: {p}")
-    replayed: list[str] = []
-    if problems or integrity:
-        verdict = "not checked"
-    elif ds.state().kind is not DatasetKind.DERIVATIVE:
-        verdict = "nothing to replay (a root)"
-    else:
-        from ..build.current_derivative import replay_current
-
-        graph = DatasetGraph(ws, current=CurrentInputs(ws).names)
-        with ExitStack() as stack:
-            engine = EngineOnDemand(ws, stack, lambda: engine_reads(ws, [dataset], graph=graph))
-            replayed = replay_current(ws, dataset, engine.get)
-        verdict = "FAILED" if replayed else "reproduced"
-    show.line(f"  reproducibility: {verdict}")
-    for p in replayed:
-        show.line(f"    problem: {p}")
-    if problems or replayed:
-        raise VerifyFailed(f"{dataset}: first bad {(problems or replayed)[0]}")
 
 
 def _report_json(report: VerifyReport, compatibility: bytes | None) -> dict:

@@ -23,20 +23,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import NotFound
-from ..metadata.did import DatasetId
-from ..metadata.ids import MAX_ID_LENGTH, is_dataset_id, validate_dataset_id
+from ..metadata.ids import validate_dataset_id
 from ..workspace import layout as ws_layout
-from ..workspace.config import OdfVersion
 from ..workspace.dataset import DatasetNotFound
 from . import layout
-from .read import DatasetState, StoreError, read_head, read_state
+from .read import DatasetState, read_head, read_state
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from ..metadata.multiformats import Multihash
-    from ..metadata.odf39.events import Checkpoint, DataSlice, TransformInput
+    from ..metadata.odf39.events import Checkpoint, DataSlice
     from ..workspace.workspace import Workspace
     from .append import DatasetWriter
 
@@ -107,63 +104,3 @@ class CurrentDataset:
         from .append import DatasetWriter  # Arrow (file hashes): only for a command that writes
 
         return DatasetWriter(self.root, self.lock_path, known, signer=self.ws.signing_key)
-
-
-class InputNotFound(NotFound):
-    """A derivative's input (a ``did:odf``) that no current-ODF dataset of the workspace is."""
-
-
-class CurrentInputs:
-    """Which current-ODF datasets of a workspace a derivative's inputs name.
-
-    A ``SetTransform`` input names its dataset by ``did:odf`` (the chain rules refuse any
-    other reference) and gives the query's name for it (``alias``). The dataset is looked for
-    under the alias first (the usual case: the alias is the input's name), then among every
-    current-ODF dataset of the workspace; each dataset's id is read once per instance."""
-
-    def __init__(self, ws: Workspace):
-        self.ws = ws
-        self._ids: dict[str, DatasetId | None] = {}
-
-    def _id_of(self, name: str) -> DatasetId | None:
-        """The id of the current-ODF dataset ``name`` (None: none, or its chain cannot be read:
-        it is no input of anyone until it can, and its own commands report why)."""
-        if name not in self._ids:
-            found = None
-            if self.ws.odf_of(name) is OdfVersion.V039:
-                try:
-                    found = CurrentDataset(self.ws, name).state().id
-                except StoreError:
-                    pass
-            self._ids[name] = found
-        return self._ids[name]
-
-    def find(self, given: TransformInput) -> str | None:
-        """The name of the dataset ``given`` names (None: the workspace has none)."""
-        wanted = DatasetId.parse(given.dataset_ref)
-        if given.alias and _valid_name(given.alias) and self._id_of(given.alias) == wanted:
-            return given.alias
-        for ds in self.ws.datasets():
-            if ds.id != given.alias and self._id_of(ds.id) == wanted:
-                return ds.id
-        return None
-
-    def dataset(self, given: TransformInput, reader: str) -> CurrentDataset:
-        """The dataset ``given`` names; ``InputNotFound`` when the workspace has none."""
-        name = self.find(given)
-        if name is None:
-            raise InputNotFound(f"{reader} reads {given.dataset_ref} (as {given.alias}), which "
-                                "no current-ODF dataset of this workspace is; pull it first")
-        return CurrentDataset(self.ws, name)
-
-    def names(self, name: str) -> tuple[str, ...]:
-        """The inputs of the current-ODF dataset ``name`` by name, for the workspace's graph;
-        an input the workspace lacks is given by its alias (the graph reports it missing)."""
-        transform = CurrentDataset(self.ws, name).state().transform
-        if transform is None:
-            return ()
-        return tuple(self.find(i) or i.alias or i.dataset_ref for i in transform.inputs)
-
-
-def _valid_name(name: str) -> bool:
-    return len(name) <= MAX_ID_LENGTH and is_dataset_id(name)

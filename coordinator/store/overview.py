@@ -10,7 +10,8 @@ from a 0.18 ``workspace.DatasetState`` (``of_odf18``) or a 0.39 ``store.read.Dat
 Invariants:
 
 - ``CurrentDatasets`` reads each 0.39 dataset's chain at most once per command (one object per
-  command, as ``DatasetGraph`` for 0.18 chains).
+  command, as ``DatasetGraph`` for 0.18 chains); it is also what a derivative's pull and
+  replay resolve their inputs with.
 - A derivative's input (``SetTransform.inputs[].datasetRef``) is a workspace dataset when the
   ref is the ``did:odf`` of one of its 0.39 datasets; otherwise the ref is kept as written, and
   the graph shows it as missing. (The chain rules take only a ``did:odf`` in a stored
@@ -24,14 +25,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ..errors import NotFound
+from ..metadata.ids import MAX_ID_LENGTH, is_dataset_id
 from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep, FetchStepFilesGlob
 from ..metadata.odf39.events import DatasetKind
 from ..workspace import layout as ws_layout
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import DatasetNotFound
-from .read import DatasetState, read_state
+from .dataset import CurrentDataset
+from .read import DatasetState, StoreError, read_state
 
 if TYPE_CHECKING:
+    from ..metadata.odf39.events import TransformInput
     from ..workspace import Workspace
     from ..workspace.state import DatasetState as Odf18State
 
@@ -108,19 +113,47 @@ class CurrentDatasets:
         return Overview(name, OdfVersion.V039, kind, str(s.head), len(s.blocks), num_records(s),
                         s.watermark, s.blocks[-1].block.system_time, origin_of(s))
 
-    def name_of(self, ref: str) -> str:
-        """The workspace dataset a ``datasetRef`` names (see the module doc), else ``ref``."""
-        if ref.startswith("did:"):
-            if self._by_did is None:
-                self._by_did = {str(self.state(ds.id).id): ds.id for ds in self.ws.datasets()
-                                if self.holds(ds.id)}
-            return self._by_did.get(ref, ref)
-        return ref
+    def _id_of(self, name: str) -> str | None:
+        """The ``did:odf`` of the 0.39 dataset ``name`` (None: none, or its chain cannot be
+        read: it is no input of anyone until it can, and its own commands say why)."""
+        if len(name) > MAX_ID_LENGTH or not is_dataset_id(name) or not self.holds(name):
+            return None  # an alias is the chain's text, not yet a name
+        try:
+            return str(self.state(name).id)
+        except StoreError:
+            return None
+
+    def name_of(self, ref: str, alias: str | None = None) -> str:
+        """The workspace dataset a ``datasetRef`` names (see the module doc), else ``ref``:
+        looked for under the input's ``alias`` first (the usual case: the alias is the
+        input's name), then among every 0.39 dataset of the workspace."""
+        if not ref.startswith("did:"):
+            return ref
+        if alias and self._id_of(alias) == ref:
+            return alias
+        if self._by_did is None:
+            self._by_did = {}
+            for ds in self.ws.datasets():
+                if (did := self._id_of(ds.id)) is not None:
+                    self._by_did.setdefault(did, ds.id)
+        return self._by_did.get(ref, ref)
 
     def inputs(self, name: str) -> tuple[str, ...]:
         """The workspace names of the inputs of the dataset's ``SetTransform`` in force."""
         transform = self.state(name).transform
-        return tuple(self.name_of(i.dataset_ref) for i in transform.inputs) if transform else ()
+        return tuple(self.name_of(i.dataset_ref, i.alias) for i in transform.inputs) if transform else ()
+
+    def input_dataset(self, given: TransformInput, reader: str) -> CurrentDataset:
+        """The dataset an input of ``reader`` names; ``InputNotFound`` when the workspace has none."""
+        name = self.name_of(given.dataset_ref, given.alias)
+        if self._id_of(name) != given.dataset_ref:
+            raise InputNotFound(f"{reader} reads {given.dataset_ref} (as {given.alias}), which "
+                                "no current-ODF dataset of this workspace is; pull it first")
+        return CurrentDataset(self.ws, name)
+
+
+class InputNotFound(NotFound):
+    """A derivative's input (a ``did:odf``) that no current-ODF dataset of the workspace is."""
 
 
 def overview(ws: Workspace, name: str, current: CurrentDatasets, odf18: Odf18State | None = None) -> Overview:

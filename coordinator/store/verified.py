@@ -11,12 +11,13 @@ Invariants:
 - Authorship is judged by ``trust.authorship`` under the workspace's policy: a dataset the
   reference wrote has no signatures, so its blocks are unsigned history, which the default
   policy accepts (and the report says).
-- A derivative's transforms are not replayed (not supported for 0.39 yet): the report says so
-  instead of claiming reproducibility; nothing starts an engine.
+- A derivative's steps are replayed by the function the caller gives (``replay``: the build
+  layer's ``replay_current``, which sits above this one), only once integrity holds; without
+  one the report says "not checked", and nothing starts an engine.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..metadata.odf39.events import DatasetKind, Seed
 from ..trust.authorship import explain, failures, pinned_keys, policy, signers
@@ -24,7 +25,7 @@ from ..trust.verify import Problem, VerifyReport
 from ..workspace import Workspace
 from . import signatures
 from .dataset import CurrentDataset
-from .overview import CurrentDatasets
+from .overview import CurrentDatasets, InputNotFound
 from .read import walk
 from .verify import verify_folder
 
@@ -32,23 +33,29 @@ from .verify import verify_folder
 class CurrentVerifier:
     """``trust.verify.CurrentOdf`` for the workspace's 0.39 datasets."""
 
-    def __init__(self, ws: Workspace):
+    def __init__(self, ws: Workspace, replay: CurrentReplay | None = None):
         self.ws = ws
         self._current = CurrentDatasets(ws)
+        self._replay = replay
 
     def inputs(self, name: str) -> Iterable[str]:
         return self._current.inputs(name)
 
     def verify(self, name: str, *, integrity_only: bool) -> VerifyReport:
-        return verify_current(self.ws, name, integrity_only=integrity_only)
+        return verify_current(self.ws, name, integrity_only=integrity_only, replay=self._replay)
 
 
-def verify_current(ws: Workspace, name: str, *, integrity_only: bool) -> VerifyReport:
+# Re-runs every step of the named derivative from its inputs; the blocks that differ.
+CurrentReplay = Callable[[str], list[Problem]]
+
+
+def verify_current(ws: Workspace, name: str, *, integrity_only: bool,
+                   replay: CurrentReplay | None = None) -> VerifyReport:
     """Check a current-ODF (0.39) dataset: ``store.verify.verify_folder`` (every block against
     its name and the chain rules, every data file and checkpoint by size and physical hash,
     then each slice's logical hash and offsets: always as deep as ``--deep``), each signature
     file against its block, and the signers under the trust policy (``signatures``).
-    Its transforms are not replayed (not supported for 0.39 yet): the report says so."""
+    A derivative's steps are then replayed with ``replay``, if given and the folder is whole."""
     root = CurrentDataset(ws, name).root
     newest_first, _ = walk(root)  # the blocks readable from the head (verify_folder names a break)
     signed = signatures.signed_blocks(ws, root, newest_first[::-1])
@@ -76,7 +83,17 @@ def verify_current(ws: Workspace, name: str, *, integrity_only: bool) -> VerifyR
         report.reproducibility = "not checked (--integrity)"
     elif not derivative:
         report.reproducibility = "not applicable (root dataset: its data comes from outside)"
+    elif report.problems:
+        report.reproducibility = "not checked (the folder has problems)"
+    elif replay is None:
+        report.reproducibility = "not checked (engine replay unavailable)"
     else:
-        report.reproducibility = ("not checked (replaying a current-ODF (0.39) derivative is not "
-                                  "supported yet; its integrity and signers are checked)")
+        try:
+            report.replay_problems = replay(name)
+        except InputNotFound as e:
+            report.reproducibility = "not checked (an input is not in this workspace)"
+            report.replay_problems = [Problem(b"", f"cannot replay: {e}", name)]
+            return report
+        n = len(report.replay_problems)
+        report.reproducibility = f"{n} block(s) did not reproduce" if n else "reproduced"
     return report

@@ -66,7 +66,7 @@ class DatasetGraph:
         """The graph of ``ws``; ``proposed`` overrides (or adds) datasets' inputs, as a change
         being checked before it is written; ``since``/``until``: over that range of system time;
         ``current``: the inputs of a current-ODF (0.39) dataset, by name (the store reads those
-        chains, a layer above this one: ``store.dataset.CurrentInputs.names``), without which
+        chains, a layer above this one: ``store.overview.CurrentDatasets.inputs``), without which
         such a dataset is refused as 0.18 reads refuse it."""
         self._ws = ws
         self._current = current
