@@ -25,6 +25,7 @@ from ..metadata.ids import DatasetRef
 from ..metadata.objects import DatasetSourceRoot
 from ..repository.registry import pull_source
 from ..workspace import DatasetNotFound, DatasetState, Workspace
+from ..workspace.config import OdfVersion
 from ..workspace.graph import DatasetGraph, inputs_in_force
 from ..workspace.progress import PullProgress
 
@@ -65,7 +66,10 @@ def pull_one(
     ``engine`` gives the caller's engine (started on the first call, if the pull needs one);
     ``state``: the dataset as the caller already read it (read here otherwise; either way it
     is handed to the writer, which takes it if still current); ``set_watermark``: advance a
-    root's watermark instead of ingesting."""
+    root's watermark instead of ingesting. A current-ODF (0.39) dataset is routed here too:
+    a root to ingest (its own target, ``ingest/target.py``); a derivative is refused for now."""
+    if ws.odf_of(dataset_id) is OdfVersion.V039:
+        return _pull_current(ws, dataset_id, engine, progress, set_watermark)
     state = state if state is not None else ws.dataset(dataset_id).state()
     origin = pull_source(ws, dataset_id)
     if origin is not None:
@@ -86,6 +90,26 @@ def pull_one(
     derived = pull_derivative(ws, dataset_id, engine, progress=progress, state=state)
     return PullOutcome(dataset_id, derived.message, [derived.block_hash] if derived.block_hash else [],
                        warnings=derived.warnings)
+
+
+def _current_inputs(ws: Workspace, name: str) -> tuple[str, ...]:
+    from ..store.define import current_inputs  # reads 0.39 chains: imported when there is one
+
+    return current_inputs(ws, name)
+
+
+def _pull_current(ws: Workspace, dataset_id: str, engine: Callable[[], Engine],
+                  progress: PullProgress | None, set_watermark: datetime | None) -> PullOutcome:
+    from ..ingest.pipeline import pull_root
+    from ..store.dataset import CurrentDataset
+    from ..store.root_ingest import open_current
+
+    if CurrentDataset(ws, dataset_id).state().transform is not None:
+        raise Invalid(f"{dataset_id} is an ODF 0.39 derivative, which coord pull cannot compute "
+                      "yet; pull its inputs, or keep the derivative in ODF 0.18")
+    ingested = pull_root(ws, dataset_id, progress=progress, set_watermark=set_watermark,
+                         engine=engine, target=open_current)
+    return PullOutcome(dataset_id, ingested.message, ingested.blocks)
 
 
 def pull_order(ws: Workspace, graph: DatasetGraph, ids: list[str], *, recursive: bool) -> list[str]:
@@ -109,7 +133,7 @@ def pull_datasets(
 ) -> list[PullOutcome]:
     """Pull ``ids`` (and, with ``recursive``, everything upstream of them), inputs first; each
     outcome is reported as it comes. See the module doc for a failure among several."""
-    graph = DatasetGraph(ws)
+    graph = DatasetGraph(ws, current=lambda name: _current_inputs(ws, name))
     order = pull_order(ws, graph, ids, recursive=recursive)
     outcomes: list[PullOutcome] = []
     not_pulled: dict[str, str] = {}  # dataset -> the failed dataset that stops it
@@ -125,7 +149,8 @@ def pull_datasets(
                 else:
                     outcome = pull_one(
                         ws, dataset_id, engine.get,
-                        state=graph.state(dataset_id),  # read once, handed to the writer that pulls it
+                        # read once, handed to the writer that pulls it (a 0.39 one reads its own)
+                        state=None if ws.odf_of(dataset_id) is OdfVersion.V039 else graph.state(dataset_id),
                         progress=progress_factory(dataset_id) if progress_factory else None,
                         set_watermark=set_watermark if dataset_id in ids else None,
                     )

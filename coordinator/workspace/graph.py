@@ -15,6 +15,9 @@ Invariants:
   one made before that check existed is reported the same way by every command.
 - An input the workspace does not hold is not a node: ``order`` raises ``DatasetNotFound``
   for it, ``upstream`` lists it (lineage shows it as missing).
+- A current-ODF (0.39) dataset's inputs come from ``current`` (``store.define.current_inputs``:
+  this layer cannot read those folders); a graph without it refuses one (``CurrentOdfDataset``)
+  when it needs its inputs.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from graphlib import CycleError, TopologicalSorter
 
 from ..errors import Invalid
 from ..metadata.objects import DatasetSourceDerivative
+from .config import OdfVersion
 from .dataset import DatasetNotFound
 from .state import DatasetState
 from .workspace import Workspace
@@ -55,10 +59,13 @@ def inputs_in_force(state: DatasetState, since: datetime | None, until: datetime
 
 class DatasetGraph:
     def __init__(self, ws: Workspace, proposed: Mapping[str, Iterable[str]] | None = None, *,
-                 since: datetime | None = None, until: datetime | None = None):
+                 since: datetime | None = None, until: datetime | None = None,
+                 current: Callable[[str], Iterable[str]] | None = None):
         """The graph of ``ws``; ``proposed`` overrides (or adds) datasets' inputs, as a change
-        being checked before it is written; ``since``/``until``: over that range of system time."""
+        being checked before it is written; ``since``/``until``: over that range of system time;
+        ``current``: the inputs of a 0.39 dataset, by name."""
         self._ws = ws
+        self._current = current
         self._inputs: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (proposed or {}).items()}
         self._states: dict[str, DatasetState] = {}
         self._range = (since, until) if since is not None or until is not None else None
@@ -77,6 +84,9 @@ class DatasetGraph:
         return self._states[dataset_id]
 
     def inputs(self, dataset_id: str) -> tuple[str, ...]:
+        if dataset_id not in self._inputs and self._current is not None \
+                and self._ws.odf_of(dataset_id) is OdfVersion.V039:
+            self._inputs[dataset_id] = tuple(self._current(dataset_id))
         if dataset_id not in self._inputs:
             state = self.state(dataset_id)
             self._inputs[dataset_id] = tuple(inputs_of(state.source) if self._range is None
