@@ -32,7 +32,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data.odf_slice import Vocabulary
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..data.odf_schema import data_schema
+from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
 from ..ingest.errors import IngestError
 from ..ingest.history import DatasetHistory
 from ..metadata.multiformats import Multihash
@@ -47,8 +51,6 @@ from .read import DatasetState
 from .source_state import reference_source_state
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from ..metadata.odf39 import data as d
     from ..workspace.workspace import Workspace
 
@@ -116,14 +118,12 @@ class CurrentHistory(DatasetHistory):
     def schema(self) -> pa.Schema | None:
         """The newest slice's stored schema less offset and operation type (what the next
         slice's records must keep; the system time column is left out by the comparison)."""
-        import pyarrow.parquet as pq
-
         if not self.data_blocks:
             return None
         assert self.vocabulary is not None
         stored = pq.read_schema(self.files(self.data_blocks[-1:])[0])
         system = {self.vocabulary.offset, self.vocabulary.operation_type}
-        return pa_schema([f for f in stored if f.name not in system])
+        return pa.schema([f for f in stored if f.name not in system])
 
     def files(self, blocks: list | None = None) -> list[Path]:
         """The data files of ``blocks`` (default: all), in commit order."""
@@ -142,29 +142,18 @@ def _vocabulary(v: e.SetVocab | None) -> Vocabulary:
                       event_time=v.event_time_column or defaults.event_time)
 
 
-def pa_schema(fields: list) -> pa.Schema:
-    import pyarrow as pa
-
-    return pa.schema(fields)
-
-
 @dataclass
 class Odf039Target:
     writer: DatasetWriter
     history: CurrentHistory
 
     def stored_types(self, table: pa.Table) -> pa.Table:
-        from ..data.odf_slice import stored_type
-
-        schema = pa_schema([f.with_type(stored_type(f.type, f.name, top_level=True))
+        schema = pa.schema([f.with_type(stored_type(f.type, f.name, top_level=True))
                             for f in table.schema])
         return table if schema.equals(table.schema) else table.cast(schema, safe=False)
 
     def commit(self, table: pa.Table, system_time: datetime, watermark: datetime | None,
                state: SourceState, scratch: Path) -> tuple[bytes, pa.Table]:
-        from ..data.odf_schema import data_schema
-        from ..data.odf_slice import build_slice, write_slice
-
         h = self.history
         assert h.vocabulary is not None
         new_data, data_file = None, None
