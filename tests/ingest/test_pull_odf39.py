@@ -340,3 +340,44 @@ def test_a_pull_of_several_blocks_killed_after_one_resumes_within_the_file_exact
     assert stored(ds)["offset"].to_pylist() == list(range(100_002))
     assert [r["id"] for r in records(ds, ("id",))] == [r["id"] for r in expected(*files)]
     assert verify_folder(ds.root) == []
+
+
+def test_a_url_sources_etag_is_the_add_datas_source_state_and_an_unchanged_url_adds_nothing(home, site):
+    body = "id,at,city\n" + "".join(",".join(map(str, r)) + "\n" for r in FIRST)
+    url = site.put("/cities.csv", body.encode(), etag='"v1"')
+    path = manifest(home, merge="{kind: ledger, primaryKey: [id]}")
+    path.write_text(path.read_text().replace('{kind: filesGlob, path: "in/*.csv"}',
+                                             f'{{kind: url, url: "{url}"}}'))
+    ds = added(home, path)
+    coord("pull", NAME, cwd=home)
+    event = ds.state().blocks[-1].block.event
+    assert event.new_source_state == e.SourceState(source_name="default", kind="odf/etag",
+                                                   value='"v1"')
+    head = ds.head()
+    assert "up to date" in coord("pull", NAME, cwd=home).stdout  # a 304: nothing new
+    assert ds.head() == head
+    site.put("/cities.csv", (body + "3,2024-01-03T10:00:00Z,Pune\n").encode(), etag='"v2"')
+    assert "1 new record" in coord("pull", NAME, cwd=home).stdout
+    assert ds.state().source_state.value == '"v2"' and [r["id"] for r in records(ds)] == [1, 2, 3]
+
+
+def test_a_0_18_derivative_of_a_0_39_dataset_is_refused(home):
+    added(home)
+    ws = Workspace.open(home)  # (`coord config set odf 0.18` saves, then fails to print it back)
+    ws.save_config(ws.config().set("odf", "0.18"))
+    path = home / "d.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        apiVersion: 1
+        kind: DatasetSnapshot
+        content:
+          id: test.copy
+          source:
+            kind: derivative
+            inputs: [{NAME}]
+            transform: {{kind: sql, engine: datafusion, query: "SELECT 1"}}
+        """))
+    refused = coord("add", str(path), cwd=home, check=False)
+    assert refused.returncode != 0
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"coord: error: dataset test.copy: input {NAME} is an ODF 0.39 dataset, which an ODF "
+        "0.18 derivative cannot read; define the derivative in a 0.39 workspace")
