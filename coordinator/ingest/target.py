@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 
 
 class Target(Protocol):
-    history: DatasetHistory
+    @property
+    def history(self) -> DatasetHistory:
+        """What the dataset holds, as the pull advances it."""
 
     def stored_types(self, table: pa.Table) -> pa.Table:
         """``table`` (event time and data columns) in the types its slice stores them in."""

@@ -91,9 +91,8 @@ class Definitions:
             if current is None:
                 when = now_utc()
                 w.seed(ds.key, kind, when, alias=ds.id)
-                for event in events:
-                    w.append(event, system_time=when)
-                return AddResult(ds.id, AddAction.ADDED, w.head.to_bytes())
+                head = [w.append(event, system_time=when) for event in events][-1]
+                return AddResult(ds.id, AddAction.ADDED, head.to_bytes())
             if current.kind is not kind:
                 raise CatalogConflict(f"dataset {ds.id}: cannot turn a {current.kind.name.lower()} "
                                       "dataset into another kind")
@@ -101,9 +100,8 @@ class Definitions:
             if not changed:
                 return AddResult(ds.id, AddAction.UNCHANGED, None)
             when = _after(current)
-            for event in changed:
-                w.append(event, system_time=when)
-            return AddResult(ds.id, AddAction.UPDATED, w.head.to_bytes())
+            head = [w.append(event, system_time=when) for event in changed][-1]
+            return AddResult(ds.id, AddAction.UPDATED, head.to_bytes())
 
     def inputs(self, dataset_id: str) -> tuple[str, ...]:
         return current_inputs(self.ws, dataset_id)

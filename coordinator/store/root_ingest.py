@@ -61,7 +61,7 @@ def open_current(ws: Workspace, dataset_id: str, _known: object = None) -> Itera
     a 0.18 state the caller may hold says nothing of this dataset)."""
     ds = CurrentDataset(ws, dataset_id)
     with ds.writer() as w:
-        yield Odf039Target(w, CurrentHistory.load(ds, w.state))
+        yield Odf039Target(ds, w, CurrentHistory.load(ds, w.state))
 
 
 @dataclass
@@ -83,7 +83,7 @@ class CurrentHistory(DatasetHistory):
         if s.polling_source is None:
             raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
                               "nothing to fetch")
-        events = [s.polling_source] + ([s.vocab] if s.vocab is not None else [])
+        events: list[e.MetadataEvent] = [s.polling_source, *([s.vocab] if s.vocab else [])]
         snapshot = adapt_snapshot(e.DatasetSnapshot(name=ds.id, kind=e.DatasetKind.ROOT,
                                                     metadata=events)).snapshot
         source = snapshot.source
@@ -144,6 +144,7 @@ def _vocabulary(v: e.SetVocab | None) -> Vocabulary:
 
 @dataclass
 class Odf039Target:
+    dataset: CurrentDataset
     writer: DatasetWriter
     history: CurrentHistory
 
@@ -168,10 +169,8 @@ class Odf039Target:
             new_data = data_slice_of(write_slice(table, data_file, h.vocabulary))
         event = e.AddData(prev_offset=h.prev_offset, new_data=new_data, new_watermark=watermark,
                           new_source_state=reference_source_state(state))
-        ds = h.ds
-
         def write_state(block: Multihash) -> None:
-            atomic_write(ds.state_path(block), state.to_json())
+            atomic_write(self.dataset.state_path(block), state.to_json())
 
         block = self.writer.append(event, system_time=system_time, data=data_file,
                                    beside=write_state)
