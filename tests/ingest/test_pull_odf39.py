@@ -262,6 +262,20 @@ def test_a_ledger_adds_only_keys_it_has_not_seen_read_from_earlier_slices(home):
     assert records(ds)[1]["city"] == "Lima"
 
 
+def test_a_changed_slice_is_refused_before_a_ledger_reads_its_keys(home):
+    ds = added(home, manifest(home, merge="{kind: ledger, primaryKey: [id]}"))
+    csv(home, "a.csv", FIRST)
+    coord("pull", NAME, cwd=home)
+    data = ds.data_file(ds.state().slices[0].slice)
+    data.write_bytes(data.read_bytes()[:-1] + b"!")  # a flipped byte
+    head = ds.head()
+    csv(home, "b.csv", SECOND)
+    refused = coord("pull", NAME, cwd=home, check=False)
+    assert refused.returncode != 0
+    assert f"{NAME}: {data} is missing or not the slice its block records" in refused.stdout
+    assert ds.head() == head
+
+
 def test_set_watermark_appends_an_add_data_with_only_the_watermark(home):
     ds = added(home)
     csv(home, "a.csv", FIRST)
