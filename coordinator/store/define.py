@@ -18,22 +18,29 @@ Invariants:
   before the input is written (a batch adds inputs first).
 - ``--replace`` appends what differs from the definition in force (source, vocabulary, each
   descriptive event's newest); nothing differs, no block. A root stays a root.
+- A new dataset's chain is written in a run folder and renamed into place: it appears whole
+  (Seed and definition) or not at all; a killed ``coord add`` leaves only an abandoned run folder.
 - Snapshot merges are refused (their observed rows need retractions and corrections, issue 34),
   as ``coord upgrade`` refuses them.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from ..metadata.did import DatasetId
+from ..metadata.multiformats import Multihash
 from ..metadata.objects import DatasetSnapshot, DatasetSourceRoot, MergeStrategySnapshot
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
 from ..metadata.timestamps import now_utc
 from ..workspace.catalog import AddAction, AddResult, CatalogConflict, CatalogError
+from ..workspace.fsutil import fsync_dir, remove
+from ..workspace.runs import run_folder
 from ..workspace.workspace import Workspace
+from .append import DatasetWriter
 from .dataset import CurrentDataset
 from .read import DatasetState
 
@@ -89,10 +96,7 @@ class Definitions:
         with ds.writer() as w:
             current = w.state
             if current is None:
-                when = now_utc()
-                w.seed(ds.key, kind, when, alias=ds.id)
-                head = [w.append(event, system_time=when) for event in events][-1]
-                return AddResult(ds.id, AddAction.ADDED, head.to_bytes())
+                return AddResult(ds.id, AddAction.ADDED, self._create(ds, kind, events).to_bytes())
             if current.kind is not kind:
                 raise CatalogConflict(f"dataset {ds.id}: cannot turn a {current.kind.name.lower()} "
                                       "dataset into another kind")
@@ -102,6 +106,22 @@ class Definitions:
             when = _after(current)
             head = [w.append(event, system_time=when) for event in changed][-1]
             return AddResult(ds.id, AddAction.UPDATED, head.to_bytes())
+
+    def _create(self, ds: CurrentDataset, kind: e.DatasetKind,
+                events: list[e.MetadataEvent]) -> Multihash:
+        """Write the new chain in a run folder, then rename it into place (the caller holds
+        the dataset's lock): a dataset appears whole or not at all."""
+        with run_folder(self.ws.run_dir, f"add-{ds.id}") as scratch:
+            folder = scratch / "dataset"
+            with DatasetWriter(folder, scratch / "dataset.lock", signer=self.ws.signing_key) as w:
+                when = now_utc()
+                w.seed(ds.key, kind, when, alias=ds.id)
+                head = [w.append(event, system_time=when) for event in events][-1]
+            if ds.root.exists():
+                remove(ds.root)  # a folder without a head: nothing any reader reaches
+            os.rename(folder, ds.root)
+            fsync_dir(ds.root.parent)
+        return head
 
     def inputs(self, dataset_id: str) -> tuple[str, ...]:
         return current_inputs(self.ws, dataset_id)

@@ -114,6 +114,16 @@ def test_a_reference_form_manifest_adds_its_events_as_written(home):
                          "SetLicense"]
 
 
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_an_add_killed_at_any_step_leaves_no_dataset_and_the_rerun_adds_it_whole(home, point):
+    path = manifest(home)
+    killed = coord("add", str(path), cwd=home, env={"COORD_CRASH_AT": point}, check=False)
+    assert killed.returncode == -9
+    assert Workspace.open(home).odf_of(NAME) is None and not (home / ".coord/datasets" / NAME).exists()
+    ds = added(home, path)
+    assert kinds(ds) == ["Seed", "SetPollingSource", "SetVocab"] and verify_folder(ds.root) == []
+
+
 def test_add_again_with_replace_appends_only_a_changed_source(home):
     ds = added(home)
     before = len(ds.state().blocks)
