@@ -119,7 +119,8 @@ def _check_input_version(dataset_id: str, odf: OdfVersion | None, dep: str,
                            "ODF 0.39 derivative cannot read; upgrade it first "
                            f"(coord upgrade {dep} --into FOLDER)")
     raise CatalogError(f"dataset {dataset_id}: input {dep} is an ODF 0.39 dataset, which an "
-                       "ODF 0.18 derivative cannot read; define the derivative in a 0.39 workspace")
+                       "ODF 0.18 derivative cannot read; add it as a 0.39 dataset "
+                       "(coord config set odf 0.39, then coord add)")
 
 
 def _current(current: CurrentDefinitions | None) -> CurrentDefinitions:

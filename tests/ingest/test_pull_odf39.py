@@ -404,4 +404,5 @@ def test_a_0_18_derivative_of_a_0_39_dataset_is_refused(home):
     assert refused.returncode != 0
     assert refused.stderr.strip().splitlines()[-1] == (
         f"coord: error: dataset test.copy: input {NAME} is an ODF 0.39 dataset, which an ODF "
-        "0.18 derivative cannot read; define the derivative in a 0.39 workspace")
+        "0.18 derivative cannot read; add it as a 0.39 dataset (coord config set odf 0.39, then "
+        "coord add)")
