@@ -406,3 +406,16 @@ def test_a_0_18_derivative_of_a_0_39_dataset_is_refused(home):
         f"coord: error: dataset test.copy: input {NAME} is an ODF 0.39 dataset, which an ODF "
         "0.18 derivative cannot read; add it as a 0.39 dataset (coord config set odf 0.39, then "
         "coord add)")
+
+
+def test_a_preprocess_query_runs_in_the_commands_engine_before_the_slice_is_built(home):
+    path = manifest(home)
+    path.write_text(path.read_text().replace(
+        "    merge:", "    preprocess: {kind: sql, engine: spark, "
+                     "query: 'SELECT *, upper(city) AS loud FROM input'}\n    merge:"))
+    ds = added(home, path)
+    files = [csv(home, "a.csv", FIRST)]
+    coord("pull", NAME, cwd=home, fake_engine=True)
+    assert [r["loud"] for r in records(ds, ("id", "loud"))] == [
+        r["city"].upper() for r in expected(*files)]
+    assert verify_folder(ds.root) == []
