@@ -41,8 +41,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,10 +67,10 @@ from ..store.append import DatasetWriter, checkpoint_of, data_slice_of
 from ..store.checkpoint import pack_checkpoint
 from ..store.dataset import dataset_key_purpose
 from ..store.read import DatasetState, read_state
+from ..store.source_state import reference_source_state
 from ..store.verify import verify_folder
 from ..transform.builds import builds
 from ..workspace.source_state import SourceState as FetchState
-from ..workspace.source_state import UrlState
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -81,7 +80,6 @@ if TYPE_CHECKING:
     from ..workspace.workspace import Workspace
 
 ORIGIN_PATH = "coord/odf-0.18-origin.json"  # the attachment that says where the chain came from
-SOURCE_NAME = "default"  # the reference's name for a polling source's state
 
 
 class UpgradeError(CoordError):
@@ -339,36 +337,11 @@ class _Writer:
 
 
 def _source_state(ds: Dataset, old: State018, block: bytes) -> SourceState | None:
-    """The 0.39 source state of the fetch state a 0.18 block stored, where the reference has a
-    kind for it (``odf/etag``, ``odf/last-modified``); a block that ended within a file, or a
-    glob's last file, has none (the reference would poll from the start of the source)."""
+    """The 0.39 source state of the fetch state a 0.18 block stored (``source_state``)."""
     if block not in old.fetch_states:
         return None
     path = ds.state_path(block)
-    stored = FetchState.from_json(path.read_bytes(), where=f"{ds.id}: {path}")
-    fetched = stored.fetched
-    if stored.resume is not None or not isinstance(fetched, UrlState):
-        return None
-    if fetched.etag is not None:
-        return SourceState(source_name=SOURCE_NAME, kind="odf/etag", value=fetched.etag)
-    if fetched.last_modified is not None:
-        when = parsedate_to_datetime(fetched.last_modified).astimezone(UTC)
-        return _last_modified(int(when.timestamp()) * 10**9)
-    if fetched.mtime_ns is not None:
-        return _last_modified(fetched.mtime_ns)
-    return None
-
-
-def _last_modified(ns: int) -> SourceState:
-    """RFC 3339 in UTC with as many fraction digits as needed (0, 3, 6 or 9), as the
-    reference writes it (chrono's ``SecondsFormat::AutoSi``)."""
-    seconds, fraction = divmod(ns, 10**9)
-    text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    for digits in (0, 3, 6, 9):
-        if fraction % 10 ** (9 - digits) == 0:
-            text += f".{fraction // 10 ** (9 - digits):0{digits}d}" if digits else ""
-            break
-    return SourceState(source_name=SOURCE_NAME, kind="odf/last-modified", value=text + "Z")
+    return reference_source_state(FetchState.from_json(path.read_bytes(), where=f"{ds.id}: {path}"))
 
 
 def _origin_attachment(name: str, head: bytes,

@@ -22,19 +22,25 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     from ..metadata.objects import DatasetSnapshot
     from ..transform.definition import derivative_problem
     from ..workspace import catalog
+    from ..workspace.config import OdfVersion
     from ..workspace.graph import inputs_of
 
     ws = writable_workspace(ctx)
     show = Output()
     snapshots = []
+    written = {}  # reference-form manifests' snapshots as written: what a 0.39 dataset keeps
+    new_odf = ws.config().odf
     for file in manifest_files(paths):
         loaded = read_manifest(file)  # either form; a current-form one as the 0.18 snapshot
         snapshot = loaded.content
         if not isinstance(snapshot, DatasetSnapshot):
             raise ManifestError(str(file), "kind", "coord add takes DatasetSnapshot manifests "
                                 "(a MetadataBlock's hash: coord block hash FILE)")
-        for note in loaded.notes:
-            show.note(note)
+        if loaded.adapted is not None:
+            written[snapshot.id] = loaded.adapted.written
+        if (ws.odf_of(snapshot.id) or new_odf) is OdfVersion.V018:
+            for note in loaded.notes:  # what a 0.18 dataset has no place for
+                show.note(note)
         try:
             check_read_schema(snapshot.source)
         except IngestError as e:
@@ -56,5 +62,11 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
             if transform_changed(snapshot, current):
                 check_query_change(engine.get(), ws, ds, snapshot, current)
 
-        for result in catalog.add_datasets(ws, snapshots, replace=replace, check_change=check_change):
+        current = None
+        if new_odf is OdfVersion.V039 or any(ws.odf_of(ds.id) is OdfVersion.V039 for ds in ws.datasets()):
+            from ..store.define import Definitions
+
+            current = Definitions(ws, written)
+        for result in catalog.add_datasets(ws, snapshots, replace=replace, check_change=check_change,
+                                           current=current):
             show.line(f"{result.action:9} {result.dataset_id} {short(result.block_hash)}")

@@ -5,6 +5,10 @@ One pull, under the dataset's writer lock:
     fetch → for each group of new files: prepare → read → preprocess → event time
           → merge → conform → slice (Parquet, hashes) → commit block + source state
 
+The last step, and what the pipeline reads of the dataset, is its ``Target`` (``target.py``):
+the chain in the dataset's ODF version (0.18 here, 0.39 ``store.root_ingest``); every other
+step is the same for both.
+
 The SQL engine, started only when asked for, runs the preprocess query and, if
 ``ingest.engine`` says so, reads the files (``in_engine``).
 
@@ -30,20 +34,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import (
-    FetchStepFilesGlob,
-    MergeStrategyLedger,
-    MergeStrategySnapshot,
-    MetadataBlock,
-)
+from ..metadata.objects import FetchStepFilesGlob, MergeStrategyLedger, MergeStrategySnapshot
 from ..metadata.timestamps import format_timestamp, parse_timestamp
-from ..workspace import DatasetState, DatasetWriter, Workspace
+from ..workspace import DatasetState, Workspace
 from ..workspace.config import IngestConfig
 from ..workspace.progress import NoProgress, Progress
 from ..workspace.runs import run_folder
@@ -51,8 +49,8 @@ from ..workspace.source_state import FetchState, FileIdentity, Resume, SourceSta
 from .errors import IngestError
 from .fetch import fetch
 from .fetched import FetchedFile
-from .history import DatasetHistory
 from .taken_files import TakenFiles
+from .target import Target, TargetOpener, open_018
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -77,30 +75,31 @@ class IngestResult:
 def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = None,
               set_watermark: datetime | str | None = None,
               engine: EngineSource | None = None,
-              state: DatasetState | None = None) -> IngestResult:
+              state: DatasetState | None = None,
+              target: TargetOpener = open_018) -> IngestResult:
     """``engine``: gives the command's SQL engine (started on first call); ``state``: the
-    dataset as this command already read it (taken if still current)."""
-    ds = ws.dataset(dataset_id)
-    with ds.writer(state) as writer:
-        history = DatasetHistory.load(ds, writer.state)
+    dataset as this command already read it (taken if still current); ``target``: where the
+    records go, the dataset's chain in its ODF version (``target.py``; the steps are one)."""
+    with target(ws, dataset_id, state) as into:
         if set_watermark is not None:
-            return _set_watermark(writer, history, parse_timestamp(set_watermark))
-        if history.source.preprocess is not None and engine is None:
+            return _set_watermark(into, parse_timestamp(set_watermark))
+        if into.history.source.preprocess is not None and engine is None:
             raise IngestError(f"{dataset_id}: the source has a preprocess step, which needs the "
                               "SQL engine; none was given to this pull")
         with run_folder(ws.run_dir, f"ingest-{dataset_id}") as scratch:
-            pull = _Pull(ws, writer, history, scratch, progress or NoProgress(), engine)
+            pull = _Pull(ws, into, scratch, progress or NoProgress(), engine)
             return pull.run()
 
 
-def _set_watermark(writer: DatasetWriter, history: DatasetHistory, t: datetime) -> IngestResult:
+def _set_watermark(target: Target, t: datetime) -> IngestResult:
+    history = target.history
     current = history.watermark
     if current is not None and t < current:
         raise IngestError(f"{history.ds.id}: watermark {format_timestamp(t)} is before the "
                           f"current watermark {format_timestamp(current)}")
     if t == current:
         return IngestResult(history.ds.id, None, 0, current, "watermark unchanged")
-    h = writer.commit(MetadataBlock(system_time=history.next_system_time(), output_watermark=t))
+    h = target.set_watermark(t, history.next_system_time())
     return IngestResult(history.ds.id, h, 0, t, f"watermark set to {format_timestamp(t)}", [h])
 
 
@@ -120,9 +119,10 @@ class _Piece:
 
 
 class _Pull:
-    def __init__(self, ws: Workspace, writer: DatasetWriter, history: DatasetHistory,
-                 scratch: Path, progress: Progress, engine: EngineSource | None):
-        self.ws, self.writer, self.history = ws, writer, history
+    def __init__(self, ws: Workspace, target: Target, scratch: Path, progress: Progress,
+                 engine: EngineSource | None):
+        self.ws, self.target, self.history = ws, target, target.history
+        history = self.history
         self.scratch, self.progress, self.engine = scratch, progress, engine
         self.config = ws.config().ingest
         self.source, self.vocab = history.source, history.vocab
@@ -220,8 +220,9 @@ class _Pull:
             assert self.engine is not None  # pull_root refuses the step without one
             table = run_preprocess(self.engine(), self.history.ds.id, table, self.source.preprocess)
         f = piece.file
-        return dataclasses.replace(piece, table=slice_layout.with_event_time(
-            table, self.vocab, f.event_time or system_time, f.name, piece.rows_before))
+        table = slice_layout.with_event_time(table, self.vocab, f.event_time or system_time,
+                                             f.name, piece.rows_before)
+        return dataclasses.replace(piece, table=self.target.stored_types(table))
 
     def _snapshot_on_disk(self, group: list[FetchedFile]) -> bool:
         """Whether this snapshot is larger than a quarter of a slice (merged in memory, it is
@@ -336,9 +337,7 @@ class _Pull:
 
     def _commit_table(self, table: pa.Table, files: list[FetchedFile], system_time: datetime,
                       state: SourceState) -> tuple[bytes, int] | None:
-        """Conform, hash, write and commit the merged records of ``files``."""
-        from ..data.hashing import canonical_rows, sha3_of
-        from ..data.slices import output_slice
+        """Conform and commit the merged records of ``files``."""
         from . import slice_layout
 
         table = slice_layout.conform(table, self.history.schema(), self.vocab)
@@ -350,28 +349,10 @@ class _Pull:
         watermark = max((t for t in known if t is not None), default=None)
         if len(table) == 0 and watermark == previous:
             return None  # nothing new: no block (the fetch progress is not recorded either)
-
-        block = MetadataBlock(system_time=system_time, output_watermark=watermark)
-        data_file = None
-        if len(table):
-            table = slice_layout.finish(table, system_time, self.vocab)
-            data_file = self.scratch / "slice.parquet"
-            # The logical hash runs while the file is written (both release the GIL). Rows of
-            # one event time (one file's) are rendered first, on every core: the write then
-            # overlaps the hash's sort and SHA3, which use one core.
-            rows = canonical_rows(table, self.vocab.event_time, self.vocab.system_time)
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                logical = pool.submit(sha3_of, rows)
-                physical = slice_layout.write(table, data_file)
-                block = dataclasses.replace(block, output_slice=output_slice(
-                    logical_hash=logical.result(), physical_hash=physical,
-                    num_records=len(table), system_time=system_time))
-            del rows
-        h = self.writer.commit(block, data_file=data_file, source_state=state)
-        self.history.committed(h, system_time, watermark, block.output_slice, state)
-        if data_file is not None:
-            self._advance_states(table)
-        return h, len(table)
+        h, stored = self.target.commit(table, system_time, watermark, state, self.scratch)
+        if len(stored):
+            self._advance_states(stored)
+        return h, len(stored)
 
     # --- merge --------------------------------------------------------------------------------
 

@@ -8,7 +8,11 @@ objects against the event (a file given is the one the event names, by size; an 
 given must already be stored); then, each step durable before the next (write under a
 temporary name, fsync, rename, fsync the folder: ``workspace.fsutil``):
 
-    data file -> checkpoint -> block -> signature -> refs/head (compare-and-swap)
+    data file -> checkpoint -> block -> signature -> caller's own file -> refs/head (CAS)
+
+The caller's own file (``beside``: a workspace's fetch state, kept outside the folder and
+named by the block's hash) is written once the block is, so a crash leaves none whose block
+the chain does not reach, and none missing for a block it does.
 
 A writer given a ``signer`` signs each block it makes (``signatures/<multihash>``, the
 ``metadata.signing.Signature`` document over the block hash's binary multihash); a block
@@ -24,6 +28,7 @@ writing, ``odf_slice.write_slice``); ``verify`` checks them against the files.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,7 +59,7 @@ if TYPE_CHECKING:
     from ..metadata.signing import SigningKey
 
 CRASH_POINTS = ("odf-data-installed", "odf-checkpoint-installed", "odf-block-written",
-                "odf-signature-written", "odf-head-updated")
+                "odf-signature-written", "odf-beside-written", "odf-head-updated")
 
 
 class AppendError(StoreError):
@@ -118,9 +123,11 @@ class DatasetWriter(LockedWriter):
         return dataset_id
 
     def append(self, event: MetadataEvent, *, system_time: datetime,
-               data: Path | None = None, checkpoint: Path | None = None) -> Multihash:
+               data: Path | None = None, checkpoint: Path | None = None,
+               beside: Callable[[Multihash], None] | None = None) -> Multihash:
         """Seal ``event`` as the block after the head and append it with its files (moved
-        into the folder); returns the new head."""
+        into the folder); ``beside`` writes the caller's own file of the block (given its
+        hash) before the head moves. Returns the new head."""
         state = self._state
         block = MetadataBlock(system_time=system_time,
                               prev_block_hash=state.head if state else None,
@@ -128,10 +135,12 @@ class DatasetWriter(LockedWriter):
                               event=event)
         sealed = codec.seal(block)
         signature = self._signer.sign(sealed.hash.to_bytes()).to_bytes() if self._signer else None
-        return self.append_sealed(sealed, data=data, checkpoint=checkpoint, signature=signature)
+        return self.append_sealed(sealed, data=data, checkpoint=checkpoint, signature=signature,
+                                  beside=beside)
 
     def append_sealed(self, sealed: codec.SealedBlock, *, data: Path | None = None,
-                      checkpoint: Path | None = None, signature: bytes | None = None) -> Multihash:
+                      checkpoint: Path | None = None, signature: bytes | None = None,
+                      beside: Callable[[Multihash], None] | None = None) -> Multihash:
         """Append a sealed block (``sealed.stored`` decodes to ``sealed.block``) with its
         signature document, if it has one (checked by whoever fetched it)."""
         stored = StoredBlock(sealed.hash, sealed.block)
@@ -155,6 +164,9 @@ class DatasetWriter(LockedWriter):
         if signature is not None:
             atomic_write(self.root / layout.signature_file(sealed.hash), signature)
         crash_point("odf-signature-written")
+        if beside is not None:
+            beside(sealed.hash)
+        crash_point("odf-beside-written")
         self._move_head(self.head, sealed.hash)
         crash_point("odf-head-updated")
         self._state = after

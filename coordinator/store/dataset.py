@@ -66,6 +66,15 @@ class CurrentDataset:
         return self.ws.meta / ws_layout.cache_dir(self.id)
 
     @property
+    def state_dir(self) -> Path:
+        """The fetch states of a root's blocks (``workspace.source_state``), one per block."""
+        return self.ws.meta / ws_layout.cache_dir(self.id, ws_layout.STATE)
+
+    def state_path(self, block: Multihash) -> Path:
+        """The fetch state committed with ``block`` (written before the head moves to it)."""
+        return self.state_dir / f"{block}.json"
+
+    @property
     def lock_path(self) -> Path:
         return self.ws.meta / ws_layout.lock_file(self.id)
 

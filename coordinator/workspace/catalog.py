@@ -4,6 +4,12 @@ A derivative's transform always states its input watermark rule once added
 (``TransformSql.inputWatermarks``, schemas/EXTENSIONS.md): a new derivative's is RECORDED; a
 redefinition that names none keeps the dataset's, so an existing dataset computes as before
 until a manifest asks for another rule.
+
+A dataset is added in the ODF version the workspace stores new datasets in (config ``odf``)
+and redefined in its own. The checks (names, inputs, versions, acyclicity) are one for both;
+writing a current-ODF (0.39) definition is ``CurrentDefinitions``' (``store.define``: the
+workspace layer cannot read those folders), as is reading such a dataset's inputs for the
+graph. A dataset's inputs are stored in its own version (0.39 reads 0.39 ids).
 """
 from __future__ import annotations
 
@@ -12,11 +18,13 @@ import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..errors import Conflict, Invalid
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative, InputWatermarks, MetadataBlock
 from ..metadata.timestamps import now_utc, parse_timestamp
 from . import layout
+from .config import OdfVersion
 from .dataset import BlockNotFound, Dataset, DatasetNotFound
 from .fsutil import remove
 from .graph import DatasetGraph, inputs_of
@@ -49,19 +57,38 @@ class AddResult:
 ChangeCheck = Callable[[Dataset, DatasetSnapshot, DatasetState], None]
 
 
+class CurrentDefinitions(Protocol):
+    """The catalog's way to current-ODF (0.39) datasets (``store.define.Definitions``)."""
+
+    def check(self, snapshot: DatasetSnapshot) -> None:
+        """Raise if ``snapshot`` cannot be a 0.39 dataset's definition (nothing is written)."""
+
+    def add(self, snapshot: DatasetSnapshot) -> AddResult:
+        """Add the dataset, or append its changed definition."""
+
+    def inputs(self, dataset_id: str) -> tuple[str, ...]:
+        """The inputs of a 0.39 dataset of the workspace, by name."""
+
+
 def add_datasets(
     ws: Workspace, snapshots: list[DatasetSnapshot], *, replace: bool = False,
-    check_change: ChangeCheck | None = None,
+    check_change: ChangeCheck | None = None, current: CurrentDefinitions | None = None,
 ) -> list[AddResult]:
     """Add (or with ``replace`` redefine) datasets; checks everything before writing anything.
 
-    ``check_change`` vets a new definition of an existing dataset (the engine validates a
-    changed query) and raises to refuse it."""
+    ``check_change`` vets a new definition of an existing 0.18 dataset (the engine validates
+    a changed query) and raises to refuse it; ``current`` writes 0.39 ones (needed once the
+    workspace holds or adds any)."""
     by_id: dict[str, DatasetSnapshot] = {}
     for s in snapshots:
         if s.id in by_id:
             raise CatalogError(f"dataset {s.id} is defined twice")
         by_id[s.id] = s
+    new_odf = ws.config().odf
+
+    def odf_of(dataset_id: str) -> OdfVersion | None:
+        return ws.odf_of(dataset_id) or (new_odf if dataset_id in by_id else None)
+
     for s in snapshots:
         ds = ws.dataset(s.id)
         if ds.exists() and not replace:
@@ -72,9 +99,34 @@ def add_datasets(
             if dep not in by_id and not ws.dataset(dep).exists():
                 hint = _did_you_mean(ws, by_id, dep)
                 raise CatalogError(f"dataset {s.id}: input {dep} does not exist{hint}")
-    graph = DatasetGraph(ws, proposed={i: inputs_of(s) for i, s in by_id.items()})
+            _check_input_version(s.id, odf_of(s.id), dep, odf_of(dep))
+        if odf_of(s.id) is OdfVersion.V039:
+            _current(current).check(s)
+    graph = DatasetGraph(ws, proposed={i: inputs_of(s) for i, s in by_id.items()},
+                         current=current.inputs if current is not None else None)
     graph.check_acyclic()  # the whole workspace as it would be: a redefinition can close a loop
-    return [_add_one(ws.dataset(i), by_id[i], check_change) for i in graph.order(by_id, recursive=False)]
+    return [_current(current).add(by_id[i]) if odf_of(i) is OdfVersion.V039
+            else _add_one(ws.dataset(i), by_id[i], check_change)
+            for i in graph.order(by_id, recursive=False)]
+
+
+def _check_input_version(dataset_id: str, odf: OdfVersion | None, dep: str,
+                         dep_odf: OdfVersion | None) -> None:
+    if odf is dep_odf:
+        return
+    if odf is OdfVersion.V039:
+        raise CatalogError(f"dataset {dataset_id}: input {dep} is an ODF 0.18 dataset, which an "
+                           "ODF 0.39 derivative cannot read; upgrade it first "
+                           f"(coord upgrade {dep} --into FOLDER)")
+    raise CatalogError(f"dataset {dataset_id}: input {dep} is an ODF 0.39 dataset, which an "
+                       "ODF 0.18 derivative cannot read; add it as a 0.39 dataset "
+                       "(coord config set odf 0.39, then coord add)")
+
+
+def _current(current: CurrentDefinitions | None) -> CurrentDefinitions:
+    if current is None:  # a caller that cannot write 0.39 datasets was given one to write
+        raise CatalogError("this command cannot write ODF 0.39 datasets; use coord add")
+    return current
 
 
 def _did_you_mean(ws: Workspace, adding: dict[str, DatasetSnapshot], name: str) -> str:

@@ -42,6 +42,7 @@ class Adapted:
     snapshot: o.DatasetSnapshot
     notes: tuple[tuple[str, str], ...]  # (place in the file, what was left out)
     places: Mapping[str, str]  # a 0.18 path (prefix) -> the place in the file it came from
+    written: e.DatasetSnapshot  # the snapshot as the file writes it (what a 0.39 dataset keeps)
 
     def place(self, path: str) -> str:
         """The place in the file of a 0.18 path (``content.source.merge.primaryKey``)."""
@@ -98,7 +99,8 @@ def adapt_snapshot(snapshot: e.DatasetSnapshot) -> Adapted:
             raise DecodeError("content.metadata", "a Derivative dataset needs a SetTransform")
         raise NotSupported("content.metadata", "a Root dataset without a SetPollingSource",
                            "coord ingests a root from the source its manifest gives")
-    return Adapted(o.DatasetSnapshot(id=snapshot.name, source=source, vocab=vocab), tuple(notes), places)
+    return Adapted(o.DatasetSnapshot(id=snapshot.name, source=source, vocab=vocab), tuple(notes), places,
+                   snapshot)
 
 
 def _check_kind(kind: e.DatasetKind, event: e.SetPollingSource | e.SetTransform, at: str) -> None:

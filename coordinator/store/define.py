@@ -1,0 +1,151 @@
+"""A current-ODF (0.39) dataset's definition, as ``coord add`` writes it in a workspace whose
+new datasets are 0.39 (``workspace.catalog`` decides which version; this writes the 0.39 one).
+
+A new dataset's chain starts:
+
+    Seed              did:odf of the dataset's key (``CurrentDataset.key``), alias = its name
+    SetPollingSource  a root's source        | SetTransform  a derivative's, each input by
+    SetVocab          when not the defaults  |               its did:odf, aliased by its name
+    SetInfo / SetLicense / SetAttachments    what a reference-form manifest carries
+
+Invariants:
+
+- A reference-form manifest (``{kind: DatasetSnapshot, version: 1, ...}``) gives its 0.39 events
+  as written, in its order; only a SetTransform's inputs, which it names by dataset name, are
+  written as ``{datasetRef: <did:odf>, alias: <name>}``. A 0.18-form manifest's definition is
+  converted (``odf39.from_odf18``), refusing what 0.39 cannot say.
+- An input's did:odf follows from the workspace's key and the input's name, so it is known
+  before the input is written (a batch adds inputs first).
+- ``--replace`` appends what differs from the definition in force (source, vocabulary, each
+  descriptive event's newest); nothing differs, no block. A root stays a root.
+- A new dataset's chain is written in a run folder and renamed into place: it appears whole
+  (Seed and definition) or not at all; a killed ``coord add`` leaves only an abandoned run folder.
+- Snapshot merges are refused (their observed rows need retractions and corrections, issue 34),
+  as ``coord upgrade`` refuses them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+
+from ..metadata.did import DatasetId
+from ..metadata.multiformats import Multihash
+from ..metadata.objects import DatasetSnapshot, DatasetSourceRoot, MergeStrategySnapshot
+from ..metadata.odf39 import events as e
+from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
+from ..metadata.timestamps import now_utc
+from ..workspace.catalog import AddAction, AddResult, CatalogConflict, CatalogError
+from ..workspace.fsutil import fsync_dir, remove
+from ..workspace.runs import run_folder
+from ..workspace.workspace import Workspace
+from .append import DatasetWriter
+from .dataset import CurrentDataset
+from .overview import CurrentDatasets
+from .read import DatasetState
+
+DESCRIPTIVE = (e.SetInfo, e.SetLicense, e.SetAttachments)
+
+
+class Definitions:
+    """``catalog.CurrentDefinitions`` for ``ws``; ``written``: the 0.39 snapshots of the
+    reference-form manifests being added, by dataset name."""
+
+    def __init__(self, ws: Workspace, written: Mapping[str, e.DatasetSnapshot] | None = None):
+        self.ws = ws
+        self.written = dict(written or {})
+
+    def did(self, name: str) -> DatasetId:
+        """The id of the 0.39 dataset ``name``: its Seed's when it exists (a pulled dataset's
+        is its author's), else the one this workspace will give it (added in the same run)."""
+        ds = CurrentDataset(self.ws, name)
+        return ds.state().id if ds.exists() else DatasetId.from_public_key(ds.key)
+
+    def check(self, snapshot: DatasetSnapshot) -> None:
+        self.events(snapshot)
+
+    def events(self, snapshot: DatasetSnapshot) -> list[e.MetadataEvent]:
+        """The definition's events, in the order a new chain holds them after its Seed."""
+        source = snapshot.source
+        if isinstance(source, DatasetSourceRoot) and isinstance(source.merge, MergeStrategySnapshot):
+            raise CatalogError(f"dataset {snapshot.id}: a snapshot merge's observed rows become "
+                               "retractions and corrections, which coord cannot write in ODF 0.39 "
+                               "yet (issue 34); use ledger or append, or a 0.18 workspace")
+        written = self.written.get(snapshot.id)
+        if written is not None:
+            return [self._resolved(event) for event in written.metadata]
+        at = f"{snapshot.id}: source"
+        if isinstance(source, DatasetSourceRoot):
+            events: list[e.MetadataEvent] = [polling_source(source, at)]
+        else:
+            events = [set_transform(source, {i: self.did(i) for i in source.inputs}, at)]
+        vocab = set_vocab(snapshot.vocab)
+        return events + ([vocab] if vocab is not None else [])
+
+    def _resolved(self, event: e.MetadataEvent) -> e.MetadataEvent:
+        """A written event, its SetTransform inputs named by did:odf (adapt has checked that
+        each is a dataset name, aliased by that name or not at all)."""
+        if not isinstance(event, e.SetTransform):
+            return event
+        inputs = [e.TransformInput(dataset_ref=str(self.did(i.dataset_ref)), alias=i.dataset_ref)
+                  for i in event.inputs]
+        return dataclasses.replace(event, inputs=inputs)
+
+    def add(self, snapshot: DatasetSnapshot) -> AddResult:
+        ds = CurrentDataset(self.ws, snapshot.id)
+        events = self.events(snapshot)
+        kind = e.DatasetKind.ROOT if isinstance(snapshot.source, DatasetSourceRoot) \
+            else e.DatasetKind.DERIVATIVE
+        with ds.writer() as w:
+            current = w.state
+            if current is None:
+                return AddResult(ds.id, AddAction.ADDED, self._create(ds, kind, events).to_bytes())
+            if current.kind is not kind:
+                raise CatalogConflict(f"dataset {ds.id}: cannot turn a {current.kind.name.lower()} "
+                                      "dataset into another kind")
+            changed = [event for event in events if _differs(event, current)]
+            if not changed:
+                return AddResult(ds.id, AddAction.UNCHANGED, None)
+            when = _after(current)
+            head = [w.append(event, system_time=when) for event in changed][-1]
+            return AddResult(ds.id, AddAction.UPDATED, head.to_bytes())
+
+    def _create(self, ds: CurrentDataset, kind: e.DatasetKind,
+                events: list[e.MetadataEvent]) -> Multihash:
+        """Write the new chain in a run folder, then rename it into place (the caller holds
+        the dataset's lock): a dataset appears whole or not at all."""
+        with run_folder(self.ws.run_dir, f"add-{ds.id}") as scratch:
+            folder = scratch / "dataset"
+            with DatasetWriter(folder, scratch / "dataset.lock", signer=self.ws.signing_key) as w:
+                when = now_utc()
+                w.seed(ds.key, kind, when, alias=ds.id)
+                head = [w.append(event, system_time=when) for event in events][-1]
+            if ds.root.exists():
+                remove(ds.root)  # a folder without a head: nothing any reader reaches
+            os.rename(folder, ds.root)
+            fsync_dir(ds.root.parent)
+        return head
+
+    def inputs(self, dataset_id: str) -> tuple[str, ...]:
+        return CurrentDatasets(self.ws).inputs(dataset_id)
+
+
+def _differs(event: e.MetadataEvent, state: DatasetState) -> bool:
+    """Whether ``event`` changes what ``state`` has in force."""
+    if isinstance(event, e.SetPollingSource):
+        return event != state.polling_source
+    if isinstance(event, e.SetTransform):
+        return event != state.transform
+    if isinstance(event, e.SetVocab):
+        return event != state.vocab
+    newest = next((b.block.event for b in reversed(state.blocks)
+                   if type(b.block.event) is type(event)), None)
+    return event != newest
+
+
+def _after(state: DatasetState) -> datetime:
+    """Now, or just after the head's system time when the clock is behind it."""
+    last = state.blocks[-1].block.system_time
+    t = now_utc()
+    return t if t > last else last + timedelta(microseconds=1)

@@ -1,0 +1,208 @@
+"""Ingest into a current-ODF (0.39) root: the ``ingest.target.Target`` of a 0.39 dataset.
+
+The pipeline (``ingest/pipeline.py``: fetch, prepare, read, preprocess, event time, merge,
+conform) is the one of 0.18 roots; ``open_current`` gives it this dataset's history and commit
+step, under the dataset's writer (its lock) for the whole pull. A commit, through the one
+append path (``append.DatasetWriter``):
+
+- the slice is ``odf_slice.build_slice`` of the merged records (offsets counting on from the
+  last slice, op 0, the block's system time), written by ``write_slice``; a ``SetDataSchema``
+  (``odf_schema.data_schema`` of the stored table) comes before the first data and again
+  wherever the schema grows (new columns at the end, as ``slice_layout.conform`` allows;
+  anything else is refused there, as for 0.18);
+- then ``AddData(prevOffset, newData, newWatermark, newSourceState)``; a watermark moved alone
+  (or ``coord pull --set-watermark``) is an AddData with only ``newWatermark`` and
+  ``prevOffset``;
+- the fetch state (``workspace.source_state``) is ``.coord/cache/<name>/state/<block
+  multihash>.json``, written after the block and before the head moves (``append``'s
+  ``beside``): a crash leaves no state of a block the chain does not reach, and the next pull
+  removes any such (``CurrentHistory.load``), so each record is ingested exactly once;
+- ``newSourceState`` is what the reference has a kind for (``source_state``).
+
+Records are kept in their stored types from the event time step on (``stored_types``), so
+the ledger's keys seen (read from earlier slices) and the schema check compare like with like.
+Snapshot merges are refused (their observed rows need retractions, issue 34).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..data.hashing import physical_hash
+from ..data.odf_schema import data_schema
+from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
+from ..ingest.errors import IngestError
+from ..ingest.history import DatasetHistory
+from ..metadata.multiformats import SHA3_256, Multihash
+from ..metadata.objects import DatasetVocabulary, MergeStrategySnapshot
+from ..metadata.odf39 import events as e
+from ..trust.slice_check import ChangedSlice
+from ..workspace.dataset import DatasetNotFound
+from ..workspace.fsutil import atomic_write, remove
+from ..workspace.source_state import SourceState
+from .append import DatasetWriter, data_slice_of
+from .dataset import CurrentDataset
+from .read import DatasetState
+from .source_state import reference_source_state
+
+if TYPE_CHECKING:
+    from ..metadata.odf39 import data as d
+    from ..workspace.workspace import Workspace
+
+
+@contextmanager
+def open_current(ws: Workspace, dataset_id: str, _known: object = None) -> Iterator[Odf039Target]:
+    """The 0.39 root's target, its writer held while the pull runs (``ingest.target.TargetOpener``;
+    a 0.18 state the caller may hold says nothing of this dataset)."""
+    ds = CurrentDataset(ws, dataset_id)
+    with ds.writer() as w:
+        yield Odf039Target(ds, w, CurrentHistory.load(ds, w.state))
+
+
+@dataclass
+class CurrentHistory(DatasetHistory):
+    """A 0.39 root's history: its blocks are multihashes, its slices 0.39 DataSlices."""
+
+    vocabulary: Vocabulary | None = None  # the system columns' names (SetVocab)
+    schema_in_force: d.DataSchema | None = None  # the newest SetDataSchema's
+    prev_offset: int | None = None  # the last slice's last offset
+
+    @staticmethod
+    def load(ds: CurrentDataset, s: DatasetState | None) -> CurrentHistory:  # type: ignore[override]
+        """From the dataset's state as its writer holds it; removes fetch states of blocks
+        the chain does not reach (a pull killed before its head moved)."""
+        from ..metadata.odf39.adapt import adapt_snapshot
+
+        if s is None:
+            raise DatasetNotFound(ds.id)
+        if s.polling_source is None:
+            raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
+                              "nothing to fetch")
+        events: list[e.MetadataEvent] = [s.polling_source, *([s.vocab] if s.vocab else [])]
+        snapshot = adapt_snapshot(e.DatasetSnapshot(name=ds.id, kind=e.DatasetKind.ROOT,
+                                                    metadata=events)).snapshot
+        source = snapshot.source
+        if isinstance(source.merge, MergeStrategySnapshot):  # type: ignore[union-attr]
+            raise IngestError(f"{ds.id}: a snapshot merge's observed rows become retractions and "
+                              "corrections, which coord cannot write in ODF 0.39 yet (issue 34)")
+        hashes = {str(b.hash) for b in s.blocks}
+        held = {p.stem: p for p in ds.state_dir.iterdir()} if ds.state_dir.is_dir() else {}
+        for stem, path in held.items():
+            if stem not in hashes:
+                remove(path)
+        newest = next((b.hash for b in reversed(s.blocks) if str(b.hash) in held), None)
+        state = None
+        if newest is not None:
+            path = ds.state_path(newest)
+            state = SourceState.from_json(path.read_bytes(), where=f"{ds.id}: {path}",
+                                          step=source.fetch)  # type: ignore[union-attr]
+        vocabulary = _vocabulary(s.vocab)
+        return CurrentHistory(
+            ds=ds,  # type: ignore[arg-type]
+            source=source,  # type: ignore[arg-type]
+            vocab=snapshot.vocab or DatasetVocabulary(),
+            watermark=s.watermark,
+            last_system_time=s.blocks[-1].block.system_time,
+            state=state,
+            data_blocks=[r.block_hash for r in s.slices],  # type: ignore[misc]
+            slices={r.block_hash: r.slice for r in s.slices},  # type: ignore[misc]
+            vocabulary=vocabulary,
+            schema_in_force=s.schema.schema if s.schema is not None else None,
+            prev_offset=s.last_offset)
+
+    def schema(self) -> pa.Schema | None:
+        """The newest slice's stored schema less offset and operation type (what the next
+        slice's records must keep; the system time column is left out by the comparison)."""
+        if not self.data_blocks:
+            return None
+        assert self.vocabulary is not None
+        # the footer only (no hash check: a slice this pull wrote would be hashed again per block)
+        stored = pq.read_schema(self.dataset.data_file(self._slice(self.data_blocks[-1])))
+        system = {self.vocabulary.offset, self.vocabulary.operation_type}
+        return pa.schema([f for f in stored if f.name not in system])
+
+    def files(self, blocks: list | None = None) -> list[Path]:
+        """The data files of ``blocks`` (default: all), in commit order, each checked against
+        its block first (size and SHA3-256, as ``verify`` does: a changed file is refused, not
+        merged with). Unlike 0.18's (``trust.slice_check``) the check is not remembered."""
+        hashes = self.data_blocks if blocks is None else blocks
+        return [self._checked(self._slice(h)) for h in hashes]
+
+    @property
+    def dataset(self) -> CurrentDataset:
+        return cast(CurrentDataset, self.ds)  # what ``load`` gives it
+
+    def _slice(self, block: object) -> e.DataSlice:
+        return cast(e.DataSlice, self.slices[block])  # type: ignore[index]  # 0.39 blocks and slices
+
+    def _checked(self, data_slice: e.DataSlice) -> Path:
+        path = self.dataset.data_file(data_slice)
+        try:
+            same = path.stat().st_size == data_slice.size and \
+                Multihash(SHA3_256, physical_hash(path)) == data_slice.physical_hash
+        except FileNotFoundError:
+            same = False
+        if not same:
+            raise ChangedSlice(f"{self.ds.id}: {path} is missing or not the slice its block "
+                               "records; restore it, then pull again (nothing was ingested)")
+        return path
+
+
+def _vocabulary(v: e.SetVocab | None) -> Vocabulary:
+    """The system columns' names a SetVocab gives (the defaults where it names none)."""
+    defaults = Vocabulary()
+    if v is None:
+        return defaults
+    return Vocabulary(offset=v.offset_column or defaults.offset,
+                      operation_type=v.operation_type_column or defaults.operation_type,
+                      system_time=v.system_time_column or defaults.system_time,
+                      event_time=v.event_time_column or defaults.event_time)
+
+
+@dataclass
+class Odf039Target:
+    dataset: CurrentDataset
+    writer: DatasetWriter
+    history: CurrentHistory
+
+    def stored_types(self, table: pa.Table) -> pa.Table:
+        schema = pa.schema([f.with_type(stored_type(f.type, f.name, top_level=True))
+                            for f in table.schema])
+        return table if schema.equals(table.schema) else table.cast(schema, safe=False)
+
+    def commit(self, table: pa.Table, system_time: datetime, watermark: datetime | None,
+               state: SourceState, scratch: Path) -> tuple[bytes, pa.Table]:
+        h = self.history
+        assert h.vocabulary is not None
+        new_data, data_file = None, None
+        if len(table):
+            table = build_slice(table, system_time=system_time, prev_offset=h.prev_offset,
+                                vocabulary=h.vocabulary)
+            schema = data_schema(table.schema)
+            if schema != h.schema_in_force:
+                self.writer.append(e.SetDataSchema(schema=schema), system_time=system_time)
+                h.schema_in_force = schema
+            data_file = scratch / "slice.parquet"
+            new_data = data_slice_of(write_slice(table, data_file, h.vocabulary))
+        event = e.AddData(prev_offset=h.prev_offset, new_data=new_data, new_watermark=watermark,
+                          new_source_state=reference_source_state(state))
+        def write_state(block: Multihash) -> None:
+            atomic_write(self.dataset.state_path(block), state.to_json())
+
+        block = self.writer.append(event, system_time=system_time, data=data_file,
+                                   beside=write_state)
+        h.committed(block, system_time, watermark, new_data, state)  # type: ignore[arg-type]
+        if new_data is not None:
+            h.prev_offset = new_data.offset_interval.end
+        return block.to_bytes(), table
+
+    def set_watermark(self, t: datetime, system_time: datetime) -> bytes:
+        event = e.AddData(prev_offset=self.history.prev_offset, new_watermark=t)
+        return self.writer.append(event, system_time=system_time).to_bytes()
