@@ -17,9 +17,10 @@ transform layer does not import it):
   SHA3-256) before anything reads it; a slice with retractions or corrections (op != 0) is
   refused (issue 34). The previous checkpoint is a file checked the same way, then unpacked
   into the step's scratch folder (``store.checkpoint``).
-- The engine's output (system_time, event time, data) is the new slice through
-  ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time, every
-  record an append. A ``SetDataSchema`` goes before the first data, and before data that adds
+- The engine's output (event time, data; an ``op`` column it carries is kept, an input's
+  ``offset`` and ``system_time`` a ``SELECT *`` carried over are dropped) is the new slice
+  through ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time.
+  A ``SetDataSchema`` goes before the first data, and before data that adds
   columns; an output that drops a column or changes its type is refused.
 - A step with nothing new in any input (no slice, no watermark move) runs nothing and commits
   nothing. The output watermark never goes back (the chain rules refuse it).
@@ -303,8 +304,9 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     prev_offset = plan.state.last_offset
     if result.output_path is not None:
         table = pq.read_table(result.output_path)
-        if v.system_time in table.column_names:
-            table = table.drop_columns([v.system_time])
+        # the block numbers and stamps its records: an input's offset and system time that
+        # the query carried over (SELECT *) are not the output's
+        table = table.drop_columns([c for c in (v.system_time, v.offset) if c in table.column_names])
         stored = build_slice(table, system_time=system_time, prev_offset=prev_offset, vocabulary=v)
         schema = _schema_event(plan, stored.schema)
         data_path = scratch / "slice.parquet"

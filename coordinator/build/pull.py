@@ -94,14 +94,14 @@ def pull_one(
 def _pull_current(ws: Workspace, dataset_id: str, engine: Callable[[], Engine], *,
                   progress: PullProgress | None, set_watermark: datetime | None) -> PullOutcome:
     """``pull_one`` for a current-ODF (0.39) dataset: a root by ingest (with its own target,
-    ``store.root_ingest``), a derivative by the transform service."""
+    ``ingest.current``), a derivative by the transform service."""
     from ..metadata.odf39.events import DatasetKind
     from ..store.dataset import CurrentDataset
 
     state = CurrentDataset(ws, dataset_id).state()
     if state.kind is not DatasetKind.DERIVATIVE:
+        from ..ingest.current import open_current
         from ..ingest.pipeline import pull_root
-        from ..store.root_ingest import open_current
 
         ingested = pull_root(ws, dataset_id, progress=progress, set_watermark=set_watermark,
                              engine=engine, target=open_current)

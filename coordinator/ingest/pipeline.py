@@ -6,7 +6,7 @@ One pull, under the dataset's writer lock:
           → merge → conform → slice (Parquet, hashes) → commit block + source state
 
 The last step, and what the pipeline reads of the dataset, is its ``Target`` (``target.py``):
-the chain in the dataset's ODF version (0.18 here, 0.39 ``store.root_ingest``); every other
+the chain in the dataset's ODF version (0.18 here, 0.39 ``ingest.current``); every other
 step is the same for both.
 
 The SQL engine, started only when asked for, runs the preprocess query and, if

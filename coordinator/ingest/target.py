@@ -12,7 +12,7 @@ opened once per pull by the caller's ``TargetOpener`` (``build.pull.pull_one`` r
 
 ODF 0.18 (``Odf018Target``, here): one block per commit through
 ``workspace.commit.DatasetWriter``, the fetch state written with it. ODF 0.39:
-``store.root_ingest`` (the store reads 0.39 folders; ingest does not import it).
+``ingest.current`` (on the store, which reads 0.39 folders).
 """
 from __future__ import annotations
 

@@ -155,13 +155,6 @@ def test_a_damaged_checkpoint_is_refused_before_it_is_read(ws):
     assert f"{path}: its bytes hash to" in proc.stdout + proc.stderr
 
 
-def test_a_0_39_root_input_is_not_ingested_by_pull_yet(ws):
-    proc = pull(ws, "cities", check=False)
-    assert proc.returncode == 1
-    assert "cities is a current-ODF (0.39) root" in proc.stdout + proc.stderr
-
-
-
 def verify(ws: Workspace, name: str, check: bool = True):
     return coord("verify", name, cwd=ws.root, check=check, fake_engine=True)
 

@@ -38,19 +38,19 @@ import pyarrow.parquet as pq
 from ..data.hashing import physical_hash
 from ..data.odf_schema import data_schema
 from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
-from ..ingest.errors import IngestError
-from ..ingest.history import DatasetHistory
 from ..metadata.multiformats import SHA3_256, Multihash
 from ..metadata.objects import DatasetVocabulary, MergeStrategySnapshot
 from ..metadata.odf39 import events as e
+from ..store.append import DatasetWriter, data_slice_of
+from ..store.dataset import CurrentDataset
+from ..store.read import DatasetState
+from ..store.source_state import reference_source_state
 from ..trust.slice_check import ChangedSlice
 from ..workspace.dataset import DatasetNotFound
 from ..workspace.fsutil import atomic_write, remove
 from ..workspace.source_state import SourceState
-from .append import DatasetWriter, data_slice_of
-from .dataset import CurrentDataset
-from .read import DatasetState
-from .source_state import reference_source_state
+from .errors import IngestError
+from .history import DatasetHistory
 
 if TYPE_CHECKING:
     from ..metadata.odf39 import data as d
