@@ -142,3 +142,31 @@ def test_a_join_of_two_0_39_roots_matches_rows_across_steps_through_its_checkpoi
                       strict=True), key=lambda r: r[1]) == expected
     assert len([b for b in CurrentDataset(ws, "capital-cities").state().blocks
                 if isinstance(b.block.event, e.ExecuteTransform)]) == 3
+
+
+def test_a_dataset_pulled_from_a_repository_the_reference_wrote_feeds_a_spark_derivative(tmp_path):
+    """Issue 33's whole path: a repository as the reference's ``kamu push`` leaves it (unsigned,
+    its own did:odf), pulled into a 0.39 workspace, a derivative added over it from a manifest,
+    computed by Spark, verified by replay; the records are DuckDB's over the pulled ones."""
+    repo = tmp_path / "reference-repo"
+    write_root(repo / "cities", tmp_path / "locks", tmp_path / "scratch")
+    home = tmp_path / "home"
+    coord("init", "--odf", "0.39", str(home), cwd=tmp_path)
+    coord("repo", "add", "ref", repo.as_uri(), cwd=home)
+    assert "written by a tool that does not sign" in coord("pull", "ref/cities", cwd=home).stdout
+    (home / "big.yaml").write_text(
+        "apiVersion: 1\nkind: DatasetSnapshot\ncontent:\n  id: big\n  source:\n"
+        "    kind: derivative\n    inputs: [cities]\n"
+        f"    transform: {{kind: sql, engine: spark, query: \"{PROJECTION}\"}}\n")
+    coord("add", str(home / "big.yaml"), cwd=home)
+    ws = Workspace.open(home)
+    assert CurrentDataset(ws, "big").state().transform.inputs[0].dataset_ref == \
+        str(CurrentDataset(ws, "cities").state().id)  # the reference's id, not one of ours
+    coord("pull", "big", cwd=home)
+    got = records(ws, "big")
+    expected = duckdb_over_root(ws, "SELECT event_time, upper(city), population // 1000 FROM cities "
+                                    "WHERE population > 600000 ORDER BY event_time, city")
+    assert sorted(zip(*(got[c].to_pylist() for c in ("event_time", "city", "thousands")),
+                      strict=True)) == expected
+    out = coord("verify", "big", cwd=home).stdout
+    assert "integrity: ok" in out and "reproducibility: reproduced" in out
