@@ -15,11 +15,13 @@ from .output import Output
 @click.pass_context
 def delete(ctx: click.Context, dataset: str, yes: bool) -> None:
     """Delete DATASET from the workspace (asks first, unless --yes)."""
+    from ..store.overview import CurrentDatasets
     from ..workspace import catalog
 
     if not yes:
         if not sys.stdin.isatty():  # a script must say so: nobody is there to answer
             raise click.UsageError(f"deleting {dataset} removes all its data: give --yes to confirm")
         click.confirm(f"Delete {dataset} and all its data?", abort=True)
-    catalog.delete_dataset(writable_workspace(ctx), dataset)
+    ws = writable_workspace(ctx)
+    catalog.delete_dataset(ws, dataset, current=CurrentDatasets(ws).inputs)
     Output().line(f"deleted {dataset}")

@@ -100,7 +100,7 @@ class Definitions:
         with ds.writer() as w:
             current = w.state
             if current is None:
-                return AddResult(ds.id, AddAction.ADDED, self._create(ds, kind, events).to_bytes())
+                return AddResult(ds.id, AddAction.ADDED, self._create(ds, kind, events).digest)
             if current.kind is not kind:
                 raise CatalogConflict(f"dataset {ds.id}: cannot turn a {current.kind.name.lower()} "
                                       "dataset into another kind")
@@ -109,7 +109,7 @@ class Definitions:
                 return AddResult(ds.id, AddAction.UNCHANGED, None)
             when = _after(current)
             head = [w.append(event, system_time=when) for event in changed][-1]
-            return AddResult(ds.id, AddAction.UPDATED, head.to_bytes())
+            return AddResult(ds.id, AddAction.UPDATED, head.digest)
 
     def _create(self, ds: CurrentDataset, kind: e.DatasetKind,
                 events: list[e.MetadataEvent]) -> Multihash:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,6 +28,7 @@ from .config import OdfVersion
 from .dataset import BlockNotFound, Dataset, DatasetNotFound
 from .fsutil import remove
 from .graph import DatasetGraph, inputs_of
+from .lock import DatasetLock
 from .state import DatasetState
 from .workspace import Workspace
 
@@ -172,15 +173,19 @@ def _with_watermark_rule(snapshot: DatasetSnapshot, current: DatasetState | None
     return dataclasses.replace(snapshot, source=dataclasses.replace(source, transform=transform))
 
 
-def delete_dataset(ws: Workspace, dataset_id: str) -> None:
+def delete_dataset(ws: Workspace, dataset_id: str,
+                   current: Callable[[str], Iterable[str]] | None = None) -> None:
+    """Remove a dataset of either ODF version that no other dataset reads; ``current``: a
+    current-ODF dataset's inputs (``DatasetGraph``), which this layer cannot read."""
     ds = ws.dataset(dataset_id)
     if not ds.exists():
         raise DatasetNotFound(dataset_id)
-    users = DatasetGraph(ws).readers(dataset_id)
+    users = DatasetGraph(ws, current=current).readers(dataset_id)
     if users:
         raise CatalogConflict(f"dataset {dataset_id} is an input of {', '.join(users)}; delete those first")
-    with ds.writer():
-        remove(ds.head_path)  # invisible first: a crash below leaves no half-dataset behind
+    with DatasetLock(ws.meta / layout.lock_file(dataset_id), dataset_id):
+        for head in (layout.HEAD, layout.CURRENT_HEAD):  # invisible first: a crash below
+            remove(ds.root / head)                       # leaves no half-dataset behind
         remove(ds.root)
         remove(ws.meta / layout.cache_dir(dataset_id))
 

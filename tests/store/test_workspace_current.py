@@ -13,7 +13,7 @@ from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import ConfigError, OdfVersion
 from tests.support.cli import coord
-from tests.support.odf39_datasets import at
+from tests.support.odf39_datasets import at, define_derivative, write_root
 
 
 def test_init_stores_new_datasets_in_0_18_unless_asked(tmp_path):
@@ -79,3 +79,15 @@ def test_each_block_the_workspace_makes_is_signed_by_its_key_over_the_binary_mul
 def test_config_get_tells_the_version_of_a_workspace_whose_file_leaves_it_out(tmp_path):
     coord("init", cwd=tmp_path)
     assert coord("config", "get", "odf", cwd=tmp_path).stdout.strip() == "0.18"
+
+
+def test_delete_removes_a_current_odf_dataset_and_refuses_one_a_derivative_reads(tmp_path):
+    ws = Workspace.init(tmp_path, OdfVersion.V039)
+    root = write_root(ws.meta / "datasets" / "cities", ws.meta / "locks", tmp_path / "scratch")
+    define_derivative(ws, "large", {"cities": root.id}, "SELECT * FROM cities")
+    refused = coord("delete", "--yes", "cities", cwd=tmp_path, check=False)
+    assert refused.stderr.strip().endswith("dataset cities is an input of large; delete those first")
+    coord("delete", "--yes", "large", cwd=tmp_path)
+    coord("delete", "--yes", "cities", cwd=tmp_path)
+    assert ws.odf_of("cities") is None and ws.odf_of("large") is None
+    assert not (ws.meta / "datasets" / "cities").exists()
