@@ -26,6 +26,7 @@ from typing import Any
 from ..build import status as status_service
 from ..lineage import datasets as lineage_service
 from ..metadata.timestamps import format_timestamp
+from ..store.overview import CurrentDatasets, Overview, overview
 from ..workspace import DatasetNotFound, Workspace, layout
 from ..workspace.graph import DatasetGraph
 from .build_service import BuildService
@@ -51,11 +52,13 @@ class Answers:
         (pathlib objects cost more than the reads)."""
         heads = {}
         for name in sorted(os.listdir(self._datasets)):
-            try:
-                with open(f"{self._datasets}/{name}/{layout.HEAD}", "rb") as f:
-                    heads[name] = f.read().decode().strip()
-            except (FileNotFoundError, NotADirectoryError):
-                continue  # being created or deleted: not a dataset now
+            for head in (layout.HEAD, layout.CURRENT_HEAD):  # ODF 0.18, current ODF
+                try:
+                    with open(f"{self._datasets}/{name}/{head}", "rb") as f:
+                        heads[name] = f.read().decode().strip()
+                    break
+                except (FileNotFoundError, NotADirectoryError):
+                    continue  # the other version, or being created or deleted: not a dataset now
         return heads
 
     async def datasets(self) -> bytes:
@@ -89,11 +92,13 @@ class Answers:
         def compute() -> bytes:
             from ..lineage.layout import layered
 
-            g = DatasetGraph(self.ws)
+            current = CurrentDatasets(self.ws)
+            g = DatasetGraph(self.ws, current=current.inputs)
             ids = g.ids()
             edges = sorted([i, d] for d in ids for i in g.inputs(d))
             place = layered(ids, edges)  # the web view draws it as laid out here
-            return _json({"nodes": [{"id": d, "kind": g.state(d).kind, "layer": place[d][0],
+            kinds = {d: (current.overview(d).kind if current.holds(d) else g.state(d).kind) for d in ids}
+            return _json({"nodes": [{"id": d, "kind": kinds[d], "layer": place[d][0],
                                      "order": place[d][1]} for d in ids],
                           "edges": edges})
 
@@ -153,16 +158,19 @@ class Answers:
 
     def _dataset(self, dataset_id: str, heads: dict[str, str]) -> dict:
         """(Worker thread.) A dataset's facts from its chain, and its status."""
-        s = self._kept_or(("summary", dataset_id, heads[dataset_id]),
-                          lambda: self.ws.dataset(dataset_id).state())
-        inputs = getattr(s.source, "inputs", None)
-        if inputs is None:  # a root: its folder may have new files
+        def summary() -> tuple[Overview, tuple[str, ...]]:
+            current = CurrentDatasets(self.ws)
+            graph = DatasetGraph(self.ws, current=current.inputs)
+            return overview(self.ws, dataset_id, current), tuple(graph.inputs(dataset_id))
+
+        s, inputs = self._kept_or(("summary", dataset_id, heads[dataset_id]), summary)
+        if s.kind == "root":  # its folder may have new files
             key: tuple = ("status", dataset_id, heads[dataset_id], int(time.monotonic() / ROOT_STATUS_S))
         else:
             key = ("status", dataset_id, heads[dataset_id], tuple(heads.get(i) for i in inputs))
         st = self._kept_or(key, lambda: status_service.dataset_status(self.ws, self.ws.dataset(dataset_id)))
         return {
-            "id": s.id, "kind": s.kind, "head": s.head.hex(), "blocks": s.num_blocks,
+            "id": s.id, "kind": s.kind, "odf": s.odf.value, "head": s.head, "blocks": s.num_blocks,
             "records": s.num_records,
             "watermark": format_timestamp(s.watermark) if s.watermark else None,
             "lastUpdated": format_timestamp(s.last_updated),

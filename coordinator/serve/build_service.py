@@ -54,9 +54,9 @@ from ..engine.client import EngineError
 from ..engine.port import Engine, EngineErrorKind
 from ..engine.session import EngineOnDemand, engine_reads
 from ..errors import CoordError, Unavailable
-from ..metadata.objects import DatasetSourceRoot
 from ..metadata.timestamps import format_timestamp, now_utc
 from ..repository import pull_source
+from ..store.overview import CurrentDatasets, overview
 from ..workspace import Workspace
 from ..workspace.config import ServeConfig
 from ..workspace.graph import DatasetGraph
@@ -117,10 +117,12 @@ class BuildService:
     def __init__(self, ws: Workspace, settings: ServeConfig, bus: EventBus,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], datetime] = now_utc):
         self.ws, self.settings, self.bus, self._clock, self._wall = ws, settings, bus, clock, wall
-        graph = DatasetGraph(ws)
+        current = CurrentDatasets(ws)
+        graph = DatasetGraph(ws, current=current.inputs)
         self.managed = [d for d in graph.order(graph.ids(), recursive=False)
                         if pull_source(ws, d) is None]
-        self.roots = [d for d in self.managed if isinstance(graph.state(d).source, DatasetSourceRoot)]
+        self.roots = [d for d in self.managed if (current.overview(d).kind if current.holds(d)
+                                                  else graph.state(d).kind) == "root"]
         self._readers = {d: [r for r in graph.readers(d) if r in self.managed] for d in self.managed}
         self._service_reads = frozenset(engine_reads(ws, self.managed, graph=graph))
         self._engine_reads = self._service_reads  # what the current (or next) engine reads
@@ -278,9 +280,9 @@ class BuildService:
 
     def _committed(self, dataset_id: str, blocks: list[bytes], message: str, started: float,
                    warnings: list[str]) -> None:
-        summary = self.ws.dataset(dataset_id).state()
+        summary = overview(self.ws, dataset_id, CurrentDatasets(self.ws))
         self.bus.publish("commit", {
-            "dataset": dataset_id, "head": summary.head.hex(), "blocks": [b.hex() for b in blocks],
+            "dataset": dataset_id, "head": summary.head, "blocks": [b.hex() for b in blocks],
             "records": summary.num_records,
             "watermark": format_timestamp(summary.watermark) if summary.watermark else None,
             "message": message, "warnings": warnings, "started": started, "finished": time.time(),

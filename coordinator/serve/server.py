@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Invalid, Unavailable
+from ..store.overview import CurrentDatasets
 from ..workspace import Workspace
+from ..workspace.config import OdfVersion
 from ..workspace.graph import DatasetGraph
 from ..workspace.served import ServeLease
 from .events import EventBus
@@ -77,9 +79,10 @@ def serve(ws: Workspace, listen: Listen) -> None:
     with ServeLease(ws.meta):
         bus = EventBus()
         service = BuildService(ws, settings, bus)
-        graph = DatasetGraph(ws)
-        patterns = {d: p for d in service.roots
-                    if (p := watched_pattern(graph.state(d).source, ws.root)) is not None}
+        graph = DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
+        # a current-ODF root is polled on its schedule: its folder is not watched (yet)
+        patterns = {d: p for d in service.roots if ws.odf_of(d) is OdfVersion.V018
+                    and (p := watched_pattern(graph.state(d).source, ws.root)) is not None}
         watch = FolderWatch(patterns, lambda ids: service.request(*ids))
         sock = _listening_socket(listen.bind, listen.port)
         app = create_app(ws, service, bus, Access(token, listen.allow_writes))
