@@ -14,6 +14,13 @@ from .output import Output
 def reset(ctx: click.Context, dataset: str, block: str) -> None:
     """Move the head of DATASET back to BLOCK (a hash or its prefix); later blocks go."""
     from ..workspace import catalog
+    from ..workspace.config import OdfVersion
 
-    h = catalog.reset_dataset(writable_workspace(ctx), dataset, block)
+    ws = writable_workspace(ctx)
+    if ws.odf_of(dataset) is OdfVersion.V039:
+        from ..store.dataset import reset_current
+
+        Output().line(f"{dataset} head is now {reset_current(ws, dataset, block)}")
+        return
+    h = catalog.reset_dataset(ws, dataset, block)
     Output().line(f"{dataset} head is now {h.hex()}")

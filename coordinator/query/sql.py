@@ -48,7 +48,7 @@ from ..metadata.objects import DatasetSource, DatasetVocabulary
 from ..metadata.timestamps import format_timestamp, parse_timestamp
 from ..store.checked import checked_current_files
 from ..store.dataset import CurrentDataset
-from ..store.read import SliceRecord
+from ..store.read import SliceRecord, blocks_named
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, Workspace
 from ..workspace.config import OdfVersion
@@ -99,8 +99,7 @@ def resolve_as_at(ws: Workspace, when: str) -> AsAt:
     for ds in ws.datasets():
         if ws.odf_of(ds.id) is OdfVersion.V039:
             found += [(ds.id, b.hash.to_bytes(), b.block.system_time)
-                      for b in CurrentDataset(ws, ds.id).state().blocks
-                      if str(b.hash).startswith(when) or b.hash.digest.hex().startswith(when)]
+                      for b in blocks_named(CurrentDataset(ws, ds.id).state(), when)]
         else:
             found += [(ds.id, h, b.system_time) for h, b in ds.blocks() if h.hex().startswith(when)]
     if not found:

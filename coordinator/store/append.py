@@ -192,6 +192,19 @@ class DatasetWriter(LockedWriter):
                             "dataset again and retry")
         atomic_write(self.root / layout.HEAD, str(new).encode())  # no newline, as the reference
 
+    def reset(self, to: Multihash) -> None:
+        """Move the head back to ``to``, a block of the chain; the later blocks and the
+        objects only they name are removed (the head moves first, so a crash leaves files no
+        chain reaches, which the next writer removes)."""
+        blocks = self._state.blocks if self._state is not None else ()
+        at = next((i for i, b in enumerate(blocks) if b.hash == to), None)
+        if at is None:
+            raise AppendError(f"block {to} is not in the chain of {self.root}")
+        after = build(list(blocks[: at + 1]))
+        self._move_head(self.head, to)
+        self._state = after
+        self.recover()
+
     # --- recovery ---------------------------------------------------------------------------
 
     def recover(self) -> None:

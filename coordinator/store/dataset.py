@@ -23,11 +23,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import Invalid
 from ..metadata.ids import validate_dataset_id
 from ..workspace import layout as ws_layout
-from ..workspace.dataset import DatasetNotFound
+from ..workspace.dataset import BlockNotFound, DatasetNotFound
 from . import layout
-from .read import DatasetState, read_head, read_state
+from .read import DatasetState, blocks_named, read_head, read_state
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -113,3 +114,18 @@ class CurrentDataset:
         from .append import DatasetWriter  # Arrow (file hashes): only for a command that writes
 
         return DatasetWriter(self.root, self.lock_path, known, signer=self.ws.signing_key)
+
+
+def reset_current(ws: Workspace, name: str, prefix: str) -> Multihash:
+    """``coord reset`` of a current-ODF dataset: its head moved back to the block ``prefix``
+    names (multihash or digest hex, a prefix of either)."""
+    ds = CurrentDataset(ws, name)
+    with ds.writer() as w:
+        assert w.state is not None, "an existing dataset has a block"
+        found = blocks_named(w.state, prefix)
+        if not found:
+            raise BlockNotFound(f"no block of {name} starts with {prefix}")
+        if len(found) > 1:
+            raise Invalid(f"{prefix} matches {len(found)} blocks of {name}; give more digits")
+        w.reset(found[0].hash)
+        return found[0].hash

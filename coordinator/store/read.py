@@ -185,6 +185,13 @@ def build(oldest_first: list[StoredBlock], before: DatasetState | None = None) -
     return DatasetState(**{**defaults, **fields, **common})
 
 
+def blocks_named(state: DatasetState, prefix: str) -> list[StoredBlock]:
+    """The blocks whose multihash text (``f1620...``) or digest in hex starts with ``prefix``
+    (hex digits, any case): how a user names a block."""
+    p = prefix.lower()
+    return [b for b in state.blocks if str(b.hash).startswith(p) or b.hash.digest.hex().startswith(p)]
+
+
 def objects_of(block: MetadataBlock) -> tuple[DataSlice | None, Checkpoint | None]:
     """The data slice and checkpoint a block names, each or both None."""
     event = block.event

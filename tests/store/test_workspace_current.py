@@ -10,6 +10,7 @@ from coordinator.metadata.did import DatasetId
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.signing import SignatureStatus, check_signature
 from coordinator.store.dataset import CurrentDataset
+from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import ConfigError, OdfVersion
 from tests.support.cli import coord
@@ -59,7 +60,8 @@ def test_the_same_workspace_and_name_give_the_same_did_another_name_another(tmp_
 def test_a_command_of_0_18_chains_refuses_a_current_odf_dataset_by_name(tmp_path):
     ws = Workspace.init(tmp_path, OdfVersion.V039)
     seeded(ws, "cities")
-    err = coord("reset", "cities", "abcd", cwd=tmp_path, check=False)
+    err = coord("publish", "cities", "--to-feed", (tmp_path / "feed").as_uri() + "/", cwd=tmp_path,
+                check=False)
     assert err.returncode != 0
     assert err.stderr.strip().splitlines()[-1] == (
         "coord: error: dataset cities is stored in current ODF (0.39), which this command does "
