@@ -47,6 +47,7 @@ from ..metadata.ids import validate_dataset_id
 from ..metadata.yaml_codec import to_dict
 from ..trust.authorship import block_signers
 from ..workspace import Dataset, DatasetNotFound, Workspace
+from ..workspace.config import OdfVersion
 from .answers import Answers
 from .build_service import BuildService
 from .events import EventBus
@@ -122,7 +123,10 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
     @app.get("/api/datasets/{dataset_id}/chain", summary="The metadata chain, newest block first, paged")
     def chain(dataset_id: str, offset: int = Query(0, ge=0),
               limit: int = Query(50, ge=1, le=1000)) -> dict:
-        blocks = list(_existing(ws, dataset_id).chain())
+        ds = _existing(ws, dataset_id)
+        if ws.odf_of(dataset_id) is OdfVersion.V039:
+            return _current_chain(ws, dataset_id, offset, limit)
+        blocks = list(ds.chain())
         page = blocks[offset:offset + limit]
         signers = block_signers(ws, dataset_id, blocks)[offset:offset + limit]
         return {"dataset": dataset_id, "total": len(blocks), "offset": offset, "limit": limit,
@@ -149,6 +153,8 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         from ..trust.slice_check import checked_slices
 
         ds = _existing(ws, dataset_id)
+        if ws.odf_of(dataset_id) is OdfVersion.V039:
+            return _current_schema(ws, dataset_id)
         newest = next(((h, b) for h, b in ds.blocks() if b.output_slice is not None), None)
         files = checked_slices(ds, [newest] if newest else [])
         columns = [{"name": f.name, "type": str(f.type)} for f in pq.read_schema(files[0])] if files else []
@@ -274,6 +280,41 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
                                  headers={"Cache-Control": "no-cache"})
 
     return _Guard(app, access)
+
+
+def _current_chain(ws: Workspace, name: str, offset: int, limit: int) -> dict:
+    """``/chain`` of a current-ODF dataset: its blocks newest first, each named by its
+    multihash, with its sequence number, signer and authorship as ``coord log`` shows them."""
+    from ..store.dataset import CurrentDataset
+    from ..store.signatures import signed_blocks, signers_newest_first
+
+    ds = CurrentDataset(ws, name)
+    newest_first = list(reversed(ds.state().blocks))
+    signed = signed_blocks(ws, ds.root, newest_first)
+    signers = signers_newest_first(ws, name, signed)[offset:offset + limit]
+    return {"dataset": name, "odf": "0.39", "total": len(newest_first), "offset": offset,
+            "limit": limit,
+            "blocks": [{"hash": str(b.stored.hash), "sequenceNumber": b.stored.block.sequence_number,
+                        "signer": s.key.hex() if s.key else None,
+                        "authorship": "invalid signature" if b.invalid else s.status.value,
+                        "block": to_dict(b.stored.block)}
+                       for b, s in zip(signed[offset:offset + limit], signers, strict=True)]}
+
+
+def _current_schema(ws: Workspace, name: str) -> dict:
+    """``/schema`` of a current-ODF dataset: the newest slice's columns (the stored table:
+    offset, op, system_time, event time, data) and the vocabulary in force."""
+    import pyarrow.parquet as pq
+
+    from ..store.checked import checked_current_files
+    from ..store.dataset import CurrentDataset
+
+    ds = CurrentDataset(ws, name)
+    state = ds.state()
+    files = checked_current_files(ds, state.slices[-1:])
+    columns = [{"name": f.name, "type": str(f.type)} for f in pq.read_schema(files[0])] if files else []
+    return {"dataset": name, "odf": "0.39", "columns": columns,
+            "vocab": to_dict(state.vocab) if state.vocab is not None else {}}
 
 
 def _existing(ws: Workspace, dataset_id: str) -> Dataset:

@@ -54,3 +54,11 @@ def test_serve_lists_draws_and_builds_datasets_of_both_versions(tmp_path):
         assert {n["id"]: n["kind"] for n in graph["nodes"]}["odd"] == "derivative"
         rows = served.get("/api/sql", params={"q": "SELECT id FROM odd ORDER BY id"}).json()["rows"]
         assert rows == [{"id": 1}, {"id": 3}]
+        chain = served.get("/api/datasets/cities/chain", params={"limit": 2}).json()
+        assert chain["total"] == 4 and [b["block"]["event"]["kind"] for b in chain["blocks"]] == [
+            "AddData", "SetDataSchema"]
+        assert chain["blocks"][0]["hash"] == listed["cities"]["head"]
+        assert chain["blocks"][0]["authorship"] == "trusted"
+        schema = served.get("/api/datasets/odd/schema").json()
+        assert [c["name"] for c in schema["columns"]] == [
+            "offset", "op", "system_time", "event_time", "id", "name"]
