@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import CoordError, Unavailable
+from ..errors import CoordError, Unavailable, category
 from ..metadata.timestamps import parse_timestamp
 from ..workspace import Workspace
 from .sql import SqlError, SqlSession, resolve_as_at, split_script
@@ -92,7 +92,9 @@ def _answer(send: Connection, root: Path, text: str, bounds: Bounds, as_at: str 
         ws = Workspace.open(root)
         outcome: bytes | BaseException = answer_json(ws, text, bounds, as_at, as_of)
     except CoordError as e:
-        outcome = e
+        # sent as its category with its message: an error class whose __init__ takes more than
+        # the message cannot be unpickled, and the category is what the server answers by
+        outcome = category(e)(str(e))
     except Exception:  # a bug: its traceback goes to the service's log as the server's own
         outcome = RuntimeError(traceback.format_exc())
     send.send(outcome)

@@ -117,7 +117,7 @@ class DatasetRead:
     it has no primary key), both as at the read's moment."""
 
     files: list[Path]
-    source: DatasetSource | None  # None: a current-ODF dataset (no state projected)
+    source: DatasetSource | None  # None: a current-ODF derivative (no key either)
     key: StateKey | None
 
 
@@ -169,9 +169,28 @@ def current_slices(ds: CurrentDataset, stop: bytes | None = None,
 
 def current_read(ds: CurrentDataset, stop: bytes | None = None,
                  until: datetime | None = None) -> DatasetRead | None:
-    """``dataset_read`` of a current-ODF dataset: its slices, checked (no state key)."""
+    """``dataset_read`` of a current-ODF dataset: its slices, checked, and its state key."""
     slices = current_slices(ds, stop, until)
-    return DatasetRead(checked_current_files(ds, slices), None, None) if slices else None
+    if not slices:
+        return None
+    source, key = current_definition(ds)
+    return DatasetRead(checked_current_files(ds, slices), source, key)
+
+
+def current_definition(ds: CurrentDataset) -> tuple[DatasetSource | None, StateKey | None]:
+    """A current-ODF root's source in force as the 0.18 model says it (``odf39.adapt``) and the
+    state key its merge gives (a ledger root's: its records carry no retractions, the
+    projection is the same as for 0.18); (None, None) for a derivative, which has no key."""
+    from ..metadata.odf39 import events as e
+    from ..metadata.odf39.adapt import adapt_snapshot
+
+    state = ds.state()
+    if state.polling_source is None:
+        return None, None
+    adapted = adapt_snapshot(e.DatasetSnapshot(
+        name=ds.id, kind=state.kind,
+        metadata=[state.polling_source, *([state.vocab] if state.vocab else [])])).snapshot
+    return adapted.source, state_key(adapted.source, adapted.vocab or DatasetVocabulary())
 
 
 def slice_files(ws: Workspace, as_at: AsAt | None = None) -> dict[str, list[Path]]:

@@ -4,7 +4,9 @@ change log onto one row per primary key (``coord sql``'s ``"<id>@state"``, ``coo
 
 Invariants:
 - Only a root whose merge strategy has a primary key (snapshot, ledger) has a state: the key
-  and the snapshot's observation column are those of the source in force at the block read.
+  and the snapshot's observation column are those of the source in force at the block read
+  (a current-ODF root's: its source in force now, through ``odf39.adapt``; its records carry
+  no retractions yet, so the projection is the same).
   An append root or a derivative has none (ODF 0.18 gives them no key), and asking for its
   state is refused in one line saying so.
 - The state holds, per key, its latest record by event time, ties broken by system time and
@@ -66,10 +68,7 @@ def state_key(source: DatasetSource, vocab: DatasetVocabulary) -> StateKey | Non
 
 
 def no_state(dataset: str, source: DatasetSource | None) -> str:
-    """Why ``dataset`` has no state, in one line (``source`` None: a current-ODF dataset)."""
-    if source is None:
-        return (f"dataset {dataset} has no state view: it is stored in current ODF (0.39), whose "
-                f'states coord does not project yet; its records are "{dataset}"')
+    """Why ``dataset`` has no state, in one line (``source`` None: a current-ODF derivative)."""
     what = (f"its merge strategy is {source.merge.KIND}" if isinstance(source, DatasetSourceRoot)
             else "it is a derivative")
     return (f"dataset {dataset} has no state: {what}, so it has no primary key to project its "

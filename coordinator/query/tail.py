@@ -25,6 +25,10 @@ from ..workspace.dataset import BlockNotFound
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ..store.dataset import CurrentDataset
+    from .sql import DatasetRead
+    from .state import StateKey
+
 
 def tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
     """The last ``n`` records ``ds`` holds, or held at ``as_at`` (RFC 3339 time or block)."""
@@ -46,12 +50,26 @@ def tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
 def current_tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
     """``tail`` of a current-ODF dataset: its newest records by offset (the stored table);
     ``as_at`` an RFC 3339 system time or a block (multihash or digest hex, a prefix)."""
-    from ..metadata.timestamps import parse_timestamp
     from ..store.checked import checked_current_files
-    from ..store.dataset import CurrentDataset
-    from .sql import current_slices, resolve_as_at
+    from .sql import current_slices
 
-    current = CurrentDataset(ds.ws, ds.id)
+    current, stop, until = _current_as_at(ds, as_at)
+    newest, have = [], 0
+    for record in reversed(current_slices(current, stop, until)):
+        if have >= n:
+            break
+        newest.append(record)
+        have += record.slice.offset_interval.end - record.slice.offset_interval.start + 1
+    return last_records(checked_current_files(current, newest[::-1]), n)
+
+
+def _current_as_at(ds: Dataset, as_at: str | None) -> tuple[CurrentDataset, bytes | None, datetime | None]:
+    """The current-ODF dataset ``ds`` and where ``as_at`` stops a read of it: at a block (its
+    binary multihash) or at a system time."""
+    from ..metadata.timestamps import parse_timestamp
+    from ..store.dataset import CurrentDataset
+    from .sql import resolve_as_at
+
     stop = until = None
     if as_at is not None and re.fullmatch(r"[0-9a-fA-F]+", as_at):
         found = resolve_as_at(ds.ws, as_at)
@@ -60,13 +78,7 @@ def current_tail(ds: Dataset, n: int, as_at: str | None = None) -> pa.Table:
         stop = found.block
     elif as_at is not None:
         until = parse_timestamp(as_at)
-    newest, have = [], 0
-    for record in reversed(current_slices(current, stop, until)):
-        if have >= n:
-            break
-        newest.append(record)
-        have += record.slice.offset_interval.end - record.slice.offset_interval.start + 1
-    return last_records(checked_current_files(current, newest[::-1]), n)
+    return CurrentDataset(ds.ws, ds.id), stop, until
 
 
 def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | None = None) -> pa.Table:
@@ -79,14 +91,16 @@ def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | 
     from .sql import arrow_dataset, dataset_read
     from .state import NoState, no_state, state_key, state_sql
 
-    stop = None if as_at is None else block_as_at(ds, as_at)
-    read = None if as_at is not None and stop is None else dataset_read(ds, stop=stop)
-    source: DatasetSource | None  # None: a current-ODF dataset's read
-    if read is None:  # no data then: a state without rows, if the dataset has a state
-        state = ds.state()
-        source, key = state.source, state_key(state.source, state.vocab)
+    if ds.ws.odf_of(ds.id) is OdfVersion.V039:
+        read, source, key = _current_state_read(ds, as_at)
     else:
-        source, key = read.source, read.key
+        stop = None if as_at is None else block_as_at(ds, as_at)
+        read = None if as_at is not None and stop is None else dataset_read(ds, stop=stop)
+        if read is None:  # no data then: a state without rows, if the dataset has a state
+            state = ds.state()
+            source, key = state.source, state_key(state.source, state.vocab)
+        else:
+            source, key = read.source, read.key
     if key is None:
         raise NoState(no_state(ds.id, source))
     if read is None:  # no data yet
@@ -95,6 +109,16 @@ def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | 
         con.execute("SET TimeZone = 'UTC'")
         con.register("changes", arrow_dataset(ds.id, read.files, str(ds.ws.root)))
         return con.sql(state_sql("changes", key, as_of, last=n)).to_arrow_table()
+
+
+def _current_state_read(ds: Dataset, as_at: str | None) -> tuple[DatasetRead | None,
+                                                                  DatasetSource | None, StateKey | None]:
+    """``state_tail``'s read of a current-ODF dataset."""
+    from .sql import current_definition, current_read
+
+    current, stop, until = _current_as_at(ds, as_at)
+    source, key = current_definition(current)
+    return current_read(current, stop, until), source, key
 
 
 def last_records(files: list[Path], num: int) -> pa.Table:

@@ -7,6 +7,7 @@ of a reference-form manifest by its own loader.
 """
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -437,3 +438,28 @@ def test_a_preprocess_query_runs_in_the_commands_engine_before_the_slice_is_buil
     assert [r["loud"] for r in records(ds, ("id", "loud"))] == [
         r["city"].upper() for r in expected(*files)]
     assert verify_folder(ds.root) == []
+
+
+def test_a_0_39_ledger_roots_state_is_one_row_per_key_in_sql_and_tail(home):
+    added(home, manifest(home, merge="{kind: ledger, primaryKey: [city]}"))
+    csv(home, "a.csv", FIRST)
+    coord("pull", NAME, cwd=home)
+    csv(home, "b.csv", [(5, "2024-01-05T10:00:00Z", "Oslo"), (6, "2024-01-06T10:00:00Z", "Pune")])
+    coord("pull", NAME, cwd=home)  # a ledger keeps the first record of a key: Oslo 5 is not added
+    rows = coord("sql", "-o", "json", "-c", f'SELECT city, id FROM "{NAME}@state" ORDER BY city',
+                 cwd=home).stdout
+    assert [(r["city"], r["id"]) for r in json.loads(rows)] == [("Lima", 2), ("Oslo", 1), ("Pune", 6)]
+    tail = json.loads(coord("tail", "--state", "-o", "json", NAME, cwd=home).stdout)
+    assert sorted((r["city"], r["id"]) for r in tail) == [("Lima", 2), ("Oslo", 1), ("Pune", 6)]
+    first = CurrentDataset(Workspace.open(home), NAME).state().slices[0].block_hash
+    as_at = json.loads(coord("tail", "--state", "-o", "json", "--as-at", first.digest.hex()[:12], NAME,
+                             cwd=home).stdout)
+    assert sorted((r["city"], r["id"]) for r in as_at) == [("Lima", 2), ("Oslo", 1)]
+
+
+def test_a_0_39_append_root_has_no_state_and_says_why(home):
+    added(home)
+    csv(home, "a.csv", FIRST)
+    coord("pull", NAME, cwd=home)
+    refused = coord("tail", "--state", NAME, cwd=home, check=False)
+    assert "its merge strategy is append, so it has no primary key" in refused.stderr

@@ -93,3 +93,18 @@ def test_delete_removes_a_current_odf_dataset_and_refuses_one_a_derivative_reads
     coord("delete", "--yes", "cities", cwd=tmp_path)
     assert ws.odf_of("cities") is None and ws.odf_of("large") is None
     assert not (ws.meta / "datasets" / "cities").exists()
+
+
+def test_reset_moves_a_current_odf_head_back_and_the_later_objects_go(tmp_path):
+    ws = Workspace.init(tmp_path, OdfVersion.V039)
+    root = write_root(ws.meta / "datasets" / "cities", ws.meta / "locks", tmp_path / "scratch")
+    first_data = root.blocks[-2]  # the first AddData
+    out = coord("reset", "cities", first_data.digest.hex()[:10], cwd=tmp_path).stdout
+    assert out.strip() == f"cities head is now {first_data}"
+    ds = CurrentDataset(ws, "cities")
+    assert ds.head() == first_data and len(ds.state().slices) == 1
+    assert not (ds.root / "data" / str(root.data[1])).exists()  # named only by the later block
+    assert not (ds.root / "blocks" / str(root.blocks[-1])).exists()
+    assert verify_folder(ds.root) == []
+    refused = coord("reset", "cities", "f16", cwd=tmp_path, check=False)
+    assert refused.stderr.strip().endswith("f16 matches 4 blocks of cities; give more digits")
