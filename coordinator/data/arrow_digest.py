@@ -448,17 +448,27 @@ def _short_prefixed(lengths: np.ndarray, ends: np.ndarray, longest: int, data: n
                     ) -> tuple[np.ndarray, np.ndarray | None]:
     """``_length_prefixed`` for short bodies: one row of 8 + ``longest`` bytes per element,
     filled and read back in row order up to each element's own width. The bodies tile
-    ``data[ends[0]:ends[-1]]`` in order, so they fill the grid with one masked copy."""
+    ``data[ends[0]:ends[-1]]`` in order, so they fill the grid with one masked copy, or with
+    one copy of whole rows when every body is ``longest`` bytes or empty (codes, nulls). The
+    rows are records of numpy's (length, bytes) so that each field is copied in one pass
+    (a 2-D byte grid copies a few bytes per row, about 10x slower)."""
     n = len(lengths)
     sizes = np.diff(ends)
-    grid = np.empty((n, 8 + longest), np.uint8)
-    grid[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
+    fields = [("length", "<u8")] + ([("body", f"V{longest}")] if longest else [])
+    rows = np.empty(n, np.dtype(fields))
+    rows["length"] = lengths
+    grid = rows.view(np.uint8).reshape(n, 8 + longest)
     bodies = data[ends[0]:ends[-1]]
-    short = np.flatnonzero(sizes != longest)
-    if not len(short):
-        grid[:, 8:] = bodies.reshape(n, longest)
+    full = sizes == longest
+    if not longest:
+        pass
+    elif full.all():
+        rows["body"] = bodies.view(f"V{longest}")
+    elif not sizes[~full].any():
+        rows["body"][full] = bodies.view(f"V{longest}")
     else:
         fill = np.ones((n, longest), bool)
+        short = np.flatnonzero(~full)
         fill[short] = np.arange(longest) < sizes[short, None]
         grid[:, 8:][fill] = bodies
     widths = sizes + 8
