@@ -53,6 +53,11 @@ _NO_DATA = np.empty(0, np.uint8)
 # many times the size of the stream (measured: 3x faster than Arrow's join for equal widths,
 # even for nearly equal ones, slower for widely varying ones).
 _GRID_SLACK = 1.5
+# Bodies of fewer distinct sizes than this, all shorter than that, are scattered in one copy
+# per size (measured on names of 3 to 15 bytes: 3x faster than the masked grid, about the
+# time SHA3 takes over them).
+_SCATTER_PASSES = 32
+_SCATTER_SIZES = 1 << 16
 
 
 class UnsupportedTypeError(Invalid, TypeError):
@@ -428,7 +433,14 @@ def _length_prefixed(lengths: np.ndarray, ends: np.ndarray, data: np.ndarray,
     its body, ``data[ends[i]:ends[i + 1]]``; each null one as the null marker."""
     sizes = np.diff(ends)
     longest = int(sizes.max())
-    if len(sizes) * (8 + longest) <= _GRID_SLACK * (8 * len(sizes) + int(ends[-1] - ends[0])):
+    grid = len(sizes) * (8 + longest) <= _GRID_SLACK * (8 * len(sizes) + int(ends[-1] - ends[0]))
+    if grid and bool(np.isin(sizes, (0, longest)).all()):
+        return _short_prefixed(lengths, ends, longest, data, valid, offsets)
+    if longest < _SCATTER_SIZES:
+        counts = np.bincount(sizes if valid is None else sizes[valid], minlength=1)
+        if np.count_nonzero(counts[1:]) <= _SCATTER_PASSES:
+            return _scattered(lengths, ends, data, valid, offsets, counts)
+    if grid:
         return _short_prefixed(lengths, ends, longest, data, valid, offsets)
     n = len(lengths)
     bodies = pa.Array.from_buffers(pa.large_binary(), n,
@@ -443,22 +455,67 @@ def _length_prefixed(lengths: np.ndarray, ends: np.ndarray, data: np.ndarray,
     return out, (out_ends - out_ends[0] if offsets else None)
 
 
+def _records(buffer: np.ndarray, dtype: str) -> np.ndarray:
+    """Every run of ``buffer``'s bytes as a record of ``dtype``, one starting at each byte (the
+    records overlap): indexing it reads or writes whole records at any byte positions."""
+    size = np.dtype(dtype).itemsize
+    return np.ndarray((len(buffer) - size + 1,), dtype, buffer=buffer, strides=(1,))
+
+
+def _scattered(lengths: np.ndarray, ends: np.ndarray, data: np.ndarray,
+               valid: np.ndarray | None, offsets: bool, counts: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``_length_prefixed`` for bodies of a few distinct sizes (names, codes): the lengths and
+    the null markers are written at their places in the stream in one copy each, and the
+    bodies of each size in one copy (records of that size read where the bodies start and
+    written where they go), so no byte is masked. ``counts``: valid elements per body size."""
+    sizes = np.diff(ends)
+    widths = sizes + 8
+    if valid is not None:
+        widths[~valid] = 1
+    out_ends = _ends(widths)
+    out = np.empty(int(out_ends[-1]), np.uint8)
+    starts = out_ends[:-1]
+    rows = np.arange(len(sizes)) if valid is None else np.flatnonzero(valid)
+    if valid is not None:
+        out[starts[~valid]] = 0
+    if len(rows):
+        _records(out, "<u8")[starts[rows]] = lengths[rows]
+        # sizes under 2**16: numpy sorts 16-bit integers stably by radix, 7x faster than int64
+        by_size = rows[np.argsort(sizes[rows].astype(np.uint16), kind="stable")]
+        done = np.cumsum(counts)
+        for size in np.flatnonzero(counts[1:]) + 1:
+            group = by_size[done[size] - counts[size]:done[size]]
+            _records(out, f"V{size}")[starts[group] + 8] = _records(data, f"V{size}")[ends[group]]
+    return out, (out_ends if offsets else None)
+
+
 def _short_prefixed(lengths: np.ndarray, ends: np.ndarray, longest: int, data: np.ndarray,
                     valid: np.ndarray | None, offsets: bool
                     ) -> tuple[np.ndarray, np.ndarray | None]:
     """``_length_prefixed`` for short bodies: one row of 8 + ``longest`` bytes per element,
     filled and read back in row order up to each element's own width. The bodies tile
-    ``data[ends[0]:ends[-1]]`` in order, so they fill the grid with one masked copy."""
+    ``data[ends[0]:ends[-1]]`` in order, so they fill the grid with one masked copy, or with
+    one copy of whole rows when every body is ``longest`` bytes or empty (codes, nulls). The
+    rows are records of numpy's (length, bytes) so that each field is copied in one pass
+    (a 2-D byte grid copies a few bytes per row, about 10x slower)."""
     n = len(lengths)
     sizes = np.diff(ends)
-    grid = np.empty((n, 8 + longest), np.uint8)
-    grid[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
+    fields = [("length", "<u8")] + ([("body", f"V{longest}")] if longest else [])
+    rows = np.empty(n, np.dtype(fields))
+    rows["length"] = lengths
+    grid = rows.view(np.uint8).reshape(n, 8 + longest)
     bodies = data[ends[0]:ends[-1]]
-    short = np.flatnonzero(sizes != longest)
-    if not len(short):
-        grid[:, 8:] = bodies.reshape(n, longest)
+    full = sizes == longest
+    if not longest:
+        pass
+    elif full.all():
+        rows["body"] = bodies.view(f"V{longest}")
+    elif not sizes[~full].any():
+        rows["body"][full] = bodies.view(f"V{longest}")
     else:
         fill = np.ones((n, longest), bool)
+        short = np.flatnonzero(~full)
         fill[short] = np.arange(longest) < sizes[short, None]
         grid[:, 8:][fill] = bodies
     widths = sizes + 8

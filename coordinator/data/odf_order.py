@@ -17,9 +17,14 @@ Invariants:
 - A correct-from record and the correct-to record after it move as one unit, placed by the
   correct-from record's event time, operation type and values, then the correct-to record's
   event time and values (every other record counts as its own partner here).
-- Vectorised: one Arrow sort over key columns; Python loops over columns, never over rows.
+- The order is that of one Arrow ``sort_indices`` over every column's ``sort_keys`` (nulls at
+  start), computed by refining ties: key array after key array, sorted with numpy only among
+  the units still tied, as unsigned ordinals of the keys' values. Python loops over key
+  arrays, never over rows; when the rows already are in order, nothing is sorted.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -42,31 +47,168 @@ def canonical_order(table: pa.Table, ops: np.ndarray, event_time: str) -> np.nda
     leaders = np.flatnonzero(ops != _CORRECT_TO)
     pairs = ops[leaders] == _CORRECT_FROM
     data = [c for c in table.column_names if c != event_time]
-
-    def keys_of(rows: np.ndarray | None, names: list[str]) -> list[pa.Array]:
-        keys: list[pa.Array] = []
-        for name in names:
-            column = table[name].combine_chunks()
-            keys.extend(sort_keys(column if rows is None else column.take(pa.array(rows))))
-        return keys
-
     rows = None if len(leaders) == n else leaders
-    keys = keys_of(rows, [event_time])
+
+    def keys_of(names: list[str], rows: np.ndarray | None) -> list[_Key]:
+        return [_Key(table[name], rows) for name in names]
+
+    keys = keys_of([event_time], rows)
     if ops.min() != ops.max():
-        keys.append(pa.array(ops[leaders]))
-    keys.extend(keys_of(rows, data))
+        keys.append(_Key(pa.array(ops[leaders]), None))
+    keys.extend(keys_of(data, rows))
     if pairs.any():
         # then the correct-to record's event time and values
-        keys.extend(keys_of(leaders + pairs, [event_time, *data]))
-    names = [str(i) for i in range(len(keys))]
-    order = pc.sort_indices(pa.table(keys, names=names),
-                            sort_keys=[(k, "ascending", "at_start") for k in names])
-    first = order.to_numpy() if rows is None else leaders[order.to_numpy()]
+        keys.extend(keys_of([event_time, *data], leaders + pairs))
+    first = _lexicographic(len(leaders), keys)
+    if rows is not None:
+        first = leaders[first]
     if not pairs.any():
         return first
     sizes = 1 + (ops[first] == _CORRECT_FROM)
     starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
     return np.repeat(first, sizes) + (np.arange(n) - starts)
+
+
+@dataclass(frozen=True)
+class _Key:
+    """A column whose sort keys order the units: unit ``i`` is row ``rows[i]`` of it (row
+    ``i`` when ``rows`` is None)."""
+
+    column: pa.ChunkedArray | pa.Array
+    rows: np.ndarray | None
+
+    def arrays(self, units: np.ndarray | None) -> list[pa.Array]:
+        """The column's sort key arrays for the given units (all, in order, when None)."""
+        if units is None:
+            rows = self.rows
+        else:
+            rows = units if self.rows is None else self.rows[units]
+        column = self.column
+        if isinstance(column, pa.ChunkedArray):  # one chunk as build_slice gives: no copy
+            column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        return sort_keys(column if rows is None else column.take(pa.array(rows)))
+
+
+def _lexicographic(n: int, keys: list[_Key]) -> np.ndarray:
+    """The permutation of ``n`` units that sorts them by the keys' arrays, most significant
+    first (units tied on all of them in any order).
+
+    Ties are refined key array after key array, each sorted only among the units still tied
+    with a neighbour: as ordinals (unsigned integers in the array's order) packed with the
+    units' tie group and position into one uint64 each, which numpy sorts with SIMD. Units the
+    first keys set apart (usually almost all) cost nothing in the later ones."""
+    order = np.arange(n)
+    active = order.copy()  # positions in ``order`` still tied with a neighbour
+    group = np.zeros(n, np.uint64)  # their tie group, nondecreasing along the positions
+    moved = False  # whether ``order`` or ``active`` changed (else units are rows as they are)
+    for key in keys:
+        arrays = key.arrays(order[active] if moved else None)
+        at: np.ndarray | None = None  # where each active position's unit is in ``arrays``
+        for arr in arrays:
+            ordinal, bits = _ordinal(arr if at is None else arr.take(pa.array(at)))
+            perm, compound = _sort_within(group, ordinal, bits)
+            if perm is not None:
+                order[active] = order[active][perm]
+                at = perm if at is None else at[perm]
+            change = np.empty(len(active), bool)
+            change[0] = True
+            np.not_equal(compound[1:], compound[:-1], out=change[1:])
+            tied = ~(change & np.append(change[1:], True))
+            if not tied.all():
+                at = (np.arange(len(active)) if at is None else at)[tied]
+            moved = moved or at is not None
+            active = active[tied]
+            if not len(active):
+                return order
+            group = (np.cumsum(change)[tied] - 1).astype(np.uint64)
+    return order
+
+
+def _sort_within(group: np.ndarray, ordinal: np.ndarray, bits: int
+                 ) -> tuple[np.ndarray | None, np.ndarray]:
+    """The permutation that sorts units by (group, ordinal), None when they already are in
+    that order, and the sorted pairs as one array of comparable integers."""
+    m = len(group)
+    group_bits = int(group[-1]).bit_length()
+    if group_bits + bits > 64:  # wide ordinals (floats): their dense ranks fit beside the group
+        ordinal = np.unique(ordinal, return_inverse=True)[1].astype(np.uint64)
+        bits = int(ordinal.max()).bit_length()
+    compound = (group << np.uint64(bits)) | ordinal if group_bits else ordinal
+    if bool((compound[1:] >= compound[:-1]).all()):
+        return None, compound
+    index_bits = (m - 1).bit_length()
+    if group_bits + bits + index_bits > 64:
+        perm = np.argsort(compound, kind="stable")
+        return perm, compound[perm]
+    packed = (compound << np.uint64(index_bits)) | np.arange(m, dtype=np.uint64)
+    packed.sort()
+    return ((packed & np.uint64((1 << index_bits) - 1)).astype(np.int64),
+            packed >> np.uint64(index_bits))
+
+
+_SIGN = np.uint64(1 << 63)
+
+
+def _ordinal(arr: pa.Array) -> tuple[np.ndarray, int]:
+    """Unsigned integers in the order a sort key array sorts (equal where its values are
+    equal, 0 for a null, the least) and how many bits they take."""
+    t = arr.type
+    valid = None if not arr.null_count else pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    if pa.types.is_boolean(t):
+        values = pc.fill_null(arr, False).to_numpy(zero_copy_only=False).astype(np.uint64) + 1
+        return _nulls_zero(values, valid), 2
+    if pa.types.is_integer(t) or pa.types.is_temporal(t):
+        raw = np.frombuffer(arr.buffers()[1], f"<{'u' if pa.types.is_unsigned_integer(t) else 'i'}"
+                            f"{t.bit_width // 8}")[arr.offset:arr.offset + len(arr)]
+        values = raw.astype(np.uint64 if pa.types.is_unsigned_integer(t) else np.int64)
+        return _from_integers(values, valid, 1)
+    if pa.types.is_float32(t) or pa.types.is_float64(t):
+        x = np.frombuffer(arr.buffers()[1], np.float32 if pa.types.is_float32(t) else np.float64
+                          )[arr.offset:arr.offset + len(arr)].astype(np.float64)
+        nan = np.isnan(x)
+        # IEEE's sortable transform (numbers by value as unsigned integers), -0.0 as 0.0 (the
+        # bits come in the next key); NaN is 1, below every number, above a null
+        b = np.where(x == 0, 0.0, x).view(np.uint64)
+        s = np.where(b & _SIGN, ~b, b | _SIGN)
+        ordinal, bits = _from_integers(s, ~nan if valid is None else valid & ~nan, 2)
+        ordinal[nan if valid is None else nan & valid] = 1
+        return ordinal, bits
+    if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)):
+        # distinct values ranked by Arrow's sort (by their bytes), then looked up per row
+        encoded = pc.dictionary_encode(arr)
+        if not len(encoded.dictionary):
+            return np.zeros(len(arr), np.uint64), 1  # all null
+        rank = np.empty(len(encoded.dictionary), np.uint64)
+        rank[pc.sort_indices(encoded.dictionary).to_numpy()] = np.arange(
+            1, len(rank) + 1, dtype=np.uint64)
+        indices = pc.fill_null(encoded.indices, 0).to_numpy(zero_copy_only=False)
+        return _nulls_zero(rank[indices], valid), len(rank).bit_length()
+    # anything else (decimals, float16 values): Arrow's own order, as dense ranks (nulls 1)
+    ranks = pc.rank(arr, sort_keys=[("", "ascending", "at_start")], tiebreaker="dense")
+    values = ranks.to_numpy().astype(np.uint64)
+    return values, int(values.max()).bit_length()
+
+
+def _from_integers(values: np.ndarray, valid: np.ndarray | None, first: int
+                   ) -> tuple[np.ndarray, int]:
+    """Ordinals of integers (int64 or uint64): each value's distance from the least valid
+    one plus ``first``; where ``valid`` is False, 0."""
+    present = values if valid is None else values[valid]
+    if not len(present):
+        return np.zeros(len(values), np.uint64), 1
+    low, high = int(present.min()), int(present.max())
+    if (high - low + first).bit_length() > 64:  # the full 64-bit range: dense ranks instead
+        ranks = np.unique(values, return_inverse=True)[1].astype(np.uint64) + np.uint64(first)
+        return _nulls_zero(ranks, valid), int(ranks.max()).bit_length()
+    shifted = values.view(np.uint64) - np.uint64(low % (1 << 64)) + np.uint64(first)
+    return _nulls_zero(shifted, valid), (high - low + first).bit_length()
+
+
+def _nulls_zero(values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
+    if valid is not None:
+        values[~valid] = 0
+    return values
 
 
 def sort_keys(arr: pa.Array) -> list[pa.Array]:

@@ -393,6 +393,26 @@ def test_a_batch_longer_than_a_slice_keeps_the_batch_null_rule():
     assert record_digest(table) == oracle_digest(table.schema, table.to_batches())
 
 
+@pytest.mark.parametrize("sizes", [
+    range(3, 16),  # a few distinct sizes: each size's bodies copied at once
+    range(30, 71),  # many, of similar size: a padded grid of rows
+    range(0, 41),  # many, widely varying: joined by Arrow
+    [2, 70_000],  # a body too long to scatter by size
+], ids=["few sizes", "many similar sizes", "many varied sizes", "a long body"])
+def test_each_way_of_laying_out_length_prefixed_bodies_matches_the_oracle(sizes):
+    rng = np.random.default_rng(5)
+    sizes = list(sizes)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = [None if i % 9 == 4 else "".join(rng.choice(letters, sizes[i % len(sizes)]))
+             for i in range(3 * len(sizes))]
+    rng.shuffle(words)
+    strings = pa.array(words)
+    lists = pa.array([None if w is None else list(range(len(w) % 7)) for w in words],
+                     pa.list_(pa.int64()))
+    table = pa.table({"s": strings, "b": strings.cast(pa.binary()), "l": lists})
+    assert record_digest(table) == oracle_digest(table.schema, table.to_batches())
+
+
 def test_dictionary_columns_hash_as_their_values():
     plain = pa.table({"city": ["Oslo", None, "Lima", "Oslo"]})
     encoded = pa.table({"city": plain["city"].dictionary_encode()})
