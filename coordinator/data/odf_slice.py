@@ -332,6 +332,12 @@ def slice_hashes(path: str | os.PathLike, vocabulary: Vocabulary = DEFAULT_VOCAB
                            size=os.path.getsize(path))
 
 
+def slice_offsets(path: str | os.PathLike,
+                  vocabulary: Vocabulary = DEFAULT_VOCABULARY) -> OffsetInterval | None:
+    """The offsets a slice's file holds, from its footer's statistics (see ``slice_hashes``)."""
+    return _offset_interval(parquet_reader(path), vocabulary.offset, path)
+
+
 def _offset_interval(f: pq.ParquetFile, name: str,
                      path: str | os.PathLike) -> OffsetInterval | None:
     rows = f.metadata.num_rows

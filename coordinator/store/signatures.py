@@ -71,9 +71,9 @@ def signed_blocks(ws: Workspace, root: Path, blocks: list[StoredBlock]) -> list[
 
 def authors(ws: Workspace, name: str, oldest_first: list[SignedBlock]) -> list[BlockAuthor]:
     """Each block's signer and status, against the dataset's pins."""
-    return authorship(ws, oldest_first, pinned_keys(ws, name))  # type: ignore[arg-type]
+    return authorship(ws, oldest_first, pinned_keys(ws, name))
 
 
 def signers_newest_first(ws: Workspace, name: str, newest_first: list[SignedBlock]) -> list[Signer]:
     """Per block (newest first) its signer, as ``coord log`` shows it."""
-    return block_signers(ws, name, newest_first)  # type: ignore[arg-type]
+    return block_signers(ws, name, newest_first)

@@ -5,8 +5,8 @@ Invariants:
 
 - Integrity is ``verify.verify_folder`` (every block against its name and the chain rules,
   every data file and checkpoint by size and physical hash before it is parsed, then each
-  slice's logical hash and offsets: always as deep as ``--deep``) plus each signature file
-  against its block (``signatures``); problems are named ``block <n> (<multihash>)``, oldest
+  slice's offsets from its footer, and with ``--deep`` its logical hash) plus each signature
+  file against its block (``signatures``); problems are named ``block <n> (<multihash>)``, oldest
   first, ``refs/head`` first of all.
 - Authorship is judged by ``trust.authorship`` under the workspace's policy: a dataset the
   reference wrote has no signatures, so its blocks are unsigned history, which the default
@@ -41,20 +41,21 @@ class CurrentVerifier:
     def inputs(self, name: str) -> Iterable[str]:
         return self._current.inputs(name)
 
-    def verify(self, name: str, *, integrity_only: bool) -> VerifyReport:
-        return verify_current(self.ws, name, integrity_only=integrity_only, replay=self._replay)
+    def verify(self, name: str, *, integrity_only: bool, deep: bool = False) -> VerifyReport:
+        return verify_current(self.ws, name, integrity_only=integrity_only, deep=deep,
+                              replay=self._replay)
 
 
 # Re-runs every step of the named derivative from its inputs; the blocks that differ.
 CurrentReplay = Callable[[str], list[Problem]]
 
 
-def verify_current(ws: Workspace, name: str, *, integrity_only: bool,
+def verify_current(ws: Workspace, name: str, *, integrity_only: bool, deep: bool = False,
                    replay: CurrentReplay | None = None) -> VerifyReport:
     """Check a current-ODF (0.39) dataset: ``store.verify.verify_folder`` (every block against
     its name and the chain rules, every data file and checkpoint by size and physical hash,
-    then each slice's logical hash and offsets: always as deep as ``--deep``), each signature
-    file against its block, and the signers under the trust policy (``signatures``).
+    then each slice's offsets and, with ``deep``, its logical hash), each signature file
+    against its block, and the signers under the trust policy (``signatures``).
     A derivative's steps are then replayed with ``replay``, if given and the folder is whole."""
     root = CurrentDataset(ws, name).root
     newest_first, _ = walk(root)  # the blocks readable from the head (verify_folder names a break)
@@ -63,7 +64,7 @@ def verify_current(ws: Workspace, name: str, *, integrity_only: bool,
     report.blocks = signed  # type: ignore[assignment]
     report.problems = [Problem(p.block_hash.to_bytes() if p.block_hash else b"", p.reason,
                                str(p).removesuffix(f": {p.reason}") if p.block_hash else "refs/head")
-                       for p in verify_folder(root)]
+                       for p in verify_folder(root, deep=deep)]
     report.problems += [Problem(b.hash, f"{signatures.signature_name(b)}: signature does not match the block",
                                 signatures.block_name(b)) for b in signed if b.invalid]
     age = {b.hash: i for i, b in enumerate(signed)}

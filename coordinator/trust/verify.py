@@ -72,7 +72,7 @@ class CurrentOdf(Protocol):
 
     def inputs(self, name: str) -> Iterable[str]: ...
 
-    def verify(self, name: str, *, integrity_only: bool) -> VerifyReport: ...
+    def verify(self, name: str, *, integrity_only: bool, deep: bool) -> VerifyReport: ...
 
 
 @dataclass
@@ -174,7 +174,7 @@ def verify_dataset(
     if ws.odf_of(dataset_id) is OdfVersion.V039:
         if current is None:
             raise CurrentOdfDataset(dataset_id)
-        return current.verify(dataset_id, integrity_only=integrity_only)
+        return current.verify(dataset_id, integrity_only=integrity_only, deep=deep)
     report = VerifyReport(dataset_id)
     newest_first, order, chain_problems = _walk_past_breaks(ds)
     report.blocks = newest_first[::-1]

@@ -230,3 +230,23 @@ def test_every_problem_is_listed_oldest_block_first(derivative, tmp_path):
     (ds.root / layout.checkpoint_file(ds.checkpoints[0])).unlink()
     assert [p.split(":")[0] for p in problems(ds)] == [
         f"block 3 ({ds.blocks[3]})", f"block 4 ({ds.blocks[4]})"]
+
+
+def test_a_block_whose_logical_hash_lies_about_its_file_is_found_by_a_deep_verify_only(tmp_path):
+    """The physical hash proves the bytes are the ones the block was written with; that the
+    block's logical hash is the records' own is the deep check (the file is read)."""
+    from coordinator.metadata.multiformats import ARROW0_SHA3_256
+    from coordinator.store.append import DatasetWriter
+    from tests.support.odf39_datasets import at, rows, slice_file
+
+    folder = tmp_path / "cities"
+    with DatasetWriter(folder, tmp_path / "cities.lock") as w:
+        w.seed(ROOT_KEY, e.DatasetKind.ROOT, at(0))
+        w.append(SOURCE, system_time=at(1))
+        w.append(SCHEMA, system_time=at(1))
+        path, data = slice_file(rows([(at(0), "Oslo", 709_037)]), at(10), None, tmp_path / "s")
+        lying = dataclasses.replace(data, logical_hash=Multihash(ARROW0_SHA3_256, bytes(32)))
+        w.append(e.AddData(new_data=lying, new_watermark=at(0)), system_time=at(10), data=path)
+    assert verify_folder(folder, deep=False) == []
+    [found] = verify_folder(folder)
+    assert "its records hash to f" in str(found) and str(found).startswith("block 3 (")
