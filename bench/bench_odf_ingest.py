@@ -14,12 +14,17 @@ case by case so load on the machine hits all alike; medians of wall time and of 
 - coord 0.18 / coord 0.39: ``coord pull`` of the flights manifest into a fresh workspace of
   that version (add not timed): fetch, read, event time, slice, hashes, block, commit.
 
+Then ``coord verify --integrity`` of the 0.39 dataset just pulled (whole process: every
+block, every data file's size, SHA3-256 and footer) against SHA3-256 over the same data files
+in this process on every core (files in parallel threads), the floor of any check of the bytes.
+
 Targets (issue 33): the 0.39 pull at most 1.5x deltalake on the flights file, at most 1.3x
-pyarrow on the large one.
+pyarrow on the large one; verify at least 0.8x the raw SHA3's speed.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import statistics
@@ -96,6 +101,26 @@ def coord_workspace(tmp: Path, odf: str, csv: Path) -> Path:
     return home
 
 
+def raw_sha3(home: Path) -> tuple[float, float]:
+    """(wall, CPU) of hashing every data file of the workspace's 0.39 datasets, files in
+    parallel on every core (hashlib releases the GIL), in this process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = sorted((home / ".coord" / "datasets").glob("*/data/*"))
+
+    def digest(path: Path) -> bytes:
+        h = hashlib.sha3_256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 22):
+                h.update(chunk)
+        return h.digest()
+
+    began, began_cpu = time.perf_counter(), time.process_time()
+    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        list(pool.map(digest, files))
+    return time.perf_counter() - began, time.process_time() - began_cpu
+
+
 def larger(csv: Path, rows: int, tmp: Path) -> Path:
     """The flights CSV repeated until it has at least ``rows`` records."""
     lines = csv.read_bytes().split(b"\n", 1)
@@ -122,8 +147,15 @@ def bench(csv: Path, tmp: Path, repeat: int, rows: int) -> list[dict]:
         for odf in ("0.18", "0.39"):
             home = coord_workspace(tmp, odf, csv)
             cases.setdefault(f"coord pull, ODF {odf}", []).append(run(["coord", "pull", "nyc.flights"], home))
+    cases["coord verify --integrity, ODF 0.39"] = [run(["coord", "verify", "--integrity", "nyc.flights"],
+                                                        home) for _ in range(repeat)]
+    cases["SHA3-256 of its data files, all cores"] = [raw_sha3(home) for _ in range(repeat)]
     wall = {k: statistics.median(w for w, _ in v) for k, v in cases.items()}
     cpu = {k: statistics.median(c for _, c in v) for k, v in cases.items()}
+    verify, raw = "coord verify --integrity, ODF 0.39", "SHA3-256 of its data files, all cores"
+    size = sum(p.stat().st_size for p in (home / ".coord" / "datasets").glob("*/data/*"))
+    print(f"verify of {size / 1e6:,.0f} MB: {wall[raw] / wall[verify]:.2f}x the speed of raw SHA3 "
+          "on all cores (target >= 0.8x)")
     base, delta = "pyarrow CSV -> Parquet", "deltalake write_deltalake"
     return [{"case": k, "rows": rows, "wall s": wall[k], "CPU s": cpu[k],
              "vs pyarrow (wall)": wall[k] / wall[base], "vs deltalake (wall)": wall[k] / wall[delta],
