@@ -82,6 +82,7 @@ def test_a_standalone_cluster_gives_the_local_engines_slices(tmp_path_factory, s
         for home in (on_cluster, local):
             write_orders_file(home, f"2024-01-0{part + 1}.csv", chunk)
             coord("pull", "-r", HOURLY, LARGE, cwd=home, env=env[home])
+    assert not list((on_cluster / ".coord" / "run").glob("*/lease")), "each pull removed its run folder"
 
     for dataset_id in (ORDERS, LARGE, HOURLY):
         expected = slices(local, dataset_id)
