@@ -107,7 +107,7 @@ def content(home, dataset_id: str) -> tuple[list[int], list[dict]]:
     return [t.num_rows for t in tables], sorted(rows, key=lambda r: r["id"])
 
 
-def test_a_service_killed_mid_propagation_ends_where_an_uninterrupted_one_does(tmp_path):
+def test_a_service_killed_mid_propagation_ends_where_an_uninterrupted_one_does(tmp_path, shared_engine):
     homes = {}
     for run in ("uninterrupted", "killed"):
         home = homes[run] = init_workspace(tmp_path / run)
@@ -116,7 +116,8 @@ def test_a_service_killed_mid_propagation_ends_where_an_uninterrupted_one_does(t
         drop_csv(home / "people", "b.csv", SECOND)
     expected = len(long_ids(FIRST, SECOND))
 
-    with serving(homes["uninterrupted"], env=SANDBOX) as served:
+    # the reference on the worker's shared engine; the killed service and its restart start their own
+    with serving(homes["uninterrupted"], env={test_engines.ENV: f"attach:{shared_engine}"}) as served:
         served.wait_for(lambda: settled(served, expected), timeout=300)
 
     with serving(homes["killed"], env=SANDBOX) as served:
