@@ -42,6 +42,26 @@ def pytest_collection_modifyitems(items):
             item.add_marker("browser")
         if any(item.get_closest_marker(name) for name in ENGINE_MARKERS):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    _costliest_modules_first(items)
+
+
+def _costliest_modules_first(items) -> None:
+    """Modules whose tests start engines, then those running Spark, then the rest: xdist hands
+    out its work units (a module's Spark tests, or one test) in this order after those with more
+    tests, so the minute-long single tests (a cluster, a kill, a container) start early and the
+    many short ones fill both workers up to the end, instead of one long test running alone on
+    one worker while the other has finished. Whole modules move, in their own order, so that no
+    module fixture is built twice."""
+    def rank(item) -> int:
+        if item.get_closest_marker("engine_start") or item.get_closest_marker("container"):
+            return 0
+        return 1 if item.get_closest_marker("spark") else 2
+
+    module_rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        module_rank[module] = min(module_rank.get(module, 2), rank(item))
+    items.sort(key=lambda item: module_rank[item.nodeid.split("::")[0]])  # stable
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ import pytest
 
 from coordinator.workspace import Workspace
 
+from ..support import engines as test_engines
 from ..support.cli import coord
 from .conftest import Served, add_derivative, add_root, drop_csv, init_workspace, serving, sse_events
 
@@ -106,7 +107,7 @@ def content(home, dataset_id: str) -> tuple[list[int], list[dict]]:
     return [t.num_rows for t in tables], sorted(rows, key=lambda r: r["id"])
 
 
-def test_a_service_killed_mid_propagation_ends_where_an_uninterrupted_one_does(tmp_path):
+def test_a_service_killed_mid_propagation_ends_where_an_uninterrupted_one_does(tmp_path, shared_engine):
     homes = {}
     for run in ("uninterrupted", "killed"):
         home = homes[run] = init_workspace(tmp_path / run)
@@ -115,7 +116,8 @@ def test_a_service_killed_mid_propagation_ends_where_an_uninterrupted_one_does(t
         drop_csv(home / "people", "b.csv", SECOND)
     expected = len(long_ids(FIRST, SECOND))
 
-    with serving(homes["uninterrupted"], env=SANDBOX) as served:
+    # the reference on the worker's shared engine; the killed service and its restart start their own
+    with serving(homes["uninterrupted"], env={test_engines.ENV: f"attach:{shared_engine}"}) as served:
         served.wait_for(lambda: settled(served, expected), timeout=300)
 
     with serving(homes["killed"], env=SANDBOX) as served:
@@ -135,7 +137,7 @@ def test_a_service_killed_mid_propagation_ends_where_an_uninterrupted_one_does(t
     assert content(homes["killed"], IDS)[1] == [{"id": i} for i in long_ids(FIRST, SECOND)]
 
 
-def test_record_provenance_is_answered_with_the_warm_engine_as_the_cli_answers_it(tmp_path):
+def test_record_provenance_is_answered_with_the_warm_engine_as_the_cli_answers_it(tmp_path, shared_engine):
     home = init_workspace(tmp_path, "serve: {poll: 1h, engineIdle: 60s}\n")
     chain(home)
     drop_csv(home / "people", "a.csv", FIRST)
@@ -145,8 +147,9 @@ def test_record_provenance_is_answered_with_the_warm_engine_as_the_cli_answers_i
         r = served.get(f"/api/datasets/{LONG}/provenance", params={"block": block, "where": "name = 'cid'"},
                        timeout=300)
         assert r.status_code == 200, r.text
+        # the CLI's answer on the worker's shared engine: a second start here proves nothing more
         cli = coord("provenance", LONG, "--block", block, "--where", "name = 'cid'", "-o", "json",
-                    cwd=home, env=SANDBOX).stdout
+                    cwd=home, env={test_engines.ENV: f"attach:{shared_engine}"}).stdout
         names = pq.read_table(Workspace.open(home).dataset(LONG).data_file(bytes.fromhex(block)))["name"]
         by_row = served.get(f"/api/datasets/{LONG}/provenance",
                             params={"block": block, "row": names.to_pylist().index("cid")}, timeout=300)

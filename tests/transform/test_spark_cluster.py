@@ -4,10 +4,11 @@ and reads the root's files there (``ingest.engine: spark``) as the coordinator w
 A master and one worker (1 core, 1 GiB) run on 127.0.0.1 from the installed PySpark. One
 workspace points its engine at the cluster (``allowNetwork``: the sandbox then shares the host
 network, so the executors in the worker's JVM reach the driver at 127.0.0.1); a second workspace
-uses the default local master and the coordinator's own reader. Both pull the same orders
-pipeline in two rounds (the second one resumes from the first one's checkpoints in a new engine
+uses a local master and the coordinator's own reader. Both pull the same orders pipeline in two
+rounds (on the cluster, the second one resumes from the first one's checkpoints in a new engine
 process) and must commit slices with the same logical hashes; the blocks record where the
-engine ran.
+engine ran. The local workspace is only the reference: its pulls attach to the worker's shared
+engine (a sandboxed local Spark, tests/support/engines.py) instead of starting two more.
 
 The executors read the engine's staged input files by path, outside the sandbox, so the
 engine must stage them in a folder visible at the same path on the host (not its private
@@ -20,6 +21,7 @@ import json
 import pytest
 import yaml
 
+from ..support import engines as test_engines
 from ..support.cli import coord
 from .pipeline import HOURLY, LARGE, ORDERS, order_rows, write_manifests, write_orders_file
 from .spark_cluster import StandaloneCluster
@@ -64,7 +66,7 @@ def engines(home) -> list[dict]:
     return [b["engine"] for d in (LARGE, HOURLY) for b in blocks(home, d) if b.get("engine")]
 
 
-def test_a_standalone_cluster_gives_the_local_engines_slices(tmp_path_factory, spark_cluster):
+def test_a_standalone_cluster_gives_the_local_engines_slices(tmp_path_factory, spark_cluster, shared_engine):
     # short paths: the engine's unix socket path in .coord/run must stay under 108 bytes
     on_cluster = workspace(tmp_path_factory.mktemp("cws"), engine={
         "runtime": "sandbox",
@@ -72,13 +74,15 @@ def test_a_standalone_cluster_gives_the_local_engines_slices(tmp_path_factory, s
         "allowNetwork": True,
         "sparkConf": {"spark.driver.host": "127.0.0.1"},
     }, ingest={"engine": "spark"})
-    local = workspace(tmp_path_factory.mktemp("lws"))  # the default engine settings: local[2], no network
+    local = workspace(tmp_path_factory.mktemp("lws"))  # a local master, no network
+    env = {on_cluster: SANDBOX, local: {test_engines.ENV: f"attach:{shared_engine}"}}
 
     rows = order_rows(12)
     for part, chunk in enumerate((rows[:24], rows[24:])):
         for home in (on_cluster, local):
             write_orders_file(home, f"2024-01-0{part + 1}.csv", chunk)
-            coord("pull", "-r", HOURLY, LARGE, cwd=home, env=SANDBOX)
+            coord("pull", "-r", HOURLY, LARGE, cwd=home, env=env[home])
+    assert not list((on_cluster / ".coord" / "run").glob("*/lease")), "each pull removed its run folder"
 
     for dataset_id in (ORDERS, LARGE, HOURLY):
         expected = slices(local, dataset_id)
