@@ -82,8 +82,10 @@ if ! answers "$SOCK"; then
     log "starting podman system service on $SOCK"
     # From /: the service and the conmon of every container it starts inherit its working
     # folder, and conmon fails every start once that folder is gone (a removed checkout).
-    (cd / && setsid nohup podman system service --time=0 "unix://$SOCK" \
-        >"$(dirname "$SOCK")/service.log" 2>&1 </dev/null &)
+    # Every descriptor of the background subshell is redirected (not only the service's): a
+    # caller reading this script's output to its end is not held open by it.
+    (cd / && exec setsid nohup podman system service --time=0 "unix://$SOCK") \
+        >"$(dirname "$SOCK")/service.log" 2>&1 </dev/null &
     for _ in $(seq 1 100); do
         answers "$SOCK" && break
         sleep 0.2
