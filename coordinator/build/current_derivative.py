@@ -59,11 +59,12 @@ from ..metadata.odf39.events import (
 )
 from ..metadata.timestamps import now_utc
 from ..store.append import checkpoint_of, data_slice_of
+from ..store.checked import checked_current_files
 from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
 from ..store.dataset import CurrentDataset
 from ..store.overview import CurrentDatasets
 from ..store.read import DatasetState, SliceRecord, StoredBlock, build
-from ..store.verify import file_problem, vocabulary_of
+from ..store.verify import vocabulary_of
 from ..transform.builds import late_rows_words
 from ..transform.execute import EngineStep, LateRowsRefused, TransformResult, execute_step
 from ..trust.verify import Problem
@@ -112,9 +113,10 @@ class InputStep:
             new_offset=self.slices[-1].slice.offset_interval.end if self.slices else None)
 
     def data_paths(self) -> list[Path]:
-        """The new slices' files, each checked against its block and refused if it holds
-        anything but appends (``InputRefused``)."""
-        paths = [self._checked(r) for r in self.slices]
+        """The new slices' files, each checked against its block (``ChangedSlice``; once per
+        file state, as every reader of slices checks them) and refused if it holds anything
+        but appends (``InputRefused``)."""
+        paths = checked_current_files(self.dataset, self.slices)
         op = self.vocab.operation_type
         for r, path in zip(self.slices, paths, strict=True):
             ops = pq.read_table(path, columns=[op])[op]
@@ -127,16 +129,8 @@ class InputStep:
 
     def schema(self) -> pa.Schema | None:
         """The schema of the input's newest slice (None: it has no data yet)."""
-        newest = self.state.slices[-1] if self.state.slices else None
-        return pq.read_schema(self._checked(newest)) if newest else None
-
-    def _checked(self, record: SliceRecord) -> Path:
-        path = self.dataset.data_file(record.slice)
-        problem = file_problem(path, record.slice.physical_hash, record.slice.size)
-        if problem is not None:
-            raise InputRefused(f"input {self.dataset.id}, block {record.sequence_number}: {path}: "
-                               f"{problem}; pull {self.dataset.id} again")
-        return path
+        newest = checked_current_files(self.dataset, self.state.slices[-1:])
+        return pq.read_schema(newest[0]) if newest else None
 
     def execute_input(self) -> ExecuteInput:
         """The input as the engine port takes it (its files checked here)."""

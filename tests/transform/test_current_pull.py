@@ -233,7 +233,7 @@ def test_an_input_data_file_that_is_not_its_blocks_is_refused_before_the_engine_
     path.write_bytes(path.read_bytes()[:-1] + b"\0")
     proc = pull(ws, "large", check=False)
     assert proc.returncode == 1
-    assert f"input cities, block 3: {path}: its bytes hash to" in proc.stdout + proc.stderr
+    assert f"dataset cities: refusing to read {path}: its bytes hash to" in proc.stdout + proc.stderr
     assert len(CurrentDataset(ws, "large").state().blocks) == 2  # Seed, SetTransform
 
 
