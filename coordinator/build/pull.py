@@ -31,6 +31,7 @@ from ..workspace.progress import PullProgress
 
 if TYPE_CHECKING:
     from ..engine.port import Engine
+    from ..transform.execute import TransformResult
 
 class PullStatus(StrEnum):
     PULLED = "pulled"  # brought up to date (possibly with nothing new)
@@ -86,9 +87,7 @@ def pull_one(
         raise Invalid(f"{dataset_id} is a derivative: its watermark follows its inputs")
     from ..transform.execute import pull_derivative  # gRPC: only for derivatives
 
-    derived = pull_derivative(ws, dataset_id, engine, progress=progress, state=state)
-    return PullOutcome(dataset_id, derived.message, [derived.block_hash] if derived.block_hash else [],
-                       warnings=derived.warnings)
+    return _derived(pull_derivative(ws, dataset_id, engine, progress=progress, state=state))
 
 
 def _pull_current(ws: Workspace, dataset_id: str, engine: Callable[[], Engine], *,
@@ -110,9 +109,13 @@ def _pull_current(ws: Workspace, dataset_id: str, engine: Callable[[], Engine], 
         raise Invalid(f"{dataset_id} is a derivative: its watermark follows its inputs")
     from .current_derivative import pull_current_derivative  # gRPC: only for derivatives
 
-    derived = pull_current_derivative(ws, dataset_id, engine, progress=progress, known=state)
-    return PullOutcome(dataset_id, derived.message, [derived.block_hash] if derived.block_hash else [],
-                       warnings=derived.warnings)
+    return _derived(pull_current_derivative(ws, dataset_id, engine, progress=progress, known=state))
+
+
+def _derived(result: TransformResult) -> PullOutcome:
+    """What a derivative's step (of either ODF version) did, as a pull outcome."""
+    return PullOutcome(result.dataset_id, result.message,
+                       [result.block_hash] if result.block_hash else [], warnings=result.warnings)
 
 
 def pull_order(ws: Workspace, graph: DatasetGraph, ids: list[str], *, recursive: bool) -> list[str]:

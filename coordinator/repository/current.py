@@ -48,7 +48,6 @@ from .fileio import OutsideRepository, TooLarge, WrongKind
 from .registry import remember
 from .remote import (
     MAX_BLOCK,
-    MAX_REF,
     MAX_SIGNATURE,
     Diverged,
     RemoteDataset,
@@ -56,6 +55,7 @@ from .remote import (
     RemotePullResult,
     RemotePullStatus,
     SyncError,
+    read_ref,
 )
 from .transfer import Job, run_parallel
 
@@ -83,19 +83,9 @@ class CurrentRemote:
 
     def read_head(self) -> tuple[Multihash | None, object]:
         """The head block's name (None: no current-ODF dataset here) and the ref's CAS token."""
-        where = self.file(layout.HEAD)
-        try:
-            data, token = self.io.read_ref(where, MAX_REF)
-        except (TooLarge, OutsideRepository) as e:
-            raise SyncError(f"ref {e}: not a block hash") from None
-        except WrongKind as e:
-            raise SyncError(f"ref {e}") from None
-        if data is None:
-            return None, token
-        if not _HEAD.fullmatch(data):
-            raise SyncError(f"ref {where}: not a block hash (expected f1620 and 64 lowercase hex "
-                            "digits, as the reference writes it)")
-        return Multihash.parse(data.rstrip(b"\n").decode()), token
+        data, token = read_ref(self.io, self.file(layout.HEAD), _HEAD,
+                               "f1620 and 64 lowercase hex digits, as the reference writes it")
+        return (Multihash.parse(data.rstrip(b"\n").decode()) if data is not None else None), token
 
     def swap_head(self, new: Multihash, expected: object) -> None:
         self.io.swap_ref(self.file(layout.HEAD), str(new).encode(), expected)  # no newline

@@ -62,6 +62,20 @@ class Diverged(SyncError, Conflict):
     while we pushed: pull (or reset) first."""
 
 
+def read_ref(io: FileIO, where: str, form: re.Pattern[bytes], described: str) -> tuple[bytes | None, object]:
+    """A ref's bytes (None: there is none) and its compare-and-swap token; read up to
+    ``MAX_REF`` bytes and matched against ``form`` before anything else reads them."""
+    try:
+        data, token = io.read_ref(where, MAX_REF)
+    except (TooLarge, OutsideRepository) as e:
+        raise SyncError(f"ref {e}: not a block hash") from None
+    except WrongKind as e:
+        raise SyncError(f"ref {e}") from None
+    if data is not None and not form.fullmatch(data):
+        raise SyncError(f"ref {where}: not a block hash (expected {described})")
+    return data, token
+
+
 class RemoteDatasetNotFound(SyncError, NotFound):
     pass
 
@@ -105,18 +119,8 @@ class RemoteDataset:
 
     def read_head(self) -> tuple[bytes | None, object]:
         """The head block hash (None if the dataset is not there) and the ref's CAS token."""
-        where = self.file(layout.HEAD)
-        try:
-            data, token = self.io.read_ref(where, MAX_REF)
-        except (TooLarge, OutsideRepository) as e:
-            raise SyncError(f"ref {e}: not a block hash") from None
-        except WrongKind as e:
-            raise SyncError(f"ref {e}") from None
-        if data is None:
-            return None, token
-        if not _HEAD.fullmatch(data):
-            raise SyncError(f"ref {where}: not a block hash (expected 64 lowercase hex digits)")
-        return bytes.fromhex(data.decode()), token
+        data, token = read_ref(self.io, self.file(layout.HEAD), _HEAD, "64 lowercase hex digits")
+        return (bytes.fromhex(data.decode()) if data is not None else None), token
 
     def swap_head(self, new: bytes, expected: object) -> None:
         self.io.swap_ref(self.file(layout.HEAD), new.hex().encode() + b"\n", expected)

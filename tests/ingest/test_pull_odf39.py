@@ -169,17 +169,19 @@ def test_a_root_and_its_derivative_added_pulled_and_verified_from_the_cli(home):
     assert "integrity: ok" in out and "reproducibility: reproduced" in out
 
 
-def derivative(home: Path) -> Path:
-    path = home / "large.yaml"
+def derivative(home: Path, name: str = "test.large",
+               query: str = f"SELECT * FROM `{NAME}` WHERE id % 2 = 0") -> Path:
+    """A derivative's manifest over the root (its event time the root's, ``at``)."""
+    path = home / f"{name}.yaml"
     path.write_text(textwrap.dedent(f"""\
         apiVersion: 1
         kind: DatasetSnapshot
         content:
-          id: test.large
+          id: {name}
           source:
             kind: derivative
             inputs: [{NAME}]
-            transform: {{kind: sql, engine: spark, query: "SELECT * FROM `{NAME}` WHERE id % 2 = 0"}}
+            transform: {{kind: sql, engine: spark, query: "{query}"}}
           vocab: {{eventTimeColumn: at}}
         """))
     return path
@@ -189,18 +191,7 @@ def test_a_0_39_derivative_of_a_0_18_dataset_is_refused_with_the_upgrade_to_run(
     coord("init", ".", cwd=tmp_path)
     coord("add", str(manifest(tmp_path)), cwd=tmp_path)  # a 0.18 root
     coord("config", "set", "odf", "0.39", cwd=tmp_path)
-    path = tmp_path / "d.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        apiVersion: 1
-        kind: DatasetSnapshot
-        content:
-          id: test.copy
-          source:
-            kind: derivative
-            inputs: [{NAME}]
-            transform: {{kind: sql, engine: datafusion, query: "SELECT 1"}}
-        """))
-    refused = coord("add", str(path), cwd=tmp_path, check=False)
+    refused = coord("add", str(derivative(tmp_path, "test.copy")), cwd=tmp_path, check=False)
     assert refused.returncode != 0
     assert refused.stderr.strip().splitlines()[-1] == (
         f"coord: error: dataset test.copy: input {NAME} is an ODF 0.18 dataset, which an ODF 0.39 "
@@ -406,20 +397,8 @@ def test_a_url_sources_etag_is_the_add_datas_source_state_and_an_unchanged_url_a
 
 def test_a_0_18_derivative_of_a_0_39_dataset_is_refused(home):
     added(home)
-    ws = Workspace.open(home)  # (`coord config set odf 0.18` saves, then fails to print it back)
-    ws.save_config(ws.config().set("odf", "0.18"))
-    path = home / "d.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        apiVersion: 1
-        kind: DatasetSnapshot
-        content:
-          id: test.copy
-          source:
-            kind: derivative
-            inputs: [{NAME}]
-            transform: {{kind: sql, engine: datafusion, query: "SELECT 1"}}
-        """))
-    refused = coord("add", str(path), cwd=home, check=False)
+    coord("config", "set", "odf", "0.18", cwd=home)
+    refused = coord("add", str(derivative(home, "test.copy")), cwd=home, check=False)
     assert refused.returncode != 0
     assert refused.stderr.strip().splitlines()[-1] == (
         f"coord: error: dataset test.copy: input {NAME} is an ODF 0.39 dataset, which an ODF "
