@@ -14,8 +14,9 @@ Invariants:
   as written, in its order; only a SetTransform's inputs, which it names by dataset name, are
   written as ``{datasetRef: <did:odf>, alias: <name>}``. A 0.18-form manifest's definition is
   converted (``odf39.from_odf18``), refusing what 0.39 cannot say.
-- An input's did:odf follows from the workspace's key and the input's name, so it is known
-  before the input is written (a batch adds inputs first).
+- An input's did:odf is its Seed's when it exists (a pulled dataset's is its author's), else
+  the one the workspace's key and the input's name give it, so it is known before the input
+  is written (a batch adds inputs first).
 - ``--replace`` appends what differs from the definition in force (source, vocabulary, each
   descriptive event's newest); nothing differs, no block. A root stays a root.
 - A new dataset's chain is written in a run folder and renamed into place: it appears whole
