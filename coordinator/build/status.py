@@ -110,14 +110,8 @@ def _derivative(graph: DatasetGraph, state: DatasetState, source: DatasetSourceD
         new = sum(1 for cb in upstream.chain if consumed is None or cb.block.system_time > consumed)
         if new:
             st.new_input[input_id] = new
-    if st.waiting_for:
-        st.reasons.append(Reason.WAITING)
-        return
-    if st.new_input:
-        st.reasons.append(Reason.NEW_INPUT)
     last = last_run_query(chain)
-    if last is not None and last != source.transform:
-        st.reasons.append(Reason.QUERY_CHANGED)
+    _input_reasons(st, query_changed=last is not None and last != source.transform)
 
 
 def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: DatasetSourceRoot,
@@ -162,7 +156,7 @@ def _current(current: CurrentDatasets, name: str, st: DatasetStatus) -> None:
         elif isinstance(event, SetTransform):
             transforms = i
     for ref in state.transform.inputs:
-        input_name = current.name_of(ref.dataset_ref)
+        input_name = current.name_of(ref.dataset_ref, ref.alias)
         if not current.holds(input_name):
             st.reasons.append(Reason.NOT_CHECKED)
             st.unchecked = f"input {input_name} is not a current-ODF dataset of this workspace"
@@ -174,10 +168,16 @@ def _current(current: CurrentDatasets, name: str, st: DatasetStatus) -> None:
         seen = next((b.block.sequence_number for b in upstream.blocks if b.hash == last), -1)
         if new := sum(1 for b in upstream.blocks if b.block.sequence_number > seen):
             st.new_input[input_name] = new
+    _input_reasons(st, query_changed=bool(steps) and transforms > steps)
+
+
+def _input_reasons(st: DatasetStatus, *, query_changed: bool) -> None:
+    """A derivative's reasons from what its inputs hold (either ODF version): waiting for an
+    input's first data says all; else new input, and a query changed since the last step."""
     if st.waiting_for:
         st.reasons.append(Reason.WAITING)
         return
     if st.new_input:
         st.reasons.append(Reason.NEW_INPUT)
-    if steps and transforms > steps:
+    if query_changed:
         st.reasons.append(Reason.QUERY_CHANGED)
