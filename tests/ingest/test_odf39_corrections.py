@@ -17,6 +17,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
+from coordinator.data.odf_slice import SliceFileError, slice_hashes
 from coordinator.store.append import CRASH_POINTS
 from coordinator.store.dataset import CurrentDataset
 from coordinator.store.verify import verify_folder
@@ -170,6 +171,22 @@ def test_verify_deep_passes_on_a_dataset_with_corrections(home):
     assert verify_folder(dataset(home).root) == []
     out = coord("verify", "--deep", NAME, cwd=home)
     assert "integrity: ok" in out.stdout
+
+
+def test_a_slice_whose_correct_from_is_not_followed_by_its_correct_to_is_refused(home, tmp_path):
+    for i, rows in enumerate(PULLS[:2]):
+        snapshot_file(home, f"{i}.csv", rows)
+        coord("pull", NAME, cwd=home)
+    table = slices(dataset(home))[1]
+    ops = table["op"].to_pylist()
+    assert slice_hashes(dataset(home).data_file(dataset(home).state().slices[1].slice))
+    broken = tmp_path / "broken.parquet"
+    swapped = [CORRECT_TO if o == CORRECT_FROM else CORRECT_FROM if o == CORRECT_TO else o
+               for o in ops]
+    pq.write_table(table.set_column(1, table.schema.field("op"), pa.array(swapped, pa.int32())),
+                   broken)
+    with pytest.raises(SliceFileError, match="a correct-from row must be immediately followed"):
+        slice_hashes(broken)
 
 
 def test_a_key_twice_in_a_snapshot_is_refused_naming_the_file_and_rows(home):
