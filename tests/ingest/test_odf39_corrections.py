@@ -9,7 +9,6 @@ a retraction of its old values), the state by the last snapshot itself, the fold
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,31 +23,19 @@ from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord
+from .test_pull_odf39 import NAME, derivative, manifest
 
-NAME = "test.cities"
 APPEND, RETRACT, CORRECT_FROM, CORRECT_TO = 0, 1, 2, 3
 
 
-def manifest(home: Path, merge: str = "{kind: snapshot, primaryKey: [id]}") -> Path:
-    path = home / f"{NAME}.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        apiVersion: 1
-        kind: DatasetSnapshot
-        content:
-          id: {NAME}
-          source:
-            kind: root
-            fetch: {{kind: filesGlob, path: "in/*.csv"}}
-            read: {{kind: csv, header: true, schema: ["id BIGINT", "city STRING", "pop BIGINT"]}}
-            merge: {merge}
-        """))
-    return path
+SCHEMA = ', schema: ["id BIGINT", "city STRING", "pop BIGINT"]'  # no event time: the pull's
 
 
 @pytest.fixture
 def home(tmp_path) -> Path:
     coord("init", "--odf", "0.39", ".", cwd=tmp_path)
-    coord("add", str(manifest(tmp_path)), cwd=tmp_path)
+    path = manifest(tmp_path, NAME, "{kind: snapshot, primaryKey: [id]}", SCHEMA)
+    coord("add", str(path), cwd=tmp_path)
     return tmp_path
 
 
@@ -121,7 +108,7 @@ def test_each_snapshot_becomes_appends_correction_pairs_and_retractions(home):
         before = after
     table = pa.concat_tables(slices(ds))
     assert table["offset"].to_pylist() == list(range(table.num_rows))
-    assert table.schema.names[:4] == ["offset", "op", "system_time", "event_time"]
+    assert table.schema.names[:4] == ["offset", "op", "system_time", "at"]
 
 
 def test_a_retraction_and_a_correct_from_carry_the_old_event_time(home):
@@ -130,9 +117,9 @@ def test_a_retraction_and_a_correct_from_carry_the_old_event_time(home):
     snapshot_file(home, "1.csv", PULLS[1])
     coord("pull", NAME, cwd=home)
     first, second = slices(dataset(home))
-    old_time = first["event_time"][0].as_py()
+    old_time = first["at"][0].as_py()
     new_time = second["system_time"][0].as_py()
-    times = {(r["op"], r["id"]): r["event_time"] for r in second.to_pylist()}
+    times = {(r["op"], r["id"]): r["at"] for r in second.to_pylist()}
     assert times == {(RETRACT, 2): old_time, (CORRECT_FROM, 1): old_time,
                      (CORRECT_TO, 1): new_time, (APPEND, 4): new_time}
 
@@ -240,17 +227,7 @@ def test_a_pull_killed_at_the_commit_leaves_the_old_head_and_the_rerun_adds_the_
 
 
 def test_a_derivative_reading_corrections_is_refused_in_one_line_naming_its_input(home):
-    path = home / "test.big.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        apiVersion: 1
-        kind: DatasetSnapshot
-        content:
-          id: test.big
-          source:
-            kind: derivative
-            inputs: [{NAME}]
-            transform: {{kind: sql, engine: spark, query: "SELECT * FROM `{NAME}` WHERE pop > 10"}}
-        """))
+    path = derivative(home, "test.big", f"SELECT * FROM `{NAME}` WHERE pop > 10")
     coord("add", str(path), cwd=home)
     snapshot_file(home, "0.csv", PULLS[0])
     coord("pull", "-r", "test.big", cwd=home, fake_engine=True)  # appends only: computed
