@@ -241,3 +241,17 @@ def test_a_derivative_reading_corrections_is_refused_in_one_line_naming_its_inpu
         "holds retractions or corrections (op != 0), which a derivative's query cannot handle "
         "yet (issue 34)")
     assert big.head() == head
+
+
+def test_with_its_own_event_time_a_row_whose_time_alone_changed_is_corrected(tmp_path):
+    coord("init", "--odf", "0.39", ".", cwd=tmp_path)
+    coord("add", str(manifest(tmp_path, NAME, "{kind: snapshot, primaryKey: [id]}")), cwd=tmp_path)
+    oslo, lima = "1,2024-01-01T00:00:00Z,Oslo", "2,2024-01-02T00:00:00Z,Lima"
+    for i, lines in enumerate([[oslo, lima], [oslo, "2,2024-02-02T00:00:00Z,Lima"]]):
+        path = tmp_path / "in" / f"{i}.csv"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("id,at,city\n" + "".join(line + "\n" for line in lines))
+        coord("pull", NAME, cwd=tmp_path)  # Oslo is the same in both: no record for it
+    second = slices(dataset(tmp_path))[1]
+    assert [(r["op"], r["id"], r["at"].isoformat()) for r in second.to_pylist()] == [
+        (CORRECT_FROM, 2, "2024-01-02T00:00:00+00:00"), (CORRECT_TO, 2, "2024-02-02T00:00:00+00:00")]
