@@ -15,6 +15,7 @@ guard (``api._Guard``) applies as to every route: loopback only, or a bearer tok
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -43,14 +44,6 @@ def add_routes(app: FastAPI, ws: Workspace) -> None:
                             "serves those only)")
         return CurrentDataset(ws, dataset).root
 
-    def stored(dataset: str, rel_of, name: str, what: str) -> FileResponse:
-        if not _HASH.fullmatch(name):
-            raise NotServed(f"{what} {name[:80]!r}: expected f1620 and 64 lowercase hex digits")
-        path = folder(dataset) / rel_of(Multihash.parse(name))
-        if not path.is_file():
-            raise NotServed(f"{dataset} has no {what} {name}")
-        return FileResponse(path, media_type="application/octet-stream")
-
     @app.get("/{dataset}/refs/{ref}", tags=[TAG], summary="The head block's hash (multibase)")
     def refs(dataset: str, ref: str) -> Response:
         if ref != "head":
@@ -61,18 +54,20 @@ def add_routes(app: FastAPI, ws: Workspace) -> None:
         except FileNotFoundError:
             raise NotServed(f"{dataset} has no head yet") from None
 
-    @app.get("/{dataset}/blocks/{block_hash}", tags=[TAG], summary="A block, as stored")
-    def blocks(dataset: str, block_hash: str) -> FileResponse:
-        return stored(dataset, layout.block_file, block_hash, "block")
+    def serving(rel_of: Callable[[Multihash], str], what: str) -> Callable[[str, str], FileResponse]:
+        def stored(dataset: str, name: str) -> FileResponse:
+            if not _HASH.fullmatch(name):
+                raise NotServed(f"{what} {name[:80]!r}: expected f1620 and 64 lowercase hex digits")
+            path = folder(dataset) / rel_of(Multihash.parse(name))
+            if not path.is_file():
+                raise NotServed(f"{dataset} has no {what} {name}")
+            return FileResponse(path, media_type="application/octet-stream")
 
-    @app.get("/{dataset}/data/{physical_hash}", tags=[TAG], summary="A data file")
-    def data(dataset: str, physical_hash: str) -> FileResponse:
-        return stored(dataset, layout.data_file, physical_hash, "data file")
+        return stored
 
-    @app.get("/{dataset}/checkpoints/{physical_hash}", tags=[TAG], summary="A checkpoint")
-    def checkpoints(dataset: str, physical_hash: str) -> FileResponse:
-        return stored(dataset, layout.checkpoint_file, physical_hash, "checkpoint")
-
-    @app.get("/{dataset}/signatures/{block_hash}", tags=[TAG], summary="A block's signature")
-    def signatures(dataset: str, block_hash: str) -> FileResponse:
-        return stored(dataset, layout.signature_file, block_hash, "signature")
+    for route, rel_of, what in (("blocks", layout.block_file, "block"),
+                                ("data", layout.data_file, "data file"),
+                                ("checkpoints", layout.checkpoint_file, "checkpoint"),
+                                ("signatures", layout.signature_file, "signature")):
+        app.add_api_route(f"/{{dataset}}/{route}/{{name}}", serving(rel_of, what), methods=["GET"],
+                          tags=[TAG], summary=f"A {what}, as stored, by its hash")

@@ -59,8 +59,10 @@ def test_a_served_dataset_is_pulled_and_updated_over_http(origin, other, tmp_pat
         out = coord("pull", f"{served.url}/cities", cwd=other.root).stdout
         assert "cities: new dataset: pulling 5 blocks" in out
         assert f"5 blocks signed by {origin.public_key.hex()}" in out  # signatures travel too
-        new_head = add_batch(origin, THIRD, 40, tmp_path / "more")
-        again = coord("pull", "cities", cwd=other.root).stdout
+    # committed while the service is stopped: its build service would hold the dataset
+    new_head = add_batch(origin, THIRD, 40, tmp_path / "more")
+    with serving(origin.root) as served:
+        again = coord("pull", f"{served.url}/cities", cwd=other.root).stdout
         assert "cities: local is 1 block behind; pulling" in again
     mine, theirs = CurrentDataset(other, "cities"), CurrentDataset(origin, "cities")
     assert mine.head() == new_head
