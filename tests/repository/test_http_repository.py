@@ -149,6 +149,54 @@ def test_a_server_that_never_answers_is_given_up_on(monkeypatch):
             HttpFileIO(url).read_bytes("cities/refs/head", 100)
 
 
+class _Misbehaving(SimpleHTTPRequestHandler):
+    """Answers every GET with 200 and ``body``, or after ``stall`` bytes of it goes silent."""
+
+    body = b"f1620" + b"0" * 64
+    headers_sent: dict[str, str] = {}
+    stall: int | None = None
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        for name, value in self.headers_sent.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        if self.stall is None:
+            self.wfile.write(self.body)
+        else:
+            self.wfile.write(self.body[:self.stall])
+            self.wfile.flush()
+            threading.Event().wait(2)  # longer than the client waits
+
+    def log_message(self, *_) -> None:
+        pass
+
+
+def misbehaving(**attributes) -> Iterator[str]:
+    handler = type("Handler", (_Misbehaving,), attributes)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_body_the_server_encodes_anyway_is_refused():
+    for url in misbehaving(headers_sent={"Content-Encoding": "gzip"}):
+        with pytest.raises(HttpError, match=r"cities/refs/head: the server sent it gzip-encoded"):
+            HttpFileIO(url).read_bytes("cities/refs/head", 100)
+
+
+def test_a_body_that_stops_midway_is_given_up_on(monkeypatch):
+    monkeypatch.setattr(fileio, "HTTP_TIMEOUT_S", 0.3)
+    for url in misbehaving(body=b"x" * 1000, stall=10):
+        with pytest.raises(HttpError, match=r"cities/data/x: the server sent nothing for 0.3 s"):
+            HttpFileIO(url).read_bytes("cities/data/x", 1000)
+
+
 def test_a_pull_killed_midway_keeps_the_previous_head_and_the_next_one_finishes(
         origin, other, web, tmp_path):
     coord("pull", f"{web}/cities", cwd=other.root)
