@@ -170,7 +170,7 @@ def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
     if end == 0:
         raise InputRefused(f"input {ds.id}: the step read none of its blocks; coord replays a "
                            "step once every input it reads has blocks")
-    state = _up_to(state, end)
+    state = up_to(state, end)
     new = [r for r in state.slices if r.sequence_number >= start]
     expected = 0 if prev_offset is None else prev_offset + 1
     if new and new[0].slice.offset_interval.start != expected:
@@ -186,7 +186,7 @@ def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
     return InputStep(ds, alias, state, prev_block, prev_offset, tuple(new), watermarks, moved)
 
 
-def _up_to(state: DatasetState, end: int) -> DatasetState:
+def up_to(state: DatasetState, end: int) -> DatasetState:
     """``state`` as of its first ``end`` blocks (what a replay's input, or the derivative
     before a replayed step, held then: its schema, slices and watermark then)."""
     return state if end == len(state.blocks) else build(list(state.blocks[:end]))
@@ -256,7 +256,7 @@ def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> Curr
     for given in state.transform.inputs:
         input_ds = inputs.input_dataset(given, ds.id)
         input_state = input_ds.state()
-        steps.append(plan_input(input_ds, _alias(given), input_state, recorded.get(input_state.id)))
+        steps.append(plan_input(input_ds, alias_of(given), input_state, recorded.get(input_state.id)))
     transform = engine_transform(state.transform)
     changed = ran_with is not None and ran_with.transform != state.transform.transform
     last_data = state.rules.last_data
@@ -265,7 +265,7 @@ def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> Curr
                        engine_transform(ran_with) if changed and ran_with else None)
 
 
-def _alias(given: TransformInput) -> str:
+def alias_of(given: TransformInput) -> str:
     assert given.alias is not None, "the chain rules require an alias for every input"
     return given.alias
 
@@ -425,10 +425,10 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
             input_ds = inputs.input_dataset(given, name)
             start = ExecuteTransformInput(dataset_id=used.dataset_id, prev_block_hash=used.prev_block_hash,
                                           prev_offset=used.prev_offset)
-            steps.append(plan_input(input_ds, _alias(given), input_ds.state(), start,
+            steps.append(plan_input(input_ds, alias_of(given), input_ds.state(), start,
                                     used.new_block_hash, replaying=True))
         changed = ran_with is not None and ran_with.transform != in_force.transform
-        plan = CurrentPlan(ds, _up_to(state, k), engine_transform(in_force), steps, None,
+        plan = CurrentPlan(ds, up_to(state, k), engine_transform(in_force), steps, None,
                            engine_transform(ran_with) if changed and ran_with else None)
         running = engine()
         try:
