@@ -41,10 +41,25 @@ import pyarrow.parquet as pq
 
 from ..data.odf_schema import data_schema
 from ..data.odf_slice import Vocabulary, build_slice, write_slice
-from ..engine.port import Engine, EngineError, EngineErrorKind, EngineProgress, ExecuteInput
+from ..engine.port import (
+    Engine,
+    EngineError,
+    EngineErrorKind,
+    EngineProgress,
+    ExecuteInput,
+    InputSchema,
+    LineageRequest,
+)
 from ..errors import Conflict, CoordError, Invalid
 from ..metadata.multiformats import Multihash
-from ..metadata.objects import DatasetVocabulary, InputWatermarks, LateRows, TransformSql
+from ..metadata.objects import (
+    DatasetVocabulary,
+    FieldLineage,
+    FieldSource,
+    InputWatermarks,
+    LateRows,
+    TransformSql,
+)
 from ..metadata.odf39 import data as d
 from ..metadata.odf39.adapt import transform_sql
 from ..metadata.odf39.events import (
@@ -62,11 +77,13 @@ from ..store.append import checkpoint_of, data_slice_of
 from ..store.checked import checked_current_files
 from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
 from ..store.dataset import CurrentDataset
+from ..store.field_lineage import record_version
 from ..store.overview import CurrentDatasets
 from ..store.read import DatasetState, SliceRecord, StoredBlock, build
 from ..store.verify import vocabulary_of
 from ..transform.builds import late_rows_words
 from ..transform.execute import EngineStep, LateRowsRefused, TransformResult, execute_step
+from ..transform.record_lineage import lineage_of
 from ..trust.verify import Problem
 from ..workspace import Workspace
 from ..workspace.crash import crash_point
@@ -134,16 +151,19 @@ class InputStep:
 
     def execute_input(self) -> ExecuteInput:
         """The input as the engine port takes it (its files checked here)."""
-        v = self.vocab
         paths = self.data_paths()
         # the newest slice is the last new one when there are new ones (checked just now)
         schema = pq.read_schema(paths[-1]) if paths else self.schema()
         assert schema is not None, "planned only once every input has data"
         return ExecuteInput(
             dataset_id=self.alias,
-            vocab=DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time),
-            schema=schema, data_paths=paths, explicit_watermarks=list(self.watermarks),
-            system_time_interval="()")
+            vocab=engine_vocab(self.vocab), schema=schema, data_paths=paths,
+            explicit_watermarks=list(self.watermarks), system_time_interval="()")
+
+
+def engine_vocab(v: Vocabulary) -> DatasetVocabulary:
+    """A 0.39 vocabulary as the engine port takes it (its offset and op are data to the engine)."""
+    return DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time)
 
 
 def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
@@ -288,9 +308,8 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     ``scratch``. The event names no new checkpoint: a pull packs ``checkpoint_dir`` and names
     that file; a replay keeps the folder for its next step."""
     v = plan.vocab
-    engine_vocab = DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time)
     step = EngineStep(plan.transaction_id(), plan.dataset.id, [i.execute_input() for i in plan.inputs],
-                      plan.transform, engine_vocab, prev_checkpoint_dir, plan.prev_transform)
+                      plan.transform, engine_vocab(v), prev_checkpoint_dir, plan.prev_transform)
     result, checkpoint_dir = execute_step(engine, step, scratch, system_time=system_time,
                                           progress=progress)
     new_data: DataSlice | None = None
@@ -381,13 +400,34 @@ def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engin
         if _changes_nothing(event, plan):  # a query changed with nothing new to read, say
             return TransformResult(name, "up to date")
         crash_point("engine-answered")
+        lineage = field_lineage(running, plan)
         if out.schema is not None:
             w.append(out.schema, system_time=system_time)
         h = w.append(event, system_time=system_time, data=out.data_path, checkpoint=packed)
+        if lineage is not None:
+            record_version(ds, state, h, lineage)
     n = event.new_data.offset_interval.end - event.new_data.offset_interval.start + 1 \
         if event.new_data else 0
     message = f"{n:,} new records" + (f"; {late_rows_words(name, inputs, late)}" if late else "")
     return TransformResult(name, message, h.to_bytes(), n, event.new_watermark, late)
+
+
+def field_lineage(engine: Engine, plan: CurrentPlan) -> FieldLineage | None:
+    """The engine's field lineage of the plan's query over its inputs' schemas, each input named
+    by its workspace dataset (the engine knows it by its alias); None: it cannot trace it."""
+    names = {i.alias: i.dataset.id for i in plan.inputs}
+    lineage = lineage_of(engine, LineageRequest(
+        transaction_id=plan.transaction_id(), dataset_id=plan.dataset.id,
+        inputs=[InputSchema(i.alias, engine_vocab(i.vocab), i.schema()) for i in plan.inputs],
+        transform=plan.transform, vocab=engine_vocab(plan.vocab)))
+    if lineage is None:
+        return None
+
+    def named(sources: list[FieldSource]) -> list[FieldSource]:
+        return [replace(s, input=names.get(s.input, s.input)) for s in sources]
+
+    return FieldLineage(fields=[replace(f, sources=named(f.sources)) for f in lineage.fields],
+                        conditions=named(lineage.conditions) if lineage.conditions else None)
 
 
 def _changes_nothing(event: ExecuteTransform, plan: CurrentPlan) -> bool:

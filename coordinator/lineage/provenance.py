@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from ..engine.port import Engine, ExecuteInput, ProvenanceRequest
 from ..errors import Invalid
 from ..metadata.multiformats import Multihash
-from ..metadata.objects import DatasetVocabulary, FieldLineage, MetadataBlock
+from ..metadata.objects import FieldLineage, MetadataBlock
 from ..metadata.odf39.events import ExecuteTransform, SetTransform
 from ..metadata.timestamps import IntervalType
 from ..transform.builds import source_in_force_at
@@ -168,7 +168,7 @@ def _current_block_provenance(ws: Workspace, name: str, block_prefix: str | None
     """``block_provenance`` of a current-ODF (0.39) derivative: the block's inputs are what its
     ``ExecuteTransform`` read (every slice up to ``newBlockHash``, its new part the offsets in
     ``(prevOffset, newOffset]``), read as the 0.39 step reads them; records are named by offset."""
-    from ..build.current_derivative import alias_of, engine_transform, plan_input
+    from ..build.current_derivative import alias_of, engine_transform, engine_vocab, plan_input
     from ..store.checked import checked_current_files
     from ..store.dataset import CurrentDataset
     from ..store.overview import CurrentDatasets
@@ -215,7 +215,7 @@ def _current_block_provenance(ws: Workspace, name: str, block_prefix: str | None
     answer = engine().derive_provenance(ProvenanceRequest(
         transaction_id=f"provenance-{stored.hash.digest.hex()[:12]}", dataset_id=name,
         transform=engine_transform(in_force), inputs=[step.execute_input() for step in history],
-        vocab=DatasetVocabulary(system_time_column=vocab.system_time, event_time_column=vocab.event_time),
+        vocab=engine_vocab(vocab),
         records=records,
     ))
     derivations = answer.derivations
