@@ -158,7 +158,7 @@ def block_provenance(ws: Workspace, dataset_id: str, block_prefix: str | None, e
     for row in chosen:
         derivation_rows = found.get(row, {})
         out.append(RecordProvenance(row, table.slice(row, 1).to_pylist()[0], tuple(
-            _derivation(inputs, parts, lineage) for _, parts in sorted(derivation_rows.items()))))
+            _derivation(inputs.record, parts, lineage) for _, parts in sorted(derivation_rows.items()))))
     return BlockProvenance(dataset_id, block_hash, tuple(out))
 
 
@@ -171,6 +171,7 @@ def _current_block_provenance(ws: Workspace, name: str, block_prefix: str | None
     from ..build.current_derivative import alias_of, engine_transform, engine_vocab, plan_input
     from ..store.checked import checked_current_files
     from ..store.dataset import CurrentDataset
+    from ..store.field_lineage import recorded_versions
     from ..store.overview import CurrentDatasets
     from ..store.verify import vocabulary_of
 
@@ -239,13 +240,15 @@ def _current_block_provenance(ws: Workspace, name: str, block_prefix: str | None
         values = tables[path].slice(row, 1).to_pylist()[0]
         return InputRecord(input_ds.id, r.block_hash.to_bytes(), row, values, values[offset_of[alias]])
 
+    # the field lineage kept for the version in force at the block (store.field_lineage)
+    lineage = next((v for b, v in reversed(recorded_versions(ds, state))
+                    if b.block.sequence_number <= stored.block.sequence_number), None)
     found: dict[int, dict[int, list[dict]]] = {}
     for d in derivations.to_pylist():
         found.setdefault(d["record"], {}).setdefault(d["derivation"], []).append(d)
     out = []
     for row in chosen:
-        made = tuple(Derivation(tuple(input_record(p["input"], p["file"], p["row"]) for p in
-                                      sorted(parts, key=lambda p: (p["input"], p["file"], p["row"]))), ())
+        made = tuple(_derivation(input_record, parts, lineage)
                      for _, parts in sorted(found.get(row, {}).items()))
         out.append(RecordProvenance(row, table.slice(row, 1).to_pylist()[0], made, first + row))
     return BlockProvenance(name, stored.hash.to_bytes(), tuple(out), OdfVersion.V039)
@@ -331,8 +334,11 @@ class _InputRows:
         return InputRecord(dataset_id, h, row, self._tables[path].slice(row, 1).to_pylist()[0])
 
 
-def _derivation(inputs: _InputRows, parts: list[dict], lineage: FieldLineage | None) -> Derivation:
-    records = tuple(inputs.record(p["input"], p["file"], p["row"])
+def _derivation(record: Callable[[str, str, int], InputRecord], parts: list[dict],
+                lineage: FieldLineage | None) -> Derivation:
+    """One derivation from the engine's ``parts`` (input, file, row), each input record read by
+    ``record``; per output column, its source columns' values in them (where-provenance)."""
+    records = tuple(record(p["input"], p["file"], p["row"])
                     for p in sorted(parts, key=lambda p: (p["input"], p["file"], p["row"])))
     columns = []
     for origin in lineage.fields if lineage is not None else []:

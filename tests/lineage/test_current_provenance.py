@@ -80,6 +80,11 @@ def test_a_projected_record_names_the_one_input_record_by_offset(ws):
     assert inputs_of(record) == [[("cities", city_offset)]]
     [[made_from]] = [d["inputs"] for d in record["derivations"]]
     assert made_from["values"]["population"] == "32941000"  # JSON: 64-bit integers as text
+    # where-provenance: the field lineage the pull kept says city is upper(cities.city)
+    [derivation] = record["derivations"]
+    assert {(c["column"], c["kind"], c["dataset"], c["field"], tuple(c["values"]))
+            for c in derivation["columns"] if c["column"] == "city"} == \
+        {("city", "transform", "cities", "city", ("Delhi",))}
     step = CurrentDataset(ws, "big").state().slices[-1]
     assert answer["block"] == str(step.block_hash)
 
