@@ -4,40 +4,24 @@ report speaks of are computed again with pyarrow from the input's records."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
-import pytest
 
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
-from coordinator.workspace.config import OdfVersion
 
 from ..support.cli import coord
-from ..support.odf39_datasets import Written, append_rows, define_derivative, write_derivative, write_root
+from ..support.odf39_datasets import Written, append_rows, write_derivative
+from ..transform import test_current_pull as current_pull
 
-QUERY = "SELECT event_time, city, population FROM cities WHERE population > 1000000"
-MORE = [(datetime(2025, 3, 1, tzinfo=UTC), "Delhi", 32_941_000),
-        (datetime(2025, 3, 2, tzinfo=UTC), "Porto", 231_800)]
-
-
-@pytest.fixture
-def ws(tmp_path) -> Workspace:
-    ws = Workspace.init(tmp_path, OdfVersion.V039)
-    write_root(ws.meta / "datasets" / "cities", ws.meta / "locks", tmp_path / "scratch")
-    define_derivative(ws, "large", {"cities": CurrentDataset(ws, "cities").state().id}, QUERY)
-    return ws
+# the root ``cities`` and the derivative ``large`` (QUERY over it), not pulled yet
+ws = current_pull.ws
+MORE, QUERY, change_query, records = current_pull.MORE, current_pull.QUERY, current_pull.change_query, \
+    current_pull.records
 
 
 def run(ws: Workspace, *args: str, check: bool = True):
     return coord(*args, cwd=ws.root, check=check, fake_engine=True)
-
-
-def records(ws: Workspace, name: str) -> pa.Table:
-    ds = CurrentDataset(ws, name)
-    return pa.concat_tables([pq.read_table(ds.data_file(r.slice)) for r in ds.state().slices])
 
 
 def pulled_in_two_steps(ws: Workspace) -> None:
@@ -64,13 +48,17 @@ def test_the_text_report_names_the_records_and_steps(ws):
     assert "large: invariant: 3 records, the same computed in one step (2 steps committed" in out
 
 
-def test_records_its_query_does_not_make_are_not_invariant(ws, tmp_path):
-    # a chain whose SetTransform says > 5,000,000 but whose records are the > 1,000,000 ones
+def forged(ws: Workspace, scratch) -> None:
+    """The derivative ``forged``: its SetTransform says > 5,000,000, its records are > 1,000,000."""
     state = CurrentDataset(ws, "cities").state()
     root = Written(CurrentDataset(ws, "cities").root, state.id, tuple(b.hash for b in state.blocks),
                    tuple(r.slice.physical_hash for r in state.slices), ())
-    write_derivative(ws.meta / "datasets" / "forged", ws.meta / "locks", tmp_path / "d", root,
+    write_derivative(ws.meta / "datasets" / "forged", ws.meta / "locks", scratch, root,
                      query=QUERY.replace("1000000", "5000000"))
+
+
+def test_records_its_query_does_not_make_are_not_invariant(ws, tmp_path):
+    forged(ws, tmp_path / "d")
     proc = run(ws, "verify", "--invariance", "forged", check=False)
     assert proc.returncode == 1
     cities = records(ws, "cities")
@@ -95,8 +83,6 @@ def test_a_root_is_refused_in_one_line(ws):
 
 
 def test_a_query_changed_after_steps_ran_is_refused(ws):
-    from ..transform.test_current_pull import change_query
-
     run(ws, "pull", "large")
     change_query(ws, "large", QUERY.replace("1000000", "2000000"))
     proc = run(ws, "verify", "--invariance", "large", check=False)
@@ -114,11 +100,7 @@ def test_verify_with_another_engine_replays_and_says_no_compatibility_is_recorde
 
 
 def test_verify_with_another_engine_reports_a_step_that_does_not_reproduce(ws, tmp_path):
-    state = CurrentDataset(ws, "cities").state()
-    root = Written(CurrentDataset(ws, "cities").root, state.id, tuple(b.hash for b in state.blocks),
-                   tuple(r.slice.physical_hash for r in state.slices), ())
-    write_derivative(ws.meta / "datasets" / "forged", ws.meta / "locks", tmp_path / "d", root,
-                     query=QUERY.replace("1000000", "5000000"))
+    forged(ws, tmp_path / "d")
     proc = run(ws, "verify", "--engine", "sandbox", "forged", "-o", "json", check=False)
     assert proc.returncode == 1
     [report] = json.loads(proc.stdout)
