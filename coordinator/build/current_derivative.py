@@ -24,6 +24,9 @@ transform layer does not import it):
   columns; an output that drops a column or changes its type is refused.
 - A step with nothing new in any input (no slice, no watermark move) runs nothing and commits
   nothing. The output watermark never goes back (the chain rules refuse it).
+- Field lineage, which a 0.39 block has no place for, is derived at each step and kept beside
+  the chain when it starts a version (``store.field_lineage``); a replay derives it again for
+  each block that has one and compares, as for 0.18.
 - Exactly once as for 0.18: the engine writes into a scratch folder; the append path moves the
   slice and the packed checkpoint into the dataset with the block, the head last.
 """
@@ -77,13 +80,13 @@ from ..store.append import checkpoint_of, data_slice_of
 from ..store.checked import checked_current_files
 from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
 from ..store.dataset import CurrentDataset
-from ..store.field_lineage import record_version
+from ..store.field_lineage import record_version, recorded_versions
 from ..store.overview import CurrentDatasets
 from ..store.read import DatasetState, SliceRecord, StoredBlock, build
 from ..store.verify import vocabulary_of
 from ..transform.builds import late_rows_words
 from ..transform.execute import EngineStep, LateRowsRefused, TransformResult, execute_step
-from ..transform.record_lineage import lineage_of
+from ..transform.record_lineage import lineage_difference, lineage_of
 from ..trust.verify import Problem
 from ..workspace import Workspace
 from ..workspace.crash import crash_point
@@ -448,6 +451,7 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
     ds = CurrentDataset(ws, name)
     state = ds.state()
     inputs = CurrentDatasets(ws)
+    kept = {b.hash: lineage for b, lineage in recorded_versions(ds, state)}  # field lineage
     problems: list[Problem] = []
     checkpoint: Path | None = None
     in_force: SetTransform | None = None
@@ -486,6 +490,9 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
             return [*problems, _problem(stored, f"not replayed, the engine refuses its query: {e.message}")]
         checkpoint, ran_with = out.checkpoint_dir, in_force
         reason = _difference(event, out.event)
+        if reason is None and stored.hash in kept:  # an engine that cannot derive it: unchecked
+            derived = field_lineage(running, plan)
+            reason = lineage_difference(kept[stored.hash], derived) if derived is not None else None
         if reason:
             problems.append(_problem(stored, f"did not reproduce: {reason}"))
     return problems

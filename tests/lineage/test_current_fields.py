@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from coordinator.store.dataset import CurrentDataset
-from coordinator.store.field_lineage import recorded_versions
+from coordinator.store.field_lineage import lineage_file, recorded_versions
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import OdfVersion
 
@@ -73,3 +73,19 @@ def test_openlineage_events_carry_the_column_lineage_of_each_derivative(ws):
     fields = output["facets"]["columnLineage"]["fields"]
     assert [(f["name"], f["field"]) for f in fields["approx"]["inputFields"]] == [("big", "thousands")]
     assert {f["name"] for f in output["facets"]["schema"]["fields"]} >= {"offset", "city", "approx"}
+
+
+def test_verify_derives_the_kept_lineage_again_and_names_a_block_whose_lineage_differs(ws):
+    assert "reproducibility: reproduced" in coord("verify", "approx", cwd=ws.root).stdout
+    ds = CurrentDataset(ws, "approx")
+    [(block, _)] = recorded_versions(ds, ds.state())
+    path = lineage_file(ds, block.hash)
+    kept = path.read_text()
+    try:
+        path.write_text(kept.replace('"transform"', '"copy"'))
+        proc = coord("verify", "approx", cwd=ws.root, check=False)
+    finally:
+        path.write_text(kept)
+    assert proc.returncode == 1
+    assert (f"block {block.block.sequence_number} ({block.hash}): did not reproduce: the recorded "
+            "field lineage of column 'approx' differs from the engine's") in proc.stdout
