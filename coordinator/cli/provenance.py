@@ -29,18 +29,14 @@ def provenance_(ctx: click.Context, dataset: str, block: str | None, rows: tuple
     Replays the block's query in the engine; exact for projections, filters, inner/outer joins,
     temporal joins (the version in force at the event's time) and (windowed) aggregations;
     other queries are refused by name."""
-    from ..engine.session import EngineOnDemand, engine_reads
-    from ..lineage.provenance import as_json, block_provenance
-    from ..store.overview import CurrentDatasets
-    from ..workspace.graph import DatasetGraph
+    from ..engine.session import EngineOnDemand
+    from ..lineage.provenance import as_json, block_provenance, provenance_reads
 
     if sum(map(bool, (rows, offsets, where))) > 1:
         raise click.UsageError("give one of --row, --offset and --where")
     ws = workspace(ctx)
     with ExitStack() as stack:
-        # every input of every query version: the block's is one
-        engine = EngineOnDemand(ws, stack, lambda: engine_reads(
-            ws, [dataset], every_query=True, graph=DatasetGraph(ws, current=CurrentDatasets(ws).inputs)))
+        engine = EngineOnDemand(ws, stack, lambda: provenance_reads(ws, dataset))
         result = block_provenance(ws, dataset, block, engine.get, rows=list(rows) or None,
                                   offsets=list(offsets) or None, where=where)
     show = Output(output)

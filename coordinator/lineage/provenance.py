@@ -96,6 +96,17 @@ class BlockProvenance:
     odf: OdfVersion = OdfVersion.V018
 
 
+def provenance_reads(ws: Workspace, dataset_id: str) -> list[str]:
+    """The datasets an engine replaying ``dataset_id``'s blocks reads: every input of every
+    query its chain has had (a 0.39 chain's: those in force), as ``engine_reads`` says."""
+    from ..engine.session import engine_reads
+    from ..store.overview import CurrentDatasets
+    from ..workspace.graph import DatasetGraph
+
+    return engine_reads(ws, [dataset_id], every_query=True,
+                        graph=DatasetGraph(ws, current=CurrentDatasets(ws).inputs))
+
+
 def block_provenance(ws: Workspace, dataset_id: str, block_prefix: str | None, engine: Callable[[], Engine],
                      *, rows: list[int] | None = None, where: str | None = None,
                      offsets: list[int] | None = None) -> BlockProvenance:
