@@ -189,18 +189,20 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
 
     @app.get("/api/datasets/{dataset_id}/provenance",
              summary="The input records behind records of one block (replayed in the warm engine)")
-    def provenance(dataset_id: str, block: str = Query(..., pattern="^[0-9a-fA-F]{4,64}$"),
+    def provenance(dataset_id: str, block: str | None = Query(None, pattern="^[0-9a-fA-F]{4,69}$"),
                    row: Annotated[list[Annotated[int, Field(ge=0)]] | None, Query()] = None,
+                   offset: Annotated[list[Annotated[int, Field(ge=0)]] | None, Query()] = None,
                    where: str | None = Query(None, min_length=1, max_length=10_000)) -> dict:
-        from ..engine.session import engine_reads
-        from ..lineage.provenance import as_json, block_provenance
+        from ..lineage.provenance import as_json, block_provenance, provenance_reads
 
         if row and where:
             raise Invalid("give row or where, not both")
+        if offset and (row or where):
+            raise Invalid("give offset alone, not with row or where")
         ds = _existing(ws, dataset_id)
-        job = service.with_engine(lambda engine: block_provenance(ws, ds.id, block, engine,
-                                                                  rows=row, where=where),
-                                  reads=engine_reads(ws, [ds.id], every_query=True))  # as the CLI's
+        job = service.with_engine(lambda engine: block_provenance(ws, ds.id, block, engine, rows=row,
+                                                                  offsets=offset, where=where),
+                                  reads=provenance_reads(ws, ds.id))  # as the CLI's
         return as_json(job.result(timeout=PROVENANCE_MAX_SECONDS))
 
     @app.get("/lineage/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
