@@ -20,6 +20,7 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     from ..ingest.schema_ddl import check_read_schema
     from ..metadata.manifest import ManifestError, manifest_files, read_manifest
     from ..metadata.objects import DatasetSnapshot
+    from ..metadata.odf39.adapt import NEEDS_039, STREAM_MERGES
     from ..transform.definition import derivative_problem
     from ..workspace import catalog
     from ..workspace.config import OdfVersion
@@ -31,7 +32,8 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     written = {}  # reference-form manifests' snapshots as written: what a 0.39 dataset keeps
     new_odf = ws.config().odf
     for file in manifest_files(paths):
-        loaded = read_manifest(file)  # either form; a current-form one as the 0.18 snapshot
+        # either form; a current-form one as the 0.18 snapshot (stream merges kept: below)
+        loaded = read_manifest(file, target="0.39")
         snapshot = loaded.content
         if not isinstance(snapshot, DatasetSnapshot):
             raise ManifestError(str(file), "kind", "coord add takes DatasetSnapshot manifests "
@@ -39,6 +41,10 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
         if loaded.adapted is not None:
             written[snapshot.id] = loaded.adapted.written
         if (ws.odf_of(snapshot.id) or new_odf) is OdfVersion.V018:
+            merge = getattr(snapshot.source, "merge", None)
+            if isinstance(merge, STREAM_MERGES):
+                raise loaded.error("content.source.merge", f"merge kind {merge.KIND} is not "
+                                   f"supported by ODF 0.18 workspaces ({NEEDS_039})")
             for note in loaded.notes:  # what a 0.18 dataset has no place for
                 show.note(note)
         try:

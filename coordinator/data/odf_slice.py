@@ -176,22 +176,34 @@ def _operation_types(data: pa.Table, name: str) -> np.ndarray:
     column = data[name]
     if not pa.types.is_integer(column.type) or column.null_count:
         raise SliceLayoutError(f"operation type column {name!r} must be integers without "
-                               f"nulls (0 append, 1 retract, 2 correct-from, 3 correct-to)")
+                               f"nulls ({OPERATION_TYPES})")
     ops = column.to_numpy().astype(np.int32)
+    problem = operation_type_problem(ops)
+    if problem is not None:
+        raise SliceLayoutError(f"operation type column {name!r}, row {problem[0]}: {problem[1]}")
+    return ops
+
+
+OPERATION_TYPES = "0 append, 1 retract, 2 correct-from, 3 correct-to"
+
+
+def operation_type_problem(ops: np.ndarray, paired: bool = True) -> tuple[int, str] | None:
+    """The first row (from 0) of ``ops`` that is no operation type, or (``paired``) a
+    correct-from not immediately followed by a correct-to or a correct-to not preceded by
+    one, and why; None if there is none."""
     unknown = np.flatnonzero((ops < Op.APPEND) | (ops > Op.CORRECT_TO))
     if len(unknown):
-        raise SliceLayoutError(f"operation type column {name!r}, row {int(unknown[0])}: "
-                               f"{int(ops[unknown[0]])} is no operation type (0 append, "
-                               "1 retract, 2 correct-from, 3 correct-to)")
+        return int(unknown[0]), f"{int(ops[unknown[0]])} is no operation type ({OPERATION_TYPES})"
+    if not paired:
+        return None
     after = np.append(ops[1:], -1)
     before = np.insert(ops[:-1], 0, -1)
     unpaired = ((ops == Op.CORRECT_FROM) & (after != Op.CORRECT_TO)) | (
         (ops == Op.CORRECT_TO) & (before != Op.CORRECT_FROM))
     if unpaired.any():
-        row = int(np.flatnonzero(unpaired)[0])
-        raise SliceLayoutError(f"operation type column {name!r}, row {row}: a correct-from row "
-                               "must be immediately followed by its correct-to row")
-    return ops
+        return int(np.flatnonzero(unpaired)[0]), ("a correct-from row must be immediately "
+                                                  "followed by its correct-to row")
+    return None
 
 
 def stored_type(t: pa.DataType, column: str, top_level: bool = False) -> pa.DataType:

@@ -46,6 +46,7 @@ from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
 from ..metadata.multiformats import SHA3_256, Multihash
 from ..metadata.objects import DatasetVocabulary, MergeStrategySnapshot
 from ..metadata.odf39 import events as e
+from ..metadata.odf39.adapt import StreamMerge
 from ..store.append import DatasetWriter, data_slice_of
 from ..store.dataset import CurrentDataset
 from ..store.read import DatasetState
@@ -93,7 +94,7 @@ class CurrentHistory(DatasetHistory):
                               "nothing to fetch")
         events: list[e.MetadataEvent] = [s.polling_source, *([s.vocab] if s.vocab else [])]
         snapshot = adapt_snapshot(e.DatasetSnapshot(name=ds.id, kind=e.DatasetKind.ROOT,
-                                                    metadata=events)).snapshot
+                                                    metadata=events), "0.39").snapshot
         source = snapshot.source
         hashes = {str(b.hash) for b in s.blocks}
         held = {p.stem: p for p in ds.state_dir.iterdir()} if ds.state_dir.is_dir() else {}
@@ -138,8 +139,9 @@ class CurrentHistory(DatasetHistory):
         hashes = self.data_blocks if blocks is None else blocks
         return [self._checked(self._slice(h)) for h in hashes]
 
-    def snapshot_roles(self, strategy: MergeStrategySnapshot) -> SnapshotColumns:
-        """A snapshot merge writes the standard's operation types here (``merge.snapshot``)."""
+    def snapshot_roles(self, strategy: MergeStrategySnapshot | StreamMerge) -> SnapshotColumns:
+        """A snapshot merge writes the standard's operation types here (``merge.snapshot``);
+        the stream merges' state is the same projection."""
         assert self.vocabulary is not None
         return SnapshotColumns.of(strategy, self.vocabulary.operation_type)
 

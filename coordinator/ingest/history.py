@@ -21,6 +21,7 @@ from .errors import IngestError
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ..metadata.odf39.adapt import StreamMerge
     from .merge import SnapshotColumns
 
 
@@ -104,7 +105,7 @@ class DatasetHistory:
         """The data file of ``block`` (one of ``data_blocks``), unchecked."""
         return self.ds.data_file(block)
 
-    def snapshot_roles(self, strategy: MergeStrategySnapshot) -> SnapshotColumns:
+    def snapshot_roles(self, strategy: MergeStrategySnapshot | StreamMerge) -> SnapshotColumns:
         """The column roles of a snapshot merge into this dataset (0.18: observed rows)."""
         from .merge import SnapshotColumns
 

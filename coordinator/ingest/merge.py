@@ -10,6 +10,15 @@
   (2, the previous values) then correct-to (3, the new values), removed → retract (1, the
   previous values, event time included); the event time is compared too when the data has
   its own (``SnapshotColumns.ops``).
+- changelog stream (current-ODF roots): the records as given, each with its operation type,
+  checked (``check_changelog``: known types, each correct-from directly followed by its
+  correct-to); as the reference, nothing is compared with the state.
+- upsert stream (current-ODF roots): each key's last record of the batch is an upsert, or a
+  deletion if its operation type is retract (no column: all upserts); ``upsert`` is the
+  snapshot merge of the state restricted to the batch's keys against the upserts, as the
+  reference computes it: a new key an append, a changed row a correct-from/correct-to pair, an
+  unchanged one nothing, a deleted key the state knows a retraction of its values, one it
+  does not know nothing.
 
 Keys of any types and arity are mapped to small integer codes (equal key tuples get equal
 codes across tables): an integer key of a narrow range is its own code, other keys go through
@@ -25,8 +34,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.odf_slice import Op
+from ..data.odf_slice import OPERATION_TYPES, Op, operation_type_problem
 from ..metadata.objects import MergeStrategySnapshot
+from ..metadata.odf39.adapt import StreamMerge
 from .errors import IngestError
 
 
@@ -113,14 +123,18 @@ class SnapshotColumns:
     ops: bool = False
 
     @staticmethod
-    def of(strategy: MergeStrategySnapshot, operation_type: str | None = None) -> SnapshotColumns:
-        """The roles of ``strategy``; ``operation_type``: the column of a 0.39 root's ops."""
-        compare = list(strategy.compare_columns) if strategy.compare_columns else None
+    def of(strategy: MergeStrategySnapshot | StreamMerge,
+           operation_type: str | None = None) -> SnapshotColumns:
+        """The roles of ``strategy``; ``operation_type``: the column of a 0.39 root's ops (a
+        stream merge's state is projected as a 0.39 snapshot root's)."""
+        given = getattr(strategy, "compare_columns", None)
+        compare = list(given) if given else None
         if operation_type is not None:
             return SnapshotColumns(key=list(strategy.primary_key), observation=operation_type,
                                    added=int(Op.APPEND), changed=int(Op.CORRECT_TO),
                                    removed=int(Op.RETRACT),
                                    compare=compare, ops=True)
+        assert isinstance(strategy, MergeStrategySnapshot), "stream merges are 0.39's"
         return SnapshotColumns(
             key=list(strategy.primary_key),
             observation=strategy.observation_column or "observed",
@@ -231,6 +245,62 @@ def _operations(previous: pa.Table, current: pa.Table, roles: SnapshotColumns,
     pairs = pairs.take(np.stack([np.arange(n), np.arange(n, 2 * n)], axis=1).reshape(-1))
     return pa.concat_tables([rows(current, added, Op.APPEND), pairs,
                              rows(previous, removed, Op.RETRACT)])
+
+
+# --- stream merges ------------------------------------------------------------------------------
+
+
+def check_operations(table: pa.Table, column: str, name: str, paired: bool) -> np.ndarray | None:
+    """The operation types of ``table``'s ``column`` (None: no such column), refused in one line
+    naming the row unless integers of the standard's types (``paired``: each correct-from
+    directly followed by its correct-to)."""
+    if column not in table.column_names:
+        return None
+    values = table.column(column)
+    if not pa.types.is_integer(values.type):
+        raise IngestError(f"{name}: column {column!r} holds the operation types and must be "
+                          f"integers ({OPERATION_TYPES}), not {values.type}")
+    if values.null_count:
+        row = pc.index(pc.is_null(values), True).as_py()
+        raise IngestError(f"{name}: row {row + 1}: column {column!r} is null; give each record's "
+                          f"operation type ({OPERATION_TYPES})")
+    ops = values.to_numpy().astype(np.int64)
+    problem = operation_type_problem(ops, paired)
+    if problem is not None:
+        raise IngestError(f"{name}: row {problem[0] + 1}: column {column!r}: {problem[1]}")
+    return ops.astype(np.int32)
+
+
+def check_changelog(table: pa.Table, roles: SnapshotColumns, name: str) -> pa.Table:
+    """A changelog stream's records as the merge passes them on: keys and operation types
+    checked, the operation type column required."""
+    check_key(table, roles.key, name)
+    ops = check_operations(table, roles.observation, name, paired=True)
+    if ops is None:
+        raise IngestError(f"{name}: a changelog stream gives each record's operation type in "
+                          f"column {roles.observation!r} ({OPERATION_TYPES}); it is not in the "
+                          f"data (columns: {', '.join(table.column_names)})")
+    return table
+
+
+def upsert(state: pa.Table | None, batch: pa.Table, roles: SnapshotColumns,
+           event_time_column: str, snapshot_time: datetime, name: str,
+           own_event_time: bool = False) -> pa.Table:
+    """The changes an upsert stream's ``batch`` makes to ``state`` (a projection), as
+    operation types (see the module's docstring)."""
+    check_key(batch, roles.key, name)
+    ops = check_operations(batch, roles.observation, name, paired=False)
+    data = batch if ops is None else batch.drop_columns([roles.observation])
+    tables = [data] if state is None else [data, state]
+    codes = key_codes(tables, roles.key)
+    _, from_end = np.unique(codes[0][::-1], return_index=True)
+    last = np.sort(len(codes[0]) - 1 - from_end)  # each key's last record, in batch order
+    if ops is not None:
+        last = last[ops[last] != Op.RETRACT]
+    previous = None if state is None else state.filter(pa.array(np.isin(codes[1], codes[0])))
+    # a deleted key is in ``previous`` and not among the upserts: the snapshot retracts it
+    return snapshot(previous, data.take(last), roles, event_time_column, snapshot_time, name,
+                    own_event_time)
 
 
 def _check_unique(table: pa.Table, codes: np.ndarray, key: list[str], name: str) -> None:

@@ -16,7 +16,8 @@ For append and ledger merges all new files of a pull form one slice, up to
 ``ingest.maxSliceBytes`` of read data: past that the pull commits a block and goes on, and a
 file larger than that is read in pieces (``read.read_pieces``), so memory stays bounded by
 the slice size whatever the input. For a snapshot merge each file is its own block, because
-each snapshot is diffed against the state just before it. Files the fetch step batches (a
+each snapshot is diffed against the state just before it; so for a 0.39 root's stream merges
+(changelog, upsert), as the reference ingests them, held in memory. Files the fetch step batches (a
 feed's update) form one block whatever the merge, unless the size limit splits it.
 
 A block is committed when there are new records or the watermark moves; otherwise nothing is
@@ -40,6 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..metadata.objects import FetchStepFilesGlob, MergeStrategyLedger, MergeStrategySnapshot
+from ..metadata.odf39.adapt import STREAM_MERGES
+from ..metadata.odf39.source import MergeStrategyChangelogStream, MergeStrategyUpsertStream
 from ..metadata.timestamps import format_timestamp, parse_timestamp
 from ..workspace import DatasetState, Workspace
 from ..workspace.config import IngestConfig
@@ -140,8 +143,7 @@ class _Pull:
         # read large files in pieces; a preprocess query sees whole files. A snapshot is one
         # block, unless it goes out of core with a change set larger than this.
         self.max_slice_bytes = max_slice_bytes(self.config)
-        self.split = not isinstance(self.source.merge, MergeStrategySnapshot) \
-            and self.source.preprocess is None
+        self.split = not self._file_a_block() and self.source.preprocess is None
 
     def run(self) -> IngestResult:
         notes: list[str] = []
@@ -154,11 +156,10 @@ class _Pull:
         if isinstance(self.source.fetch, FetchStepFilesGlob):
             taken = TakenFiles(self.ws, self.history.ds.id)
             notes += taken.changed(self.source.fetch, self.source.merge, files)
-        is_snapshot = isinstance(self.source.merge, MergeStrategySnapshot)
         if files and files[0].batch is not None:
             groups = [list(g) for _, g in itertools.groupby(files, key=lambda f: f.batch)]
         else:
-            groups = [[f] for f in files] if is_snapshot else [files] if files else []
+            groups = [[f] for f in files] if self._file_a_block() else [files] if files else []
         blocks, records = [], 0
         try:
             for k, group in enumerate(groups):
@@ -210,6 +211,12 @@ class _Pull:
             committed = self._commit(pending, system_time, SourceState(group[-1].source_state()))
             if committed is not None:
                 yield committed
+
+    def _file_a_block(self) -> bool:
+        """Whether each file is merged whole, as its own block: a snapshot (diffed against
+        the state just before it) and a stream (the reference ingests a file at a time, so
+        an upsert's intermediate values and a changelog's pairs are kept as it keeps them)."""
+        return isinstance(self.source.merge, (MergeStrategySnapshot, *STREAM_MERGES))
 
     def _prepared(self, piece: _Piece, system_time: datetime) -> _Piece:
         """The piece through the preprocess query, with its event time column."""
@@ -369,12 +376,17 @@ class _Pull:
                 self.seen_keys = self.history.read(columns=list(strategy.primary_key))
                 self.seen_keys_loaded = True
             return merge.ledger(table, strategy.primary_key, self.seen_keys)
-        if isinstance(strategy, MergeStrategySnapshot):
+        if isinstance(strategy, MergeStrategyChangelogStream):
+            return merge.check_changelog(table, self.history.snapshot_roles(strategy), name)
+        if isinstance(strategy, MergeStrategySnapshot | MergeStrategyUpsertStream):
             roles = self.history.snapshot_roles(strategy)
-            merge.check_key(table, roles.key, name)
             if not self.snapshot_state_loaded:
                 self.snapshot_state = self.history.snapshot_state(roles)
                 self.snapshot_state_loaded = True
+            if isinstance(strategy, MergeStrategyUpsertStream):
+                return merge.upsert(self.snapshot_state, table, roles, self.vocab.event_time,
+                                    snapshot_time, name, self.own_event_time)
+            merge.check_key(table, roles.key, name)
             return merge.snapshot(self.snapshot_state, table, roles, self.vocab.event_time,
                                   snapshot_time, name, self.own_event_time)
         return table
@@ -393,7 +405,8 @@ class _Pull:
             keys = committed.select(list(strategy.primary_key))
             parts = [keys] if self.seen_keys is None else [self.seen_keys, keys]
             self.seen_keys = pa.concat_tables(parts, promote_options="permissive")
-        elif isinstance(strategy, MergeStrategySnapshot) and self.snapshot_state_loaded:
+        elif isinstance(strategy, MergeStrategySnapshot | MergeStrategyUpsertStream) \
+                and self.snapshot_state_loaded:
             roles = self.history.snapshot_roles(strategy)
             parts = [committed] if self.snapshot_state is None else [self.snapshot_state, committed]
             self.snapshot_state = merge.projection(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from referencing import Registry, Resource
 from ..errors import Invalid
 from . import objects
 from .odf39 import events as odf39
-from .odf39.adapt import Adapted, adapt_snapshot
+from .odf39.adapt import STREAM_MERGES, Adapted, adapt_snapshot
 from .odf39.manifests import from_document
 from .yaml_codec import DecodeError, from_dict, load_untrusted_yaml, load_yaml, to_dict
 
@@ -78,12 +78,14 @@ def load_manifest(path: str | Path, *, unsealed: bool = False):
     return read_manifest(path, unsealed=unsealed).content
 
 
-def read_manifest(path: str | Path, *, unsealed: bool = False) -> ManifestFile:
+def read_manifest(path: str | Path, *, unsealed: bool = False, target: str = "0.18") -> ManifestFile:
     """Load one manifest file, in either form.
 
-    ``unsealed`` accepts a 0.18 MetadataBlock without its ``blockHash`` (about to be hashed).
+    ``unsealed`` accepts a 0.18 MetadataBlock without its ``blockHash`` (about to be hashed);
+    ``target``: the ODF version of the dataset it defines (``adapt_snapshot``).
     """
-    return parse_manifest(_text(read_bounded(path), str(path), MAX_MANIFEST), str(path), unsealed=unsealed)
+    return parse_manifest(_text(read_bounded(path), str(path), MAX_MANIFEST), str(path),
+                          unsealed=unsealed, target=target)
 
 
 def read_bounded(path: str | Path) -> bytes:
@@ -96,28 +98,36 @@ def read_bounded(path: str | Path) -> bytes:
         raise ManifestError(str(path), "", e.strerror or str(e)) from None
 
 
-def parse_manifest(text: str, name: str, *, unsealed: bool = False, adapt: bool = True) -> ManifestFile:
+def parse_manifest(text: str, name: str, *, unsealed: bool = False, adapt: bool = True,
+                   target: str = "0.18") -> ManifestFile:
     """A manifest's text (of the file ``name``), in either form; ``adapt=False`` keeps a
-    current-form DatasetSnapshot as it is written (for a caller that only wants its kind)."""
+    current-form DatasetSnapshot as it is written (for a caller that only wants its kind);
+    ``target``: the ODF version of the dataset it defines (a "0.39" one may stream-merge)."""
     doc = _document(text, name, load_yaml)
     if isinstance(doc, dict) and "version" in doc and "apiVersion" not in doc:
-        return _current(doc, name, adapt)
+        return _current(doc, name, adapt, target)
     return ManifestFile(name, _object(doc, name, unsealed=unsealed))
 
 
-def _current(doc: dict, name: str, adapt: bool) -> ManifestFile:
+def _current(doc: dict, name: str, adapt: bool, target: str) -> ManifestFile:
     try:
         obj = from_document(doc)
         if not (adapt and isinstance(obj, odf39.DatasetSnapshot)):
             return ManifestFile(name, obj, "0.39")
-        adapted = adapt_snapshot(obj)
+        adapted = adapt_snapshot(obj, target)
     except DecodeError as e:
         raise ManifestError(name, e.path, e.message) from None
     loaded = ManifestFile(name, adapted.snapshot, "0.39", adapted)
-    # what the 0.18 schemas require of the result too (dataset ids), named as the file has it
+    # what the 0.18 schemas require of the result too (dataset ids), named as the file has it;
+    # they have no stream merge: its key is checked as a ledger's
+    checked = adapted.snapshot
+    if isinstance(checked.source, objects.DatasetSourceRoot) and \
+            isinstance(checked.source.merge, STREAM_MERGES):
+        ledger = objects.MergeStrategyLedger(primary_key=list(checked.source.merge.primary_key))
+        checked = replace(checked, source=replace(checked.source, merge=ledger))
     try:
         validate_document({"apiVersion": 1, "kind": "DatasetSnapshot",
-                           "content": to_dict(adapted.snapshot)}, name)
+                           "content": to_dict(checked)}, name)
     except ManifestError as e:
         raise loaded.error(e.path, e.message) from None
     return loaded

@@ -190,7 +190,8 @@ def current_definition(ds: CurrentDataset) -> tuple[DatasetSource | None, StateK
         return None, None
     adapted = adapt_snapshot(e.DatasetSnapshot(
         name=ds.id, kind=state.kind,
-        metadata=[state.polling_source, *([state.vocab] if state.vocab else [])])).snapshot
+        metadata=[state.polling_source, *([state.vocab] if state.vocab else [])]),
+        "0.39").snapshot
     from ..data.odf_slice import DEFAULT_VOCABULARY
 
     op = (state.vocab.operation_type_column if state.vocab else None) or \

@@ -38,6 +38,7 @@ from ..metadata.objects import (
     MergeStrategyLedger,
     MergeStrategySnapshot,
 )
+from ..metadata.odf39.adapt import STREAM_MERGES
 from ..metadata.timestamps import format_timestamp
 
 STATE_SUFFIX = "@state"  # not a character of a dataset id, so no id can take the name
@@ -65,7 +66,7 @@ def state_key(source: DatasetSource, vocab: DatasetVocabulary,
     """The state a dataset of that definition has, or None (no primary key);
     ``operation_type``: a current-ODF dataset's operation type column."""
     merge = source.merge if isinstance(source, DatasetSourceRoot) else None
-    if isinstance(merge, MergeStrategySnapshot):
+    if isinstance(merge, (MergeStrategySnapshot, *STREAM_MERGES)):  # stream merges: 0.39 roots
         roles = SnapshotColumns.of(merge, operation_type)
         return StateKey(tuple(roles.key), vocab.event_time, vocab.system_time, roles.observation,
                         roles.removed, by_offset=roles.ops)

@@ -11,6 +11,9 @@ turns one into the other:
 - What a 0.18 workspace cannot hold yet is refused as a ``NotSupported`` naming its place in
   the file, never dropped: push sources, stream merges, fetch and read kinds 0.18 lacks, a
   Seed, a SetDataSchema, data events, an input named by ``did:odf`` or by an alias.
+- For a 0.39 dataset (``target="0.39"``) a stream merge (``ChangelogStream``, ``UpsertStream``),
+  which the 0.18 model has no kind for, stays the current form's object in the adapted source:
+  only 0.39 code paths (ingest into a 0.39 root, its state) are given such a source.
 - Descriptive events (SetInfo, SetLicense, SetAttachments) change no data and have no place
   in 0.18: they are left out, each with a note for the user (``Adapted.notes``).
 - Every place of the result, as the 0.18 loader and ``coord add`` name them
@@ -66,9 +69,14 @@ _REFUSED = {
 }
 
 
-def adapt_snapshot(snapshot: e.DatasetSnapshot) -> Adapted:
-    """The 0.18 snapshot of ``snapshot``; raises ``NotSupported`` (or ``DecodeError``) naming
-    the place in the file."""
+STREAM_MERGES = (s.MergeStrategyChangelogStream, s.MergeStrategyUpsertStream)
+StreamMerge = s.MergeStrategyChangelogStream | s.MergeStrategyUpsertStream
+NEEDS_039 = "a 0.39 dataset merges them: make the workspace with coord init --odf 0.39"
+
+
+def adapt_snapshot(snapshot: e.DatasetSnapshot, target: str = "0.18") -> Adapted:
+    """The 0.18 snapshot of ``snapshot`` for a dataset of ODF ``target`` (a 0.39 one keeps
+    stream merges); raises ``NotSupported`` (or ``DecodeError``) naming the place in the file."""
     places = {"content.id": "content.name"}
     notes: list[tuple[str, str]] = []
     source: o.DatasetSource | None = None
@@ -81,7 +89,7 @@ def adapt_snapshot(snapshot: e.DatasetSnapshot) -> Adapted:
                                    "a 0.18 snapshot holds one: keep the one in force")
             _check_kind(snapshot.kind, event, at)
             places["content.source"] = at
-            source = (_root(event, at, places) if isinstance(event, e.SetPollingSource)
+            source = (_root(event, at, places, target) if isinstance(event, e.SetPollingSource)
                       else _derivative(event, at, places))
         elif isinstance(event, e.SetVocab):
             if "content.vocab" in places:
@@ -114,7 +122,8 @@ def _check_kind(kind: e.DatasetKind, event: e.SetPollingSource | e.SetTransform,
 # --- roots ---------------------------------------------------------------------------------
 
 
-def _root(event: e.SetPollingSource, at: str, places: dict[str, str]) -> o.DatasetSourceRoot:
+def _root(event: e.SetPollingSource, at: str, places: dict[str, str],
+          target: str) -> o.DatasetSourceRoot:
     preprocess = None
     if event.preprocess is not None:
         preprocess = _sql(event.preprocess, f"{at}.preprocess", "content.source.preprocess", places)
@@ -123,7 +132,7 @@ def _root(event: e.SetPollingSource, at: str, places: dict[str, str]) -> o.Datas
         prepare=None if event.prepare is None else [_prepare(step) for step in event.prepare],
         read=_read(event.read, f"{at}.read", places),
         preprocess=preprocess,
-        merge=_merge(event.merge, f"{at}.merge"),
+        merge=_merge(event.merge, f"{at}.merge", target),  # type: ignore[arg-type]  # see module
     )
 
 
@@ -192,7 +201,7 @@ def _read(step: s.ReadStep, at: str, places: dict[str, str]) -> o.ReadStep:
     return target(schema=schema, **options)
 
 
-def _merge(merge: s.MergeStrategy, at: str) -> o.MergeStrategy:
+def _merge(merge: s.MergeStrategy, at: str, target: str) -> o.MergeStrategy | StreamMerge:
     if isinstance(merge, s.MergeStrategyAppend):
         return o.MergeStrategyAppend()
     if isinstance(merge, s.MergeStrategyLedger):
@@ -200,7 +209,9 @@ def _merge(merge: s.MergeStrategy, at: str) -> o.MergeStrategy:
     if isinstance(merge, s.MergeStrategySnapshot):
         compare = None if merge.compare_columns is None else list(merge.compare_columns)
         return o.MergeStrategySnapshot(primary_key=list(merge.primary_key), compare_columns=compare)
-    raise NotSupported(at, f"merge kind {merge.KIND}", "coord merges by Append, Ledger and Snapshot")
+    if target == "0.39":
+        return merge
+    raise NotSupported(at, f"merge kind {merge.KIND}", NEEDS_039)
 
 
 # --- read schemas ----------------------------------------------------------------------------
