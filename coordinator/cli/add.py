@@ -64,9 +64,11 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
 
         current = None
         if new_odf is OdfVersion.V039 or any(ws.odf_of(ds.id) is OdfVersion.V039 for ds in ws.datasets()):
+            from ..build.schema_change import check_definition
             from ..store.define import Definitions
 
-            current = Definitions(ws, written)
+            current = Definitions(ws, written, check_change=lambda name, state, events:
+                                  check_definition(ws, engine.get, name, state, events))
         for result in catalog.add_datasets(ws, snapshots, replace=replace, check_change=check_change,
                                            current=current):
             show.line(f"{result.action:9} {result.dataset_id} {short(result.block_hash)}")
