@@ -51,7 +51,11 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
         snapshots.append(snapshot)
     with ExitStack() as stack:
         def readable() -> list[str]:  # a changed query is validated against its inputs, old and new
+            from ..store.overview import CurrentDatasets
+            from ..workspace.graph import DatasetGraph
+
             return engine_reads(ws, [s.id for s in snapshots if ws.dataset(s.id).exists()],
+                                graph=DatasetGraph(ws, current=CurrentDatasets(ws).inputs),
                                 proposed={s.id: inputs_of(s) for s in snapshots})
 
         engine = EngineOnDemand(ws, stack, readable)
