@@ -5,7 +5,6 @@ a 0.39 root not pulled yet, and a 0.18 workspace whose root gained a column."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -19,25 +18,14 @@ from coordinator.workspace.dataset import DatasetNotFound
 
 from ..serve.conftest import serving
 from ..support.cli_inprocess import run_coord
+from ..support.manifests import csv_root_manifest
 
 DECLARED = ["id BIGINT", "ts TIMESTAMP", "city STRING"]
 
 
 def add_root(home: Path, name: str, schema: list[str] | None = None, folder: str = "in") -> None:
-    declared = f", schema: {json.dumps(schema)}" if schema else ""
     path = home / f"{name}.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        apiVersion: 1
-        kind: DatasetSnapshot
-        content:
-          id: {name}
-          source:
-            kind: root
-            fetch: {{kind: filesGlob, path: "{folder}/*.csv"}}
-            read: {{kind: csv, header: true{declared}}}
-            merge: {{kind: append}}
-          vocab: {{eventTimeColumn: ts}}
-        """))
+    path.write_text(csv_root_manifest(name, folder, schema))
     run_coord(home, "add", str(path))
 
 

@@ -24,43 +24,22 @@ from coordinator.workspace.config import OdfVersion
 from ..support.cli import coord
 from ..support.cli_inprocess import run_coord
 from ..support.fake_engine import open_fake_engine
+from ..support.manifests import csv_root_manifest, derivative_manifest, with_event_time
 
 REMEDY = ("a schema may only gain optional columns: keep the column and add a new one, or add "
           "the changed definition as a new dataset")
 
 
-def root(home: Path, schema: str = "", name: str = "cities") -> Path:
+def root(home: Path, schema: list[str] | None = None, name: str = "cities") -> Path:
     """A CSV root over ``in/*.csv`` (event time ``ts``); ``schema``: its read schema's entries."""
     path = home / f"{name}.yaml"
-    declared = f", schema: [{schema}]" if schema else ""
-    path.write_text(textwrap.dedent(f"""\
-        apiVersion: 1
-        kind: DatasetSnapshot
-        content:
-          id: {name}
-          source:
-            kind: root
-            fetch: {{kind: filesGlob, path: "in/*.csv"}}
-            read: {{kind: csv, header: true{declared}}}
-            merge: {{kind: append}}
-          vocab: {{eventTimeColumn: ts}}
-        """))
+    path.write_text(csv_root_manifest(name, "in", schema))
     return path
 
 
 def derivative(home: Path, query: str, name: str = "north") -> Path:
     path = home / f"{name}.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        apiVersion: 1
-        kind: DatasetSnapshot
-        content:
-          id: {name}
-          source:
-            kind: derivative
-            inputs: [cities]
-            transform: {{kind: sql, engine: spark, query: "{query}"}}
-          vocab: {{eventTimeColumn: ts}}
-        """))
+    path.write_text(with_event_time(derivative_manifest(name, ["cities"], query), "ts"))
     return path
 
 
@@ -71,7 +50,7 @@ def csv(home: Path, name: str, text: str) -> Path:
     return path
 
 
-DECLARED = '"id BIGINT", "ts TIMESTAMP", "city STRING"'
+DECLARED = ["id BIGINT", "ts TIMESTAMP", "city STRING"]
 A = "id,ts,city\n1,2024-01-01T00:00:00Z,Oslo\n2,2024-01-02T00:00:00Z,Lima\n"
 B = "id,ts,city,weather\n3,2024-01-03T00:00:00Z,Pune,warm\n"
 
@@ -95,6 +74,13 @@ def schemas(home: Path, name: str) -> list[d.DataSchema]:
 
 def sql(home: Path, query: str) -> list[dict]:
     return json.loads(run_coord(home, "sql", "-o", "json", "-c", query).output)
+
+
+def pulled_root(home: Path, schema: list[str] | None = None) -> None:
+    """The root ``cities`` (read schema ``schema``) added and pulled from ``A``."""
+    run_coord(home, "add", str(root(home, schema)))
+    csv(home, "a.csv", A)
+    run_coord(home, "pull", "cities")
 
 
 def head(home: Path, name: str):
@@ -123,10 +109,8 @@ def test_a_csv_gaining_a_column_appends_a_schema_and_the_older_records_read_null
 
 
 def test_a_column_added_to_the_read_schema_by_add_replace_is_recorded_at_the_next_pull(home):
-    run_coord(home, "add", str(root(home, DECLARED)))
-    csv(home, "a.csv", A)
-    run_coord(home, "pull", "cities")
-    run_coord(home, "add", "--replace", str(root(home, DECLARED + ', "pop INT"')))
+    pulled_root(home, DECLARED)
+    run_coord(home, "add", "--replace", str(root(home, [*DECLARED, "pop INT"])))
     csv(home, "b.csv", "id,ts,city,pop\n3,2024-01-03T00:00:00Z,Pune,7\n")
     run_coord(home, "pull", "cities")
 
@@ -138,16 +122,14 @@ def test_a_column_added_to_the_read_schema_by_add_replace_is_recorded_at_the_nex
 
 
 @pytest.mark.parametrize(("declared", "refusal"), [
-    ('"id STRING", "ts TIMESTAMP", "city STRING"',
+    (["id STRING", "ts TIMESTAMP", "city STRING"],
      "changes column 'id' from Int64 (optional) to String (optional)"),
-    ('"id BIGINT", "ts TIMESTAMP"', "drops column 'city', String (optional)"),
-    ('"id BIGINT", "ts TIMESTAMP", "town STRING"', "drops column 'city', String (optional)"),
+    (["id BIGINT", "ts TIMESTAMP"], "drops column 'city', String (optional)"),
+    (["id BIGINT", "ts TIMESTAMP", "town STRING"], "drops column 'city', String (optional)"),
 ], ids=["retyped", "dropped", "renamed"])
 def test_a_read_schema_that_changes_a_column_is_refused_at_add_and_nothing_is_written(
         home, declared, refusal):
-    run_coord(home, "add", str(root(home, DECLARED)))
-    csv(home, "a.csv", A)
-    run_coord(home, "pull", "cities")
+    pulled_root(home, DECLARED)
     before = head(home, "cities")
     result = run_coord(home, "add", "--replace", str(root(home, declared)), ok=False)
     assert isinstance(result.exception, SchemaChangeRefused)
@@ -156,9 +138,7 @@ def test_a_read_schema_that_changes_a_column_is_refused_at_add_and_nothing_is_wr
 
 
 def test_data_whose_values_do_not_convert_to_a_columns_type_is_refused_as_a_retyping(home):
-    run_coord(home, "add", str(root(home)))
-    csv(home, "a.csv", A)
-    run_coord(home, "pull", "cities")
+    pulled_root(home)
     before = head(home, "cities")
     csv(home, "b.csv", "id,ts,city\nx7,2024-01-03T00:00:00Z,Pune\n")
     result = run_coord(home, "pull", "cities", ok=False)
@@ -172,14 +152,14 @@ def test_before_its_first_data_a_root_has_no_schema_recorded_even_with_a_read_sc
     run_coord(home, "add", str(root(home, DECLARED)))
     assert schemas(home, "cities") == []
     # so any read schema may replace it then
-    run_coord(home, "add", "--replace", str(root(home, '"id STRING", "ts TIMESTAMP"')))
+    run_coord(home, "add", "--replace", str(root(home, ["id STRING", "ts TIMESTAMP"])))
 
 
 def test_the_refusal_is_one_line_of_a_real_coord_process_with_exit_code_1(home):
     coord("add", str(root(home, DECLARED)), cwd=home)
     csv(home, "a.csv", A)
     coord("pull", "cities", cwd=home)
-    proc = coord("add", "--replace", str(root(home, '"id STRING", "ts TIMESTAMP", "city STRING"')),
+    proc = coord("add", "--replace", str(root(home, ["id STRING", "ts TIMESTAMP", "city STRING"])),
                  cwd=home, check=False)
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
@@ -192,12 +172,16 @@ def test_the_refusal_is_one_line_of_a_real_coord_process_with_exit_code_1(home):
 NORTH = "SELECT ts, id, city FROM cities WHERE id <> 2"
 
 
-def test_a_query_replaced_to_output_an_extra_column_appends_a_schema_and_older_records_read_null(
-        home, fake_engine):
-    run_coord(home, "add", str(root(home, DECLARED)))
-    csv(home, "a.csv", A)
+def pulled_north(home: Path) -> None:
+    """The derivative ``north`` (``NORTH``) over ``cities``, both pulled once."""
+    pulled_root(home, DECLARED)
     run_coord(home, "add", str(derivative(home, NORTH)))
     run_coord(home, "pull", "-r", "north")
+
+
+def test_a_query_replaced_to_output_an_extra_column_appends_a_schema_and_older_records_read_null(
+        home, fake_engine):
+    pulled_north(home)
     run_coord(home, "add", "--replace", str(derivative(
         home, "SELECT ts, id, city, upper(city) AS loud FROM cities WHERE id <> 2")))
     csv(home, "b.csv", "id,ts,city\n3,2024-01-03T00:00:00Z,Pune\n4,2024-01-04T00:00:00Z,Kyiv\n")
@@ -211,10 +195,7 @@ def test_a_query_replaced_to_output_an_extra_column_appends_a_schema_and_older_r
 
 def test_a_query_replaced_to_drop_a_column_is_refused_at_add_and_the_old_query_stays(
         home, fake_engine):
-    run_coord(home, "add", str(root(home, DECLARED)))
-    csv(home, "a.csv", A)
-    run_coord(home, "add", str(derivative(home, NORTH)))
-    run_coord(home, "pull", "-r", "north")
+    pulled_north(home)
     before = head(home, "north")
     result = run_coord(home, "add", "--replace",
                        str(derivative(home, "SELECT ts, id FROM cities WHERE id <> 2")), ok=False)
