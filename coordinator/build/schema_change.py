@@ -10,7 +10,10 @@ checked before the dataset has a schema (its first data), as for 0.18.
   be declared with its type (the event time and system columns apart).
 - A derivative's query: the engine validates it over its inputs' newest schemas (0.18 does the
   same, ``transform.evolution``) and its output columns, as stored, are compared with the
-  dataset's. Nullability is left to the pull (``grown_schema`` fits it to the data's nulls).
+  dataset's.
+- Nullability is left to the pull, which fits it to the data's nulls (``grown_schema``): a
+  declared schema does not decide it (DDL columns are all nullable, and an ODF read schema's
+  required fields are read as nullable too, docs/manifests.md).
 """
 from __future__ import annotations
 
@@ -46,8 +49,9 @@ def check_definition(ws: Workspace, engine: Callable[[], Engine], name: str, sta
         if isinstance(event, e.SetPollingSource) and event.preprocess is None:
             declared = _declared(event.read)
             if declared is not None:
-                added_columns(name, [c for c in old if c.name != v.event_time],
-                              odf_columns(declared, [v.event_time]), "the new read schema")
+                added_columns(name, _any_nullability([c for c in old if c.name != v.event_time]),
+                              _any_nullability(odf_columns(declared, [v.event_time])),
+                              "the new read schema")
         elif isinstance(event, e.SetTransform):
             output = _query_output(ws, engine, name, state, event)
             if output is not None:
