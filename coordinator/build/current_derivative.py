@@ -21,7 +21,7 @@ transform layer does not import it):
   ``offset`` and ``system_time`` a ``SELECT *`` carried over are dropped) is the new slice
   through ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time.
   A ``SetDataSchema`` goes before the first data, and before data that adds optional
-  columns; an output that drops or changes a column is refused (``data.schema_evolution``).
+  columns; an output that drops or changes a column is refused (``metadata.schema_evolution``).
 - A step with nothing new in any input (no slice, no watermark move) runs nothing and commits
   nothing. The output watermark never goes back (the chain rules refuse it).
 - Exactly once as for 0.18: the engine writes into a scratch folder; the append path moves the
@@ -39,9 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..data.odf_schema import data_schema
+from ..data.odf_schema import data_schema, grown_schema
 from ..data.odf_slice import Vocabulary, build_slice, write_slice
-from ..data.schema_evolution import SchemaChangeRefused, grown_schema
 from ..engine.port import Engine, EngineError, EngineErrorKind, EngineProgress, ExecuteInput
 from ..errors import Conflict, CoordError, Invalid
 from ..metadata.multiformats import Multihash
@@ -57,6 +56,7 @@ from ..metadata.odf39.events import (
     SetTransform,
     TransformInput,
 )
+from ..metadata.schema_evolution import SchemaChangeRefused
 from ..metadata.timestamps import now_utc
 from ..store.append import checkpoint_of, data_slice_of
 from ..store.checked import checked_current_files

@@ -1,7 +1,7 @@
 """A new definition of a current-ODF (0.39) dataset checked against the schema its records
 have, before ``coord add --replace`` writes it (``store.define.Definitions``' ``check_change``).
 
-``data.schema_evolution.added_columns`` decides, as it does at a pull; checking here refuses the
+``metadata.schema_evolution.added_columns`` decides, as it does at a pull; checking here refuses the
 definition itself, instead of leaving one in force that every later pull refuses. Nothing is
 checked before the dataset has a schema (its first data), as for 0.18.
 
@@ -22,8 +22,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..data.schema_evolution import Column, added_columns, odf_columns
 from ..metadata.odf39 import events as e
+from ..metadata.schema_evolution import Column, added_columns, odf_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa

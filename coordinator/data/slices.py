@@ -4,7 +4,7 @@
   records its logical hash (``schemas/DATA-HASHING.md``) and physical hash (``output_slice``).
 - A dataset's schema may only gain columns: every column of the earlier slices stays, with
   its type; new columns come after them (``compare_schemas`` says what a new schema changes,
-  ``schema_evolution`` decides what is allowed; ingest converts a changed type when it can).
+  ``metadata.schema_evolution`` decides what is allowed; ingest converts a changed type when it can).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ append path (``append.DatasetWriter``):
 
 - the slice is ``odf_slice.build_slice`` of the merged records (offsets counting on from the
   last slice, op 0, the block's system time), written by ``write_slice``; a ``SetDataSchema``
-  (``schema_evolution.grown_schema`` of the stored table) comes before the first data and
+  (``odf_schema.grown_schema`` of the stored table) comes before the first data and
   again wherever the schema grows (new optional columns at the end, as ``slice_layout.conform``
   allows; anything else is refused there or by ``grown_schema``);
 - then ``AddData(prevOffset, newData, newWatermark, newSourceState)``; a watermark moved alone
@@ -36,8 +36,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..data.hashing import physical_hash
+from ..data.odf_schema import grown_schema
 from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
-from ..data.schema_evolution import grown_schema
 from ..metadata.multiformats import SHA3_256, Multihash
 from ..metadata.objects import DatasetVocabulary, MergeStrategySnapshot
 from ..metadata.odf39 import events as e

@@ -3,7 +3,7 @@ implementation for both front ends and both ODF versions.
 
 - ODF 0.39: each ``SetDataSchema`` of the chain is a version (its block's sequence number,
   multihash and system time), the newest one in force; what a version changed is the columns
-  it added (``data.schema_evolution`` allows nothing else). Read from the metadata only.
+  it added (``metadata.schema_evolution`` allows nothing else). Read from the metadata only.
 - ODF 0.18 records no schema: a read-only view is made from the slices, each checked
   (``trust.slice_check``) and its Parquet footer read; a version starts at each slice whose
   columns differ from the slice before (its block's position in the chain, from 0).
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..data.schema_evolution import Column, arrow_columns, odf_columns
+from ..metadata.schema_evolution import Column, arrow_columns, odf_columns
 from ..workspace import Dataset
 from ..workspace.config import OdfVersion
 

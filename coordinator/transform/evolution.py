@@ -2,15 +2,15 @@
 columns.
 
 The engine validates the new query against the inputs' schemas and answers the output schema;
-``data.schema_evolution.added_columns`` decides whether the dataset's schema may become it.
+``metadata.schema_evolution.added_columns`` decides whether the dataset's schema may become it.
 """
 from __future__ import annotations
 
 import uuid
 
-from ..data.schema_evolution import added_columns, arrow_columns
 from ..engine.port import Engine, InputSchema, ValidateRequest
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
+from ..metadata.schema_evolution import added_columns, arrow_columns
 from ..workspace import Dataset, DatasetState, Workspace
 from .plan import plan_input
 

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.data.hashing import logical_hash, physical_hash
-from coordinator.data.schema_evolution import SchemaChangeRefused
 from coordinator.ingest import IngestError, pull_root
+from coordinator.metadata.schema_evolution import SchemaChangeRefused
 from coordinator.metadata.timestamps import IntervalType
 from coordinator.trust.slice_check import ChangedSlice
 

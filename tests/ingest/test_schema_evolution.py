@@ -13,10 +13,11 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 
-from coordinator.data.schema_evolution import SchemaChangeRefused, grown_schema
+from coordinator.data.odf_schema import grown_schema
 from coordinator.engine import factory
 from coordinator.metadata.odf39 import data as d
 from coordinator.metadata.odf39 import events as e
+from coordinator.metadata.schema_evolution import SchemaChangeRefused
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import OdfVersion

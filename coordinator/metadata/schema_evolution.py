@@ -14,16 +14,18 @@ Invariants:
   from a ``DataSchema`` (``odf_columns``: the type without ``Option``, nullability apart), ODF
   0.18 from an Arrow schema (``arrow_columns``: 0.18 records no nullability, so none is
   compared). The system columns are the caller's to leave out.
+- A 0.39 slice is fitted to the schema in force before it is compared
+  (``data.odf_schema.grown_schema``). This module imports no Arrow: ``coord schema`` of a 0.39
+  dataset reads metadata only.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import Conflict
-from ..metadata.odf39 import data as d
+from .odf39 import data as d
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -72,40 +74,6 @@ def _words(c: Column) -> str:
 
 def _refuse(what: str, remedy: str) -> None:
     raise SchemaChangeRefused(f"{what}; {remedy}")
-
-
-def grown_schema(dataset: str, table: pa.Table, in_force: d.DataSchema | None, subject: str,
-                 legacy: bool = False) -> tuple[pa.Table, d.DataSchema | None]:
-    """A 0.39 slice's stored ``table`` fitted to the dataset's schema ``in_force``, and the schema
-    a ``SetDataSchema`` must record before it (None: ``in_force`` is its schema).
-
-    Nullability is the data's only where it can be the schema's: a column the schema has as
-    optional stays optional, a required one whose values hold no null stays required, a new
-    column is optional (the earlier records have no value for it). Any other change is refused
-    (``added_columns``). ``legacy``: ``in_force`` comes from a pre-RFC-016 Arrow schema, which says
-    nothing of nullability (the reference compares none across that upgrade).
-    """
-    import pyarrow as pa
-
-    from .odf_schema import data_schema
-
-    if in_force is None:
-        return table, data_schema(table.schema)
-    if not legacy:
-        required = {c.name for c in odf_columns(in_force) if c.required}
-        fields = [f.with_nullable(f.name not in required or table[f.name].null_count > 0)
-                  for f in table.schema]
-        if fields != list(table.schema):
-            table = pa.Table.from_arrays(table.columns, schema=pa.schema(fields))
-    new = data_schema(table.schema)
-    old_columns, new_columns = odf_columns(in_force), odf_columns(new)
-    if new_columns == old_columns:  # attributes the schema in force carries are kept
-        return table, None
-    if legacy:
-        old_columns = [dataclasses.replace(c, required=None) for c in old_columns]
-        new_columns = [dataclasses.replace(c, required=None) for c in new_columns]
-    added_columns(dataset, old_columns, new_columns, subject)
-    return table, new
 
 
 def odf_columns(schema: d.DataSchema, leave_out: Iterable[str] = ()) -> list[Column]:
