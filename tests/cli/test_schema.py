@@ -19,6 +19,7 @@ from coordinator.workspace.dataset import DatasetNotFound
 from ..serve.conftest import serving
 from ..support.cli_inprocess import run_coord
 from ..support.manifests import csv_root_manifest
+from .test_startup import HEAVY, imported_by
 
 DECLARED = ["id BIGINT", "ts TIMESTAMP", "city STRING"]
 
@@ -136,3 +137,7 @@ def test_the_api_answers_the_schema_in_force_and_its_history_and_404_for_an_unkn
         assert "history" not in served.get("/api/datasets/cities/schema").json()
         missing = served.get("/api/datasets/nope/schema")
         assert missing.status_code == 404 and "nope" in missing.json()["error"]
+
+
+def test_the_schema_of_a_0_39_dataset_is_read_from_its_metadata_without_arrow(home):
+    assert imported_by("schema", "cities", "--history", cwd=home, watched=HEAVY) == []
