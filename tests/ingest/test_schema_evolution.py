@@ -107,6 +107,7 @@ def test_a_csv_gaining_a_column_appends_a_schema_and_the_older_records_read_null
     assert [(r["id"], r["weather"]) for r in got] == want == [(1, None), (2, None), (3, "warm")]
     tail = json.loads(run_coord(home, "tail", "cities", "-o", "json").output)
     assert [(r["id"], r["weather"]) for r in tail] == want
+    assert "integrity: ok" in run_coord(home, "verify", "cities").output
 
 
 def test_a_column_added_to_the_read_schema_by_add_replace_is_recorded_at_the_next_pull(home):
@@ -191,6 +192,8 @@ def test_a_query_replaced_to_output_an_extra_column_appends_a_schema_and_older_r
     assert grown.fields[-1] == d.DataField(name="loud", type=d.DataTypeOption(inner=d.DataTypeString()))
     got = sql(home, 'SELECT id, loud FROM "north" ORDER BY id')
     assert got == [{"id": 1, "loud": None}, {"id": 3, "loud": "PUNE"}, {"id": 4, "loud": "KYIV"}]
+    # each step replays under the query and schema of its time
+    assert "reproducibility: reproduced" in run_coord(home, "verify", "north").output
 
 
 def test_a_query_replaced_to_drop_a_column_is_refused_at_add_and_the_old_query_stays(
