@@ -119,8 +119,8 @@ class InputStep:
             if pc.any(pc.not_equal(ops, 0)).as_py():
                 raise InputRefused(
                     f"input {self.dataset.id}: {path} (block {r.sequence_number}) holds "
-                    "retractions or corrections (op != 0), which coord's transforms cannot read "
-                    "yet (issue 34)")
+                    "retractions or corrections (op != 0), which a derivative's query cannot "
+                    "handle yet (issue 34)")
         return paths
 
     def schema(self) -> pa.Schema | None:

@@ -1,4 +1,5 @@
-"""The HTTP API of ``coord serve`` (FastAPI; OpenAPI page at ``/docs``) and its web view at ``/``.
+"""The HTTP API of ``coord serve`` (FastAPI; OpenAPI page at ``/docs``), its web view at ``/``,
+and its current-ODF datasets' folders for other workspaces to pull (``transfer``).
 
 Every answer is built by the same services the CLI words (status, lineage, catalog, tail):
 one implementation, two front ends. Answers are JSON; errors are JSON too, ``{"error": ...}``
@@ -48,6 +49,7 @@ from ..metadata.yaml_codec import to_dict
 from ..trust.authorship import block_signers
 from ..workspace import Dataset, DatasetNotFound, Workspace
 from ..workspace.config import OdfVersion
+from . import transfer
 from .answers import Answers
 from .build_service import BuildService
 from .events import EventBus
@@ -283,6 +285,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
 
+    transfer.add_routes(app, ws)  # /{dataset}/refs/head...: the datasets for coord pull http://
     return _Guard(app, access)
 
 

@@ -22,8 +22,9 @@ Invariants:
   ``check_change`` may refuse it first (``build.schema_change``: a schema the records cannot keep).
 - A new dataset's chain is written in a run folder and renamed into place: it appears whole
   (Seed and definition) or not at all; a killed ``coord add`` leaves only an abandoned run folder.
-- Snapshot merges are refused (their observed rows need retractions and corrections, issue 34),
-  as ``coord upgrade`` refuses them.
+- A snapshot merge is defined as any other (its pulls write retractions and corrections,
+  ``ingest.current``); ``coord upgrade`` still refuses a 0.18 snapshot root (its observed rows
+  would need rewriting as operation types).
 """
 from __future__ import annotations
 
@@ -34,11 +35,11 @@ from datetime import datetime, timedelta
 
 from ..metadata.did import DatasetId
 from ..metadata.multiformats import Multihash
-from ..metadata.objects import DatasetSnapshot, DatasetSourceRoot, MergeStrategySnapshot
+from ..metadata.objects import DatasetSnapshot, DatasetSourceRoot
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
 from ..metadata.timestamps import now_utc
-from ..workspace.catalog import AddAction, AddResult, CatalogConflict, CatalogError
+from ..workspace.catalog import AddAction, AddResult, CatalogConflict
 from ..workspace.fsutil import fsync_dir, remove
 from ..workspace.runs import run_folder
 from ..workspace.workspace import Workspace
@@ -75,10 +76,6 @@ class Definitions:
     def events(self, snapshot: DatasetSnapshot) -> list[e.MetadataEvent]:
         """The definition's events, in the order a new chain holds them after its Seed."""
         source = snapshot.source
-        if isinstance(source, DatasetSourceRoot) and isinstance(source.merge, MergeStrategySnapshot):
-            raise CatalogError(f"dataset {snapshot.id}: a snapshot merge's observed rows become "
-                               "retractions and corrections, which coord cannot write in ODF 0.39 "
-                               "yet (issue 34); use ledger or append, or a 0.18 workspace")
         written = self.written.get(snapshot.id)
         if written is not None:
             return [self._resolved(event) for event in written.metadata]
