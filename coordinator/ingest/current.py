@@ -7,10 +7,10 @@ append path (``append.DatasetWriter``):
 
 - the slice is ``odf_slice.build_slice`` of the merged records (offsets counting on from the
   last slice, the merge's operation types or 0, the block's system time), written by
-  ``write_slice``; a ``SetDataSchema`` (``odf_schema.data_schema`` of the stored table)
-  comes before the first data and again
-  wherever the schema grows (new columns at the end, as ``slice_layout.conform`` allows;
-  anything else is refused there, as for 0.18);
+  ``write_slice``; a ``SetDataSchema`` (``odf_schema.grown_schema`` of the stored table)
+  comes before the first data and again wherever the schema grows (new optional columns at
+  the end, as ``slice_layout.conform`` allows; anything else is refused there or by
+  ``grown_schema``);
 - then ``AddData(prevOffset, newData, newWatermark, newSourceState)``; a watermark moved alone
   (or ``coord pull --set-watermark``) is an AddData with only ``newWatermark`` and
   ``prevOffset``;
@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..data.hashing import physical_hash
-from ..data.odf_schema import data_schema
+from ..data.odf_schema import grown_schema
 from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
 from ..metadata.multiformats import SHA3_256, Multihash
 from ..metadata.objects import DatasetVocabulary, MergeStrategySnapshot
@@ -197,12 +197,13 @@ class Odf039Target:
         assert h.vocabulary is not None
         new_data, data_file = None, None
         if len(table):
-            table = build_slice(table, system_time=system_time, prev_offset=h.prev_offset,
-                                vocabulary=h.vocabulary)
-            schema = data_schema(table.schema)
-            if schema != h.schema_in_force:
-                self.writer.append(e.SetDataSchema(schema=schema), system_time=system_time)
-                h.schema_in_force = schema
+            table, grown = grown_schema(
+                self.dataset.id, build_slice(table, system_time=system_time,
+                                             prev_offset=h.prev_offset, vocabulary=h.vocabulary),
+                h.schema_in_force, "the new data")
+            if grown is not None:
+                self.writer.append(e.SetDataSchema(schema=grown), system_time=system_time)
+                h.schema_in_force = grown
             data_file = scratch / "slice.parquet"
             new_data = data_slice_of(write_slice(table, data_file, h.vocabulary))
         event = e.AddData(prev_offset=h.prev_offset, new_data=new_data, new_watermark=watermark,
