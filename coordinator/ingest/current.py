@@ -49,7 +49,7 @@ from ..metadata.odf39 import events as e
 from ..store.append import DatasetWriter, data_slice_of
 from ..store.dataset import CurrentDataset
 from ..store.read import DatasetState
-from ..store.source_state import reference_source_state
+from ..store.source_state import fetch_state, reference_source_state, root_snapshot
 from ..trust.slice_check import ChangedSlice
 from ..workspace.dataset import DatasetNotFound
 from ..workspace.fsutil import atomic_write, remove
@@ -84,28 +84,19 @@ class CurrentHistory(DatasetHistory):
     def load(ds: CurrentDataset, s: DatasetState | None) -> CurrentHistory:  # type: ignore[override]
         """From the dataset's state as its writer holds it; removes fetch states of blocks
         the chain does not reach (a pull killed before its head moved)."""
-        from ..metadata.odf39.adapt import adapt_snapshot
-
         if s is None:
             raise DatasetNotFound(ds.id)
         if s.polling_source is None:
             raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
                               "nothing to fetch")
-        events: list[e.MetadataEvent] = [s.polling_source, *([s.vocab] if s.vocab else [])]
-        snapshot = adapt_snapshot(e.DatasetSnapshot(name=ds.id, kind=e.DatasetKind.ROOT,
-                                                    metadata=events)).snapshot
+        snapshot = root_snapshot(ds.id, s)
         source = snapshot.source
         hashes = {str(b.hash) for b in s.blocks}
-        held = {p.stem: p for p in ds.state_dir.iterdir()} if ds.state_dir.is_dir() else {}
-        for stem, path in held.items():
-            if stem not in hashes:
-                remove(path)
-        newest = next((b.hash for b in reversed(s.blocks) if str(b.hash) in held), None)
-        state = None
-        if newest is not None:
-            path = ds.state_path(newest)
-            state = SourceState.from_json(path.read_bytes(), where=f"{ds.id}: {path}",
-                                          step=source.fetch)  # type: ignore[union-attr]
+        if ds.state_dir.is_dir():
+            for path in ds.state_dir.iterdir():
+                if path.stem not in hashes:
+                    remove(path)
+        state = fetch_state(ds, s, source.fetch)  # type: ignore[union-attr]
         vocabulary = _vocabulary(s.vocab)
         return CurrentHistory(
             ds=ds,  # type: ignore[arg-type]
