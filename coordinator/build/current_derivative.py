@@ -20,8 +20,8 @@ transform layer does not import it):
 - The engine's output (event time, data; an ``op`` column it carries is kept, an input's
   ``offset`` and ``system_time`` a ``SELECT *`` carried over are dropped) is the new slice
   through ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time.
-  A ``SetDataSchema`` goes before the first data, and before data that adds
-  columns; an output that drops a column or changes its type is refused.
+  A ``SetDataSchema`` goes before the first data, and before data that adds optional
+  columns; an output that drops or changes a column is refused (``metadata.schema_evolution``).
 - A step with nothing new in any input (no slice, no watermark move) runs nothing and commits
   nothing. The output watermark never goes back (the chain rules refuse it).
 - Field lineage, which a 0.39 block has no place for, is derived at each step and kept beside
@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..data.odf_schema import data_schema
+from ..data.odf_schema import data_schema, grown_schema
 from ..data.odf_slice import Vocabulary, build_slice, write_slice
 from ..engine.port import (
     Engine,
@@ -63,7 +63,6 @@ from ..metadata.objects import (
     LateRows,
     TransformSql,
 )
-from ..metadata.odf39 import data as d
 from ..metadata.odf39.adapt import transform_sql
 from ..metadata.odf39.events import (
     AddData,
@@ -75,6 +74,7 @@ from ..metadata.odf39.events import (
     SetTransform,
     TransformInput,
 )
+from ..metadata.schema_evolution import SchemaChangeRefused
 from ..metadata.timestamps import now_utc
 from ..store.append import checkpoint_of, data_slice_of
 from ..store.checked import checked_current_files
@@ -95,10 +95,6 @@ from ..workspace.crash import crash_point
 class InputRefused(CoordError):
     """An input whose data this step cannot read: changed under the derivative, damaged, or
     holding what coord's transforms do not handle yet."""
-
-
-class SchemaChangeRefused(Invalid):
-    """The query's output drops a column of the dataset or changes its type."""
 
 
 @dataclass(frozen=True)
@@ -323,8 +319,8 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
         # the block numbers and stamps its records: an input's offset and system time that
         # the query carried over (SELECT *) are not the output's
         table = table.drop_columns([c for c in (v.system_time, v.offset) if c in table.column_names])
-        stored = build_slice(table, system_time=system_time, prev_offset=prev_offset, vocabulary=v)
-        schema = _schema_event(plan, stored.schema)
+        stored, schema = _fitted(plan, build_slice(table, system_time=system_time,
+                                                   prev_offset=prev_offset, vocabulary=v))
         data_path = scratch / "slice.parquet"
         new_data = data_slice_of(write_slice(stored, data_path, v))
     watermark, before = result.output_watermark, plan.state.watermark
@@ -338,35 +334,18 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     return StepOutput(event, schema, data_path, checkpoint_dir, result.late_rows)
 
 
-def _schema_event(plan: CurrentPlan, schema: pa.Schema) -> SetDataSchema | None:
-    """The SetDataSchema the output needs first: None when the dataset's schema is its schema;
-    refused when the output drops a column of it or changes a column's type."""
-    new = data_schema(schema)
+def _fitted(plan: CurrentPlan, stored: pa.Table) -> tuple[pa.Table, SetDataSchema | None]:
+    """The output slice fitted to the dataset's schema, and the SetDataSchema it needs first
+    (None: the schema in force is its schema); an output that drops a column or changes one is
+    refused (``schema_evolution``)."""
     recorded = plan.state.schema
-    if recorded is None:
-        return SetDataSchema(schema=new)
-    old = recorded.schema
-    if old is None and recorded.raw_arrow_schema is not None:  # a block written before RFC-016
-        old = data_schema(pa.ipc.read_schema(pa.py_buffer(recorded.raw_arrow_schema.to_bytes())))
-    if old == new:
-        return None
-    have = {f.name: f.type for f in new.fields}
-    for f in old.fields if old is not None else []:
-        if f.name not in have:
-            raise SchemaChangeRefused(f"{plan.dataset.id}: the query's output has no column "
-                                      f"{f.name!r}, which the dataset has; a derivative's schema "
-                                      "may only add columns (change the query back, or start a "
-                                      "new dataset)")
-        if _plain(have[f.name]) != _plain(f.type):
-            raise SchemaChangeRefused(f"{plan.dataset.id}: the query's output column {f.name!r} "
-                                      "changed type; a derivative's schema may only add columns "
-                                      "(cast it back in the query, or start a new dataset)")
-    return SetDataSchema(schema=new)
-
-
-def _plain(t: d.DataType) -> d.DataType:
-    """A type without its nullability: a column that becomes nullable keeps its type."""
-    return t.inner if isinstance(t, d.DataTypeOption) else t
+    old, legacy = (recorded.schema if recorded else None), False
+    if recorded is not None and old is None and recorded.raw_arrow_schema is not None:
+        # a block written before RFC-016: an Arrow schema, which says nothing of nullability
+        arrow = pa.ipc.read_schema(pa.py_buffer(recorded.raw_arrow_schema.to_bytes()))
+        old, legacy = data_schema(arrow), True
+    stored, grown = grown_schema(plan.dataset.id, stored, old, "the query's output", legacy=legacy)
+    return stored, SetDataSchema(schema=grown) if grown is not None else None
 
 
 def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engine], *,

@@ -13,23 +13,26 @@ computed or downloaded and no data file is opened, so this module imports no Arr
 - A dataset pulled from a repository is updated from there; the repository is not contacted.
 - A current-ODF (0.39) derivative is behind by its inputs' blocks after the one its newest
   ``ExecuteTransform`` consumed (``newBlockHash`` per input), its query changed when a
-  ``SetTransform`` follows its last step; a 0.39 root's source is not probed (its fetch state
-  is not read here): it is "not checked", naming the source.
+  ``SetTransform`` follows its last step; a 0.39 root's source is probed as a 0.18 one's,
+  from the fetch state kept beside its chain (``store.source_state``).
 """
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..ingest.errors import IngestError
 from ..ingest.fetch import probe
 from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot
 from ..metadata.odf39.events import ExecuteTransform, SetTransform
+from ..store.dataset import CurrentDataset
 from ..store.overview import CurrentDatasets
+from ..store.source_state import fetch_state, root_snapshot
 from ..transform.builds import consumed_until, last_run_query
 from ..workspace import Dataset, DatasetState, Workspace
 from ..workspace.graph import DatasetGraph
-from ..workspace.source_state import SourceStateError
+from ..workspace.source_state import SourceState, SourceStateError
 
 
 class Reason(enum.Enum):
@@ -77,7 +80,7 @@ def dataset_status(ws: Workspace, ds: Dataset, graph: DatasetGraph | None = None
     if current.holds(ds.id):
         st = DatasetStatus(ds.id, current.overview(ds.id).kind, "0.39")
         if origin is None:
-            _current(current, ds.id, st)
+            _current(ws, current, ds.id, st)
         else:
             st.reasons.append(Reason.NOT_CHECKED)
             st.unchecked = f"pulled from {origin}"
@@ -116,16 +119,23 @@ def _derivative(graph: DatasetGraph, state: DatasetState, source: DatasetSourceD
 
 def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: DatasetSourceRoot,
           st: DatasetStatus) -> None:
+    _probe(ws, source.fetch, lambda: ds.source_state(dataset_state), st)
+
+
+def _probe(ws: Workspace, fetch: object, fetch_state: Callable[[], SourceState | None],
+           st: DatasetStatus) -> None:
+    """A root's reasons from its source (either ODF version): the files a pull would take,
+    given the fetch state the newest pull left."""
     try:
-        state = ds.source_state(dataset_state)
-        files = probe(source.fetch, root=ws.root, state=state.fetched if state is not None else None)
+        state = fetch_state()
+        files = probe(fetch, root=ws.root, state=state.fetched if state is not None else None)  # type: ignore[arg-type]
     except (IngestError, SourceStateError) as e:  # a state file not as coord wrote it, too
         st.reasons.append(Reason.NOT_CHECKED)
         st.unchecked = str(e)
         return
     if files is None:
         st.reasons.append(Reason.NOT_CHECKED)
-        st.unchecked = f"remote source {getattr(source.fetch, 'url', '')}".strip()
+        st.unchecked = f"remote source {getattr(fetch, 'url', '')}".strip()
     elif files:
         st.reasons.append(Reason.SOURCE_CHANGED if state is not None else Reason.NEVER_PULLED)
         st.new_files = files
@@ -134,15 +144,16 @@ def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: Datas
             st.partly_in = resume.records
 
 
-def _current(current: CurrentDatasets, name: str, st: DatasetStatus) -> None:
+def _current(ws: Workspace, current: CurrentDatasets, name: str, st: DatasetStatus) -> None:
     """A current-ODF dataset's status (see the module doc)."""
     state = current.state(name)
     if state.transform is None:
-        fetch = state.polling_source.fetch if state.polling_source is not None else None
-        url = getattr(fetch, "url", None)
-        st.reasons.append(Reason.NOT_CHECKED)
-        st.unchecked = (f"remote source {url}" if url else
-                        "the sources of current-ODF roots are not checked yet")
+        if state.polling_source is None:
+            st.reasons.append(Reason.NOT_CHECKED)
+            st.unchecked = "no polling source"
+            return
+        fetch = root_snapshot(name, state).source.fetch  # type: ignore[union-attr]
+        _probe(ws, fetch, lambda: fetch_state(CurrentDataset(ws, name), state, fetch), st)
         return
     consumed: dict[str, object] = {}  # input did -> the newest of its blocks a step consumed
     steps = transforms = 0  # the positions of the last ExecuteTransform and SetTransform

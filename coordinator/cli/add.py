@@ -57,7 +57,11 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
         snapshots.append(snapshot)
     with ExitStack() as stack:
         def readable() -> list[str]:  # a changed query is validated against its inputs, old and new
+            from ..store.overview import CurrentDatasets
+            from ..workspace.graph import DatasetGraph
+
             return engine_reads(ws, [s.id for s in snapshots if ws.dataset(s.id).exists()],
+                                graph=DatasetGraph(ws, current=CurrentDatasets(ws).inputs),
                                 proposed={s.id: inputs_of(s) for s in snapshots})
 
         engine = EngineOnDemand(ws, stack, readable)
@@ -70,9 +74,11 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
 
         current = None
         if new_odf is OdfVersion.V039 or any(ws.odf_of(ds.id) is OdfVersion.V039 for ds in ws.datasets()):
+            from ..build.schema_change import check_definition
             from ..store.define import Definitions
 
-            current = Definitions(ws, written)
+            current = Definitions(ws, written, check_change=lambda name, state, events:
+                                  check_definition(ws, engine.get, name, state, events))
         for result in catalog.add_datasets(ws, snapshots, replace=replace, check_change=check_change,
                                            current=current):
             show.line(f"{result.action:9} {result.dataset_id} {short(result.block_hash)}")

@@ -35,6 +35,7 @@ from .pull import pull
 from .push import push
 from .repo import repo
 from .reset import reset
+from .schema import schema
 from .serve import serve
 from .sql import sql
 from .status import status_
@@ -65,7 +66,7 @@ def cli(ctx: click.Context, workspace: str | None, debug: bool, quiet: bool, ver
 
 
 COMMANDS: tuple[click.Command, ...] = (
-    init, add, list_, status_, log, tail, pull, lineage_, provenance_, sql, verify_, repo, push,
+    init, add, list_, status_, log, schema, tail, pull, lineage_, provenance_, sql, verify_, repo, push,
     publish_, trust_, config, system, block, serve, reset, delete, upgrade, completions,
 )
 for command in COMMANDS:

@@ -19,8 +19,9 @@ Invariants:
   event time and values (every other record counts as its own partner here).
 - The order is that of one Arrow ``sort_indices`` over every column's ``sort_keys`` (nulls at
   start), computed by refining ties: key array after key array, sorted with numpy only among
-  the units still tied, as unsigned ordinals of the keys' values. Python loops over key
-  arrays, never over rows; when the rows already are in order, nothing is sorted.
+  the units still tied, as unsigned ordinals of the keys' values (an ordinal wider than fits
+  one sort in as many passes as it needs, high bits first). Python loops over key arrays and
+  passes, never over rows; when the rows already are in order, nothing is sorted.
 """
 from __future__ import annotations
 
@@ -77,8 +78,9 @@ class _Key:
     column: pa.ChunkedArray | pa.Array
     rows: np.ndarray | None
 
-    def arrays(self, units: np.ndarray | None) -> list[pa.Array]:
-        """The column's sort key arrays for the given units (all, in order, when None)."""
+    def ordinals(self, units: np.ndarray | None) -> list[tuple[np.ndarray, int]]:
+        """The ordinals of the column's sort key arrays for the given units (all, in order,
+        when None), most significant first, with their widths in bits (``_ordinal``)."""
         if units is None:
             rows = self.rows
         else:
@@ -86,7 +88,11 @@ class _Key:
         column = self.column
         if isinstance(column, pa.ChunkedArray):  # one chunk as build_slice gives: no copy
             column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-        return sort_keys(column if rows is None else column.take(pa.array(rows)))
+        if rows is None:
+            return [_ordinal(a) for a in sort_keys(column)]
+        if 4 * len(rows) >= len(column):  # most rows: cheaper to pick ordinals than values
+            return [(o[rows], bits) for o, bits in (_ordinal(a) for a in sort_keys(column))]
+        return [_ordinal(a) for a in sort_keys(column.take(pa.array(rows)))]
 
 
 def _lexicographic(n: int, keys: list[_Key]) -> np.ndarray:
@@ -95,31 +101,41 @@ def _lexicographic(n: int, keys: list[_Key]) -> np.ndarray:
 
     Ties are refined key array after key array, each sorted only among the units still tied
     with a neighbour: as ordinals (unsigned integers in the array's order) packed with the
-    units' tie group and position into one uint64 each, which numpy sorts with SIMD. Units the
+    units' tie group and position into one uint64 each, which numpy sorts with SIMD. An
+    ordinal too wide to fit beside them is sorted by as many of its high bits as fit, then by
+    the rest among the units still tied (radix digits, most significant first). Units the
     first keys set apart (usually almost all) cost nothing in the later ones."""
     order = np.arange(n)
     active = order.copy()  # positions in ``order`` still tied with a neighbour
     group = np.zeros(n, np.uint64)  # their tie group, nondecreasing along the positions
     moved = False  # whether ``order`` or ``active`` changed (else units are rows as they are)
     for key in keys:
-        arrays = key.arrays(order[active] if moved else None)
-        at: np.ndarray | None = None  # where each active position's unit is in ``arrays``
-        for arr in arrays:
-            ordinal, bits = _ordinal(arr if at is None else arr.take(pa.array(at)))
-            perm, compound = _sort_within(group, ordinal, bits)
+        # the key's ordinals not sorted by yet, of the active units in their current order
+        pending = key.ordinals(order[active] if moved else None)
+        while pending:
+            ordinal, bits = pending[0]
+            room = 64 - int(group[-1]).bit_length() - (len(active) - 1).bit_length()
+            rest = max(bits - room, 0)
+            if rest:  # its high bits now, the rest next
+                pending[0] = (ordinal & np.uint64((1 << rest) - 1), rest)
+                ordinal = ordinal >> np.uint64(rest)
+            else:
+                pending.pop(0)
+            perm, compound = _sort_within(group, ordinal, bits - rest)
             if perm is not None:
                 order[active] = order[active][perm]
-                at = perm if at is None else at[perm]
+                pending = [(o[perm], b) for o, b in pending]
+                moved = True
             change = np.empty(len(active), bool)
             change[0] = True
             np.not_equal(compound[1:], compound[:-1], out=change[1:])
             tied = ~(change & np.append(change[1:], True))
             if not tied.all():
-                at = (np.arange(len(active)) if at is None else at)[tied]
-            moved = moved or at is not None
-            active = active[tied]
-            if not len(active):
-                return order
+                active = active[tied]
+                if not len(active):
+                    return order
+                pending = [(o[tied], b) for o, b in pending]
+                moved = True
             group = (np.cumsum(change)[tied] - 1).astype(np.uint64)
     return order
 
@@ -127,19 +143,13 @@ def _lexicographic(n: int, keys: list[_Key]) -> np.ndarray:
 def _sort_within(group: np.ndarray, ordinal: np.ndarray, bits: int
                  ) -> tuple[np.ndarray | None, np.ndarray]:
     """The permutation that sorts units by (group, ordinal), None when they already are in
-    that order, and the sorted pairs as one array of comparable integers."""
+    that order, and the sorted pairs as one array of comparable integers. The group, the
+    ``bits`` of the ordinals and the units' positions fit in 64 bits together."""
     m = len(group)
-    group_bits = int(group[-1]).bit_length()
-    if group_bits + bits > 64:  # wide ordinals (floats): their dense ranks fit beside the group
-        ordinal = np.unique(ordinal, return_inverse=True)[1].astype(np.uint64)
-        bits = int(ordinal.max()).bit_length()
-    compound = (group << np.uint64(bits)) | ordinal if group_bits else ordinal
+    compound = (group << np.uint64(bits)) | ordinal if int(group[-1]) else ordinal
     if bool((compound[1:] >= compound[:-1]).all()):
         return None, compound
     index_bits = (m - 1).bit_length()
-    if group_bits + bits + index_bits > 64:
-        perm = np.argsort(compound, kind="stable")
-        return perm, compound[perm]
     packed = (compound << np.uint64(index_bits)) | np.arange(m, dtype=np.uint64)
     packed.sort()
     return ((packed & np.uint64((1 << index_bits) - 1)).astype(np.int64),
@@ -166,10 +176,12 @@ def _ordinal(arr: pa.Array) -> tuple[np.ndarray, int]:
         x = np.frombuffer(arr.buffers()[1], np.float32 if pa.types.is_float32(t) else np.float64
                           )[arr.offset:arr.offset + len(arr)].astype(np.float64)
         nan = np.isnan(x)
-        # IEEE's sortable transform (numbers by value as unsigned integers), -0.0 as 0.0 (the
-        # bits come in the next key); NaN is 1, below every number, above a null
-        b = np.where(x == 0, 0.0, x).view(np.uint64)
-        s = np.where(b & _SIGN, ~b, b | _SIGN)
+        # numbers by value as unsigned integers: 2**63 plus or minus the magnitude's bits
+        # (-0.0 is 0.0; the bits come in the next key), so that values of few significant
+        # bits keep their trailing zeros; NaN is 1, below every number, above a null
+        b = x.view(np.uint64)
+        magnitude = b & ~_SIGN
+        s = np.where(b & _SIGN, _SIGN - magnitude, _SIGN + magnitude)
         ordinal, bits = _from_integers(s, ~nan if valid is None else valid & ~nan, 2)
         ordinal[nan if valid is None else nan & valid] = 1
         return ordinal, bits
@@ -193,16 +205,25 @@ def _ordinal(arr: pa.Array) -> tuple[np.ndarray, int]:
 def _from_integers(values: np.ndarray, valid: np.ndarray | None, first: int
                    ) -> tuple[np.ndarray, int]:
     """Ordinals of integers (int64 or uint64): each value's distance from the least valid
-    one plus ``first``; where ``valid`` is False, 0."""
+    one, less the trailing zero bits all distances share, plus ``first``; where ``valid`` is
+    False, 0. (Timestamps of whole seconds, floats of whole numbers: far fewer bits to sort.)"""
     present = values if valid is None else values[valid]
     if not len(present):
         return np.zeros(len(values), np.uint64), 1
     low, high = int(present.min()), int(present.max())
-    if (high - low + first).bit_length() > 64:  # the full 64-bit range: dense ranks instead
+    distance = values.view(np.uint64) - np.uint64(low % (1 << 64))
+    if valid is not None:
+        distance[~valid] = 0
+    common = int(np.bitwise_or.reduce(distance))
+    zeros = (common & -common).bit_length() - 1 if common else 0
+    span = ((high - low) >> zeros) + first
+    if span.bit_length() > 64:  # the full 64-bit range: dense ranks instead
         ranks = np.unique(values, return_inverse=True)[1].astype(np.uint64) + np.uint64(first)
         return _nulls_zero(ranks, valid), int(ranks.max()).bit_length()
-    shifted = values.view(np.uint64) - np.uint64(low % (1 << 64)) + np.uint64(first)
-    return _nulls_zero(shifted, valid), (high - low + first).bit_length()
+    if zeros:
+        distance >>= np.uint64(zeros)
+    distance += np.uint64(first)
+    return _nulls_zero(distance, valid), span.bit_length()
 
 
 def _nulls_zero(values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:

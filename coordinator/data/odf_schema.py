@@ -10,12 +10,17 @@ Invariants:
   its type alone.
 - Only the types a stored slice holds (``odf_slice.stored_type``) are given a schema; any other
   Arrow type is refused in one line naming the column.
+- ``grown_schema``: a slice fitted to the dataset's schema in force, and the ``SetDataSchema``
+  it needs first, as ``metadata.schema_evolution`` allows.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import pyarrow as pa
 
 from ..metadata.odf39 import data as d
+from ..metadata.schema_evolution import added_columns, odf_columns
 from .odf_slice import SliceLayoutError
 
 _UNITS = {"s": d.TimeUnit.SECOND, "ms": d.TimeUnit.MILLISECOND, "us": d.TimeUnit.MICROSECOND,
@@ -66,3 +71,34 @@ def _type(t: pa.DataType, place: str) -> d.DataType:
         return d.DataTypeList(item_type=_nullable(t.value_field, f"{place}[]"), fixed_length=size)
     raise SliceLayoutError(f"column {place!r}: {t} is no type of a stored slice; build the "
                            "slice with odf_slice.build_slice")
+
+
+def grown_schema(dataset: str, table: pa.Table, in_force: d.DataSchema | None, subject: str,
+                 legacy: bool = False) -> tuple[pa.Table, d.DataSchema | None]:
+    """A 0.39 slice's stored ``table`` fitted to the dataset's schema ``in_force``, and the schema
+    a ``SetDataSchema`` must record before it (None: ``in_force`` is its schema).
+
+    Nullability is the data's only where it can be the schema's: a column the schema has as
+    optional stays optional, a required one whose values hold no null stays required, a new
+    column is optional (the earlier records have no value for it). Any other change is refused
+    (``metadata.schema_evolution.added_columns``). ``legacy``: ``in_force`` comes from a
+    pre-RFC-016 Arrow schema, which says nothing of nullability (the reference compares none
+    across that upgrade).
+    """
+    if in_force is None:
+        return table, data_schema(table.schema)
+    if not legacy:
+        required = {c.name for c in odf_columns(in_force) if c.required}
+        fields = [f.with_nullable(f.name not in required or table[f.name].null_count > 0)
+                  for f in table.schema]
+        if fields != list(table.schema):
+            table = pa.Table.from_arrays(table.columns, schema=pa.schema(fields))
+    new = data_schema(table.schema)
+    old_columns, new_columns = odf_columns(in_force), odf_columns(new)
+    if new_columns == old_columns:  # attributes the schema in force carries are kept
+        return table, None
+    if legacy:
+        old_columns = [dataclasses.replace(c, required=None) for c in old_columns]
+        new_columns = [dataclasses.replace(c, required=None) for c in new_columns]
+    added_columns(dataset, old_columns, new_columns, subject)
+    return table, new

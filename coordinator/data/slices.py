@@ -3,8 +3,8 @@
 - An output slice covers the singleton system-time interval ``[t, t]`` of its block and
   records its logical hash (``schemas/DATA-HASHING.md``) and physical hash (``output_slice``).
 - A dataset's schema may only gain columns: every column of the earlier slices stays, with
-  its type; new columns come after them (``compare_schemas`` says what a new schema changes;
-  ingest converts a changed type when it can, a query change is refused).
+  its type; new columns come after them (``compare_schemas`` says what a new schema changes,
+  ``metadata.schema_evolution`` decides what is allowed; ingest converts a changed type when it can).
 """
 from __future__ import annotations
 
@@ -17,9 +17,6 @@ from ..metadata.timestamps import TimeInterval
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-GROWTH_RULE = "a schema may only gain columns"
-
 
 def output_slice(*, logical_hash: bytes, physical_hash: bytes, num_records: int,
                  system_time: datetime) -> DataSlice:

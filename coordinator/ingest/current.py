@@ -7,10 +7,10 @@ append path (``append.DatasetWriter``):
 
 - the slice is ``odf_slice.build_slice`` of the merged records (offsets counting on from the
   last slice, the merge's operation types or 0, the block's system time), written by
-  ``write_slice``; a ``SetDataSchema`` (``odf_schema.data_schema`` of the stored table)
-  comes before the first data and again
-  wherever the schema grows (new columns at the end, as ``slice_layout.conform`` allows;
-  anything else is refused there, as for 0.18);
+  ``write_slice``; a ``SetDataSchema`` (``odf_schema.grown_schema`` of the stored table)
+  comes before the first data and again wherever the schema grows (new optional columns at
+  the end, as ``slice_layout.conform`` allows; anything else is refused there or by
+  ``grown_schema``);
 - then ``AddData(prevOffset, newData, newWatermark, newSourceState)``; a watermark moved alone
   (or ``coord pull --set-watermark``) is an AddData with only ``newWatermark`` and
   ``prevOffset``;
@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..data.hashing import physical_hash
-from ..data.odf_schema import data_schema
+from ..data.odf_schema import grown_schema
 from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
 from ..metadata.multiformats import SHA3_256, Multihash
 from ..metadata.objects import DatasetVocabulary, MergeStrategySnapshot
@@ -50,7 +50,7 @@ from ..metadata.odf39.adapt import StreamMerge
 from ..store.append import DatasetWriter, data_slice_of
 from ..store.dataset import CurrentDataset
 from ..store.read import DatasetState
-from ..store.source_state import reference_source_state
+from ..store.source_state import fetch_state, reference_source_state, root_snapshot
 from ..trust.slice_check import ChangedSlice
 from ..workspace.dataset import DatasetNotFound
 from ..workspace.fsutil import atomic_write, remove
@@ -85,28 +85,19 @@ class CurrentHistory(DatasetHistory):
     def load(ds: CurrentDataset, s: DatasetState | None) -> CurrentHistory:  # type: ignore[override]
         """From the dataset's state as its writer holds it; removes fetch states of blocks
         the chain does not reach (a pull killed before its head moved)."""
-        from ..metadata.odf39.adapt import adapt_snapshot
-
         if s is None:
             raise DatasetNotFound(ds.id)
         if s.polling_source is None:
             raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
                               "nothing to fetch")
-        events: list[e.MetadataEvent] = [s.polling_source, *([s.vocab] if s.vocab else [])]
-        snapshot = adapt_snapshot(e.DatasetSnapshot(name=ds.id, kind=e.DatasetKind.ROOT,
-                                                    metadata=events), "0.39").snapshot
+        snapshot = root_snapshot(ds.id, s)
         source = snapshot.source
         hashes = {str(b.hash) for b in s.blocks}
-        held = {p.stem: p for p in ds.state_dir.iterdir()} if ds.state_dir.is_dir() else {}
-        for stem, path in held.items():
-            if stem not in hashes:
-                remove(path)
-        newest = next((b.hash for b in reversed(s.blocks) if str(b.hash) in held), None)
-        state = None
-        if newest is not None:
-            path = ds.state_path(newest)
-            state = SourceState.from_json(path.read_bytes(), where=f"{ds.id}: {path}",
-                                          step=source.fetch)  # type: ignore[union-attr]
+        if ds.state_dir.is_dir():
+            for path in ds.state_dir.iterdir():
+                if path.stem not in hashes:
+                    remove(path)
+        state = fetch_state(ds, s, source.fetch)  # type: ignore[union-attr]
         vocabulary = _vocabulary(s.vocab)
         return CurrentHistory(
             ds=ds,  # type: ignore[arg-type]
@@ -199,12 +190,13 @@ class Odf039Target:
         assert h.vocabulary is not None
         new_data, data_file = None, None
         if len(table):
-            table = build_slice(table, system_time=system_time, prev_offset=h.prev_offset,
-                                vocabulary=h.vocabulary)
-            schema = data_schema(table.schema)
-            if schema != h.schema_in_force:
-                self.writer.append(e.SetDataSchema(schema=schema), system_time=system_time)
-                h.schema_in_force = schema
+            table, grown = grown_schema(
+                self.dataset.id, build_slice(table, system_time=system_time,
+                                             prev_offset=h.prev_offset, vocabulary=h.vocabulary),
+                h.schema_in_force, "the new data")
+            if grown is not None:
+                self.writer.append(e.SetDataSchema(schema=grown), system_time=system_time)
+                h.schema_in_force = grown
             data_file = scratch / "slice.parquet"
             new_data = data_slice_of(write_slice(table, data_file, h.vocabulary))
         event = e.AddData(prev_offset=h.prev_offset, new_data=new_data, new_watermark=watermark,

@@ -350,7 +350,7 @@ class _Pull:
         """Conform and commit the merged records of ``files``."""
         from . import slice_layout
 
-        table = slice_layout.conform(table, self.history.schema(), self.vocab)
+        table = slice_layout.conform(table, self.history.schema(), self.vocab, self.history.ds.id)
 
         # the watermark also moves with the source's own times (a snapshot with no changes)
         previous = self.history.watermark

@@ -14,8 +14,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..data.hashing import physical_hash
-from ..data.slices import GROWTH_RULE, compare_schemas
+from ..data.slices import compare_schemas
 from ..metadata.objects import DatasetVocabulary
+from ..metadata.schema_evolution import added_columns, arrow_columns
 from ..metadata.timestamps import UTC
 from .convert import ConversionError, TextOptions, convert_column
 from .errors import IngestError
@@ -60,25 +61,28 @@ def _as_event_time(col: pa.ChunkedArray, column: str, name: str, rows_before: in
                       "expected a timestamp or a date")
 
 
-def conform(table: pa.Table, previous: pa.Schema | None, vocab: DatasetVocabulary) -> pa.Table:
+def conform(table: pa.Table, previous: pa.Schema | None, vocab: DatasetVocabulary,
+            dataset: str) -> pa.Table:
     """Keep the earlier slices' columns and types (converting a changed type when the values
-    allow); new columns may only be added at the end (``data.slices``)."""
+    allow); new columns come at the end. Whether the schema may change so is
+    ``schema_evolution.added_columns``' to decide: a column missing, or whose values do not
+    convert to its earlier type, is refused."""
     if previous is None:
         return table
     change = compare_schemas(previous, table.schema, vocab.system_time)
-    if change.dropped:
-        raise IngestError(f"column {change.dropped[0]!r} of the earlier data is missing from the "
-                          f"new data ({GROWTH_RULE})")
-    columns = {f.name: table.column(f.name) for f in change.kept}
-    for f, new_type in change.retyped:
+    columns = {f.name: table.column(f.name) for f in change.kept if f.name not in change.dropped}
+    for f, _ in change.retyped:
         try:
             columns[f.name] = columns[f.name].cast(f.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise IngestError(f"column {f.name!r} was {f.type} in the earlier data; the new "
-                              f"data has {new_type} that does not convert") from None
-    fields = [*change.kept, *change.added]
-    return pa.Table.from_arrays([*columns.values(), *(table.column(f.name) for f in change.added)],
-                                schema=pa.schema(fields))
+            pass  # its values do not convert: the new type stays, and is refused below
+    kept = [f.with_type(columns[f.name].type) for f in change.kept if f.name in columns]
+    conformed = pa.Table.from_arrays([*columns.values(), *(table.column(f.name) for f in change.added)],
+                                     schema=pa.schema([*kept, *change.added]))
+    leave_out = [vocab.system_time]
+    added_columns(dataset, arrow_columns(previous, leave_out), arrow_columns(conformed.schema, leave_out),
+                  "the new data")
+    return conformed
 
 
 def finish(table: pa.Table, system_time: datetime, vocab: DatasetVocabulary) -> pa.Table:

@@ -148,19 +148,23 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
             raise Invalid("as_of reads a state: give state=true")
         return _ok(await answers.tail(validate_dataset_id(dataset_id), n, as_at, state, as_of))
 
-    @app.get("/api/datasets/{dataset_id}/schema", summary="The columns of the newest data slice")
-    def schema(dataset_id: str) -> dict:
+    @app.get("/api/datasets/{dataset_id}/schema",
+             summary="The schema in force (column, type, nullability) and the newest slice's columns")
+    def schema(dataset_id: str, history: bool = Query(
+            False, description="also every version: block, system time, columns added")) -> dict:
         import pyarrow.parquet as pq
 
+        from ..query.schema import dataset_schema, schema_json
         from ..trust.slice_check import checked_slices
 
         ds = _existing(ws, dataset_id)
+        versions = schema_json(dataset_schema(ds), history)
         if ws.odf_of(dataset_id) is OdfVersion.V039:
-            return _current_schema(ws, dataset_id)
+            return {**_current_schema(ws, dataset_id), **versions}
         newest = next(((h, b) for h, b in ds.blocks() if b.output_slice is not None), None)
         files = checked_slices(ds, [newest] if newest else [])
         columns = [{"name": f.name, "type": str(f.type)} for f in pq.read_schema(files[0])] if files else []
-        return {"dataset": dataset_id, "columns": columns, "vocab": to_dict(ds.state().vocab)}
+        return {"dataset": dataset_id, "columns": columns, "vocab": to_dict(ds.state().vocab), **versions}
 
     @app.get("/api/datasets/{dataset_id}/lineage", summary="Datasets it is computed from / computed from it")
     async def lineage(dataset_id: str, direction: Direction = Direction.up,

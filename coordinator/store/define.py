@@ -18,7 +18,8 @@ Invariants:
   the one the workspace's key and the input's name give it, so it is known before the input
   is written (a batch adds inputs first).
 - ``--replace`` appends what differs from the definition in force (source, vocabulary, each
-  descriptive event's newest); nothing differs, no block. A root stays a root.
+  descriptive event's newest); nothing differs, no block. A root stays a root. The caller's
+  ``check_change`` may refuse it first (``build.schema_change``: a schema the records cannot keep).
 - A new dataset's chain is written in a run folder and renamed into place: it appears whole
   (Seed and definition) or not at all; a killed ``coord add`` leaves only an abandoned run folder.
 - A snapshot merge is defined as any other (its pulls write retractions and corrections,
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from ..metadata.did import DatasetId
@@ -49,14 +50,19 @@ from .read import DatasetState
 
 DESCRIPTIVE = (e.SetInfo, e.SetLicense, e.SetAttachments)
 
+# vets the changed events of an existing dataset (its name, its chain) and raises to refuse them
+ChangeCheck = Callable[[str, DatasetState, list[e.MetadataEvent]], None]
+
 
 class Definitions:
     """``catalog.CurrentDefinitions`` for ``ws``; ``written``: the 0.39 snapshots of the
     reference-form manifests being added, by dataset name."""
 
-    def __init__(self, ws: Workspace, written: Mapping[str, e.DatasetSnapshot] | None = None):
+    def __init__(self, ws: Workspace, written: Mapping[str, e.DatasetSnapshot] | None = None,
+                 check_change: ChangeCheck | None = None):
         self.ws = ws
         self.written = dict(written or {})
+        self.check_change = check_change
 
     def did(self, name: str) -> DatasetId:
         """The id of the 0.39 dataset ``name``: its Seed's when it exists (a pulled dataset's
@@ -105,6 +111,8 @@ class Definitions:
             changed = [event for event in events if _differs(event, current)]
             if not changed:
                 return AddResult(ds.id, AddAction.UNCHANGED, None)
+            if self.check_change is not None:
+                self.check_change(ds.id, current, changed)
             when = _after(current)
             head = [w.append(event, system_time=when) for event in changed][-1]
             return AddResult(ds.id, AddAction.UPDATED, head.digest)

@@ -1,4 +1,5 @@
-"""The reference's source state (``AddData.newSourceState``) of a workspace's fetch state.
+"""A 0.39 root's source as the pipeline takes it, its fetch state, and the reference's source
+state (``AddData.newSourceState``) of that fetch state.
 
 A root's fetch state (``workspace.source_state.SourceState``: the files a glob took, a URL's
 validators, where a pull stopped within a file) is the workspace's own, kept beside the chain
@@ -11,12 +12,41 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING
 
+from ..metadata.objects import DatasetSnapshot
+from ..metadata.odf39 import events as e
 from ..metadata.odf39.source import SourceState
 from ..workspace.source_state import SourceState as FetchState
 from ..workspace.source_state import UrlState
 
+if TYPE_CHECKING:
+    from .dataset import CurrentDataset
+    from .read import DatasetState
+
 SOURCE_NAME = "default"  # the reference's name for a polling source's state
+
+
+def root_snapshot(name: str, s: DatasetState) -> DatasetSnapshot:
+    """The 0.18 snapshot of a 0.39 root's polling source and vocabulary in force, whose
+    ``source`` the ingest pipeline's steps take (``ingest.current``, ``coord status``)."""
+    from ..metadata.odf39.adapt import adapt_snapshot
+
+    assert s.polling_source is not None
+    events: list[e.MetadataEvent] = [s.polling_source, *([s.vocab] if s.vocab else [])]
+    return adapt_snapshot(e.DatasetSnapshot(name=name, kind=e.DatasetKind.ROOT,
+                                            metadata=events), "0.39").snapshot
+
+
+def fetch_state(ds: CurrentDataset, s: DatasetState, fetch: object) -> FetchState | None:
+    """The fetch state committed with the newest block of the chain that has one. A state
+    of a block the chain does not reach (a pull killed before its head moved) is not read."""
+    held = {p.stem for p in ds.state_dir.iterdir()} if ds.state_dir.is_dir() else set()
+    newest = next((b.hash for b in reversed(s.blocks) if str(b.hash) in held), None)
+    if newest is None:
+        return None
+    path = ds.state_path(newest)
+    return FetchState.from_json(path.read_bytes(), where=f"{ds.id}: {path}", step=fetch)  # type: ignore[arg-type]
 
 
 def reference_source_state(stored: FetchState | None) -> SourceState | None:

@@ -1,22 +1,18 @@
-"""Query evolution (spec: Dataset Evolution): a new query may only add columns.
+"""Query evolution of a 0.18 derivative (spec: Dataset Evolution): a new query may only add
+columns.
 
-The engine validates the new query against the inputs' schemas and answers the output
-schema; every column the dataset already has must still be there with the same type.
+The engine validates the new query against the inputs' schemas and answers the output schema;
+``metadata.schema_evolution.added_columns`` decides whether the dataset's schema may become it.
 """
 from __future__ import annotations
 
 import uuid
 
-from ..data.slices import GROWTH_RULE, compare_schemas
 from ..engine.port import Engine, InputSchema, ValidateRequest
-from ..errors import Conflict
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
+from ..metadata.schema_evolution import added_columns, arrow_columns
 from ..workspace import Dataset, DatasetState, Workspace
 from .plan import plan_input
-
-
-class QueryChangeRefused(Conflict):
-    pass
 
 
 def transform_changed(snapshot: DatasetSnapshot, current: DatasetState) -> bool:
@@ -41,11 +37,5 @@ def check_query_change(engine: Engine, ws: Workspace, ds: Dataset, snapshot: Dat
     old = current.schema(ds)
     if old is None:
         return
-    change = compare_schemas(old, new, vocab.system_time)
-    if change.dropped:
-        raise QueryChangeRefused(f"{ds.id}: the new query drops column '{change.dropped[0]}'; "
-                                 f"{GROWTH_RULE}")
-    if change.retyped:
-        f, new_type = change.retyped[0]
-        raise QueryChangeRefused(f"{ds.id}: the new query changes column '{f.name}' from "
-                                 f"{f.type} to {new_type}; {GROWTH_RULE}")
+    leave_out = [vocab.system_time]
+    added_columns(ds.id, arrow_columns(old, leave_out), arrow_columns(new, leave_out), "the new query")

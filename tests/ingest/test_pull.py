@@ -8,6 +8,7 @@ import pytest
 
 from coordinator.data.hashing import logical_hash, physical_hash
 from coordinator.ingest import IngestError, pull_root
+from coordinator.metadata.schema_evolution import SchemaChangeRefused
 from coordinator.metadata.timestamps import IntervalType
 from coordinator.trust.slice_check import ChangedSlice
 
@@ -232,7 +233,7 @@ def test_later_data_missing_an_earlier_column_is_refused(ws):
     write(ws.root / "in" / "a.csv", "id,name\n1,a\n")
     pull_root(ws, DATASET)
     write(ws.root / "in" / "b.csv", "id\n2\n")
-    with pytest.raises(IngestError, match="column 'name' of the earlier data is missing"):
+    with pytest.raises(SchemaChangeRefused, match=f"{DATASET}: the new data drops column 'name'"):
         pull_root(ws, DATASET)
 
 

@@ -223,7 +223,7 @@ def test_a_query_that_drops_a_column_is_refused_and_nothing_is_committed(ws):
     append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", MORE)
     proc = pull(ws, "large", check=False)
     assert proc.returncode == 1
-    assert "the query's output has no column 'population'" in proc.stdout + proc.stderr
+    assert "the query's output drops column 'population'" in proc.stdout + proc.stderr
     assert CurrentDataset(ws, "large").head() == head
 
 

@@ -1,0 +1,118 @@
+"""A new definition of a current-ODF (0.39) dataset checked against the schema its records
+have, before ``coord add --replace`` writes it (``store.define.Definitions``' ``check_change``).
+
+``metadata.schema_evolution.added_columns`` decides, as it does at a pull; checking here refuses the
+definition itself, instead of leaving one in force that every later pull refuses. Nothing is
+checked before the dataset has a schema (its first data), as for 0.18.
+
+- A root's read schema, where it declares one and no preprocess query reshapes what was read:
+  it is the data columns of the next slices, so each data column of the schema in force must
+  be declared with its type (the event time and system columns apart).
+- A derivative's query: the engine validates it over its inputs' newest schemas (0.18 does the
+  same, ``transform.evolution``) and its output columns, as stored, are compared with the
+  dataset's.
+- Nullability is left to the pull, which fits it to the data's nulls (``grown_schema``): a
+  declared schema does not decide it (DDL columns are all nullable, and an ODF read schema's
+  required fields are read as nullable too, docs/manifests.md).
+"""
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ..metadata.odf39 import events as e
+from ..metadata.schema_evolution import Column, added_columns, odf_columns
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..engine.port import Engine
+    from ..metadata.odf39.data import DataSchema
+    from ..store.read import DatasetState
+    from ..workspace import Workspace
+
+
+def check_definition(ws: Workspace, engine: Callable[[], Engine], name: str, state: DatasetState,
+                     events: Sequence[e.MetadataEvent]) -> None:
+    """Refuse (``SchemaChangeRefused``) a changed source or query (``events``) of the dataset
+    ``name``, whose chain is ``state``, that its records could not keep the schema of."""
+    from ..store.verify import vocabulary_of
+
+    if state.schema is None or state.schema.schema is None:
+        return  # no data yet (or a pre-RFC-016 schema: the pull compares it)
+    v = vocabulary_of(state.vocab)
+    system = (v.offset, v.operation_type, v.system_time)
+    old = odf_columns(state.schema.schema, system)
+    for event in events:
+        if isinstance(event, e.SetPollingSource) and event.preprocess is None:
+            declared = _declared(event.read)
+            if declared is not None:
+                added_columns(name, _any_nullability([c for c in old if c.name != v.event_time]),
+                              _any_nullability(odf_columns(declared, [v.event_time])),
+                              "the new read schema")
+        elif isinstance(event, e.SetTransform):
+            output = _query_output(ws, engine, name, state, event)
+            if output is not None:
+                added_columns(name, _any_nullability(old),
+                              _any_nullability(odf_columns(output, system)), "the new query")
+
+
+def _declared(read: object) -> DataSchema | None:
+    """The ODF schema of the columns a read step declares, as a slice stores them."""
+    from ..data.odf_schema import data_schema
+    from ..ingest.schema_ddl import parse_schema
+
+    schema = getattr(read, "schema", None)
+    if schema is not None:
+        return schema
+    ddl = getattr(read, "ddl_schema", None)
+    return data_schema(_stored(parse_schema(ddl))) if ddl else None
+
+
+def _stored(schema: pa.Schema) -> pa.Schema:
+    import pyarrow as pa
+
+    from ..data.odf_slice import stored_type
+
+    return pa.schema([f.with_type(stored_type(f.type, f.name, top_level=True)) for f in schema])
+
+
+def _query_output(ws: Workspace, engine: Callable[[], Engine], name: str, state: DatasetState,
+                  event: e.SetTransform) -> DataSchema | None:
+    """The schema the query of ``event`` outputs, as stored (None: an input has no data yet)."""
+    import pyarrow.parquet as pq
+
+    from ..data.odf_schema import data_schema
+    from ..engine.port import InputSchema, ValidateRequest
+    from ..metadata.objects import DatasetVocabulary
+    from ..store.checked import checked_current_files
+    from ..store.overview import CurrentDatasets
+    from ..store.verify import vocabulary_of
+    from .current_derivative import engine_transform
+
+    datasets = CurrentDatasets(ws)
+    inputs = []
+    for given in event.inputs:
+        ds = datasets.input_dataset(given, name)
+        input_state = ds.state()
+        newest = checked_current_files(ds, input_state.slices[-1:])
+        if not newest:
+            return None  # nothing to validate against yet; the pull reports errors then
+        iv = vocabulary_of(input_state.vocab)
+        inputs.append(InputSchema(given.alias or ds.id, DatasetVocabulary(
+            system_time_column=iv.system_time, event_time_column=iv.event_time),
+            pq.read_schema(newest[0])))
+    v = vocabulary_of(state.vocab)
+    schema = engine().validate(ValidateRequest(
+        transaction_id=f"validate-{uuid.uuid4().hex[:12]}", dataset_id=name,
+        inputs=inputs, transform=engine_transform(event),
+        vocab=DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time),
+        previous_transform=engine_transform(state.transform) if state.transform else None,
+    )).schema
+    return data_schema(_stored(schema))
+
+
+def _any_nullability(columns: list[Column]) -> list[Column]:
+    return [dataclasses.replace(c, required=None) for c in columns]
