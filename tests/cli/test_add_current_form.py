@@ -18,7 +18,7 @@ TRANSACTIONS = "my.trading.transactions"
 def home(tmp_path):
     """A workspace beside the data folder of the reference's currency_conversion example."""
     shutil.copytree(REFERENCE / "currency_conversion" / "data", tmp_path / "data")
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     return tmp_path
 
 
