@@ -17,7 +17,8 @@ append path (``append.DatasetWriter``):
   multihash>.json``, written after the block and before the head moves (``append``'s
   ``beside``): a crash leaves no state of a block the chain does not reach, and the next pull
   removes any such (``CurrentHistory.load``), so each record is ingested exactly once;
-- ``newSourceState`` is what the reference has a kind for (``source_state``).
+- ``newSourceState`` is what the reference has a kind for (``source_state``); a push
+  (``ingest.push``, through one of the root's push sources) records none and keeps no fetch state.
 
 Records are kept in their stored types from the event time step on (``stored_types``), so
 the ledger's keys seen (read from earlier slices) and the schema check compare like with like.
@@ -25,7 +26,7 @@ Snapshot merges are refused (their observed rows need retractions, issue 34).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,7 +40,7 @@ from ..data.hashing import physical_hash
 from ..data.odf_schema import data_schema
 from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
 from ..metadata.multiformats import SHA3_256, Multihash
-from ..metadata.objects import DatasetVocabulary, MergeStrategySnapshot
+from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary, MergeStrategySnapshot
 from ..metadata.odf39 import events as e
 from ..store.append import DatasetWriter, data_slice_of
 from ..store.dataset import CurrentDataset
@@ -54,16 +55,20 @@ from .history import DatasetHistory
 
 if TYPE_CHECKING:
     from ..metadata.odf39 import data as d
+    from ..metadata.odf39.adapt import PushSource
     from ..workspace.workspace import Workspace
 
 
 @contextmanager
-def open_current(ws: Workspace, dataset_id: str, _known: object = None) -> Iterator[Odf039Target]:
+def open_current(ws: Workspace, dataset_id: str, _known: object = None, *,
+                 push: Callable[[DatasetState], PushSource] | None = None) -> Iterator[Odf039Target]:
     """The 0.39 root's target, its writer held while the pull runs (``ingest.target.TargetOpener``;
-    a 0.18 state the caller may hold says nothing of this dataset)."""
+    a 0.18 state the caller may hold says nothing of this dataset). ``push``: the push source
+    to ingest through, chosen from the state the writer holds (``ingest.push``)."""
     ds = CurrentDataset(ws, dataset_id)
     with ds.writer() as w:
-        yield Odf039Target(ds, w, CurrentHistory.load(ds, w.state))
+        chosen = push(w.state) if push is not None and w.state is not None else None
+        yield Odf039Target(ds, w, CurrentHistory.load(ds, w.state, chosen))
 
 
 @dataclass
@@ -75,21 +80,26 @@ class CurrentHistory(DatasetHistory):
     prev_offset: int | None = None  # the last slice's last offset
 
     @staticmethod
-    def load(ds: CurrentDataset, s: DatasetState | None) -> CurrentHistory:  # type: ignore[override]
-        """From the dataset's state as its writer holds it; removes fetch states of blocks
-        the chain does not reach (a pull killed before its head moved)."""
-        from ..metadata.odf39.adapt import adapt_snapshot
+    def load(ds: CurrentDataset, s: DatasetState | None,  # type: ignore[override]
+             push: PushSource | None = None) -> CurrentHistory:
+        """From the dataset's state as its writer holds it, its polling source or the push
+        source ``push``; removes fetch states of blocks the chain does not reach (a pull
+        killed before its head moved)."""
+        from ..metadata.odf39.adapt import adapt_snapshot, vocab_of
 
         if s is None:
             raise DatasetNotFound(ds.id)
-        if s.polling_source is None:
+        source: DatasetSourceRoot | PushSource
+        if push is not None:
+            source = push
+        elif s.polling_source is None:
             raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
                               "nothing to fetch")
-        events: list[e.MetadataEvent] = [s.polling_source, *([s.vocab] if s.vocab else [])]
-        snapshot = adapt_snapshot(e.DatasetSnapshot(name=ds.id, kind=e.DatasetKind.ROOT,
-                                                    metadata=events)).snapshot
-        source = snapshot.source
-        if isinstance(source.merge, MergeStrategySnapshot):  # type: ignore[union-attr]
+        else:
+            source = adapt_snapshot(e.DatasetSnapshot(  # type: ignore[assignment]  # a root's
+                name=ds.id, kind=e.DatasetKind.ROOT, metadata=[s.polling_source])).snapshot.source
+        vocab = vocab_of(s.vocab)
+        if isinstance(source.merge, MergeStrategySnapshot):
             raise IngestError(f"{ds.id}: a snapshot merge's observed rows become retractions and "
                               "corrections, which coord cannot write in ODF 0.39 yet (issue 34)")
         hashes = {str(b.hash) for b in s.blocks}
@@ -99,15 +109,15 @@ class CurrentHistory(DatasetHistory):
                 remove(path)
         newest = next((b.hash for b in reversed(s.blocks) if str(b.hash) in held), None)
         state = None
-        if newest is not None:
+        if newest is not None and isinstance(source, DatasetSourceRoot):  # a push has no fetch state
             path = ds.state_path(newest)
             state = SourceState.from_json(path.read_bytes(), where=f"{ds.id}: {path}",
-                                          step=source.fetch)  # type: ignore[union-attr]
+                                          step=source.fetch)
         vocabulary = _vocabulary(s.vocab)
         return CurrentHistory(
             ds=ds,  # type: ignore[arg-type]
-            source=source,  # type: ignore[arg-type]
-            vocab=snapshot.vocab or DatasetVocabulary(),
+            source=source,
+            vocab=vocab or DatasetVocabulary(),
             watermark=s.watermark,
             last_system_time=s.blocks[-1].block.system_time,
             state=state,

@@ -190,6 +190,7 @@ def current_definition(ds: CurrentDataset) -> tuple[DatasetSource | None, StateK
     adapted = adapt_snapshot(e.DatasetSnapshot(
         name=ds.id, kind=state.kind,
         metadata=[state.polling_source, *([state.vocab] if state.vocab else [])])).snapshot
+    assert adapted.source is not None  # a polling source's
     return adapted.source, state_key(adapted.source, adapted.vocab or DatasetVocabulary())
 
 

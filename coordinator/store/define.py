@@ -5,7 +5,8 @@ A new dataset's chain starts:
 
     Seed              did:odf of the dataset's key (``CurrentDataset.key``), alias = its name
     SetPollingSource  a root's source        | SetTransform  a derivative's, each input by
-    SetVocab          when not the defaults  |               its did:odf, aliased by its name
+    or AddPushSource  (each, as written)     |               its did:odf, aliased by its name
+    SetVocab          when not the defaults  |
     SetInfo / SetLicense / SetAttachments    what a reference-form manifest carries
 
 Invariants:
@@ -33,8 +34,14 @@ from datetime import datetime, timedelta
 
 from ..metadata.did import DatasetId
 from ..metadata.multiformats import Multihash
-from ..metadata.objects import DatasetSnapshot, DatasetSourceRoot, MergeStrategySnapshot
+from ..metadata.objects import (
+    DatasetSnapshot,
+    DatasetSourceDerivative,
+    DatasetSourceRoot,
+    MergeStrategySnapshot,
+)
 from ..metadata.odf39 import events as e
+from ..metadata.odf39 import source as s
 from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
 from ..metadata.timestamps import now_utc
 from ..workspace.catalog import AddAction, AddResult, CatalogConflict, CatalogError
@@ -69,13 +76,16 @@ class Definitions:
     def events(self, snapshot: DatasetSnapshot) -> list[e.MetadataEvent]:
         """The definition's events, in the order a new chain holds them after its Seed."""
         source = snapshot.source
-        if isinstance(source, DatasetSourceRoot) and isinstance(source.merge, MergeStrategySnapshot):
+        written = self.written.get(snapshot.id)
+        merges = [source.merge] if isinstance(source, DatasetSourceRoot) else \
+            [p.merge for p in written.metadata if isinstance(p, e.AddPushSource)] if written else []
+        if any(isinstance(m, MergeStrategySnapshot | s.MergeStrategySnapshot) for m in merges):
             raise CatalogError(f"dataset {snapshot.id}: a snapshot merge's observed rows become "
                                "retractions and corrections, which coord cannot write in ODF 0.39 "
                                "yet (issue 34); use ledger or append, or a 0.18 workspace")
-        written = self.written.get(snapshot.id)
         if written is not None:
             return [self._resolved(event) for event in written.metadata]
+        assert source is not None  # only a reference-form manifest gives push sources
         at = f"{snapshot.id}: source"
         if isinstance(source, DatasetSourceRoot):
             events: list[e.MetadataEvent] = [polling_source(source, at)]
@@ -96,8 +106,8 @@ class Definitions:
     def add(self, snapshot: DatasetSnapshot) -> AddResult:
         ds = CurrentDataset(self.ws, snapshot.id)
         events = self.events(snapshot)
-        kind = e.DatasetKind.ROOT if isinstance(snapshot.source, DatasetSourceRoot) \
-            else e.DatasetKind.DERIVATIVE
+        kind = e.DatasetKind.DERIVATIVE if isinstance(snapshot.source, DatasetSourceDerivative) \
+            else e.DatasetKind.ROOT
         with ds.writer() as w:
             current = w.state
             if current is None:
@@ -140,6 +150,8 @@ def _differs(event: e.MetadataEvent, state: DatasetState) -> bool:
         return event != state.transform
     if isinstance(event, e.SetVocab):
         return event != state.vocab
+    if isinstance(event, e.AddPushSource):
+        return event not in state.push_sources
     newest = next((b.block.event for b in reversed(state.blocks)
                    if type(b.block.event) is type(event)), None)
     return event != newest
