@@ -51,7 +51,7 @@ def ingest(ctx, dataset, files, from_stdin, input_format, source_name, event_tim
         result = push(ws, dataset, inputs, source_name=source_name,
                       input_format=InputFormat(input_format.lower()) if input_format else None,
                       event_time=when, engine=engine.get)
-    show.line(f"{dataset}: {result.message}")
+    show.text(f"{dataset}: {result.message}")
     if not recursive:
         return
     from ..store.overview import CurrentDatasets
@@ -59,7 +59,7 @@ def ingest(ctx, dataset, files, from_stdin, input_format, source_name, event_tim
 
     edges = DatasetGraph(ws, current=CurrentDatasets(ws).inputs).downstream(dataset)
     readers = sorted({d for edge in edges for d in edge} - {dataset})
-    outcomes = pull_datasets(ws, readers, report=lambda o: show.line(f"{o.dataset_id}: {o.message}"))
+    outcomes = pull_datasets(ws, readers, report=lambda o: show.text(f"{o.dataset_id}: {o.message}"))
     failed = [o for o in outcomes if o.status is PullStatus.FAILED]
     if failed:
         show.failures([(o.dataset_id, o.message) for o in failed], len(outcomes),

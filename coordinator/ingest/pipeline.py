@@ -199,11 +199,15 @@ class _Pull:
                             self.history.watermark, message, blocks, notes)
 
     def push(self, files: Iterable[FetchedFile]) -> IngestResult:
-        """Each file whole, as one block (a push keeps no fetch state to resume a file from)."""
+        """Each file whole, as one block (a push keeps no fetch state to resume a file from).
+        A file's event time only fills records without one: unlike a polled file's, it does
+        not move the watermark by itself (the reference's ``source_event_time``)."""
         blocks, records = [], 0
         for f in files:
             system_time = self.history.next_system_time()
-            pieces = [self._prepared(p, system_time) for p in self._pieces([f], (0, 0), split=False)]
+            unstamped = dataclasses.replace(f, event_time=None)
+            pieces = [dataclasses.replace(self._prepared(p, system_time), file=unstamped)
+                      for p in self._pieces([f], (0, 0), split=False)]
             committed = self._commit(pieces, system_time, SourceState(None))
             if committed is not None:
                 blocks.append(committed[0])

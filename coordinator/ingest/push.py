@@ -19,7 +19,8 @@ As the reference does (kamu-cli v0.265: ``ingest_command.rs``, ``WriterSourceEve
 
 A ``Json`` input (an array of records, or one under ``subPath``) is rewritten as NdJson and
 an ``NdGeoJson`` one as a GeoJSON collection before the read step (0.18's readers, which the
-pipeline runs, have neither).
+pipeline runs, have neither): the lines are joined as bytes, but a JSON document is parsed
+whole and written out record by record in Python (a JSON array cannot be read in pieces).
 """
 from __future__ import annotations
 

@@ -293,3 +293,11 @@ def test_the_leaderboard_examples_push_half_runs_as_the_reference_wrote_it(tmp_p
     ds = dataset(example)
     assert stored(ds) == ndjson(*(LEADERBOARD / "data" / f"{n}.ndjson" for n in (1, 2, 3)))
     assert kinds(ds).count("AddData") == 3 and verify_folder(ds.root) == []
+
+
+def test_event_time_given_leaves_records_with_their_own_and_the_watermark_theirs(home):
+    data = LEADERBOARD / "data" / "1.ndjson"
+    coord("ingest", NAME, str(data), "--event-time", "2030-01-01T00:00:00Z", cwd=home)
+    ds = dataset(home)
+    assert stored(ds) == ndjson(data)  # 2000-01-01, as the records say
+    assert ds.state().watermark == datetime(2000, 1, 1, tzinfo=UTC)
