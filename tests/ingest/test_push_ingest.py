@@ -301,3 +301,20 @@ def test_event_time_given_leaves_records_with_their_own_and_the_watermark_theirs
     ds = dataset(home)
     assert stored(ds) == ndjson(data)  # 2000-01-01, as the records say
     assert ds.state().watermark == datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def test_ndgeojson_is_read_through_a_geojson_source(home):
+    root(home, "places", """\
+        - kind: AddPushSource
+          sourceName: default
+          read: {kind: GeoJson, schema: {fields: [{name: id, type: {kind: Int64}},
+                 {name: name, type: {kind: String}}, {name: geometry, type: {kind: String}}]}}
+          merge: {kind: Ledger, primaryKey: [id]}
+        """)
+    features = [{"type": "Feature", "properties": {"id": i, "name": n},
+                 "geometry": {"type": "Point", "coordinates": [i, 2 * i]}} for i, n in ((1, "a"), (2, "b"))]
+    path = write(home / "p.ndgeojson", "".join(json.dumps(f) + "\n" for f in features))
+    coord("ingest", "places", str(path), "--input-format", "ndgeojson", cwd=home)
+    rows = stored(dataset(home, "places"), ["id", "name", "geometry"])
+    assert [(r["id"], r["name"], json.loads(r["geometry"])) for r in rows] == [
+        (f["properties"]["id"], f["properties"]["name"], f["geometry"]) for f in features]
