@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.json as pajson
 import pyarrow.parquet as pq
 import pytest
 
@@ -22,12 +21,11 @@ from coordinator.store.dataset import CurrentDataset
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 
-from ..support.cli import coord, coord_command, coord_env
-
-ROOT = Path(__file__).resolve().parents[2]
-LEADERBOARD = ROOT / "examples" / "leaderboard"
-NAME = "player-scores"
-COLUMNS = ["match_time", "match_id", "player_id", "score"]
+from ..support.cli import ROOT, coord, coord_command, coord_env
+from ..support.push import HIGH_SCORES, LEADERBOARD, TEMPS, push_source, root_manifest
+from ..support.push import PLAYER_SCORES as NAME
+from ..support.push import SCORE_COLUMNS as COLUMNS
+from ..support.push import scores as ndjson
 
 
 @pytest.fixture
@@ -51,28 +49,14 @@ def stored(ds: CurrentDataset, columns=COLUMNS) -> list[dict]:
     return pa.concat_tables(tables).to_pylist() if tables else []
 
 
-def ndjson(*paths: Path) -> list[dict]:
-    """The files' records as pyarrow's JSON reader reads them, match_time as a UTC timestamp."""
-    rows = []
-    for p in paths:
-        table = pajson.read_json(p)
-        rows += table.set_column(0, "match_time", table.column("match_time").cast(
-            pa.timestamp("s")).cast(pa.timestamp("ms", tz="UTC"))).select(COLUMNS).to_pylist()
-    return rows
-
-
 def write(path: Path, text: str) -> Path:
     path.write_text(textwrap.dedent(text).lstrip())
     return path
 
 
-def root(home: Path, name: str, sources: str, vocab: str = "") -> None:
-    """Add a reference-form root with the given push sources (YAML list items)."""
-    path = home / f"{name}.yaml"
-    path.write_text(f"kind: DatasetSnapshot\nversion: 1\ncontent:\n  name: {name}\n  kind: Root\n"
-                    f"  metadata:\n{textwrap.indent(textwrap.dedent(sources).strip(), '    ')}\n"
-                    + (f"    - kind: SetVocab\n      eventTimeColumn: {vocab}\n" if vocab else ""))
-    coord("add", str(path), cwd=home)
+def root(home: Path, name: str, manifest: str) -> None:
+    (home / f"{name}.yaml").write_text(manifest)
+    coord("add", str(home / f"{name}.yaml"), cwd=home)
 
 
 def error_line(proc: subprocess.CompletedProcess) -> str:
@@ -171,12 +155,7 @@ def test_json_and_parquet_inputs_through_input_format(home):
 
 
 def test_event_time_fills_records_without_one(home):
-    root(home, "temps", """\
-        - kind: AddPushSource
-          sourceName: sensor
-          read: {kind: Csv, header: true, schema: {fields: [{name: t, type: {kind: Float64}}]}}
-          merge: {kind: Append}
-        """)
+    root(home, "temps", TEMPS)
     path = write(home / "t.csv", "t\n1.5\n2.5\n")
     coord("ingest", "temps", str(path), "--event-time", "2021-03-04T05:06:07Z", cwd=home)
     rows = stored(dataset(home, "temps"), ["event_time", "t"])
@@ -185,16 +164,9 @@ def test_event_time_fills_records_without_one(home):
 
 
 def test_several_sources_need_a_name_and_the_named_one_reads(home):
-    root(home, "two", """\
-        - kind: AddPushSource
-          sourceName: csv
-          read: {kind: Csv, header: true, schema: {fields: [{name: v, type: {kind: Int64}}]}}
-          merge: {kind: Append}
-        - kind: AddPushSource
-          sourceName: json
-          read: {kind: NdJson, schema: {fields: [{name: v, type: {kind: Int64}}]}}
-          merge: {kind: Append}
-        """)
+    schema = "schema: {fields: [{name: v, type: {kind: Int64}}]}"
+    root(home, "two", root_manifest("two", push_source("csv", f"{{kind: Csv, header: true, {schema}}}"),
+                                    push_source("json", f"{{kind: NdJson, {schema}}}")))
     path = write(home / "v.ndjson", '{"v": 3}\n{"v": 4}\n')
     assert error_line(coord("ingest", "two", str(path), cwd=home, check=False)) == (
         "coord: error: two has several push sources (csv, json); name one with --source-name")
@@ -249,19 +221,7 @@ def test_an_ingest_killed_at_any_step_leaves_the_dataset_as_it_was_and_the_rerun
 
 
 def test_recursive_pulls_the_derivatives_downstream(home):
-    path = write(home / "top.yaml", f"""\
-        kind: DatasetSnapshot
-        version: 1
-        content:
-          name: high-scores
-          kind: Derivative
-          metadata:
-            - kind: SetTransform
-              inputs: [{{datasetRef: {NAME}}}]
-              transform: {{kind: Sql, engine: spark, query: "SELECT * FROM `{NAME}` WHERE score >= 90"}}
-            - kind: SetVocab
-              eventTimeColumn: match_time
-        """)
+    path = write(home / "top.yaml", HIGH_SCORES)
     coord("add", str(path), cwd=home)
     files = [LEADERBOARD / "data" / f"{n}.ndjson" for n in (1, 2)]
     out = coord("ingest", "-r", NAME, *map(str, files), cwd=home, fake_engine=True).stdout
@@ -304,13 +264,10 @@ def test_event_time_given_leaves_records_with_their_own_and_the_watermark_theirs
 
 
 def test_ndgeojson_is_read_through_a_geojson_source(home):
-    root(home, "places", """\
-        - kind: AddPushSource
-          sourceName: default
-          read: {kind: GeoJson, schema: {fields: [{name: id, type: {kind: Int64}},
-                 {name: name, type: {kind: String}}, {name: geometry, type: {kind: String}}]}}
-          merge: {kind: Ledger, primaryKey: [id]}
-        """)
+    root(home, "places", root_manifest("places", push_source(
+        "default", "{kind: GeoJson, schema: {fields: [{name: id, type: {kind: Int64}}, "
+        "{name: name, type: {kind: String}}, {name: geometry, type: {kind: String}}]}}",
+        "{kind: Ledger, primaryKey: [id]}")))
     features = [{"type": "Feature", "properties": {"id": i, "name": n},
                  "geometry": {"type": "Point", "coordinates": [i, 2 * i]}} for i, n in ((1, "a"), (2, "b"))]
     path = write(home / "p.ndgeojson", "".join(json.dumps(f) + "\n" for f in features))

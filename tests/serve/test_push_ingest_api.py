@@ -7,13 +7,11 @@ with a message, never 500. Answers are computed apart: the records by pyarrow's 
 from __future__ import annotations
 
 import shutil
-import textwrap
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.json as pajson
 import pyarrow.parquet as pq
 import pytest
 
@@ -22,37 +20,11 @@ from coordinator.workspace import Workspace
 
 from ..support.cli import coord
 from ..support.engines import ENV
+from ..support.push import HIGH_SCORES, LEADERBOARD, SCORE_COLUMNS, TEMPS, scores
 from .conftest import Served, add_root, init_workspace, serving
 
-LEADERBOARD = Path(__file__).resolve().parents[2] / "examples" / "leaderboard"
 URL = "/api/datasets/{}/ingest"
 NDJSON = {"Content-Type": "application/x-ndjson"}
-
-HIGH = """\
-    kind: DatasetSnapshot
-    version: 1
-    content:
-      name: high-scores
-      kind: Derivative
-      metadata:
-        - kind: SetTransform
-          inputs: [{datasetRef: player-scores}]
-          transform: {kind: Sql, engine: spark, query: "SELECT * FROM `player-scores` WHERE score >= 90"}
-        - kind: SetVocab
-          eventTimeColumn: match_time
-    """
-TEMPS = """\
-    kind: DatasetSnapshot
-    version: 1
-    content:
-      name: temps
-      kind: Root
-      metadata:
-        - kind: AddPushSource
-          sourceName: sensor
-          read: {kind: Csv, header: true, schema: {fields: [{name: t, type: {kind: Float64}}]}}
-          merge: {kind: Append}
-    """
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +35,8 @@ def served(tmp_path_factory) -> Iterator[Served]:
     add_root(home, "old", "old-in")
     coord("config", "set", "odf", "0.39", cwd=home)
     shutil.copy(LEADERBOARD / "player-scores.yaml", home)
-    for name, text in (("high-scores", HIGH), ("temps", TEMPS)):
-        (home / f"{name}.yaml").write_text(textwrap.dedent(text))
+    for name, text in (("high-scores", HIGH_SCORES), ("temps", TEMPS)):
+        (home / f"{name}.yaml").write_text(text)
     coord("add", "player-scores.yaml", "high-scores.yaml", "temps.yaml", cwd=home)
     with serving(home, "--allow-writes", env={ENV: "fake"}) as s:
         yield s
@@ -76,28 +48,17 @@ def records(home: Path, name: str, columns: list[str]) -> list[dict]:
     return pa.concat_tables(tables).to_pylist() if tables else []
 
 
-def scores(*paths: Path) -> list[dict]:
-    """The files' records as pyarrow's JSON reader reads them."""
-    rows = []
-    for p in paths:
-        t = pajson.read_json(p)
-        when = t.column("match_time").cast(pa.timestamp("s")).cast(pa.timestamp("ms", tz="UTC"))
-        rows += t.set_column(0, "match_time", when).to_pylist()
-    return rows
-
-
 def test_a_posted_file_is_one_block_and_the_derivative_is_rebuilt(served):
     files = [LEADERBOARD / "data" / f"{n}.ndjson" for n in (1, 2)]
     for f in files:
         r = served.post(URL.format("player-scores"), content=f.read_bytes(), headers=NDJSON)
         assert r.status_code == 200, r.text
         assert r.json()["records"] == 2 and len(r.json()["blocks"]) == 1
-    columns = ["match_time", "match_id", "player_id", "score"]
-    assert records(served.home, "player-scores", columns) == scores(*files)
+    assert records(served.home, "player-scores", SCORE_COLUMNS) == scores(*files)
     want = [r for r in scores(*files) if r["score"] >= 90]
     served.wait_for(lambda: served.dataset("high-scores")["records"] == len(want),
                     what="high-scores rebuilt")
-    assert records(served.home, "high-scores", columns) == want
+    assert records(served.home, "high-scores", SCORE_COLUMNS) == want
 
 
 def test_the_event_time_header_and_the_source_name_parameter(served):
