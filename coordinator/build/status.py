@@ -137,6 +137,8 @@ def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: Datas
 def _current(current: CurrentDatasets, name: str, st: DatasetStatus) -> None:
     """A current-ODF dataset's status (see the module doc)."""
     state = current.state(name)
+    if state.transform is None and state.polling_source is None and state.push_sources:
+        return  # fed by push (coord ingest): no source to poll, so nothing it has not got
     if state.transform is None:
         fetch = state.polling_source.fetch if state.polling_source is not None else None
         url = getattr(fetch, "url", None)

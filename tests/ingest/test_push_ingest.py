@@ -91,6 +91,11 @@ def test_a_pull_of_a_push_fed_root_says_it_is_fed_by_push(home):
     assert out.strip() == f"{NAME}: up to date (fed by push sources: coord ingest)"
 
 
+def test_a_push_fed_root_has_nothing_to_poll_so_status_says_up_to_date(home):
+    lines = coord("status", cwd=home).stdout.splitlines()
+    assert lines[1].split() == [NAME, "root", "up", "to", "date"]
+
+
 # --- ingest -------------------------------------------------------------------------------------
 
 
