@@ -24,17 +24,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..errors import Invalid
 from ..ingest.merge import SnapshotColumns
 from ..metadata.objects import (
     DatasetSource,
-    DatasetSourceRoot,
     DatasetVocabulary,
     MergeStrategyLedger,
     MergeStrategySnapshot,
 )
 from ..metadata.timestamps import format_timestamp
+
+if TYPE_CHECKING:
+    from ..metadata.odf39.adapt import PushSource
 
 STATE_SUFFIX = "@state"  # not a character of a dataset id, so no id can take the name
 ROW = "__coord_stored_row"  # the helper column of stored order, not shown
@@ -55,9 +58,9 @@ class StateKey:
     removed: str | None  # the observation value of a removal
 
 
-def state_key(source: DatasetSource, vocab: DatasetVocabulary) -> StateKey | None:
+def state_key(source: DatasetSource | PushSource, vocab: DatasetVocabulary) -> StateKey | None:
     """The state a dataset of that definition has, or None (no primary key)."""
-    merge = source.merge if isinstance(source, DatasetSourceRoot) else None
+    merge = getattr(source, "merge", None)  # a root's or a push source's; a derivative has none
     if isinstance(merge, MergeStrategySnapshot):
         roles = SnapshotColumns.of(merge)
         return StateKey(tuple(roles.key), vocab.event_time, vocab.system_time, roles.observation,
@@ -67,10 +70,10 @@ def state_key(source: DatasetSource, vocab: DatasetVocabulary) -> StateKey | Non
     return None
 
 
-def no_state(dataset: str, source: DatasetSource | None) -> str:
+def no_state(dataset: str, source: DatasetSource | PushSource | None) -> str:
     """Why ``dataset`` has no state, in one line (``source`` None: a current-ODF derivative)."""
-    what = (f"its merge strategy is {source.merge.KIND}" if isinstance(source, DatasetSourceRoot)
-            else "it is a derivative")
+    merge = getattr(source, "merge", None)
+    what = f"its merge strategy is {merge.KIND}" if merge is not None else "it is a derivative"
     return (f"dataset {dataset} has no state: {what}, so it has no primary key to project its "
             f'records on (only snapshot and ledger roots have one); its records are "{dataset}"')
 

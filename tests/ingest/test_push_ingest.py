@@ -280,3 +280,12 @@ def test_ndgeojson_is_read_through_a_geojson_source(home):
     rows = stored(dataset(home, "places"), ["id", "name", "geometry"])
     assert [(r["id"], r["name"], json.loads(r["geometry"])) for r in rows] == [
         (f["properties"]["id"], f["properties"]["name"], f["geometry"]) for f in features]
+
+
+def test_a_push_fed_ledger_roots_state_is_one_row_per_key(home):
+    files = [LEADERBOARD / "data" / f"{n}.ndjson" for n in (1, 2, 3, 1)]  # the first file twice
+    coord("ingest", NAME, *map(str, files), cwd=home)
+    keys = {(r["match_id"], r["player_id"]) for r in ndjson(*files)}
+    out = coord("sql", "-o", "json", "-c", f'SELECT match_id, player_id FROM "{NAME}@state"', cwd=home)
+    assert {(r["match_id"], r["player_id"]) for r in json.loads(out.stdout)} == keys
+    assert len(json.loads(out.stdout)) == len(keys) == 6
