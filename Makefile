@@ -22,8 +22,10 @@ python-deps:
 proto:
 	bash proto/generate.sh
 
+# The container image, and for the sandbox this machine's class archive of Spark (faster starts).
 engine-image: install
 	bash engines/spark/build-image.sh
+	$(PYTHON) -m coordinator.cli system prepare
 
 # Two workers, each with one engine its Spark tests share; the Spark tests of a module stay on
 # one worker (tests/conftest.py).

@@ -24,6 +24,9 @@ transform layer does not import it):
   columns; an output that drops a column or changes its type is refused.
 - A step with nothing new in any input (no slice, no watermark move) runs nothing and commits
   nothing. The output watermark never goes back (the chain rules refuse it).
+- Field lineage, which a 0.39 block has no place for, is derived at each step and kept beside
+  the chain when it starts a version (``store.field_lineage``); a replay derives it again for
+  each block that has one and compares, as for 0.18.
 - Exactly once as for 0.18: the engine writes into a scratch folder; the append path moves the
   slice and the packed checkpoint into the dataset with the block, the head last.
 """
@@ -41,10 +44,25 @@ import pyarrow.parquet as pq
 
 from ..data.odf_schema import data_schema
 from ..data.odf_slice import Vocabulary, build_slice, write_slice
-from ..engine.port import Engine, EngineError, EngineErrorKind, EngineProgress, ExecuteInput
+from ..engine.port import (
+    Engine,
+    EngineError,
+    EngineErrorKind,
+    EngineProgress,
+    ExecuteInput,
+    InputSchema,
+    LineageRequest,
+)
 from ..errors import Conflict, CoordError, Invalid
 from ..metadata.multiformats import Multihash
-from ..metadata.objects import DatasetVocabulary, InputWatermarks, LateRows, TransformSql
+from ..metadata.objects import (
+    DatasetVocabulary,
+    FieldLineage,
+    FieldSource,
+    InputWatermarks,
+    LateRows,
+    TransformSql,
+)
 from ..metadata.odf39 import data as d
 from ..metadata.odf39.adapt import transform_sql
 from ..metadata.odf39.events import (
@@ -62,11 +80,13 @@ from ..store.append import checkpoint_of, data_slice_of
 from ..store.checked import checked_current_files
 from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
 from ..store.dataset import CurrentDataset
+from ..store.field_lineage import record_version, recorded_versions
 from ..store.overview import CurrentDatasets
 from ..store.read import DatasetState, SliceRecord, StoredBlock, build
 from ..store.verify import vocabulary_of
 from ..transform.builds import late_rows_words
 from ..transform.execute import EngineStep, LateRowsRefused, TransformResult, execute_step
+from ..transform.record_lineage import lineage_difference, lineage_of
 from ..trust.verify import Problem
 from ..workspace import Workspace
 from ..workspace.crash import crash_point
@@ -123,8 +143,8 @@ class InputStep:
             if pc.any(pc.not_equal(ops, 0)).as_py():
                 raise InputRefused(
                     f"input {self.dataset.id}: {path} (block {r.sequence_number}) holds "
-                    "retractions or corrections (op != 0), which coord's transforms cannot read "
-                    "yet (issue 34)")
+                    "retractions or corrections (op != 0), which a derivative's query cannot "
+                    "handle yet (issue 34)")
         return paths
 
     def schema(self) -> pa.Schema | None:
@@ -134,16 +154,19 @@ class InputStep:
 
     def execute_input(self) -> ExecuteInput:
         """The input as the engine port takes it (its files checked here)."""
-        v = self.vocab
         paths = self.data_paths()
         # the newest slice is the last new one when there are new ones (checked just now)
         schema = pq.read_schema(paths[-1]) if paths else self.schema()
         assert schema is not None, "planned only once every input has data"
         return ExecuteInput(
             dataset_id=self.alias,
-            vocab=DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time),
-            schema=schema, data_paths=paths, explicit_watermarks=list(self.watermarks),
-            system_time_interval="()")
+            vocab=engine_vocab(self.vocab), schema=schema, data_paths=paths,
+            explicit_watermarks=list(self.watermarks), system_time_interval="()")
+
+
+def engine_vocab(v: Vocabulary) -> DatasetVocabulary:
+    """A 0.39 vocabulary as the engine port takes it (its offset and op are data to the engine)."""
+    return DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time)
 
 
 def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
@@ -170,7 +193,7 @@ def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
     if end == 0:
         raise InputRefused(f"input {ds.id}: the step read none of its blocks; coord replays a "
                            "step once every input it reads has blocks")
-    state = _up_to(state, end)
+    state = up_to(state, end)
     new = [r for r in state.slices if r.sequence_number >= start]
     expected = 0 if prev_offset is None else prev_offset + 1
     if new and new[0].slice.offset_interval.start != expected:
@@ -186,7 +209,7 @@ def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
     return InputStep(ds, alias, state, prev_block, prev_offset, tuple(new), watermarks, moved)
 
 
-def _up_to(state: DatasetState, end: int) -> DatasetState:
+def up_to(state: DatasetState, end: int) -> DatasetState:
     """``state`` as of its first ``end`` blocks (what a replay's input, or the derivative
     before a replayed step, held then: its schema, slices and watermark then)."""
     return state if end == len(state.blocks) else build(list(state.blocks[:end]))
@@ -256,7 +279,7 @@ def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> Curr
     for given in state.transform.inputs:
         input_ds = inputs.input_dataset(given, ds.id)
         input_state = input_ds.state()
-        steps.append(plan_input(input_ds, _alias(given), input_state, recorded.get(input_state.id)))
+        steps.append(plan_input(input_ds, alias_of(given), input_state, recorded.get(input_state.id)))
     transform = engine_transform(state.transform)
     changed = ran_with is not None and ran_with.transform != state.transform.transform
     last_data = state.rules.last_data
@@ -265,7 +288,7 @@ def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> Curr
                        engine_transform(ran_with) if changed and ran_with else None)
 
 
-def _alias(given: TransformInput) -> str:
+def alias_of(given: TransformInput) -> str:
     assert given.alias is not None, "the chain rules require an alias for every input"
     return given.alias
 
@@ -288,9 +311,8 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     ``scratch``. The event names no new checkpoint: a pull packs ``checkpoint_dir`` and names
     that file; a replay keeps the folder for its next step."""
     v = plan.vocab
-    engine_vocab = DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time)
     step = EngineStep(plan.transaction_id(), plan.dataset.id, [i.execute_input() for i in plan.inputs],
-                      plan.transform, engine_vocab, prev_checkpoint_dir, plan.prev_transform)
+                      plan.transform, engine_vocab(v), prev_checkpoint_dir, plan.prev_transform)
     result, checkpoint_dir = execute_step(engine, step, scratch, system_time=system_time,
                                           progress=progress)
     new_data: DataSlice | None = None
@@ -381,13 +403,34 @@ def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engin
         if _changes_nothing(event, plan):  # a query changed with nothing new to read, say
             return TransformResult(name, "up to date")
         crash_point("engine-answered")
+        lineage = field_lineage(running, plan)
         if out.schema is not None:
             w.append(out.schema, system_time=system_time)
         h = w.append(event, system_time=system_time, data=out.data_path, checkpoint=packed)
+        if lineage is not None:
+            record_version(ds, state, h, lineage)
     n = event.new_data.offset_interval.end - event.new_data.offset_interval.start + 1 \
         if event.new_data else 0
     message = f"{n:,} new records" + (f"; {late_rows_words(name, inputs, late)}" if late else "")
     return TransformResult(name, message, h.to_bytes(), n, event.new_watermark, late)
+
+
+def field_lineage(engine: Engine, plan: CurrentPlan) -> FieldLineage | None:
+    """The engine's field lineage of the plan's query over its inputs' schemas, each input named
+    by its workspace dataset (the engine knows it by its alias); None: it cannot trace it."""
+    names = {i.alias: i.dataset.id for i in plan.inputs}
+    lineage = lineage_of(engine, LineageRequest(
+        transaction_id=plan.transaction_id(), dataset_id=plan.dataset.id,
+        inputs=[InputSchema(i.alias, engine_vocab(i.vocab), i.schema()) for i in plan.inputs],
+        transform=plan.transform, vocab=engine_vocab(plan.vocab)))
+    if lineage is None:
+        return None
+
+    def named(sources: list[FieldSource]) -> list[FieldSource]:
+        return [replace(s, input=names.get(s.input, s.input)) for s in sources]
+
+    return FieldLineage(fields=[replace(f, sources=named(f.sources)) for f in lineage.fields],
+                        conditions=named(lineage.conditions) if lineage.conditions else None)
 
 
 def _changes_nothing(event: ExecuteTransform, plan: CurrentPlan) -> bool:
@@ -408,6 +451,7 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
     ds = CurrentDataset(ws, name)
     state = ds.state()
     inputs = CurrentDatasets(ws)
+    kept = {b.hash: lineage for b, lineage in recorded_versions(ds, state)}  # field lineage
     problems: list[Problem] = []
     checkpoint: Path | None = None
     in_force: SetTransform | None = None
@@ -425,10 +469,10 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
             input_ds = inputs.input_dataset(given, name)
             start = ExecuteTransformInput(dataset_id=used.dataset_id, prev_block_hash=used.prev_block_hash,
                                           prev_offset=used.prev_offset)
-            steps.append(plan_input(input_ds, _alias(given), input_ds.state(), start,
+            steps.append(plan_input(input_ds, alias_of(given), input_ds.state(), start,
                                     used.new_block_hash, replaying=True))
         changed = ran_with is not None and ran_with.transform != in_force.transform
-        plan = CurrentPlan(ds, _up_to(state, k), engine_transform(in_force), steps, None,
+        plan = CurrentPlan(ds, up_to(state, k), engine_transform(in_force), steps, None,
                            engine_transform(ran_with) if changed and ran_with else None)
         running = engine()
         try:
@@ -446,6 +490,9 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
             return [*problems, _problem(stored, f"not replayed, the engine refuses its query: {e.message}")]
         checkpoint, ran_with = out.checkpoint_dir, in_force
         reason = _difference(event, out.event)
+        if reason is None and stored.hash in kept:  # an engine that cannot derive it: unchecked
+            derived = field_lineage(running, plan)
+            reason = lineage_difference(kept[stored.hash], derived) if derived is not None else None
         if reason:
             problems.append(_problem(stored, f"did not reproduce: {reason}"))
     return problems

@@ -224,5 +224,5 @@ def pull_remote(
             origin = pull_source(ws, input_id)
             if origin is None and ws.dataset(input_id).exists():
                 continue  # the workspace's own dataset: it is pulled locally, not replaced
-            wanted.append((input_id, origin or DatasetRef(input_id, ref.repository, ref.username)))
+            wanted.append((input_id, origin or ref.sibling(input_id)))
     return outcomes

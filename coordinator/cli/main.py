@@ -45,7 +45,7 @@ from .trust import trust_
 from .upgrade import upgrade
 from .verify import verify_
 
-SPEC = "Open Data Fabric 0.18"  # the metadata format the chains are written in
+SPEC = "Open Data Fabric 0.18 and 0.39"  # the metadata formats a workspace stores chains in
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -80,7 +80,8 @@ class _Bytes:
 @click.option("--as", "as_name", metavar="NAME", help="Local name for a dataset pulled from a repository.")
 @click.pass_context
 def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
-    """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET.
+    """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET (or a
+    dataset's URL: file:///path/ds, s3://bucket/ds, http(s)://host/path/ds).
 
     A dataset that fails does not stop the others: those that depend on it are skipped, the
     failures are named at the end (each with its dataset) and the exit code is 1."""
@@ -89,14 +90,14 @@ def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
 
     ws = writable_workspace(ctx)
     refs = [DatasetRef.parse(d) for d in datasets]
-    remote = [r for r in refs if r.repository]
-    local = [r.dataset_id for r in refs if not r.repository]
+    remote = [r for r in refs if r.is_remote]
+    local = [r.dataset_id for r in refs if not r.is_remote]
     if all_:
         local = [d.id for d in ws.datasets()]
     if not remote and not local:
         raise click.UsageError("name the datasets to pull, or use --all")
     if as_name and len(remote) != 1:
-        raise click.UsageError("--as needs exactly one REPO/DATASET")
+        raise click.UsageError("--as needs exactly one REPO/DATASET or URL")
 
     show = Output()
     bars = _Bars(show)

@@ -54,11 +54,6 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     if invariance and (recursive or integrity or deep):
         raise click.UsageError("--invariance checks one dataset; it cannot go with -r, --integrity or --deep")
     ws = workspace(ctx)
-    from ..workspace.config import OdfVersion
-
-    if ws.odf_of(dataset) is OdfVersion.V039 and (engine_spec or invariance):
-        raise click.UsageError("--engine and --invariance replay 0.18 derivatives only for now; "
-                               "verify a current-ODF (0.39) dataset without them")
     if invariance:
         _check_invariance(ws, dataset, engine_spec, Output(output))
         return
@@ -80,12 +75,18 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     replayed_with = {}  # dataset -> how the engine that replayed it relates to its chain
     recorded = {}  # dataset -> the block that records the engine's compatibility (--engine)
     for report in reports:
-        # 0.39 blocks record no engine yet: there is nothing to relate the replaying one to
-        if engine.identity is not None and report.reproducibility == "reproduced" and report.odf != "0.39":
-            ds = ws.dataset(report.dataset_id)
-            replayed_with[report.dataset_id] = replaying.engine_note(ds, engine.identity)  # before recording
+        if engine.identity is None or report.reproducibility != "reproduced":
+            continue
+        if report.odf == "0.39":  # its blocks have no place for an engine (schemas/ODF-039.md)
             if engine_spec:
-                recorded[report.dataset_id] = replaying.record_compatibility(ds, engine.identity)
+                replayed_with[report.dataset_id] = (
+                    f"the {engine.identity.runtime} engine {engine.identity.version} (a 0.39 chain "
+                    "names no engine build: no compatibility is recorded)")
+            continue
+        ds = ws.dataset(report.dataset_id)
+        replayed_with[report.dataset_id] = replaying.engine_note(ds, engine.identity)  # before recording
+        if engine_spec:
+            recorded[report.dataset_id] = replaying.record_compatibility(ds, engine.identity)
     if show.format == "json":
         show.json([_report_json(r, recorded.get(r.dataset_id)) for r in reports])
     for report in reports if show.format != "json" else ():
@@ -149,13 +150,20 @@ def _block_hash(report: VerifyReport, cb) -> str:
 
 
 def _check_invariance(ws, dataset: str, engine_spec: str | None, show: Output) -> None:
+    from ..build.current_invariance import check_current_invariance
     from ..engine.session import EngineOnDemand, engine_reads
+    from ..store.overview import CurrentDatasets
     from ..transform.invariance import Verdict, check_invariance
+    from ..workspace.config import OdfVersion
+    from ..workspace.graph import DatasetGraph
 
     settings = _engine_settings(ws, engine_spec) if engine_spec else None
+    current = ws.odf_of(dataset) is OdfVersion.V039
     with ExitStack() as stack:
-        engine = EngineOnDemand(ws, stack, lambda: engine_reads(ws, [dataset]), settings)
-        report = check_invariance(ws, dataset, engine.get)
+        engine = EngineOnDemand(ws, stack, lambda: engine_reads(
+            ws, [dataset], graph=DatasetGraph(ws, current=CurrentDatasets(ws).inputs)), settings)
+        check = check_current_invariance if current else check_invariance
+        report = check(ws, dataset, engine.get)
     if show.format == "json":
         show.json(_invariance_json(report))
     elif report.verdict is Verdict.NOTHING_TO_CHECK:

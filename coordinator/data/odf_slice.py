@@ -319,13 +319,20 @@ def slice_hashes(path: str | os.PathLike, vocabulary: Vocabulary = DEFAULT_VOCAB
     is computed from the file's bytes at the same time, unless the caller gives it (a
     verifier hashes the bytes first, before the file is parsed). The offsets come from the
     offset column's statistics (read from the column when a row group has none) and must span
-    exactly one offset per record.
+    exactly one offset per record. The operation types must be the standard's, each
+    correct-from record directly followed by its correct-to (``_operation_types``).
     """
     f = parquet_reader(path)
     with ThreadPoolExecutor(1) as pool:
         bytes_hash = pool.submit(lambda: physical or Multihash(SHA3_256, physical_hash(path)))
         logical = file_digest(path, read_as=arrow_rs_schema(f))
         offsets = _offset_interval(f, vocabulary.offset, path)
+        if vocabulary.operation_type in f.schema_arrow.names:
+            try:
+                _operation_types(f.read(columns=[vocabulary.operation_type]),
+                                 vocabulary.operation_type)
+            except SliceLayoutError as e:
+                raise SliceFileError(f"data file {path}: {e}") from None
         return SliceHashes(logical=Multihash(ARROW0_SHA3_256, logical),
                            physical=bytes_hash.result(),
                            offsets=offsets, num_records=f.metadata.num_rows,

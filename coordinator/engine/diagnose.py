@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .process import EngineStartError
 from .runtime import container_runtime
-from .sandbox import ENGINE_PACKAGES, bwrap_command, find_java_home
+from .sandbox import ENGINE_PACKAGES, bwrap_command, class_archive_path, find_java_home
 from .settings import EngineSettings
 
 FREE_SPACE_WARNING = 2 * 1024**3  # Spark's shuffle and a pull's slices need room
@@ -49,6 +49,7 @@ def diagnose(settings: EngineSettings, folder: Path) -> list[Check]:
         _python_packages(),
         _java(needed=sandbox_needed),
         _sandbox(settings, needed=sandbox_needed),
+        _class_archive(needed=sandbox_needed),
         _container_api(api, container, needed=container_needed),
         _image(image, api, settings, needed=container_needed),
         _free_space(folder),
@@ -97,6 +98,15 @@ def _sandbox(settings: EngineSettings, *, needed: bool) -> Check:
                       "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; "
                       "in a container: --security-opt seccomp=unconfined), or use the container runtime")
     return Check("sandbox", CheckStatus.OK, f"bubblewrap starts a sandbox ({shutil.which('bwrap')})")
+
+
+def _class_archive(*, needed: bool) -> Check:
+    archive = class_archive_path()
+    if archive.is_file():
+        return Check("class archive", CheckStatus.OK, f"sandboxed engines map {archive}")
+    return Check("class archive", CheckStatus.WARN,
+                 "none for this JVM and Spark: sandboxed engines start slower" if needed
+                 else "none (the sandbox is not used)", "coord system prepare" if needed else "")
 
 
 def _container_api(api: bool, container, *, needed: bool) -> Check:

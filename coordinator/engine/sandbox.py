@@ -42,6 +42,7 @@ from .process import EngineStartError, engine_environment, shared_inputs_dir
 from .settings import EngineSettings
 
 SOCKET_NAME = "engine.sock"
+CLASS_ARCHIVE_ENV = "ODF_SPARK_CLASS_ARCHIVE"  # read by the engine (class_archive.with_archive)
 LOG_NAME = "engine.log"
 # The packages the engine imports (engines/spark/requirements.txt): their folders are mounted.
 ENGINE_PACKAGES = ("pyspark", "py4j", "grpc", "google.protobuf", "pyarrow")
@@ -86,12 +87,11 @@ def bwrap_command(
     shared = shared_inputs_dir(settings, run_dir)
     if shared is not None:
         args += ["--bind", str(shared), str(shared)]
-    java_home = find_java_home()
-    environment = engine_environment(shared) | {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
-        "PYTHONPATH": str(stubs.ENGINE_DIR),
-        **({"JAVA_HOME": str(java_home)} if java_home else {}),
-    }
+    environment = _environment(shared)
+    archive = class_archive_path()
+    if archive.is_file():
+        args += ["--ro-bind", str(archive), str(archive)]
+        environment[CLASS_ARCHIVE_ENV] = str(archive)
     # No capabilities, even when the coordinator runs as root (bwrap keeps them by default):
     # with them, code in the engine could make device nodes and mount the host's disks.
     args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--cap-drop", "ALL"]
@@ -103,6 +103,48 @@ def bwrap_command(
     for name, value in environment.items():
         args += ["--setenv", name, value]
     return args + ["--", *command]
+
+
+def _environment(shared: Path | None) -> dict[str, str]:
+    java_home = find_java_home()
+    return engine_environment(shared) | {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "PYTHONPATH": str(stubs.ENGINE_DIR),
+        **({"JAVA_HOME": str(java_home)} if java_home else {}),
+    }
+
+
+def class_archive_path() -> Path:
+    """Where this machine's class archive of Spark is (engines/spark/odf_spark_engine/
+    class_archive.py), named by what it depends on: the JVM, Spark's version, the Python
+    whose pyspark holds the jars. A Spark or Java upgrade thus looks for a new one."""
+    import importlib.metadata
+
+    cache = Path(os.environ.get("ODF_CACHE_DIR")
+                 or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "odf-coordinator")
+    try:
+        spark = importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        spark = "none"  # no engine can start: diagnose says so
+    key = f"{find_java_home()}|{spark}|{sys.executable}"
+    return cache / "spark-classes" / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def prepare_class_archive() -> tuple[Path, bool]:
+    """Makes this machine's class archive unless it exists (about a minute: Spark runs a small
+    workload once), outside the sandbox but in the sandbox's environment, so that the archive
+    fits the JVM the sandbox starts. Returns it and whether it was made now."""
+    archive = class_archive_path()
+    if archive.is_file():
+        return archive, False
+    done = subprocess.run(
+        [sys.executable, "-m", "odf_spark_engine.class_archive", str(archive)],
+        env=_environment(None), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+    )
+    if done.returncode != 0 or not archive.is_file():
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+        raise EngineStartError(f"the class archive could not be made (engines start without it):\n{tail}")
+    return archive, True
 
 
 def _python_paths() -> list[Path]:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..workspace import Workspace, layout
-from ..workspace.config import EngineConfig
+from ..workspace.config import EngineConfig, OdfVersion
 from ..workspace.graph import DatasetGraph, inputs_in_force
 from ..workspace.runs import LEASE_NAME, run_folder
 from . import factory, warm
@@ -54,7 +54,9 @@ def engine_reads(ws: Workspace, computed: Iterable[str], *, graph: DatasetGraph 
     graph = graph if graph is not None else DatasetGraph(ws)
     reads: set[str] = set()
     for d in computed:
-        inputs = {*(inputs_in_force(graph.state(d), None, None) if every_query else graph.inputs(d)),
+        # a 0.39 chain's inputs are the graph's (those in force: this layer reads no 0.39 chain)
+        every = every_query and ws.odf_of(d) is not OdfVersion.V039
+        inputs = {*(inputs_in_force(graph.state(d), None, None) if every else graph.inputs(d)),
                   *(proposed or {}).get(d, ())}
         if inputs:  # a derivative (or one being defined as one)
             reads.add(d)

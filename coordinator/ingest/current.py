@@ -6,8 +6,9 @@ step, under the dataset's writer (its lock) for the whole pull. A commit, throug
 append path (``append.DatasetWriter``):
 
 - the slice is ``odf_slice.build_slice`` of the merged records (offsets counting on from the
-  last slice, op 0, the block's system time), written by ``write_slice``; a ``SetDataSchema``
-  (``odf_schema.data_schema`` of the stored table) comes before the first data and again
+  last slice, the merge's operation types or 0, the block's system time), written by
+  ``write_slice``; a ``SetDataSchema`` (``odf_schema.data_schema`` of the stored table)
+  comes before the first data and again
   wherever the schema grows (new columns at the end, as ``slice_layout.conform`` allows;
   anything else is refused there, as for 0.18);
 - then ``AddData(prevOffset, newData, newWatermark, newSourceState)``; a watermark moved alone
@@ -21,8 +22,12 @@ append path (``append.DatasetWriter``):
   (``ingest.push``, through one of the root's push sources) records none and keeps no fetch state.
 
 Records are kept in their stored types from the event time step on (``stored_types``), so
-the ledger's keys seen (read from earlier slices) and the schema check compare like with like.
-Snapshot merges are refused (their observed rows need retractions, issue 34).
+the ledger's keys seen and the snapshot state (read from earlier slices) and the schema check
+compare like with like. A snapshot merge gives records with the standard's operation types
+(``merge.snapshot`` with ``snapshot_roles``: appends, correct-from/correct-to pairs,
+retractions), which ``build_slice`` stores in canonical order, each pair kept together; its
+state (the latest record per key by offset, retracted keys left out) is cached per block as
+for 0.18, under the block's multihash.
 """
 from __future__ import annotations
 
@@ -52,6 +57,7 @@ from ..workspace.fsutil import atomic_write, remove
 from ..workspace.source_state import SourceState
 from .errors import IngestError
 from .history import DatasetHistory
+from .merge import SnapshotColumns
 
 if TYPE_CHECKING:
     from ..metadata.odf39 import data as d
@@ -99,9 +105,6 @@ class CurrentHistory(DatasetHistory):
             source = adapt_snapshot(e.DatasetSnapshot(  # type: ignore[assignment]  # a root's
                 name=ds.id, kind=e.DatasetKind.ROOT, metadata=[s.polling_source])).snapshot.source
         vocab = vocab_of(s.vocab)
-        if isinstance(source.merge, MergeStrategySnapshot):
-            raise IngestError(f"{ds.id}: a snapshot merge's observed rows become retractions and "
-                              "corrections, which coord cannot write in ODF 0.39 yet (issue 34)")
         hashes = {str(b.hash) for b in s.blocks}
         held = {p.stem: p for p in ds.state_dir.iterdir()} if ds.state_dir.is_dir() else {}
         for stem, path in held.items():
@@ -144,6 +147,17 @@ class CurrentHistory(DatasetHistory):
         merged with). Unlike 0.18's (``trust.slice_check``) the check is not remembered."""
         hashes = self.data_blocks if blocks is None else blocks
         return [self._checked(self._slice(h)) for h in hashes]
+
+    def snapshot_roles(self, strategy: MergeStrategySnapshot) -> SnapshotColumns:
+        """A snapshot merge writes the standard's operation types here (``merge.snapshot``)."""
+        assert self.vocabulary is not None
+        return SnapshotColumns.of(strategy, self.vocabulary.operation_type)
+
+    def cached_state(self, block: object) -> Path:  # a multihash here
+        return self.projection_dir() / f"{block}.parquet"
+
+    def slice_file(self, block: object) -> Path:
+        return self.dataset.data_file(self._slice(block))
 
     @property
     def dataset(self) -> CurrentDataset:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary, DataSlice
+from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary, DataSlice, MergeStrategySnapshot
 from ..metadata.timestamps import now_utc
 from ..trust.slice_check import checked_slice_files
 from ..workspace import Dataset, DatasetNotFound, DatasetState, layout
@@ -70,7 +70,7 @@ class DatasetHistory:
         """The schema of the newest slice: new slices must keep its columns and types."""
         import pyarrow.parquet as pq
 
-        return pq.read_schema(self.ds.data_file(self.data_blocks[-1])) if self.data_blocks else None
+        return pq.read_schema(self.slice_file(self.data_blocks[-1])) if self.data_blocks else None
 
     def files(self, blocks: list[bytes] | None = None) -> list[Path]:
         """The data files of ``blocks`` (default: all) in commit order, each checked against
@@ -97,6 +97,20 @@ class DatasetHistory:
     def projection_dir(self) -> Path:
         return self.ds.ws.meta / layout.cache_dir(self.ds.id, layout.SNAPSHOT_STATE)
 
+    def cached_state(self, block: bytes) -> Path:
+        """Where the snapshot state as of ``block`` (one of ``data_blocks``) is cached."""
+        return self.projection_dir() / f"{block.hex()}.parquet"
+
+    def slice_file(self, block: bytes) -> Path:
+        """The data file of ``block`` (one of ``data_blocks``), unchecked."""
+        return self.ds.data_file(block)
+
+    def snapshot_roles(self, strategy: MergeStrategySnapshot) -> SnapshotColumns:
+        """The column roles of a snapshot merge into this dataset (0.18: observed rows)."""
+        from .merge import SnapshotColumns
+
+        return SnapshotColumns.of(strategy)
+
     def snapshot_state_bytes(self) -> int:
         """About how large the snapshot state is in memory: the cached one's size as stored in
         Parquet's metadata (uncompressed), else four times the slices' files."""
@@ -104,11 +118,11 @@ class DatasetHistory:
 
         if not self.data_blocks:
             return 0
-        cached = self.projection_dir() / f"{self.data_blocks[-1].hex()}.parquet"
+        cached = self.cached_state(self.data_blocks[-1])
         if cached.exists():
             md = pq.read_metadata(cached)
             return sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
-        return 4 * sum(self.ds.data_file(h).stat().st_size for h in self.data_blocks)
+        return 4 * sum(self.slice_file(h).stat().st_size for h in self.data_blocks)
 
     def snapshot_state(self, roles: SnapshotColumns) -> pa.Table | None:
         import pyarrow as pa
@@ -118,9 +132,8 @@ class DatasetHistory:
 
         if not self.data_blocks:
             return None
-        folder = self.projection_dir()
         for i in range(len(self.data_blocks) - 1, -1, -1):
-            cached = folder / f"{self.data_blocks[i].hex()}.parquet"
+            cached = self.cached_state(self.data_blocks[i])
             if cached.exists():
                 newer = self.read(self.data_blocks[i + 1:])
                 state = pq.read_table(cached)
@@ -147,7 +160,7 @@ class DatasetHistory:
         the newest block, replacing any older one; returns where it now is."""
         folder = self.projection_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{self.data_blocks[-1].hex()}.parquet"
+        target = self.cached_state(self.data_blocks[-1])
         written.replace(target)
         for old in folder.iterdir():
             if old != target:

@@ -5,7 +5,11 @@
 - snapshot: change data capture between the previous state (the latest row per key, removed
   keys dropped: see ``projection``) and a new full snapshot: keys that appear → added (``I``),
   whose compared values differ → changed (``U``), that disappear → removed (``D``, carrying
-  their previous values).
+  their previous values). Into a current-ODF (0.39) root the same changes are the standard's
+  operation types, as the reference writes them: added → append (0), changed → correct-from
+  (2, the previous values) then correct-to (3, the new values), removed → retract (1, the
+  previous values, event time included); the event time is compared too when the data has
+  its own (``SnapshotColumns.ops``).
 
 Keys of any types and arity are mapped to small integer codes (equal key tuples get equal
 codes across tables): an integer key of a narrow range is its own code, other keys go through
@@ -21,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..data.odf_slice import Op
 from ..metadata.objects import MergeStrategySnapshot
 from .errors import IngestError
 
@@ -94,25 +99,40 @@ def ledger(new: pa.Table, key: list[str], seen: pa.Table | None) -> pa.Table:
 
 @dataclass(frozen=True)
 class SnapshotColumns:
-    """A snapshot merge's column roles, with the spec's defaults filled in."""
+    """A snapshot merge's column roles, with the spec's defaults filled in.
+
+    With ``ops`` (a current-ODF root) the observation column is the operation type column
+    and the values are ``Op`` codes: a change is then a correct-from/correct-to pair."""
 
     key: list[str]
     observation: str
-    added: str
-    changed: str
-    removed: str
+    added: str | int
+    changed: str | int
+    removed: str | int
     compare: list[str] | None  # None = every data column but key, event time, observation
+    ops: bool = False
 
     @staticmethod
-    def of(strategy: MergeStrategySnapshot) -> SnapshotColumns:
+    def of(strategy: MergeStrategySnapshot, operation_type: str | None = None) -> SnapshotColumns:
+        """The roles of ``strategy``; ``operation_type``: the column of a 0.39 root's ops."""
+        compare = list(strategy.compare_columns) if strategy.compare_columns else None
+        if operation_type is not None:
+            return SnapshotColumns(key=list(strategy.primary_key), observation=operation_type,
+                                   added=int(Op.APPEND), changed=int(Op.CORRECT_TO),
+                                   removed=int(Op.RETRACT),
+                                   compare=compare, ops=True)
         return SnapshotColumns(
             key=list(strategy.primary_key),
             observation=strategy.observation_column or "observed",
             added=strategy.obsv_added or "I",
             changed=strategy.obsv_changed or "U",
             removed=strategy.obsv_removed or "D",
-            compare=list(strategy.compare_columns) if strategy.compare_columns else None,
+            compare=compare,
         )
+
+    @property
+    def observation_type(self) -> pa.DataType:
+        return pa.int32() if self.ops else pa.string()
 
 
 def projection(history: pa.Table, roles: SnapshotColumns) -> pa.Table:
@@ -130,14 +150,18 @@ def projection(history: pa.Table, roles: SnapshotColumns) -> pa.Table:
 
 
 def compare_columns(schema: pa.Schema, roles: SnapshotColumns, event_time_column: str,
-                    name: str) -> list[str]:
-    """The columns whose change makes a ``U`` (by default every data column but the key and
-    the event time); refuses data that has the observation column itself."""
+                    name: str, own_event_time: bool = False) -> list[str]:
+    """The columns whose change makes a ``U`` (by default every data column but the key, and
+    the event time if ``roles.ops`` and ``own_event_time``: the data has its own, as the
+    reference compares it); refuses data that has the observation column itself."""
     if roles.observation in schema.names:
+        what = "operation type" if roles.ops else "snapshot merge's observation"
         raise IngestError(f"{name}: the data already has a column {roles.observation!r}, the "
-                          "snapshot merge's observation column")
+                          f"{what} column; rename it (preprocess)")
+    compared_time = roles.ops and own_event_time
     compare = roles.compare if roles.compare is not None else [
-        c for c in schema.names if c not in roles.key and c != event_time_column]
+        c for c in schema.names
+        if c not in roles.key and (c != event_time_column or compared_time)]
     missing = [c for c in compare if c not in schema.names]
     if missing:
         raise IngestError(f"{name}: compare column {missing[0]!r} is not in the data")
@@ -145,9 +169,11 @@ def compare_columns(schema: pa.Schema, roles: SnapshotColumns, event_time_column
 
 
 def snapshot(previous: pa.Table | None, current: pa.Table, roles: SnapshotColumns,
-             event_time_column: str, snapshot_time: datetime, name: str) -> pa.Table:
-    """The change events turning ``previous`` into ``current``: observation column first."""
-    compare = compare_columns(current.schema, roles, event_time_column, name)
+             event_time_column: str, snapshot_time: datetime, name: str,
+             own_event_time: bool = False) -> pa.Table:
+    """The change events turning ``previous`` into ``current``: observation column first
+    (``own_event_time``: whether the data gave its event time, see ``compare_columns``)."""
+    compare = compare_columns(current.schema, roles, event_time_column, name, own_event_time)
 
     if previous is None:
         previous = current.schema.empty_table()
@@ -168,6 +194,9 @@ def snapshot(previous: pa.Table | None, current: pa.Table, roles: SnapshotColumn
         changed |= _differs(before.take(matched_prev[both]), current[column].take(both))
     upserts = np.sort(np.concatenate([np.nonzero(is_new)[0], both[changed]]))
     removed = np.nonzero(cur_row[codes_prev] < 0)[0]
+    if roles.ops:
+        return _operations(previous, current, roles, np.nonzero(is_new)[0], both[changed],
+                           matched_prev[both[changed]], removed)
 
     observed = np.where(is_new[upserts], roles.added, roles.changed)
     out = current.take(upserts)
@@ -181,6 +210,27 @@ def snapshot(previous: pa.Table | None, current: pa.Table, roles: SnapshotColumn
         columns[event_time_column] = pa.repeat(pa.scalar(snapshot_time, time_type), len(removed))
         out = pa.concat_tables([out, pa.table(columns, schema=out.schema)])
     return out
+
+
+def _operations(previous: pa.Table, current: pa.Table, roles: SnapshotColumns,
+                added: np.ndarray, changed: np.ndarray, was: np.ndarray,
+                removed: np.ndarray) -> pa.Table:
+    """The changes as operation types: appends (rows ``added`` of ``current``), correction
+    pairs (row ``was[i]`` of ``previous`` directly before row ``changed[i]`` of ``current``),
+    retractions (rows ``removed`` of ``previous``, their values as they were)."""
+
+    def rows(table: pa.Table, index: np.ndarray, op: str | int) -> pa.Table:
+        columns = {roles.observation: pa.repeat(pa.scalar(op, pa.int32()), len(index))}
+        for f in current.schema:
+            columns[f.name] = _column_or_nulls(table, f.name, f.type).take(index)
+        return pa.table(columns)
+
+    pairs = pa.concat_tables([rows(previous, was, Op.CORRECT_FROM),
+                              rows(current, changed, Op.CORRECT_TO)])
+    n = len(changed)
+    pairs = pairs.take(np.stack([np.arange(n), np.arange(n, 2 * n)], axis=1).reshape(-1))
+    return pa.concat_tables([rows(current, added, Op.APPEND), pairs,
+                             rows(previous, removed, Op.RETRACT)])
 
 
 def _check_unique(table: pa.Table, codes: np.ndarray, key: list[str], name: str) -> None:

@@ -150,6 +150,8 @@ class _Pull:
         # snapshot merges: the state before the next file, loaded once, advanced per block
         self.snapshot_state: pa.Table | None = None
         self.snapshot_state_loaded = False
+        # whether the records read last had their own event time (else the fetch step's)
+        self.own_event_time = False
         # ledger merges: the keys seen so far, loaded once, extended per block
         self.seen_keys: pa.Table | None = None
         self.seen_keys_loaded = False
@@ -259,6 +261,7 @@ class _Pull:
 
             assert self.engine is not None  # pull_root refuses the step without one
             table = run_preprocess(self.engine(), self.history.ds.id, table, self.source.preprocess)
+        self.own_event_time = self.vocab.event_time in table.column_names
         f = piece.file
         table = slice_layout.with_event_time(table, self.vocab, f.event_time or system_time,
                                              f.name, piece.rows_before)
@@ -272,10 +275,10 @@ class _Pull:
         if self.disk_snapshot is None and isinstance(self.source.merge, MergeStrategySnapshot) \
                 and (4 * sum(f.path.stat().st_size for f in group) > self.max_slice_bytes
                      or self.history.snapshot_state_bytes() > self.max_slice_bytes):
-            from .merge import SnapshotColumns
             from .snapshot_disk import DiskSnapshot
 
-            self.disk_snapshot = DiskSnapshot(self.history, SnapshotColumns.of(self.source.merge),
+            self.disk_snapshot = DiskSnapshot(self.history,
+                                              self.history.snapshot_roles(self.source.merge),
                                               self.scratch, 2 * self.max_slice_bytes)
         return self.disk_snapshot is not None
 
@@ -293,7 +296,7 @@ class _Pull:
         # each block's rows by their whole text, which holds the block several times over
         changes = self.disk_snapshot.diff(tables, self.vocab.event_time,
                                           group[-1].event_time or system_time, name,
-                                          self.max_slice_bytes // 4)
+                                          self.max_slice_bytes // 4, lambda: self.own_event_time)
         import duckdb
 
         try:
@@ -407,13 +410,13 @@ class _Pull:
                 self.seen_keys_loaded = True
             return merge.ledger(table, strategy.primary_key, self.seen_keys)
         if isinstance(strategy, MergeStrategySnapshot):
-            roles = merge.SnapshotColumns.of(strategy)
+            roles = self.history.snapshot_roles(strategy)
             merge.check_key(table, roles.key, name)
             if not self.snapshot_state_loaded:
                 self.snapshot_state = self.history.snapshot_state(roles)
                 self.snapshot_state_loaded = True
             return merge.snapshot(self.snapshot_state, table, roles, self.vocab.event_time,
-                                  snapshot_time, name)
+                                  snapshot_time, name, self.own_event_time)
         return table
 
     def _advance_states(self, committed: pa.Table) -> None:
@@ -431,7 +434,7 @@ class _Pull:
             parts = [keys] if self.seen_keys is None else [self.seen_keys, keys]
             self.seen_keys = pa.concat_tables(parts, promote_options="permissive")
         elif isinstance(strategy, MergeStrategySnapshot) and self.snapshot_state_loaded:
-            roles = merge.SnapshotColumns.of(strategy)
+            roles = self.history.snapshot_roles(strategy)
             parts = [committed] if self.snapshot_state is None else [self.snapshot_state, committed]
             self.snapshot_state = merge.projection(
                 pa.concat_tables(parts, promote_options="permissive"), roles)

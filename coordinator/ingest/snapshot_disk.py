@@ -21,7 +21,7 @@ Memory: DuckDB's limit, one piece of the snapshot as read, one slice of changes.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..data import parquet_reader
+from ..data.odf_slice import Op
 from .errors import IngestError
 from .history import DatasetHistory
 from .merge import SnapshotColumns, check_key, compare_columns
@@ -75,10 +76,10 @@ class DiskSnapshot:
         folder = h.projection_dir()
         blocks, cached = h.data_blocks, None
         for i in range(len(h.data_blocks) - 1, -1, -1):
-            if (folder / f"{h.data_blocks[i].hex()}.parquet").exists():
+            if h.cached_state(h.data_blocks[i]).exists():
                 if i == len(h.data_blocks) - 1:
-                    return folder / f"{h.data_blocks[i].hex()}.parquet"
-                cached, blocks = folder / f"{h.data_blocks[i].hex()}.parquet", blocks[i + 1:]
+                    return h.cached_state(h.data_blocks[i])
+                cached, blocks = h.cached_state(h.data_blocks[i]), blocks[i + 1:]
                 break
         newer = h.files(blocks)
         schema = h.schema()
@@ -86,7 +87,8 @@ class DiskSnapshot:
         # a row's position: its row in the cached state, or (its slice's number << 40) + its row
         sources = [(cached, 0)] if cached is not None else []
         sources += [(path, (i + 1) << 40) for i, path in enumerate(newer)]
-        sql, params = self._dropped_sql(newer, cached, self.roles.observation in schema.names)
+        observed = self.roles.ops or self.roles.observation in schema.names
+        sql, params = self._dropped_sql(newer, cached, observed)
         dropped = _Positions(self.con.sql(sql, params=params).to_arrow_reader(1 << 16))
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / "state.tmp"  # beside the cache, so installing it is a rename
@@ -130,18 +132,20 @@ class DiskSnapshot:
     # --- one snapshot -------------------------------------------------------------------------
 
     def diff(self, tables: Iterator[pa.Table], event_time_column: str, snapshot_time: datetime,
-             name: str, batch_bytes: int) -> Iterator[pa.Table]:
+             name: str, batch_bytes: int, own_event_time: Callable[[], bool]) -> Iterator[pa.Table]:
         """The change events turning the state into the snapshot read as ``tables``, in
-        tables of about ``batch_bytes``. Call ``current_state`` once they are committed."""
+        tables of about ``batch_bytes`` (a correction's two records in one). Call
+        ``current_state`` once they are committed. ``own_event_time``: once ``tables`` are
+        read, whether they had their own event time (``merge.compare_columns``)."""
         current = self.scratch / "snapshot.parquet"
         schema, rows = self._write_snapshot(tables, current, name)
-        compare = compare_columns(schema, self.roles, event_time_column, name)
+        compare = compare_columns(schema, self.roles, event_time_column, name, own_event_time())
         cur = f"(SELECT * FROM read_parquet({_sql_text(str(current))}))"
-        target = pa.schema([pa.field(self.roles.observation, pa.string()), *schema])
+        target = pa.schema([pa.field(self.roles.observation, self.roles.observation_type), *schema])
         batches: Iterable[pa.RecordBatch]
         if self.state is None:  # everything is new, in the snapshot's order: no query
             self._check_unique(cur, name)
-            added = pa.scalar(self.roles.added, pa.string())
+            added = pa.scalar(self.roles.added, self.roles.observation_type)
             batches = (pa.RecordBatch.from_arrays([pa.repeat(added, b.num_rows), *b.columns],
                                                   names=target.names)
                        for b in parquet_reader(current).iter_batches(1 << 16, columns=schema.names))
@@ -153,15 +157,19 @@ class DiskSnapshot:
         for batch in batches:
             table = _conform(batch, target)
             removed = pc.equal(table.column(0), self.roles.removed)
-            if pc.any(removed).as_py():  # the event time of a removal is the snapshot's
+            if not self.roles.ops and pc.any(removed).as_py():  # a removal's time: the snapshot's
                 times = pc.if_else(removed, pa.scalar(snapshot_time, target.field(i).type),
                                            table.column(i))
                 table = table.set_column(i, target.field(i), times)
             pending.append(table)
             size += table.nbytes
             if size >= batch_bytes:
-                yield pa.concat_tables(pending)
-                pending, size = [], 0
+                ready = pa.concat_tables(pending)
+                # a correct-from record goes with its correct-to, the next batch's first
+                cut = len(ready) - (self.roles.ops and ready[0][-1].as_py() == int(Op.CORRECT_FROM))
+                yield ready.slice(0, cut)
+                pending = [ready.slice(cut)] if cut < len(ready) else []
+                size = sum(t.nbytes for t in pending)
         if pending or not size:
             yield pa.concat_tables(pending) if pending else target.empty_table()
 
@@ -184,10 +192,11 @@ class DiskSnapshot:
         distinct = " OR ".join(f"c.{_q(c)} IS DISTINCT FROM p.{_q(c)}" if c in prev_names
                                else f"c.{_q(c)} IS NOT NULL" for c in compare) or "false"
         gone = f"c.{_ROW} IS NULL"  # a state row without a partner: a removal
+        # a 0.39 retraction keeps its event time; a 0.18 removal gets the snapshot's (``diff``)
         values = ", ".join(
             f"CASE WHEN {gone} THEN p.{_q(f.name)} ELSE c.{_q(f.name)} END AS {_q(f.name)}"
-            if f.name in prev_names and f.name != event_time_column else f"c.{_q(f.name)}"
-            for f in schema)
+            if f.name in prev_names and (f.name != event_time_column or self.roles.ops)
+            else f"c.{_q(f.name)}" for f in schema)
         key = ", ".join(_q(k) for k in self.roles.key)
         # upserts in the snapshot's order, then removals in the state's (positions < 2^62)
         self.con.execute(
@@ -205,7 +214,14 @@ class DiskSnapshot:
             self._check_unique(cur, name)  # names the rows
             raise IngestError(f"{name}: the cached snapshot state {self.state} holds a key "
                               "twice; delete it and pull again (it is rebuilt from the data)")
-        yield from self.con.sql(f"SELECT * EXCLUDE ({_POS}) FROM changes ORDER BY {_POS}"
+        if self.roles.ops:  # each correct-to record's correct-from, the state's row, before it
+            previous = ", ".join(f"p.{_q(f.name)}" if f.name in prev_names
+                                 else f"NULL AS {_q(f.name)}" for f in schema)
+            self.con.execute(
+                f"INSERT INTO changes SELECT $1, {previous}, c.{_POS} FROM changes c "
+                f"JOIN {prev} p ON {on} WHERE c.{obs} = $2",
+                [int(Op.CORRECT_FROM), self.roles.changed]).fetchall()
+        yield from self.con.sql(f"SELECT * EXCLUDE ({_POS}) FROM changes ORDER BY {_POS}, {obs}"
                                 ).to_arrow_reader(1 << 16)
         self.con.execute("DROP TABLE changes")
 

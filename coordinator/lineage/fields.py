@@ -16,14 +16,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..errors import NotFound
 from ..metadata.objects import DatasetSourceRoot, FieldLineage, FieldSource
+from ..metadata.odf39.events import DatasetKind
 from ..metadata.timestamps import format_timestamp
-from ..store.overview import CurrentDatasets, fetch_location
+from ..store.dataset import CurrentDataset
+from ..store.field_lineage import recorded_versions
+from ..store.overview import CurrentDatasets, fetch_location, origin_of
 from ..workspace import Workspace
-from ..workspace.config import OdfVersion
 from ..workspace.graph import DatasetGraph
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -56,10 +62,22 @@ class FieldEdge:
 
 
 def field_versions(ws: Workspace, dataset_id: str) -> list[FieldVersion]:
-    """Every recorded field lineage of a dataset, oldest first (one walk of its chain)."""
+    """Every recorded field lineage of a 0.18 dataset, oldest first (one walk of its chain)."""
     recorded = [(h, b.system_time, b.field_lineage)
                 for h, b in ws.dataset(dataset_id).blocks() if b.field_lineage is not None]
     recorded.reverse()
+    return _versions(dataset_id, recorded)
+
+
+def current_field_versions(current: CurrentDatasets, name: str) -> list[FieldVersion]:
+    """Every field lineage kept for a current-ODF (0.39) derivative (``store.field_lineage``),
+    oldest first; ``block_hash``: the binary multihash of the block starting each."""
+    kept = recorded_versions(CurrentDataset(current.ws, name), current.state(name))
+    return _versions(name, [(b.hash.to_bytes(), b.block.system_time, lineage) for b, lineage in kept])
+
+
+def _versions(dataset_id: str, recorded: list[tuple[bytes, datetime, FieldLineage]]) -> list[FieldVersion]:
+    """The recorded lineages (oldest first) as versions, each in force until the next."""
     ends: list[datetime | None] = [t for _, t, _ in recorded[1:]]
     ends += [None] if recorded else []
     return [FieldVersion(dataset_id, h, t, end, lineage)
@@ -82,18 +100,39 @@ class FieldGraph:
                  until: datetime | None = None, graph: DatasetGraph | None = None):
         self.workspace = ws
         self._since, self._until = since, until
-        self.graph = graph or DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
+        self.current = CurrentDatasets(ws)
+        self.graph = graph or DatasetGraph(ws, current=self.current.inputs)
         self._versions: dict[str, list[FieldVersion]] = {}
 
     def versions(self, dataset_id: str) -> list[FieldVersion]:
         """The versions of ``dataset_id`` this graph uses (by its time range)."""
         if dataset_id not in self._versions:
-            # a current-ODF (0.39) dataset records no field lineage coord reads (yet): none
-            held = (self.graph.exists(dataset_id) and self.workspace.odf_of(dataset_id) is not OdfVersion.V039
-                    and self.graph.state(dataset_id).kind == "derivative")
-            every = field_versions(self.workspace, dataset_id) if held else []
-            self._versions[dataset_id] = _in_force(every, self._since, self._until)
+            self._versions[dataset_id] = _in_force(self.every_version(dataset_id), self._since, self._until)
         return self._versions[dataset_id]
+
+    def every_version(self, dataset_id: str) -> list[FieldVersion]:
+        """Every version recorded for ``dataset_id`` (none for a root or a missing dataset)."""
+        if not self.graph.exists(dataset_id):
+            return []
+        if self.current.holds(dataset_id):
+            derivative = self.current.state(dataset_id).kind is DatasetKind.DERIVATIVE
+            return current_field_versions(self.current, dataset_id) if derivative else []
+        derivative = self.graph.state(dataset_id).kind == "derivative"
+        return field_versions(self.workspace, dataset_id) if derivative else []
+
+    def newest_schema(self, dataset_id: str) -> pa.Schema | None:
+        """The Arrow schema of the dataset's newest data file (None before it has data); a 0.39
+        file is checked against its block first, as every reader of slices checks it."""
+        import pyarrow.parquet as pq
+
+        if self.current.holds(dataset_id):
+            from ..store.checked import checked_current_files
+
+            newest = self.current.state(dataset_id).slices[-1:]
+            files = checked_current_files(CurrentDataset(self.workspace, dataset_id), newest)
+        else:
+            files = self.workspace.dataset(dataset_id).data_files()[-1:]
+        return pq.read_schema(files[-1]) if files else None
 
     def edges_into(self, dataset_id: str) -> list[FieldEdge]:
         """Every edge that ends in ``dataset_id``, conditions included."""
@@ -157,11 +196,15 @@ class RootOrigin:
         return f"fetched from {self.fetch}, read as {self.read}"
 
 
-def root_origin(graph: DatasetGraph, dataset_id: str) -> RootOrigin | None:
-    """The source of a root dataset of ``graph`` (None for a derivative or a missing one)."""
-    if not graph.exists(dataset_id):
+def root_origin(fields: FieldGraph, dataset_id: str) -> RootOrigin | None:
+    """The source of a root dataset of ``fields`` (None for a derivative or a missing one)."""
+    if not fields.graph.exists(dataset_id):
         return None
-    source = graph.state(dataset_id).source
+    if fields.current.holds(dataset_id):  # its polling source, else its first push source
+        state = fields.current.state(dataset_id)
+        current = state.polling_source or next(iter(state.push_sources), None)
+        return RootOrigin(origin_of(state) or "", current.read.KIND) if current is not None else None
+    source = fields.graph.state(dataset_id).source
     if not isinstance(source, DatasetSourceRoot):
         return None
     return RootOrigin(fetch_location(source.fetch), source.read.KIND)
@@ -194,10 +237,8 @@ def check_field(fields: FieldGraph, dataset: str, field: str) -> None:
     known = {o.field for v in fields.versions(dataset) for o in v.lineage.fields}
     known |= {e.source.field for r in fields.graph.readers(dataset) for e in fields.edges_into(r)
               if e.source.dataset == dataset and e.source.field}
-    files = fields.workspace.dataset(dataset).data_files()
-    if files:
-        import pyarrow.parquet as pq
-        known |= set(pq.read_schema(files[-1]).names)
+    schema = fields.newest_schema(dataset)
+    known |= set(schema.names if schema is not None else ())
     if field not in known:
         hint = f"known columns: {', '.join(sorted(known))}" if known else \
             "no field lineage is recorded for it yet: pull it (or its readers) first"
@@ -208,7 +249,7 @@ def root_origins(fields: FieldGraph, start: FieldRef, edges: list[FieldEdge]) ->
     """Columns of root datasets reached backwards, with their dataset's source."""
     roots = {}
     for ref in {e.source for e in edges} | {start}:
-        origin = root_origin(fields.graph, ref.dataset)
+        origin = root_origin(fields, ref.dataset)
         if origin is not None:
             roots[ref] = origin
     return roots

@@ -19,7 +19,7 @@ from typing import Any
 from ..metadata.objects import FieldSource
 from ..metadata.timestamps import format_timestamp
 from ..workspace import Workspace
-from .fields import FieldGraph, FieldVersion, field_versions, root_origin
+from .fields import FieldGraph, FieldVersion, root_origin
 
 PRODUCER = "https://github.com/open-data-fabric/coord"
 JOB_NAMESPACE = "coord"
@@ -41,9 +41,7 @@ def openlineage_events(fields: FieldGraph, ws: Workspace, dataset_id: str,
     namespace = ws.root.resolve().as_uri()
     events = []
     for d in involved:
-        if not graph.exists(d) or graph.state(d).kind != "derivative":
-            continue
-        for version in field_versions(ws, d):
+        for version in fields.every_version(d):
             if (until is None or version.since <= until) and (
                     since is None or version.until is None or version.until > since):
                 events.append(_event(ws, fields, namespace, version))
@@ -78,25 +76,22 @@ def _event(ws: Workspace, fields: FieldGraph, namespace: str, version: FieldVers
         eventTime=format_timestamp(version.since),
         run=Run(runId=str(uuid.uuid5(uuid.NAMESPACE_URL, namespace + "#" + version.block_hash.hex()))),
         job=Job(namespace=JOB_NAMESPACE, name=version.dataset),
-        inputs=[InputDataset(namespace=namespace, name=i, facets=_facets(ws, fields, namespace, i))
+        inputs=[InputDataset(namespace=namespace, name=i, facets=_facets(fields, namespace, i))
                 for i in inputs],
         outputs=[OutputDataset(namespace=namespace, name=version.dataset, facets={
-            **_facets(ws, fields, namespace, version.dataset), "columnLineage": column_lineage})],
+            **_facets(fields, namespace, version.dataset), "columnLineage": column_lineage})],
         producer=PRODUCER,
     )
 
 
-def _facets(ws: Workspace, fields: FieldGraph, namespace: str, dataset_id: str) -> dict[str, Any]:
+def _facets(fields: FieldGraph, namespace: str, dataset_id: str) -> dict[str, Any]:
     from openlineage.client.facet_v2 import datasource_dataset, schema_dataset
 
-    origin = root_origin(fields.graph, dataset_id)
+    origin = root_origin(fields, dataset_id)
     facets: dict[str, Any] = {"dataSource": datasource_dataset.DatasourceDatasetFacet(
         name=dataset_id, uri=origin.fetch if origin else namespace)}
-    ds = ws.dataset(dataset_id)
-    files = ds.data_files() if ds.exists() else []
-    if files:
-        import pyarrow.parquet as pq
-        schema = pq.read_schema(files[-1])
+    schema = fields.newest_schema(dataset_id) if fields.graph.exists(dataset_id) else None
+    if schema is not None:
         facets["schema"] = schema_dataset.SchemaDatasetFacet(fields=[
             schema_dataset.SchemaDatasetFacetFields(name=f.name, type=str(f.type)) for f in schema])
     return facets

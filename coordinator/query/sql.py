@@ -25,8 +25,8 @@ Invariants:
 - A current-ODF (0.39) dataset is read the same way: the stored table of its slices (offset,
   op, system_time, event time, then the data columns, as the reference's ``kamu sql`` shows
   it), each file checked before it is read (``checked_current_files``); as at a block, its
-  block is named by its multihash (``f1620...``) or the hex of its digest. It has no
-  ``@state`` view yet.
+  block is named by its multihash (``f1620...``) or the hex of its digest. A snapshot or
+  ledger root's ``@state`` is the projection of its operation types (``state.py``).
 - Columns are united by name as ``read_parquet(union_by_name)`` does: a column a later slice
   adds is null in the older ones; a type widened in a later slice (INT to BIGINT) is read as
   the wider type.
@@ -182,22 +182,26 @@ def current_read(ds: CurrentDataset, stop: bytes | None = None,
 def current_definition(ds: CurrentDataset) -> tuple[DatasetSource | PushSource | None, StateKey | None]:
     """A current-ODF root's source in force as the 0.18 model says it (``odf39.adapt``; a
     push-fed root's only push source) and the state key its merge gives (a ledger root's: its
-    records carry no retractions, the projection is the same as for 0.18); (None, None) for a
-    derivative, which has no key, and for a root fed by several push sources."""
+    records carry no retractions, the projection is the same as for 0.18; a snapshot root's:
+    by operation type, ``state.py``); (None, None) for a derivative, which has no key, and for
+    a root fed by several push sources."""
+    from ..data.odf_slice import DEFAULT_VOCABULARY
     from ..metadata.odf39 import events as e
     from ..metadata.odf39.adapt import adapt_snapshot, push_source, vocab_of
 
     state = ds.state()
+    op = (state.vocab.operation_type_column if state.vocab else None) or \
+        DEFAULT_VOCABULARY.operation_type
     if state.polling_source is None and len(state.push_sources) == 1:
         pushed = push_source(state.push_sources[0])
-        return pushed, state_key(pushed, vocab_of(state.vocab) or DatasetVocabulary())
+        return pushed, state_key(pushed, vocab_of(state.vocab) or DatasetVocabulary(), op)
     if state.polling_source is None:
         return None, None
     adapted = adapt_snapshot(e.DatasetSnapshot(
         name=ds.id, kind=state.kind,
         metadata=[state.polling_source, *([state.vocab] if state.vocab else [])])).snapshot
     assert adapted.source is not None  # a polling source's
-    return adapted.source, state_key(adapted.source, adapted.vocab or DatasetVocabulary())
+    return adapted.source, state_key(adapted.source, adapted.vocab or DatasetVocabulary(), op)
 
 
 def slice_files(ws: Workspace, as_at: AsAt | None = None) -> dict[str, list[Path]]:

@@ -5,14 +5,18 @@ change log onto one row per primary key (``coord sql``'s ``"<id>@state"``, ``coo
 Invariants:
 - Only a root whose merge strategy has a primary key (snapshot, ledger) has a state: the key
   and the snapshot's observation column are those of the source in force at the block read
-  (a current-ODF root's: its source in force now, through ``odf39.adapt``; its records carry
-  no retractions yet, so the projection is the same).
+  (a current-ODF root's: its source in force now, through ``odf39.adapt``; a ledger's records
+  are all appends, so the projection is the same; a snapshot's carry operation types, see
+  below).
   An append root or a derivative has none (ODF 0.18 gives them no key), and asking for its
   state is refused in one line saying so.
 - The state holds, per key, its latest record by event time, ties broken by system time and
   then by stored order (slices oldest first, rows in their order); a key whose latest
   record is a snapshot's removal (observation column = its ``removed`` value, ``D`` by
   default) is left out. Every column of the change log is kept, the observation column too.
+- A current-ODF snapshot root's state is ODF's projection of its records as the reference
+  computes it: per key the record of the highest offset (its stored order), left out if it
+  is a retraction (op 1); a correction's correct-to record comes after its correct-from.
 - As of an event time T (ODF's AS OF, "what was true at T"), only records with event time
   <= T count. The system time is bounded separately, by the read's ``--as-at`` (ODF's AS AT,
   "what was known at T"): the records of the blocks committed by then, nothing else.
@@ -55,16 +59,19 @@ class StateKey:
     event_time: str
     system_time: str
     observation: str | None  # a snapshot's observation column; None for a ledger
-    removed: str | None  # the observation value of a removal
+    removed: str | int | None  # the observation value of a removal
+    by_offset: bool = False  # latest = last stored (ODF 0.39 operation types), not by event time
 
 
-def state_key(source: DatasetSource | PushSource, vocab: DatasetVocabulary) -> StateKey | None:
-    """The state a dataset of that definition has, or None (no primary key)."""
+def state_key(source: DatasetSource | PushSource, vocab: DatasetVocabulary,
+              operation_type: str | None = None) -> StateKey | None:
+    """The state a dataset of that definition has, or None (no primary key);
+    ``operation_type``: a current-ODF dataset's operation type column."""
     merge = getattr(source, "merge", None)  # a root's or a push source's; a derivative has none
     if isinstance(merge, MergeStrategySnapshot):
-        roles = SnapshotColumns.of(merge)
+        roles = SnapshotColumns.of(merge, operation_type)
         return StateKey(tuple(roles.key), vocab.event_time, vocab.system_time, roles.observation,
-                        roles.removed)
+                        roles.removed, by_offset=roles.ops)
     if isinstance(merge, MergeStrategyLedger):
         return StateKey(tuple(merge.primary_key), vocab.event_time, vocab.system_time, None, None)
     return None
@@ -84,12 +91,14 @@ def state_sql(relation: str, key: StateKey, as_of: datetime | None = None, last:
     versions, in that order (else in no order: a table, sorting it costs a third more)."""
     event, system = quoted(key.event_time), quoted(key.system_time)
     bound = f" WHERE {event} <= TIMESTAMPTZ '{format_timestamp(as_of)}'" if as_of is not None else ""
+    order = f"{ROW} DESC" if key.by_offset else f"{event} DESC, {system} DESC, {ROW} DESC"
     latest = (f"SELECT * FROM (SELECT *, row_number() OVER () AS {ROW} FROM {relation}){bound} "
               f"QUALIFY row_number() OVER (PARTITION BY {', '.join(map(quoted, key.key))} "
-              f"ORDER BY {event} DESC, {system} DESC, {ROW} DESC) = 1")
+              f"ORDER BY {order}) = 1")
     rows = f"SELECT * FROM ({latest})"
     if key.observation is not None:
-        rows += f" WHERE {quoted(key.observation)} IS DISTINCT FROM {literal(key.removed or '')}"
+        removed = key.removed if isinstance(key.removed, int) else literal(key.removed or "")
+        rows += f" WHERE {quoted(key.observation)} IS DISTINCT FROM {removed}"
     if last is None:
         return f"SELECT * EXCLUDE ({ROW}) FROM ({rows})"
     return f"SELECT * EXCLUDE ({ROW}) FROM ({rows} ORDER BY {ROW} DESC LIMIT {int(last)}) ORDER BY {ROW}"

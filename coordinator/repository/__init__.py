@@ -1,5 +1,6 @@
-"""Repositories (a local folder or an S3 bucket) and sharing datasets through them; File Feeds
-(``feed``: the convention; ``publish``: a dataset's blocks written as feed updates).
+"""Repositories (a local folder, an S3 bucket, or a web server, read-only) and sharing datasets
+through them; File Feeds (``feed``: the convention; ``publish``: a dataset's blocks written as
+feed updates).
 
 The names below are imported from their modules on first use (PEP 562): pushing and pulling
 need Arrow's file systems and JSON Schema, while a local ``coord pull`` only asks

@@ -1,5 +1,5 @@
 """Current-ODF (0.39) datasets in a repository: the reference's folder layout, read through the
-same ``FileIO`` (folder or S3) as ODF 0.18 ones.
+same ``FileIO`` (folder, S3 or HTTP) as ODF 0.18 ones.
 
 A dataset's folder in a repository, ``<repo>/<name>/``, is exactly a dataset folder of
 ``store/layout.py`` (``blocks/``, ``refs/head``, ``data/``, ``checkpoints/``, ``info/alias``,

@@ -7,7 +7,8 @@ write (``If-None-Match: *`` to create, ``If-Match: <etag>`` to replace) on S3.
 
 URLs: ``file:///path``, ``s3://bucket/prefix`` (AWS) and ``s3+http://host:port/bucket/prefix``
 or ``s3+https://...`` (an S3-compatible store at that endpoint). Credentials come from the
-usual AWS environment variables and profiles.
+usual AWS environment variables and profiles. ``http(s)://host/path`` is a repository folder
+a static web server (or a bucket's public URL) serves, read-only.
 
 Reading a folder repository opens regular files only: a named pipe would block the reader
 forever, a device could have side effects, a folder is no object. Each path is checked with
@@ -19,6 +20,15 @@ repository folder (``OutsideRepository`` otherwise): a folder repository may be 
 from links. A regular local file cannot block a read; S3 reads
 end on the SDKs' connect and stall timeouts. On S3, a "folder" (a key that only prefixes
 others, or a ``name/`` marker) in place of an object is ``WrongKind`` too.
+
+HTTP(S) repositories are read with GET (and HEAD), under the same bounds as the others: the
+callers hash what they read before they parse it, so nothing trusts the server. A 404 (or 410)
+is an absent object; any other answer but 200, a refused connection, an unknown host is an
+``HttpError`` naming the URL in one line. Bodies come as stored (``Accept-Encoding: identity``;
+one the server encodes anyway is refused). Connecting, and each read of a body, ends after
+``HTTP_TIMEOUT_S`` seconds of silence. A web server lists no folders and takes no writes: a
+listing (only ODF 0.18's checkpoint folders need one) and every write are ``ReadOnlyRepository``,
+and push refuses such a repository before it reads anything (``FileIO.read_only``).
 """
 from __future__ import annotations
 
@@ -31,11 +41,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlparse
 
 import pyarrow.fs as pafs
 
-from ..errors import Conflict, CoordError, Invalid
+if TYPE_CHECKING:
+    from http.client import HTTPResponse
+
+from ..errors import Conflict, CoordError, Invalid, Unavailable
 from ..workspace.fsutil import atomic_write, install, tmp_name
 
 CHUNK = 4 << 20  # stream copies move this many bytes at a time
@@ -100,8 +114,9 @@ def _bounded(data: bytes, path: str, limit: int) -> bytes:
 class FileIO(ABC):
     """A repository's storage. Writes become visible whole (never a half-written file)."""
 
-    def __init__(self, fs: pafs.FileSystem, root: str):
-        self.fs = fs
+    read_only = False  # True: it serves reads only (an HTTP repository); push refuses it
+
+    def __init__(self, root: str):
         self.root = root.rstrip("/")
 
     def full_path(self, path: str) -> str:
@@ -118,25 +133,17 @@ class FileIO(ABC):
             self._refuse_folder(path)
             return None
 
+    @abstractmethod
     def _refuse_folder(self, path: str) -> None:
-        """(``path`` was not found as an object.) WrongKind when a folder stands in its place: on
-        S3, a key that only prefixes others, or a ``path/`` marker."""
-        if self.fs.get_file_info(self.full_path(path)).type == pafs.FileType.Directory:
-            raise WrongKind(path, "folder")
+        """(``path`` was not found as an object.) WrongKind when a folder stands in its place."""
 
+    @abstractmethod
     def is_file(self, path: str) -> bool:
         """Whether ``path`` is a file (an object), without reading it."""
-        return self.fs.get_file_info(self.full_path(path)).type == pafs.FileType.File
 
+    @abstractmethod
     def list_files(self, prefix: str) -> dict[str, int]:
         """Every file under the folder ``prefix`` (recursively): relative path → size."""
-        selector = pafs.FileSelector(self.full_path(prefix), recursive=True, allow_not_found=True)
-        start = len(self.root) + 1 if self.root else 0
-        return {
-            info.path[start:]: info.size
-            for info in self.fs.get_file_info(selector)
-            if info.type == pafs.FileType.File
-        }
 
     def get_file(
         self, path: str, local: Path, on_bytes: OnBytes, *, limit: int, digest: bool = False
@@ -173,12 +180,9 @@ class FileIO(ABC):
         with self._open_output(path) as dst:
             dst.write(data)
 
+    @abstractmethod
     def _open_input(self, path: str):
-        # compression=None: the bytes as stored (pyarrow would un-gzip a name ending in .gz)
-        try:
-            return self.fs.open_input_stream(self.full_path(path), compression=None)
-        except IsADirectoryError:
-            raise WrongKind(path, "folder") from None
+        """A readable stream (context manager) of the file; FileNotFoundError when absent."""
 
     @abstractmethod
     def _open_output(self, path: str):
@@ -195,7 +199,39 @@ class FileIO(ABC):
         """Write the ref only if it still matches ``expected`` (from ``read_ref``), else RefConflict."""
 
 
-class LocalFileIO(FileIO):
+class ArrowFileIO(FileIO):
+    """A repository on one of pyarrow's file systems."""
+
+    def __init__(self, fs: pafs.FileSystem, root: str):
+        super().__init__(root)
+        self.fs = fs
+
+    def _refuse_folder(self, path: str) -> None:
+        # on S3, a key that only prefixes others, or a ``path/`` marker
+        if self.fs.get_file_info(self.full_path(path)).type == pafs.FileType.Directory:
+            raise WrongKind(path, "folder")
+
+    def is_file(self, path: str) -> bool:
+        return self.fs.get_file_info(self.full_path(path)).type == pafs.FileType.File
+
+    def list_files(self, prefix: str) -> dict[str, int]:
+        selector = pafs.FileSelector(self.full_path(prefix), recursive=True, allow_not_found=True)
+        start = len(self.root) + 1 if self.root else 0
+        return {
+            info.path[start:]: info.size
+            for info in self.fs.get_file_info(selector)
+            if info.type == pafs.FileType.File
+        }
+
+    def _open_input(self, path: str):
+        # compression=None: the bytes as stored (pyarrow would un-gzip a name ending in .gz)
+        try:
+            return self.fs.open_input_stream(self.full_path(path), compression=None)
+        except IsADirectoryError:
+            raise WrongKind(path, "folder") from None
+
+
+class LocalFileIO(ArrowFileIO):
     """A repository in a local (or mounted) folder."""
 
     def __init__(self, root: Path):
@@ -290,7 +326,7 @@ class _LocalOutput:
             self.tmp.unlink(missing_ok=True)
 
 
-class S3FileIO(FileIO):
+class S3FileIO(ArrowFileIO):
     """A bucket prefix on AWS S3 or an S3-compatible store (``endpoint`` given)."""
 
     def __init__(self, bucket: str, prefix: str, *, endpoint: str | None = None, scheme: str = "https"):
@@ -366,9 +402,121 @@ class S3FileIO(FileIO):
             raise
 
 
+HTTP_TIMEOUT_S = 30.0  # connect, and each read of a body: a stalled server is given up on
+_ABSENT = (404, 410)
+
+
+class HttpError(Unavailable):
+    """The server could not be reached, or answered other than with the object or a 404."""
+
+
+class ReadOnlyRepository(Invalid):
+    """A write or a listing asked of an HTTP repository."""
+
+
+class _Body:
+    """A response body whose network errors (a stall, a reset, a short body) are one-line HttpErrors."""
+
+    def __init__(self, response: HTTPResponse, url: str):
+        self.response, self.url = response, url
+
+    def read(self, n: int) -> bytes:
+        from http.client import HTTPException
+
+        try:
+            return self.response.read(n)
+        except TimeoutError:
+            raise HttpError(f"{self.url}: the server sent nothing for {HTTP_TIMEOUT_S:g} s") from None
+        except (OSError, HTTPException) as e:
+            raise HttpError(f"{self.url}: the download broke off ({e.__class__.__name__})") from None
+
+    def __enter__(self) -> _Body:
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.response.close()
+
+
+class HttpFileIO(FileIO):
+    """A repository at an ``http(s)://`` URL, read with GET (and HEAD)."""
+
+    read_only = True
+
+    def url(self, path: str) -> str:
+        return f"{self.root}/{quote(path)}"
+
+    def _request(self, method: str, path: str) -> HTTPResponse | None:
+        """The server's 200 answer (None: 404 or 410), else a one-line HttpError."""
+        import http.client
+        import urllib.error
+        import urllib.request  # here: http.client and ssl cost an import only HTTP needs
+
+        url = self.url(path)
+        request = urllib.request.Request(url, method=method, headers={
+            "User-Agent": "odf-coordinator", "Accept-Encoding": "identity"})
+        try:
+            response = urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S)
+        except urllib.error.HTTPError as e:
+            e.close()
+            if e.code in _ABSENT:
+                return None
+            raise HttpError(f"{url}: HTTP {e.code} {e.reason}") from None
+        except TimeoutError:
+            raise HttpError(f"{url}: no answer within {HTTP_TIMEOUT_S:g} s") from None
+        except urllib.error.URLError as e:
+            if isinstance(e.reason, TimeoutError):
+                raise HttpError(f"{url}: no answer within {HTTP_TIMEOUT_S:g} s") from None
+            reason = e.reason.strerror if isinstance(e.reason, OSError) and e.reason.strerror else e.reason
+            raise HttpError(f"{url}: {reason}") from None
+        except (OSError, http.client.HTTPException) as e:
+            raise HttpError(f"{url}: {e.__class__.__name__}: {e}") from None
+        if response.status != 200:  # 2xx other than 200: not the object's bytes
+            response.close()
+            raise HttpError(f"{url}: HTTP {response.status} {response.reason} (expected 200)")
+        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding != "identity":
+            response.close()
+            raise HttpError(f"{url}: the server sent it {encoding}-encoded, though asked for the "
+                            "bytes as stored")
+        return response
+
+    def _open_input(self, path: str) -> _Body:
+        response = self._request("GET", path)
+        if response is None:
+            raise FileNotFoundError(path)
+        return _Body(response, self.url(path))
+
+    def _refuse_folder(self, path: str) -> None:
+        pass  # a URL names no folder: an absent object is just absent
+
+    def is_file(self, path: str) -> bool:
+        response = self._request("HEAD", path)
+        if response is None:
+            return False
+        response.close()
+        return True
+
+    def list_files(self, prefix: str) -> dict[str, int]:
+        raise ReadOnlyRepository(f"{self.url(prefix)}: a web server lists no folders, so only "
+                                 "current-ODF (0.39) datasets can be pulled over HTTP")
+
+    def _open_output(self, path: str):
+        raise self._read_only()
+
+    def read_ref(self, path: str, limit: int) -> tuple[bytes | None, object]:
+        return self.read_bytes(path, limit), None
+
+    def swap_ref(self, path: str, data: bytes, expected: object) -> None:
+        raise self._read_only()
+
+    def _read_only(self) -> CoordError:
+        return ReadOnlyRepository(f"{self.root}: an HTTP repository is read-only (push to a folder "
+                                  "or S3 repository, which a web server may then serve)")
+
+
 @dataclass(frozen=True)
 class RepositoryURL:
-    """A parsed repository URL: a local folder, or a bucket prefix at an optional endpoint."""
+    """A parsed repository URL: a local folder, a bucket prefix at an optional endpoint, or a web URL."""
 
     url: str
     path: Path | None = None  # file://
@@ -376,10 +524,13 @@ class RepositoryURL:
     prefix: str = ""
     endpoint: str | None = None
     scheme: str = "https"
+    web: str | None = None  # http(s):// (read-only)
 
     def open(self) -> FileIO:
         if self.path is not None:
             return LocalFileIO(self.path)
+        if self.web is not None:
+            return HttpFileIO(self.web)
         assert self.bucket is not None  # parse_url gives a path or a bucket
         return S3FileIO(self.bucket, self.prefix, endpoint=self.endpoint, scheme=self.scheme)
 
@@ -401,9 +552,17 @@ def parse_url(url: str) -> RepositoryURL:
             raise RepositoryURLError(f"{url}: expected {parsed.scheme}://host:port/bucket/prefix")
         return RepositoryURL(url, bucket=bucket, prefix=prefix.strip("/"), endpoint=parsed.netloc,
                              scheme=parsed.scheme[3:])
+    if parsed.scheme in ("http", "https"):
+        if not parsed.hostname or parsed.query or parsed.fragment:
+            raise RepositoryURLError(f"{url}: expected {parsed.scheme}://host[:port]/path")
+        return RepositoryURL(url, web=url.rstrip("/"))
+    if parsed.scheme in ("odf+http", "odf+https"):
+        raise RepositoryURLError(f"{url}: the smart transfer protocol is not supported (it needs a "
+                                 f"WebSocket library); the node's {parsed.scheme[4:]}:// URL serves "
+                                 "the simple one, which pull reads")
     raise RepositoryURLError(
-        f"{url}: unsupported repository URL (use file:///path, s3://bucket/prefix or "
-        "s3+http(s)://host:port/bucket/prefix)"
+        f"{url}: unsupported repository URL (use file:///path, s3://bucket/prefix, "
+        "s3+http(s)://host:port/bucket/prefix or http(s)://host/path)"
     )
 
 

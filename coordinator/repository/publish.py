@@ -5,7 +5,9 @@ them one update). An update is named by its newest block's system time, ``YYYYMM
 names only grow, so when the feed holds that second or a later one the update takes the second
 after the feed's newest (``_name_updates``). It holds
 one part file per block (the slice's records without the system time column, so its logical
-hash is the block's), ``_coord.json`` (dataset, blocks, logical hashes) and ``_SUCCESS`` with
+hash is the block's; a current-ODF (0.39) slice's without its offset and op too, and only if
+every record is an append), ``_coord.json`` (dataset, blocks, logical hashes; a 0.39 block by
+its multihash, with its offsets) and ``_SUCCESS`` with
 the part count, written after every other file of the update and after every older update's
 ``_SUCCESS`` (``repository.feed.complete_update``).
 
@@ -20,16 +22,18 @@ Invariants:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..errors import Invalid
-from ..metadata.objects import DatasetVocabulary, MetadataBlock
+from ..metadata.objects import DatasetVocabulary
 from ..metadata.timestamps import UTC, format_timestamp
 from ..trust.slice_check import checked_slices
 from ..workspace import DatasetNotFound, Workspace, layout
+from ..workspace.config import OdfVersion
 from ..workspace.fsutil import atomic_write
 from ..workspace.progress import NoProgress, Progress
 
@@ -58,6 +62,63 @@ class PublishResult:
                 f"({', '.join(self.updates[:3])}{', ...' if len(self.updates) > 3 else ''})")
 
 
+@dataclass(frozen=True)
+class Part:
+    """A block with data as a feed publishes it: one part file."""
+
+    block: str  # how _coord.json and the record name it: 0.18 hash hex, 0.39 multihash text
+    system_time: datetime
+    file: Path  # the slice as stored
+    facts: dict  # what _coord.json says of it besides file, block and system time
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a dataset publishes: its blocks with data (oldest first), the stored columns a part
+    leaves out, and how their files are checked before anything is read."""
+
+    parts: list[Part]
+    left_out: tuple[str, ...]  # the system time, and a 0.39 slice's offset and op
+    op: str | None  # a 0.39 slice's op column: only appends (0) are published
+    check: Callable[[list[Part]], object]  # raises ``ChangedSlice`` for a changed file
+
+
+def _parts(ws: Workspace, dataset_id: str) -> Parts:
+    if ws.odf_of(dataset_id) is OdfVersion.V039:
+        return _current_parts(ws, dataset_id)
+    ds = ws.dataset(dataset_id)
+    if not ds.exists():
+        raise DatasetNotFound(dataset_id)
+    chain = list(ds.blocks())  # newest first
+    system_time = next((b.vocab for _, b in chain if b.vocab), DatasetVocabulary()).system_time
+    blocks = {h.hex(): (h, b) for h, b in chain}
+    parts = [Part(h.hex(), b.system_time, ds.data_file(h),
+                  {"logicalHash": b.output_slice.hash.hex(), "numRecords": b.output_slice.num_records})
+             for h, b in reversed(chain) if b.output_slice is not None]
+    return Parts(parts, (system_time,), None,
+                 lambda chosen: checked_slices(ds, [blocks[p.block] for p in chosen]))
+
+
+def _current_parts(ws: Workspace, name: str) -> Parts:
+    """A current-ODF (0.39) dataset's parts: its slices, each named by its block's multihash,
+    with its offsets; the logical hash is the stored slice's (offset, op, system time included)."""
+    from ..store.checked import checked_current_files
+    from ..store.dataset import CurrentDataset
+    from ..store.verify import vocabulary_of
+
+    ds = CurrentDataset(ws, name)
+    state = ds.state()
+    v = vocabulary_of(state.vocab)
+    records = {str(r.block_hash): r for r in state.slices}
+    parts = [Part(block, r.system_time, ds.data_file(r.slice), {
+        "logicalHash": str(r.slice.logical_hash),
+        "offsets": [r.slice.offset_interval.start, r.slice.offset_interval.end],
+        "numRecords": r.slice.offset_interval.end - r.slice.offset_interval.start + 1})
+        for block, r in records.items()]
+    return Parts(parts, (v.system_time, v.offset, v.operation_type), v.operation_type,
+                 lambda chosen: checked_current_files(ds, [records[p.block] for p in chosen]))
+
+
 def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
             since_last: bool = False, progress: Progress | None = None) -> PublishResult:
     from .feed import MANIFEST, complete_update
@@ -65,35 +126,29 @@ def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
 
     if fmt not in FORMATS:
         raise PublishError(f"--format {fmt}: use one of {', '.join(FORMATS)}")
-    ds = ws.dataset(dataset_id)
-    if not ds.exists():
-        raise DatasetNotFound(dataset_id)
+    dataset = _parts(ws, dataset_id)
     io = open_url(url)
     record_path = ws.meta / layout.cache_dir(dataset_id, layout.PUBLISHED)
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
-    updates: dict[str, list[str]] = record.setdefault(url, {})  # update name → block hashes
+    updates: dict[str, list[str]] = record.setdefault(url, {})  # update name → blocks
     published = {h for hashes in updates.values() for h in hashes}
-    chain = list(ds.blocks())  # newest first
-    system_time = next((b.vocab for _, b in chain if b.vocab), DatasetVocabulary()).system_time
-    new = [(h, b) for h, b in reversed(chain)
-           if b.output_slice is not None and h.hex() not in published]
+    new = [p for p in dataset.parts if p.block not in published]
     batches = [new] if since_last and new else [[x] for x in new]
     plans = _name_updates(io, batches, updates)
     result = PublishResult(dataset_id, url)
     progress = progress or NoProgress()
     record_path.parent.mkdir(parents=True, exist_ok=True)
     to_write = [(name, batch) for name, batch, written in plans if not written]
-    checked_slices(ds, [x for _, batch in to_write for x in batch])  # never publish a changed slice
-    progress.start(sum(ds.data_file(h).stat().st_size for _, batch in to_write for h, _ in batch),
+    dataset.check([p for _, batch in to_write for p in batch])  # never publish a changed slice
+    progress.start(sum(p.file.stat().st_size for _, batch in to_write for p in batch),
                    f"publish {dataset_id}")
     try:
         with ThreadPoolExecutor(max_workers=_UPLOADS) as pool:
             # parts are converted and uploaded in parallel (the pool bounds the memory held)
             jobs = {name: [pool.submit(io.write_bytes, f"{name}/{MANIFEST}",
                                        _manifest(dataset_id, batch, fmt))]
-                    + [pool.submit(_upload_part, io, ds.data_file(h), system_time,
-                                   f"{name}/part-{i:05d}.{fmt}", progress)
-                       for i, (h, _) in enumerate(batch)]
+                    + [pool.submit(_upload_part, io, p, dataset, f"{name}/part-{i:05d}.{fmt}", progress)
+                       for i, p in enumerate(batch)]
                     for name, batch in to_write}
             # updates complete in name order: a reader never sees a newer one before an older
             for name, batch, _ in plans:
@@ -101,7 +156,7 @@ def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
                     for job in jobs[name]:
                         job.result()
                     complete_update(io, name, len(batch))
-                updates[name] = [h.hex() for h, _ in batch]
+                updates[name] = [p.block for p in batch]
                 result.updates.append(name)
                 result.blocks += len(batch)
     finally:
@@ -131,11 +186,11 @@ def _name_updates(io, batches: list, recorded: dict[str, list[str]]) -> list[tup
     last = max([*recorded, *complete], default="")
     plans = []
     for batch in batches:
-        hashes = tuple(h.hex() for h, _ in batch)
+        hashes = tuple(p.block for p in batch)
         if hashes in found:
             plans.append((found[hashes], batch, True))
             continue
-        name = update_name(batch[-1][1].system_time)
+        name = update_name(batch[-1].system_time)
         if name <= last:
             name = _next_second(last)
         plans.append((name, batch, False))
@@ -162,14 +217,21 @@ def _existing_manifest(io, name: str) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
-def _upload_part(io, source: Path, system_time: str, path: str, progress: Progress) -> None:
-    """The block's records without the system time column, written to ``path`` in the feed
-    (Parquet or CSV by the extension)."""
+def _upload_part(io, part: Part, dataset: Parts, path: str, progress: Progress) -> None:
+    """The block's records without the dataset's ``left_out`` columns, written to ``path`` in
+    the feed (Parquet or CSV by the extension); a 0.39 slice holding anything but appends is
+    refused (a part has no op column to say what a retraction is)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    columns = [c for c in pq.read_schema(source).names if c != system_time]
-    table = pq.read_table(source, columns=columns)
+    kept = [c for c in pq.read_schema(part.file).names if c not in dataset.left_out]
+    table = pq.read_table(part.file, columns=kept + ([dataset.op] if dataset.op else []))
+    if dataset.op is not None:
+        if pc.any(pc.not_equal(table[dataset.op], 0)).as_py():
+            raise PublishError(f"{part.file} (block {part.block}) holds retractions or corrections "
+                               "(op != 0), which a File Feed part cannot carry yet (issue 34)")
+        table = table.select(kept)
     sink = pa.BufferOutputStream()
     if path.endswith(".csv"):
         import pyarrow.csv as pacsv
@@ -178,18 +240,14 @@ def _upload_part(io, source: Path, system_time: str, path: str, progress: Progre
     else:
         pq.write_table(table, sink)
     io.write_bytes(path, sink.getvalue())
-    progress.advance(source.stat().st_size)
+    progress.advance(part.file.stat().st_size)
 
 
-def _manifest(dataset_id: str, batch: list[tuple[bytes, MetadataBlock]], fmt: str) -> bytes:
-    """``_coord.json``: the dataset, the blocks, and per part its block's logical hash (which
-    the part's records hash to: the system time column is not hashed) and record count."""
-    slices = []
-    for i, (h, b) in enumerate(batch):
-        s = b.output_slice
-        assert s is not None  # only blocks with data are published
-        slices.append({"file": f"part-{i:05d}.{fmt}", "block": h.hex(),
-                       "systemTime": format_timestamp(b.system_time),
-                       "logicalHash": s.hash.hex(), "numRecords": s.num_records})
-    doc = {"dataset": dataset_id, "blocks": [h.hex() for h, _ in batch], "slices": slices}
+def _manifest(dataset_id: str, batch: list[Part], fmt: str) -> bytes:
+    """``_coord.json``: the dataset, the blocks, and per part its block, system time and what
+    the block says of its records (logical hash, record count; a 0.39 block's offsets): a 0.18
+    part's records hash to that logical hash, the system time column not being hashed."""
+    slices = [{"file": f"part-{i:05d}.{fmt}", "block": p.block,
+               "systemTime": format_timestamp(p.system_time), **p.facts} for i, p in enumerate(batch)]
+    doc = {"dataset": dataset_id, "blocks": [p.block for p in batch], "slices": slices}
     return json.dumps(doc, indent=1).encode()

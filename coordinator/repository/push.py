@@ -74,6 +74,9 @@ def push_dataset(
         raise BadRepositoryArgument(f"{dataset_id} has not been pushed before: "
                                     "say where with --to REPO[/NAME]")
     remote = open_remote(ws, target)
+    if remote.io.read_only:
+        raise BadRepositoryArgument(f"{target}: {remote.io.root} is read-only (an HTTP repository); "
+                                    "push to a folder or S3 repository, which a web server may serve")
     if odf is OdfVersion.V039:
         plan = _current_plan(ws, dataset_id, target, remote, repair)
     else:

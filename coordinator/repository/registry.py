@@ -123,8 +123,13 @@ def remember(ws: Workspace, dataset_id: str, direction: str, ref: DatasetRef) ->
 
 
 def open_remote(ws: Workspace, ref: DatasetRef) -> RemoteDataset:
-    """The dataset ``ref`` names inside its repository (``ref.repository`` must be set)."""
-    assert ref.repository is not None
+    """The dataset ``ref`` names inside its repository (``ref.is_remote`` must hold); one named
+    by URL is the folder of that name in the repository at the URL's parent."""
     from .remote import RemoteDataset
 
+    if ref.url is not None:
+        from .fileio import parse_url
+
+        return RemoteDataset(parse_url(ref.url.rpartition("/")[0]).open(), ref.dataset_id)
+    assert ref.repository is not None
     return RemoteDataset(get_repository(ws, ref.repository).open(), remote_path(ref))

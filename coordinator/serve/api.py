@@ -1,4 +1,5 @@
-"""The HTTP API of ``coord serve`` (FastAPI; OpenAPI page at ``/docs``) and its web view at ``/``.
+"""The HTTP API of ``coord serve`` (FastAPI; OpenAPI page at ``/docs``), its web view at ``/``,
+and its current-ODF datasets' folders for other workspaces to pull (``transfer``).
 
 Every answer is built by the same services the CLI words (status, lineage, catalog, tail):
 one implementation, two front ends. Answers are JSON; errors are JSON too, ``{"error": ...}``
@@ -49,6 +50,7 @@ from ..metadata.yaml_codec import to_dict
 from ..trust.authorship import block_signers
 from ..workspace import Dataset, DatasetNotFound, Workspace
 from ..workspace.config import OdfVersion
+from . import transfer
 from .answers import Answers
 from .build_service import BuildService
 from .events import EventBus
@@ -189,18 +191,20 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
 
     @app.get("/api/datasets/{dataset_id}/provenance",
              summary="The input records behind records of one block (replayed in the warm engine)")
-    def provenance(dataset_id: str, block: str = Query(..., pattern="^[0-9a-fA-F]{4,64}$"),
+    def provenance(dataset_id: str, block: str | None = Query(None, pattern="^[0-9a-fA-F]{4,69}$"),
                    row: Annotated[list[Annotated[int, Field(ge=0)]] | None, Query()] = None,
+                   offset: Annotated[list[Annotated[int, Field(ge=0)]] | None, Query()] = None,
                    where: str | None = Query(None, min_length=1, max_length=10_000)) -> dict:
-        from ..engine.session import engine_reads
-        from ..lineage.provenance import as_json, block_provenance
+        from ..lineage.provenance import as_json, block_provenance, provenance_reads
 
         if row and where:
             raise Invalid("give row or where, not both")
+        if offset and (row or where):
+            raise Invalid("give offset alone, not with row or where")
         ds = _existing(ws, dataset_id)
-        job = service.with_engine(lambda engine: block_provenance(ws, ds.id, block, engine,
-                                                                  rows=row, where=where),
-                                  reads=engine_reads(ws, [ds.id], every_query=True))  # as the CLI's
+        job = service.with_engine(lambda engine: block_provenance(ws, ds.id, block, engine, rows=row,
+                                                                  offsets=offset, where=where),
+                                  reads=provenance_reads(ws, ds.id))  # as the CLI's
         return as_json(job.result(timeout=PROVENANCE_MAX_SECONDS))
 
     @app.get("/lineage/{dataset_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -315,6 +319,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
 
+    transfer.add_routes(app, ws)  # /{dataset}/refs/head...: the datasets for coord pull http://
     return _Guard(app, access)
 
 

@@ -22,8 +22,9 @@ Invariants:
   descriptive event's newest); nothing differs, no block. A root stays a root.
 - A new dataset's chain is written in a run folder and renamed into place: it appears whole
   (Seed and definition) or not at all; a killed ``coord add`` leaves only an abandoned run folder.
-- Snapshot merges are refused (their observed rows need retractions and corrections, issue 34),
-  as ``coord upgrade`` refuses them.
+- A snapshot merge is defined as any other (its pulls write retractions and corrections,
+  ``ingest.current``); ``coord upgrade`` still refuses a 0.18 snapshot root (its observed rows
+  would need rewriting as operation types).
 """
 from __future__ import annotations
 
@@ -34,17 +35,11 @@ from datetime import datetime, timedelta
 
 from ..metadata.did import DatasetId
 from ..metadata.multiformats import Multihash
-from ..metadata.objects import (
-    DatasetSnapshot,
-    DatasetSourceDerivative,
-    DatasetSourceRoot,
-    MergeStrategySnapshot,
-)
+from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative, DatasetSourceRoot
 from ..metadata.odf39 import events as e
-from ..metadata.odf39 import source as s
 from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
 from ..metadata.timestamps import now_utc
-from ..workspace.catalog import AddAction, AddResult, CatalogConflict, CatalogError
+from ..workspace.catalog import AddAction, AddResult, CatalogConflict
 from ..workspace.fsutil import fsync_dir, remove
 from ..workspace.runs import run_folder
 from ..workspace.workspace import Workspace
@@ -77,12 +72,6 @@ class Definitions:
         """The definition's events, in the order a new chain holds them after its Seed."""
         source = snapshot.source
         written = self.written.get(snapshot.id)
-        merges = [source.merge] if isinstance(source, DatasetSourceRoot) else \
-            [p.merge for p in written.metadata if isinstance(p, e.AddPushSource)] if written else []
-        if any(isinstance(m, MergeStrategySnapshot | s.MergeStrategySnapshot) for m in merges):
-            raise CatalogError(f"dataset {snapshot.id}: a snapshot merge's observed rows become "
-                               "retractions and corrections, which coord cannot write in ODF 0.39 "
-                               "yet (issue 34); use ledger or append, or a 0.18 workspace")
         if written is not None:
             return [self._resolved(event) for event in written.metadata]
         assert source is not None  # only a reference-form manifest gives push sources

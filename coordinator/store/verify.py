@@ -11,7 +11,9 @@ Invariants:
   records read and their logical hash (``arrow0-sha3-256``) compared (``odf_slice.
   slice_hashes``). The physical hash proves the bytes are the ones the block was written
   with; the logical hash, about six times the bytes in SHA3 work (schemas/ODF-039-DATA.md),
-  proves the block's own hashes agree with each other, which a writer of ours made sure of.
+  proves the block's own hashes agree with each other, which a writer of ours made sure of;
+  a deep check also reads the operation types (each correct-from directly before its
+  correct-to).
 - Files are checked in parallel threads (hashlib releases the GIL): the physical hashes of a
   dataset take about what SHA3 over its bytes takes on all cores.
 - An object named by several blocks (a checkpoint carried on) is checked once, for the oldest.

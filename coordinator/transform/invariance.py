@@ -123,13 +123,19 @@ def check_invariance(ws: Workspace, dataset_id: str, engine: Callable[[], Engine
     one_step_files = [result.output_path] if result.output_path is not None else []
     comparison = compare_records(committed_files, one_step_files, state.vocab.system_time,
                                  state.vocab.event_time)
-    committed_watermark = executed[-1][1].output_watermark
+    return judged(dataset_id, len(executed), comparison, executed[-1][1].output_watermark,
+                  result.output_watermark)
+
+
+def judged(dataset_id: str, steps: int, comparison: Comparison, committed_watermark: datetime | None,
+           one_step_watermark: datetime | None) -> InvarianceReport:
+    """The verdict: invariant when no record differs and the output watermarks are the same."""
     same = (comparison.only_committed.count == 0 and comparison.only_one_step.count == 0
-            and not comparison.columns_differ and committed_watermark == result.output_watermark)
+            and not comparison.columns_differ and committed_watermark == one_step_watermark)
     return InvarianceReport(
-        dataset_id, Verdict.INVARIANT if same else Verdict.NOT_INVARIANT, len(executed),
+        dataset_id, Verdict.INVARIANT if same else Verdict.NOT_INVARIANT, steps,
         comparison.committed, comparison.one_step, comparison.only_committed, comparison.only_one_step,
-        committed_watermark, result.output_watermark, comparison.columns_differ,
+        committed_watermark, one_step_watermark, comparison.columns_differ,
     )
 
 
@@ -182,15 +188,17 @@ class Comparison:
 
 
 def compare_records(committed: list[Path], one_step: list[Path], system_time: str,
-                    event_time: str) -> Comparison:
+                    event_time: str, *, offset: str | None = None) -> Comparison:
     """The two sets of Parquet files as multisets of rows over every column but ``system_time``
-    (floats within FLOAT_TOLERANCE, see the module doc), in DuckDB."""
+    and ``offset`` (a 0.39 dataset's: its records are numbered in the order of their steps),
+    floats within FLOAT_TOLERANCE (see the module doc), in DuckDB."""
     import duckdb
 
     con = duckdb.connect(config={"preserve_insertion_order": False})
     con.sql("SET enable_progress_bar = false")
-    a = _side(con, "committed", committed, system_time)
-    b = _side(con, "one_step", one_step, system_time)
+    left_out = (system_time,) if offset is None else (system_time, offset)
+    a = _side(con, "committed", committed, left_out)
+    b = _side(con, "one_step", one_step, left_out)
     for name, columns, other in (("committed", a, "one_step"), ("one_step", b, "committed")):
         if not columns:  # no records on this side: none of the other side's rows are here
             con.sql(f"CREATE VIEW {name} AS SELECT * FROM {other} LIMIT 0")
@@ -215,13 +223,14 @@ def compare_records(committed: list[Path], one_step: list[Path], system_time: st
     )
 
 
-def _side(con: duckdb.DuckDBPyConnection, name: str, files: list[Path], system_time: str) -> dict[str, str]:
-    """The view ``name`` over ``files`` without the system time; its columns and their types
-    (none and no view without files)."""
+def _side(con: duckdb.DuckDBPyConnection, name: str, files: list[Path],
+          left_out: tuple[str, ...]) -> dict[str, str]:
+    """The view ``name`` over ``files`` without the ``left_out`` columns; its columns and their
+    types (none and no view without files)."""
     if not files:
         return {}
     listed = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
-    con.sql(f"CREATE VIEW {name} AS SELECT * EXCLUDE ({_quote(system_time)}) "
+    con.sql(f"CREATE VIEW {name} AS SELECT * EXCLUDE ({', '.join(map(_quote, left_out))}) "
                 f"FROM read_parquet([{listed}], union_by_name = true)")
     return {row[0]: row[1] for row in con.sql(f"DESCRIBE {name}").fetchall()}
 

@@ -143,5 +143,5 @@ def _removal(source) -> tuple[str, str] | None:
         return None
     from ..ingest.merge import SnapshotColumns
 
-    columns = SnapshotColumns.of(source.merge)
-    return columns.observation, columns.removed
+    columns = SnapshotColumns.of(source.merge)  # a 0.18 root's: observed values are text
+    return columns.observation, str(columns.removed)

@@ -22,11 +22,16 @@ def derive_field_lineage(engine: Engine, plan: TransformPlan) -> FieldLineage | 
     """The engine's field lineage for ``plan``'s transform over its inputs' schemas; None when
     the engine cannot trace it column by column (an older build, or a plan shape it refuses)."""
     inputs = [InputSchema(i.dataset.id, i.vocab, i.schema) for i in plan.inputs if i.schema is not None]
+    return lineage_of(engine, LineageRequest(
+        transaction_id=plan.transaction_id(), dataset_id=plan.dataset.id, inputs=inputs,
+        transform=plan.transform, vocab=plan.vocab,
+    ))
+
+
+def lineage_of(engine: Engine, request: LineageRequest) -> FieldLineage | None:
+    """The engine's answer to ``request``; None when it cannot trace the plan (UNSUPPORTED)."""
     try:
-        return engine.derive_field_lineage(LineageRequest(
-            transaction_id=plan.transaction_id(), dataset_id=plan.dataset.id, inputs=inputs,
-            transform=plan.transform, vocab=plan.vocab,
-        ))
+        return engine.derive_field_lineage(request)
     except EngineError as error:
         if error.kind is not EngineErrorKind.UNSUPPORTED:
             raise

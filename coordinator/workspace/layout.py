@@ -74,6 +74,8 @@ VERIFIED = "verified-signatures"  # the signatures found valid (workspace.datase
 PUBLISHED = "published.json"  # what ``coord publish`` wrote where (feed URL → update → blocks)
 CHECKED_SLICES = "checked-slices.json"  # data files found good, by file state (trust.slice_check)
 TAKEN_FILES = "taken-files.json"  # files a filesGlob source took, by size and mtime (ingest.taken_files)
+# a 0.39 derivative's field lineage, one file per block that starts a version (store.field_lineage)
+FIELD_LINEAGE = "field-lineage"
 
 
 def cache_dir(dataset_id: str, *inside: str) -> str:

@@ -39,7 +39,7 @@ def test_version_names_the_release_and_the_metadata_format(tmp_path):
 
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     out = coord("--version", cwd=tmp_path).stdout
-    assert out == f"coord {version} (Open Data Fabric 0.18)\n"
+    assert out == f"coord {version} (Open Data Fabric 0.18 and 0.39)\n"
 
 
 def write_orders(path, event_time_column="placed_at"):

@@ -136,15 +136,6 @@ def test_add_again_with_replace_appends_only_a_changed_source(home):
     assert ds.state().polling_source.merge.primary_key == ["id"]
 
 
-def test_a_snapshot_merge_is_refused_at_add_in_one_line(home):
-    path = manifest(home, merge="{kind: snapshot, primaryKey: [id]}")
-    refused = coord("add", str(path), cwd=home, check=False)
-    assert refused.returncode != 0
-    assert refused.stderr.strip().splitlines()[-1].endswith(
-        "coord cannot write in ODF 0.39 yet (issue 34); use ledger or append, or a 0.18 workspace")
-    assert Workspace.open(home).odf_of(NAME) is None
-
-
 def test_a_derivative_names_its_inputs_by_did_aliased_by_name(home):
     ds = added(home)
     coord("add", str(derivative(home)), cwd=home)

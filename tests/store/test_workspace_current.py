@@ -60,8 +60,7 @@ def test_the_same_workspace_and_name_give_the_same_did_another_name_another(tmp_
 def test_a_command_of_0_18_chains_refuses_a_current_odf_dataset_by_name(tmp_path):
     ws = Workspace.init(tmp_path, OdfVersion.V039)
     seeded(ws, "cities")
-    err = coord("publish", "cities", "--to-feed", (tmp_path / "feed").as_uri() + "/", cwd=tmp_path,
-                check=False)
+    err = coord("upgrade", "cities", "--into", str(tmp_path / "upgraded"), cwd=tmp_path, check=False)
     assert err.returncode != 0
     assert err.stderr.strip().splitlines()[-1] == (
         "coord: error: dataset cities is stored in current ODF (0.39), which this command does "

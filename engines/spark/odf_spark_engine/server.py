@@ -32,6 +32,7 @@ from concurrent import futures
 import grpc
 
 from . import __version__, batch, lease, lineage, provenance, source, streaming
+from .class_archive import with_archive
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 from .generated import engine_pb2_grpc as pb_grpc
@@ -132,7 +133,7 @@ def create_spark(master: str, conf: dict[str, str]):
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("odf-spark-engine")
-    for key, value in {**DEFAULT_CONF, **conf}.items():
+    for key, value in with_archive({**DEFAULT_CONF, **conf}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
