@@ -41,8 +41,10 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
         if (ws.odf_of(snapshot.id) or new_odf) is OdfVersion.V018:
             for note in loaded.notes:  # what a 0.18 dataset has no place for
                 show.note(note)
+        pushed = loaded.adapted.push_sources if loaded.adapted is not None else ()
         try:
-            check_read_schema(snapshot.source)
+            for source in [snapshot.source, *pushed]:
+                check_read_schema(source)
         except IngestError as e:
             raise loaded.error("content.source.read", str(e)) from None
         problem = derivative_problem(snapshot.source)

@@ -115,12 +115,30 @@ def _current(doc: dict, name: str, adapt: bool) -> ManifestFile:
         raise ManifestError(name, e.path, e.message) from None
     loaded = ManifestFile(name, adapted.snapshot, "0.39", adapted)
     # what the 0.18 schemas require of the result too (dataset ids), named as the file has it
-    try:
-        validate_document({"apiVersion": 1, "kind": "DatasetSnapshot",
-                           "content": to_dict(adapted.snapshot)}, name)
-    except ManifestError as e:
-        raise loaded.error(e.path, e.message) from None
+    content = to_dict(adapted.snapshot)
+    if adapted.snapshot.source is not None:
+        _validate_content(content, name, loaded.error)
+    pushed = [i for i, event in enumerate(obj.metadata) if isinstance(event, odf39.AddPushSource)]
+    for i, push in zip(pushed, adapted.push_sources, strict=True):
+        # a push source's steps as a root's (its fetch stands in for the push, to be checked)
+        steps = {"kind": "root", "fetch": {"kind": "url", "url": "push:"}, "read": to_dict(push.read),
+                 "merge": to_dict(push.merge)}
+        if push.preprocess is not None:
+            steps["preprocess"] = to_dict(push.preprocess)
+
+        def at(path: str, message: str, i: int = i) -> ManifestError:
+            return ManifestError(name, path.replace("content.source", f"content.metadata[{i}]"),
+                                 message)
+
+        _validate_content({**content, "source": steps}, name, at)
     return loaded
+
+
+def _validate_content(content: dict, name: str, error) -> None:
+    try:
+        validate_document({"apiVersion": 1, "kind": "DatasetSnapshot", "content": content}, name)
+    except ManifestError as e:
+        raise error(e.path, e.message) from None
 
 
 def load_block_manifest(data: bytes, name: str) -> objects.MetadataBlock:
