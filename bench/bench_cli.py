@@ -100,7 +100,8 @@ def demo_workspace(tmp: Path, env: dict[str, str]) -> Path:
     for manifest in EXAMPLES.glob("*.yaml"):
         shutil.copy(manifest, ws)
     coord = coord_command()
-    for args in (["init"], ["add", "."], ["pull", "nyc.flights", "nyc.weather", "nyc.airlines"]):
+    pull = ["pull", "nyc.flights", "nyc.weather", "nyc.airlines"]
+    for args in (["init", "--odf", "0.18"], ["add", "."], pull):
         subprocess.run([*coord, *args], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
     return ws
 
@@ -152,7 +153,7 @@ def long_chain_workspace(tmp: Path, env: dict[str, str], blocks: int) -> Path:
             "read": {"kind": "csv", "header": True, "schema": ["t TIMESTAMP", "v INT"]},
             "merge": {"kind": "append"}}, "vocab": {"eventTimeColumn": "t"}}}))
     coord = coord_command()
-    for args in (["init"], ["add", "hourly.yaml"]):
+    for args in (["init", "--odf", "0.18"], ["add", "hourly.yaml"]):
         subprocess.run([*coord, *args], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([sys.executable, "-c", LONG_CHAIN, str(ws), str(blocks)], env=env, check=True)
     return ws
@@ -198,7 +199,8 @@ def bench_peers(tmp: Path, env: dict[str, str], repeat: int) -> list[dict]:
 
     def coord_pull() -> Took:
         ws = fresh("coord")
-        subprocess.run([*coord, "init"], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([*coord, "init", "--odf", "0.18"], cwd=ws, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
         subprocess.run([*coord, "add", str(tmp / "flights.yaml")], cwd=ws, env=env, check=True,
                        stdout=subprocess.DEVNULL)
         took = run([*coord, "pull", "nyc.flights"], ws, env)

@@ -93,7 +93,8 @@ def workspace(home: Path, sources: list[Path], config: dict, coord: list[str], e
         os.link(path, home / "in" / path.name)
     (home / "m.yaml").write_text(MANIFEST)
     (home / "d.yaml").write_text(DERIVED_MANIFEST)
-    subprocess.run([*coord, "init"], cwd=home, env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([*coord, "init", "--odf", "0.18"], cwd=home, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
     path = home / ".coord" / "config.yaml"
     path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), **config}, sort_keys=False))
     for manifest in ("m.yaml", "d.yaml"):

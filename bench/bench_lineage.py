@@ -79,7 +79,7 @@ def derive_times(repeat: int) -> tuple[float, float]:
 
 def chain_workspace(home: Path) -> None:
     """A root and 20 derivatives in a line, each with field lineage recorded on its chain."""
-    subprocess.run([sys.executable, "-m", "coordinator.cli", "init"], cwd=home, check=True,
+    subprocess.run([sys.executable, "-m", "coordinator.cli", "init", "--odf", "0.18"], cwd=home, check=True,
                    capture_output=True)
     folder = home / "manifests"
     folder.mkdir()

@@ -121,7 +121,7 @@ def ingested_workspace(scratch: Path, name: str, orders: Path) -> tuple[Path, fl
     """A fresh workspace with the pipeline added and the root pulled; the pull's seconds."""
     home = scratch / name
     home.mkdir()
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     shutil.copytree(orders, home / "orders")
     write_manifests(home / "manifests")
     coord("add", str(home / "manifests"), cwd=home)

@@ -136,7 +136,7 @@ def bench_snapshot(tmp: Path, rows: int, coord: list[str], env: dict) -> dict:
     for d, path in enumerate(days, start=1):
         in_child(write_snapshot, path, rows, d)
     (ws / "m.yaml").write_text(SNAPSHOT_MANIFEST)
-    for step in (["init"], ["add", "m.yaml"]):
+    for step in (["init", "--odf", "0.18"], ["add", "m.yaml"]):
         subprocess.run([*coord, *step], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
     held = tmp / "held"
     held.mkdir()
@@ -219,7 +219,7 @@ def main() -> None:
                 records += in_child(write_csv, paths[-1], gb / files, records)
             size = sum(p.stat().st_size for p in paths) / 1e9
             (ws / "m.yaml").write_text(MANIFEST)
-            for step in (["init"], ["add", "m.yaml"]):
+            for step in (["init", "--odf", "0.18"], ["add", "m.yaml"]):
                 subprocess.run([*coord, *step], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
             out = tmp / "baseline"
             out.mkdir()

@@ -81,7 +81,7 @@ def main() -> None:
         home = Path(tmp)
         snapshots(home / "snaps", args.keys)
         (home / "state.yaml").write_text(MANIFEST)
-        for step in (["init"], ["add", "state.yaml"], ["pull", "bench.state"]):
+        for step in (["init", "--odf", "0.18"], ["add", "state.yaml"], ["pull", "bench.state"]):
             subprocess.run([*coord_command(), *step], cwd=home, env=env, check=True,
                            stdout=subprocess.DEVNULL)
         ws = Workspace.open(home)

@@ -26,7 +26,7 @@ content:
 
 
 def test_a_coord_process_of_an_unmarked_test_that_needs_an_engine_ends_at_once(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     (tmp_path / "root.yaml").write_text(ROOT_WITH_PREPROCESS)
     (tmp_path / "x.csv").write_text("1\n")
     coord("add", "root.yaml", cwd=tmp_path)

@@ -102,8 +102,17 @@ def _pull_current(ws: Workspace, dataset_id: str, engine: Callable[[], Engine], 
         from ..ingest.current import open_current
         from ..ingest.pipeline import pull_root
 
+        target = open_current
+        if state.polling_source is None and state.push_sources:  # data comes by coord ingest
+            if set_watermark is None:
+                return PullOutcome(dataset_id, "up to date (fed by push sources: coord ingest)")
+            from functools import partial
+
+            from ..metadata.odf39.adapt import push_source
+
+            target = partial(open_current, push=lambda s: push_source(s.push_sources[0]))
         ingested = pull_root(ws, dataset_id, progress=progress, set_watermark=set_watermark,
-                             engine=engine, target=open_current)
+                             engine=engine, target=target)
         return PullOutcome(dataset_id, ingested.message, ingested.blocks)
     if set_watermark is not None:
         raise Invalid(f"{dataset_id} is a derivative: its watermark follows its inputs")

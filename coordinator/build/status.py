@@ -147,6 +147,8 @@ def _probe(ws: Workspace, fetch: object, fetch_state: Callable[[], SourceState |
 def _current(ws: Workspace, current: CurrentDatasets, name: str, st: DatasetStatus) -> None:
     """A current-ODF dataset's status (see the module doc)."""
     state = current.state(name)
+    if state.transform is None and state.polling_source is None and state.push_sources:
+        return  # fed by push (coord ingest): no source to poll, so nothing it has not got
     if state.transform is None:
         if state.polling_source is None:
             st.reasons.append(Reason.NOT_CHECKED)

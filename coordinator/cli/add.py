@@ -40,15 +40,18 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
                                 "(a MetadataBlock's hash: coord block hash FILE)")
         if loaded.adapted is not None:
             written[snapshot.id] = loaded.adapted.written
+        pushed = loaded.adapted.push_sources if loaded.adapted is not None else ()
         if (ws.odf_of(snapshot.id) or new_odf) is OdfVersion.V018:
-            merge = getattr(snapshot.source, "merge", None)
-            if isinstance(merge, STREAM_MERGES):
-                raise loaded.error("content.source.merge", f"merge kind {merge.KIND} is not "
-                                   f"supported by ODF 0.18 workspaces ({NEEDS_039})")
+            for source in [snapshot.source, *pushed]:
+                merge = getattr(source, "merge", None)
+                if isinstance(merge, STREAM_MERGES):
+                    raise loaded.error("content.source.merge", f"merge kind {merge.KIND} is not "
+                                       f"supported by ODF 0.18 workspaces ({NEEDS_039})")
             for note in loaded.notes:  # what a 0.18 dataset has no place for
                 show.note(note)
         try:
-            check_read_schema(snapshot.source)
+            for source in [snapshot.source, *pushed]:
+                check_read_schema(source)
         except IngestError as e:
             raise loaded.error("content.source.read", str(e)) from None
         problem = derivative_problem(snapshot.source)

@@ -24,6 +24,7 @@ from .block import block
 from .completions import completions
 from .config import config
 from .delete import delete
+from .ingest import ingest
 from .init import init
 from .lineage import lineage_
 from .list import list_
@@ -66,8 +67,8 @@ def cli(ctx: click.Context, workspace: str | None, debug: bool, quiet: bool, ver
 
 
 COMMANDS: tuple[click.Command, ...] = (
-    init, add, list_, status_, log, schema, tail, pull, lineage_, provenance_, sql, verify_, repo, push,
-    publish_, trust_, config, system, block, serve, reset, delete, upgrade, completions,
+    init, add, list_, status_, log, schema, tail, pull, ingest, lineage_, provenance_, sql, verify_,
+    repo, push, publish_, trust_, config, system, block, serve, reset, delete, upgrade, completions,
 )
 for command in COMMANDS:
     cli.add_command(command)

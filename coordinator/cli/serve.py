@@ -15,7 +15,7 @@ from .context import writable_workspace
               help="Address to listen on; anything but loopback needs --token-file.")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="File holding the bearer token every request must carry (mode 600).")
-@click.option("--allow-writes", is_flag=True, help="Accept POST requests that queue pulls.")
+@click.option("--allow-writes", is_flag=True, help="Accept POSTs that queue pulls or push data.")
 @click.pass_context
 def serve(ctx: click.Context, port: int, bind: str, token_file: Path | None, allow_writes: bool) -> None:
     """Run the build service: pull roots on a schedule and when files arrive, derive what is

@@ -18,7 +18,8 @@ append path (``append.DatasetWriter``):
   multihash>.json``, written after the block and before the head moves (``append``'s
   ``beside``): a crash leaves no state of a block the chain does not reach, and the next pull
   removes any such (``CurrentHistory.load``), so each record is ingested exactly once;
-- ``newSourceState`` is what the reference has a kind for (``source_state``).
+- ``newSourceState`` is what the reference has a kind for (``source_state``); a push
+  (``ingest.push``, through one of the root's push sources) records none and keeps no fetch state.
 
 Records are kept in their stored types from the event time step on (``stored_types``), so
 the ledger's keys seen and the snapshot state (read from earlier slices) and the schema check
@@ -30,7 +31,7 @@ for 0.18, under the block's multihash.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,7 +45,7 @@ from ..data.hashing import physical_hash
 from ..data.odf_schema import grown_schema
 from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
 from ..metadata.multiformats import SHA3_256, Multihash
-from ..metadata.objects import DatasetVocabulary, MergeStrategySnapshot
+from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary, MergeStrategySnapshot
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.adapt import StreamMerge
 from ..store.append import DatasetWriter, data_slice_of
@@ -61,16 +62,20 @@ from .merge import SnapshotColumns
 
 if TYPE_CHECKING:
     from ..metadata.odf39 import data as d
+    from ..metadata.odf39.adapt import PushSource
     from ..workspace.workspace import Workspace
 
 
 @contextmanager
-def open_current(ws: Workspace, dataset_id: str, _known: object = None) -> Iterator[Odf039Target]:
+def open_current(ws: Workspace, dataset_id: str, _known: object = None, *,
+                 push: Callable[[DatasetState], PushSource] | None = None) -> Iterator[Odf039Target]:
     """The 0.39 root's target, its writer held while the pull runs (``ingest.target.TargetOpener``;
-    a 0.18 state the caller may hold says nothing of this dataset)."""
+    a 0.18 state the caller may hold says nothing of this dataset). ``push``: the push source
+    to ingest through, chosen from the state the writer holds (``ingest.push``)."""
     ds = CurrentDataset(ws, dataset_id)
     with ds.writer() as w:
-        yield Odf039Target(ds, w, CurrentHistory.load(ds, w.state))
+        chosen = push(w.state) if push is not None and w.state is not None else None
+        yield Odf039Target(ds, w, CurrentHistory.load(ds, w.state, chosen))
 
 
 @dataclass
@@ -82,27 +87,36 @@ class CurrentHistory(DatasetHistory):
     prev_offset: int | None = None  # the last slice's last offset
 
     @staticmethod
-    def load(ds: CurrentDataset, s: DatasetState | None) -> CurrentHistory:  # type: ignore[override]
-        """From the dataset's state as its writer holds it; removes fetch states of blocks
-        the chain does not reach (a pull killed before its head moved)."""
+    def load(ds: CurrentDataset, s: DatasetState | None,  # type: ignore[override]
+             push: PushSource | None = None) -> CurrentHistory:
+        """From the dataset's state as its writer holds it, its polling source or the push
+        source ``push``; removes fetch states of blocks the chain does not reach (a pull
+        killed before its head moved)."""
+        from ..metadata.odf39.adapt import vocab_of
+
         if s is None:
             raise DatasetNotFound(ds.id)
-        if s.polling_source is None:
+        source: DatasetSourceRoot | PushSource
+        if push is not None:
+            source = push
+        elif s.polling_source is None:
             raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
                               "nothing to fetch")
-        snapshot = root_snapshot(ds.id, s)
-        source = snapshot.source
+        else:
+            source = root_snapshot(ds.id, s).source  # type: ignore[assignment]  # a root's
+        vocab = vocab_of(s.vocab)
         hashes = {str(b.hash) for b in s.blocks}
         if ds.state_dir.is_dir():
             for path in ds.state_dir.iterdir():
                 if path.stem not in hashes:
                     remove(path)
-        state = fetch_state(ds, s, source.fetch)  # type: ignore[union-attr]
+        # a push has no fetch state
+        state = fetch_state(ds, s, source.fetch) if isinstance(source, DatasetSourceRoot) else None
         vocabulary = _vocabulary(s.vocab)
         return CurrentHistory(
             ds=ds,  # type: ignore[arg-type]
-            source=source,  # type: ignore[arg-type]
-            vocab=snapshot.vocab or DatasetVocabulary(),
+            source=source,
+            vocab=vocab or DatasetVocabulary(),
             watermark=s.watermark,
             last_system_time=s.blocks[-1].block.system_time,
             state=state,

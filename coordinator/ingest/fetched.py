@@ -19,11 +19,11 @@ class FetchedFile:
     path: Path  # local bytes, as the source gave them
     name: str  # how messages call it: the file name, or the URL
     event_time: datetime | None  # from metadata or path; None when the source has none
-    state: FetchState  # the fetch step's progress once this file is ingested
+    state: FetchState | None  # the fetch step's progress once this file is ingested (None: pushed)
     batch: str | None = None  # files of one batch (a feed update) are ingested as one block
     sha256: Future[str] | None = None  # a url state's content hash, still being computed
 
-    def source_state(self) -> FetchState:
+    def source_state(self) -> FetchState | None:
         """The state to store with the block, once the file has been read.
 
         Waits for a content hash still being computed. A local file that changed since it

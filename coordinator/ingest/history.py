@@ -21,14 +21,14 @@ from .errors import IngestError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..metadata.odf39.adapt import StreamMerge
+    from ..metadata.odf39.adapt import PushSource, StreamMerge
     from .merge import SnapshotColumns
 
 
 @dataclass
 class DatasetHistory:
     ds: Dataset
-    source: DatasetSourceRoot
+    source: DatasetSourceRoot | PushSource  # a push source's steps: a 0.39 push (ingest.push)
     vocab: DatasetVocabulary
     watermark: datetime | None
     last_system_time: datetime | None

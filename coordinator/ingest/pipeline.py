@@ -34,13 +34,18 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import FetchStepFilesGlob, MergeStrategyLedger, MergeStrategySnapshot
+from ..metadata.objects import (
+    DatasetSourceRoot,
+    FetchStepFilesGlob,
+    MergeStrategyLedger,
+    MergeStrategySnapshot,
+)
 from ..metadata.odf39.adapt import STREAM_MERGES
 from ..metadata.odf39.source import MergeStrategyChangelogStream, MergeStrategyUpsertStream
 from ..metadata.timestamps import format_timestamp, parse_timestamp
@@ -92,6 +97,22 @@ def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = Non
         with run_folder(ws.run_dir, f"ingest-{dataset_id}") as scratch:
             pull = _Pull(ws, into, scratch, progress or NoProgress(), engine)
             return pull.run()
+
+
+def push_root(ws: Workspace, dataset_id: str, files: list[FetchedFile], *,
+              target: TargetOpener, progress: Progress | None = None,
+              engine: EngineSource | None = None,
+              reshape: Callable[[FetchedFile], FetchedFile] = lambda f: f) -> IngestResult:
+    """Ingest ``files`` through the push source ``target`` holds (``ingest.push``): each file is
+    read, preprocessed, merged and committed as one block of its own, or none when the merge
+    leaves nothing new, exactly as a pull's steps do; ``reshape`` rewrites a file for the read
+    step first."""
+    with target(ws, dataset_id, None) as into:
+        if into.history.source.preprocess is not None and engine is None:
+            raise IngestError(f"{dataset_id}: the source has a preprocess step, which needs the "
+                              "SQL engine; none was given to this ingest")
+        with run_folder(ws.run_dir, f"ingest-{dataset_id}") as scratch:
+            return _Pull(ws, into, scratch, progress or NoProgress(), engine).push(map(reshape, files))
 
 
 def _set_watermark(target: Target, t: datetime) -> IngestResult:
@@ -150,12 +171,14 @@ class _Pull:
         stored = self.history.state
         base = stored.fetched if stored is not None else None
         resume = stored.resume if stored is not None else None
-        files = fetch(self.source.fetch, root=self.ws.root, scratch=self.scratch,
+        source = self.source
+        assert isinstance(source, DatasetSourceRoot)  # a push source is ingested by ``push``
+        files = fetch(source.fetch, root=self.ws.root, scratch=self.scratch,
                       state=base, progress=self.progress, notes=notes)
         taken = None
-        if isinstance(self.source.fetch, FetchStepFilesGlob):
+        if isinstance(source.fetch, FetchStepFilesGlob):
             taken = TakenFiles(self.ws, self.history.ds.id)
-            notes += taken.changed(self.source.fetch, self.source.merge, files)
+            notes += taken.changed(source.fetch, source.merge, files)
         if files and files[0].batch is not None:
             groups = [list(g) for _, g in itertools.groupby(files, key=lambda f: f.batch)]
         else:
@@ -177,6 +200,23 @@ class _Pull:
         message = "; ".join([self._message(blocks, records), *notes])
         return IngestResult(self.history.ds.id, blocks[-1] if blocks else None, records,
                             self.history.watermark, message, blocks, notes)
+
+    def push(self, files: Iterable[FetchedFile]) -> IngestResult:
+        """Each file whole, as one block (a push keeps no fetch state to resume a file from).
+        A file's event time only fills records without one: unlike a polled file's, it does
+        not move the watermark by itself (the reference's ``source_event_time``)."""
+        blocks, records = [], 0
+        for f in files:
+            system_time = self.history.next_system_time()
+            unstamped = dataclasses.replace(f, event_time=None)
+            pieces = [dataclasses.replace(self._prepared(p, system_time), file=unstamped)
+                      for p in self._pieces([f], (0, 0), split=False)]
+            committed = self._commit(pieces, system_time, SourceState(None))
+            if committed is not None:
+                blocks.append(committed[0])
+                records += committed[1]
+        return IngestResult(self.history.ds.id, blocks[-1] if blocks else None, records,
+                            self.history.watermark, self._message(blocks, records), blocks)
 
     def _message(self, blocks: list[bytes], records: int) -> str:
         if not blocks:
@@ -452,9 +492,10 @@ def _identity(f: FetchedFile, scratch: Path) -> FileIdentity:
     """What tells the file apart from a changed one: its source state, its size, and for a
     file read in place (not downloaded to ``scratch``) its modification time, since a glob's
     state is only its name."""
-    st = f.path.stat()
+    st, state = f.path.stat(), f.source_state()
+    assert state is not None  # a fetched file (only a pushed one has none, and never resumes)
     local = not f.path.is_relative_to(scratch)
-    return FileIdentity(f.source_state(), st.st_size, st.st_mtime_ns if local else None)
+    return FileIdentity(state, st.st_size, st.st_mtime_ns if local else None)
 
 
 def _resume_point(group: list[FetchedFile], resume: Resume, scratch: Path,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -118,19 +118,35 @@ def _current(doc: dict, name: str, adapt: bool, target: str) -> ManifestFile:
     except DecodeError as e:
         raise ManifestError(name, e.path, e.message) from None
     loaded = ManifestFile(name, adapted.snapshot, "0.39", adapted)
-    # what the 0.18 schemas require of the result too (dataset ids), named as the file has it;
-    # they have no stream merge: its key is checked as a ledger's
-    checked = adapted.snapshot
-    if isinstance(checked.source, objects.DatasetSourceRoot) and \
-            isinstance(checked.source.merge, STREAM_MERGES):
-        ledger = objects.MergeStrategyLedger(primary_key=list(checked.source.merge.primary_key))
-        checked = replace(checked, source=replace(checked.source, merge=ledger))
-    try:
-        validate_document({"apiVersion": 1, "kind": "DatasetSnapshot",
-                           "content": to_dict(checked)}, name)
-    except ManifestError as e:
-        raise loaded.error(e.path, e.message) from None
+    # what the 0.18 schemas require of the result too (dataset ids), named as the file has it
+    content = to_dict(adapted.snapshot)
+    if adapted.snapshot.source is not None:
+        _validate_content(content, name, loaded.error)
+    pushed = [i for i, event in enumerate(obj.metadata) if isinstance(event, odf39.AddPushSource)]
+    for i, push in zip(pushed, adapted.push_sources, strict=True):
+        # a push source's steps as a root's (its fetch stands in for the push, to be checked)
+        steps = {"kind": "root", "fetch": {"kind": "url", "url": "push:"}, "read": to_dict(push.read),
+                 "merge": to_dict(push.merge)}
+        if push.preprocess is not None:
+            steps["preprocess"] = to_dict(push.preprocess)
+
+        def at(path: str, message: str, i: int = i) -> ManifestError:
+            return ManifestError(name, path.replace("content.source", f"content.metadata[{i}]"),
+                                 message)
+
+        _validate_content({**content, "source": steps}, name, at)
     return loaded
+
+
+def _validate_content(content: dict, name: str, error) -> None:
+    merge = content.get("source", {}).get("merge", {})
+    if merge.get("kind") in {m.KIND for m in STREAM_MERGES}:  # the 0.18 schemas have none:
+        merge = {"kind": "ledger", "primaryKey": merge.get("primaryKey")}  # a key checked as a ledger's
+        content = {**content, "source": {**content["source"], "merge": merge}}
+    try:
+        validate_document({"apiVersion": 1, "kind": "DatasetSnapshot", "content": content}, name)
+    except ManifestError as e:
+        raise error(e.path, e.message) from None
 
 
 def load_block_manifest(data: bytes, name: str) -> objects.MetadataBlock:

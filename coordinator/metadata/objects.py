@@ -338,7 +338,7 @@ class DatasetVocabulary:
 @odf
 class DatasetSnapshot:
     id: str
-    source: DatasetSource
+    source: DatasetSource | None  # None only for a current-ODF root fed by push sources (odf39.adapt)
     vocab: DatasetVocabulary | None = None
 
 

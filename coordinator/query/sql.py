@@ -59,6 +59,8 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from ..metadata.odf39.adapt import PushSource
+
 # DuckDB statement kinds that only read (DESCRIBE, SHOW and SUMMARIZE parse as SELECT; an
 # EXPLAIN is allowed when the statement it explains is)
 READ_ONLY_KINDS = frozenset({"SELECT"})
@@ -117,7 +119,7 @@ class DatasetRead:
     it has no primary key), both as at the read's moment."""
 
     files: list[Path]
-    source: DatasetSource | None  # None: a current-ODF derivative (no key either)
+    source: DatasetSource | PushSource | None  # None: a current-ODF derivative (no key either)
     key: StateKey | None
 
 
@@ -177,25 +179,29 @@ def current_read(ds: CurrentDataset, stop: bytes | None = None,
     return DatasetRead(checked_current_files(ds, slices), source, key)
 
 
-def current_definition(ds: CurrentDataset) -> tuple[DatasetSource | None, StateKey | None]:
-    """A current-ODF root's source in force as the 0.18 model says it (``odf39.adapt``) and the
-    state key its merge gives (a ledger root's: its records carry no retractions, the
-    projection is the same as for 0.18; a snapshot root's: by operation type, ``state.py``);
-    (None, None) for a derivative, which has no key."""
+def current_definition(ds: CurrentDataset) -> tuple[DatasetSource | PushSource | None, StateKey | None]:
+    """A current-ODF root's source in force as the 0.18 model says it (``odf39.adapt``; a
+    push-fed root's only push source) and the state key its merge gives (a ledger root's: its
+    records carry no retractions, the projection is the same as for 0.18; a snapshot root's:
+    by operation type, ``state.py``); (None, None) for a derivative, which has no key, and for
+    a root fed by several push sources."""
+    from ..data.odf_slice import DEFAULT_VOCABULARY
     from ..metadata.odf39 import events as e
-    from ..metadata.odf39.adapt import adapt_snapshot
+    from ..metadata.odf39.adapt import adapt_snapshot, push_source, vocab_of
 
     state = ds.state()
+    op = (state.vocab.operation_type_column if state.vocab else None) or \
+        DEFAULT_VOCABULARY.operation_type
+    if state.polling_source is None and len(state.push_sources) == 1:
+        pushed = push_source(state.push_sources[0])
+        return pushed, state_key(pushed, vocab_of(state.vocab) or DatasetVocabulary(), op)
     if state.polling_source is None:
         return None, None
     adapted = adapt_snapshot(e.DatasetSnapshot(
         name=ds.id, kind=state.kind,
         metadata=[state.polling_source, *([state.vocab] if state.vocab else [])]),
         "0.39").snapshot
-    from ..data.odf_slice import DEFAULT_VOCABULARY
-
-    op = (state.vocab.operation_type_column if state.vocab else None) or \
-        DEFAULT_VOCABULARY.operation_type
+    assert adapted.source is not None  # a polling source's
     return adapted.source, state_key(adapted.source, adapted.vocab or DatasetVocabulary(), op)
 
 

@@ -28,18 +28,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..errors import Invalid
 from ..ingest.merge import SnapshotColumns
 from ..metadata.objects import (
     DatasetSource,
-    DatasetSourceRoot,
     DatasetVocabulary,
     MergeStrategyLedger,
     MergeStrategySnapshot,
 )
 from ..metadata.odf39.adapt import STREAM_MERGES
 from ..metadata.timestamps import format_timestamp
+
+if TYPE_CHECKING:
+    from ..metadata.odf39.adapt import PushSource
 
 STATE_SUFFIX = "@state"  # not a character of a dataset id, so no id can take the name
 ROW = "__coord_stored_row"  # the helper column of stored order, not shown
@@ -61,11 +64,11 @@ class StateKey:
     by_offset: bool = False  # latest = last stored (ODF 0.39 operation types), not by event time
 
 
-def state_key(source: DatasetSource, vocab: DatasetVocabulary,
+def state_key(source: DatasetSource | PushSource, vocab: DatasetVocabulary,
               operation_type: str | None = None) -> StateKey | None:
     """The state a dataset of that definition has, or None (no primary key);
     ``operation_type``: a current-ODF dataset's operation type column."""
-    merge = source.merge if isinstance(source, DatasetSourceRoot) else None
+    merge = getattr(source, "merge", None)  # a root's or a push source's; a derivative has none
     if isinstance(merge, (MergeStrategySnapshot, *STREAM_MERGES)):  # stream merges: 0.39 roots
         roles = SnapshotColumns.of(merge, operation_type)
         return StateKey(tuple(roles.key), vocab.event_time, vocab.system_time, roles.observation,
@@ -75,10 +78,10 @@ def state_key(source: DatasetSource, vocab: DatasetVocabulary,
     return None
 
 
-def no_state(dataset: str, source: DatasetSource | None) -> str:
+def no_state(dataset: str, source: DatasetSource | PushSource | None) -> str:
     """Why ``dataset`` has no state, in one line (``source`` None: a current-ODF derivative)."""
-    what = (f"its merge strategy is {source.merge.KIND}" if isinstance(source, DatasetSourceRoot)
-            else "it is a derivative")
+    merge = getattr(source, "merge", None)
+    what = f"its merge strategy is {merge.KIND}" if merge is not None else "it is a derivative"
     return (f"dataset {dataset} has no state: {what}, so it has no primary key to project its "
             f'records on (only snapshot and ledger roots have one); its records are "{dataset}"')
 

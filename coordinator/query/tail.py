@@ -25,6 +25,7 @@ from ..workspace.dataset import BlockNotFound
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ..metadata.odf39.adapt import PushSource
     from ..store.dataset import CurrentDataset
     from .sql import DatasetRead
     from .state import StateKey
@@ -91,6 +92,7 @@ def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | 
     from .sql import arrow_dataset, dataset_read
     from .state import NoState, no_state, state_key, state_sql
 
+    source: DatasetSource | PushSource | None
     if ds.ws.odf_of(ds.id) is OdfVersion.V039:
         read, source, key = _current_state_read(ds, as_at)
     else:
@@ -111,8 +113,8 @@ def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | 
         return con.sql(state_sql("changes", key, as_of, last=n)).to_arrow_table()
 
 
-def _current_state_read(ds: Dataset, as_at: str | None) -> tuple[DatasetRead | None,
-                                                                  DatasetSource | None, StateKey | None]:
+def _current_state_read(ds: Dataset, as_at: str | None) -> tuple[
+        DatasetRead | None, DatasetSource | PushSource | None, StateKey | None]:
     """``state_tail``'s read of a current-ODF dataset."""
     from .sql import current_definition, current_read
 

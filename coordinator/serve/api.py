@@ -14,15 +14,16 @@ Security (the invariants ``server.py`` sets up and the tests check):
   the cookie the page at ``/?token=TOKEN`` sets) or gets 401; the comparison is constant-time;
 - without one (loopback only), the ``Host`` header must name the loopback, so a web page
   cannot reach the API through DNS rebinding;
-- writes (a pull's ``POST``) exist only with ``--allow-writes`` (else 403); ``POST /api/sql``
-  only reads;
+- writes (a pull's or a push's ``POST``) exist only with ``--allow-writes`` (else 403);
+  ``POST /api/sql`` only reads;
 - a browser request from another origin to the API (``/api/...``, GETs included: a query
   runs on a GET) or any write is refused (403), so a page the user opens cannot post a form
   to it or make it run a query (an ``<img>`` is enough to send a GET). The pages (``/``,
   ``/lineage/DS``, ``/docs``) stay open to links from anywhere; their own requests are
   same-origin;
 - a request body must say its length (else 411), of at most ``MAX_BODY`` (else 413), so none is
-  read into memory unbounded; ``/api/sql`` runs each query bounded (``query/bounded.py``).
+  read into memory unbounded (a push's, ``/ingest``, at most ``MAX_INGEST_BODY``, is streamed to
+  a file in a run folder); ``/api/sql`` runs each query bounded (``query/bounded.py``).
 """
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ class FieldDirection(StrEnum):
 
 SQL_MAX_TEXT = 100_000  # characters of one query
 MAX_BODY = 1 << 20  # bytes of a request's body (a JSON query and its options)
+MAX_INGEST_BODY = 1 << 32  # bytes of data pushed in one request (streamed to a file, not held)
 PROVENANCE_MAX_SECONDS = 600.0  # an engine start and a replay
 
 
@@ -262,6 +264,40 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         if not service.request(ds.id):
             raise Conflict(f"{ds.id} is pulled from a repository; the service does not update it")
         return {"queued": [ds.id]}
+
+    @app.post("/api/datasets/{dataset_id}/ingest", response_model=None,
+              summary="Push the body's records into a 0.39 root through a push source "
+                      "(needs --allow-writes)")
+    async def ingest(dataset_id: str, request: Request,
+                     source_name: str | None = Query(None, alias="sourceName", max_length=200),
+                     ) -> dict | JSONResponse:
+        if not access.allow_writes:
+            return _error(403, "this service is read-only (start it with --allow-writes)")
+        from ..ingest.push import PushedInput, UnsupportedFormat, format_of_media_type, push
+        from ..metadata.timestamps import parse_timestamp
+        from ..workspace.runs import run_folder
+
+        validate_dataset_id(dataset_id)
+        if ws.odf_of(dataset_id) is None:
+            raise DatasetNotFound(dataset_id)
+        given = request.headers.get("content-type")
+        try:
+            fmt = format_of_media_type(given) if given else None
+        except UnsupportedFormat as e:
+            return _error(415, str(e))
+        header = request.headers.get("odf-event-time")
+        when = parse_timestamp(header) if header else None
+        with run_folder(ws.run_dir, f"upload-{dataset_id}") as scratch:
+            body = scratch / "body"
+            with open(body, "wb") as out:  # at most MAX_INGEST_BODY bytes (the guard)
+                async for chunk in request.stream():
+                    out.write(chunk)
+            pushed = service.push(dataset_id, lambda engine: push(
+                ws, dataset_id, [PushedInput(body, "the request's body")], source_name=source_name,
+                input_format=fmt, event_time=when, engine=engine))
+            result = await asyncio.wrap_future(pushed)
+        return {"dataset": dataset_id, "blocks": [b.hex() for b in result.blocks],
+                "records": result.num_records, "message": result.message}
 
     @app.get("/api/events", summary="Server-sent events: commit and state of datasets, as they happen")
     async def events(request: Request) -> StreamingResponse:
@@ -454,8 +490,9 @@ class _Guard:
             length = headers.get("content-length", "")
             if not length.isdigit():
                 return _error(411, "a request with a body must give its Content-Length")
-            if int(length) > MAX_BODY:
-                return _error(413, f"a request's body may hold {MAX_BODY} bytes at most")
+            limit = MAX_INGEST_BODY if scope["path"].endswith("/ingest") else MAX_BODY
+            if int(length) > limit:
+                return _error(413, f"a request's body may hold {limit} bytes at most")
         if scope["path"].startswith("/api/") or scope["method"] not in ("GET", "HEAD", "OPTIONS"):
             sender = _other_site(headers)
             if sender is not None:

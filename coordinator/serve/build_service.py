@@ -31,7 +31,8 @@ Invariants:
 - A dataset is pulled as ``coord pull`` pulls it (``build.pull.pull_one``); the scheduling,
   events and retries around it are this service's.
 - Other engine work (record provenance for the API) runs on the worker thread too, between
-  pulls, with the same warm engine: ``with_engine``.
+  pulls, with the same warm engine: ``with_engine``; so does a push from the API (``push``),
+  whose commit puts the dataset's readers in the queue as a pull's does.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..build.pull import pull_one
 from ..engine.client import EngineError
@@ -61,6 +62,9 @@ from ..workspace import Workspace
 from ..workspace.config import ServeConfig
 from ..workspace.graph import DatasetGraph
 from .events import EventBus
+
+if TYPE_CHECKING:
+    from ..ingest.pipeline import IngestResult
 
 
 class State(enum.Enum):
@@ -179,6 +183,24 @@ class BuildService:
         self._engine_jobs.put((job, frozenset(reads), done))
         self._wake.set()
         return done
+
+    def push(self, dataset_id: str, ingest: Callable[[Callable[[], Engine]], IngestResult]) -> Future:
+        """Run ``ingest(engine)`` (a push into ``dataset_id``, ``ingest.push``) on the worker
+        thread, between pulls; a commit is announced and puts the dataset's readers in the
+        queue, as a pull's does."""
+        def job(engine: Callable[[], Engine]) -> IngestResult:
+            started = time.time()
+            result = ingest(engine)
+            if result.blocks:
+                self._committed(dataset_id, result.blocks, result.message, started, [])
+                with self._lock:
+                    self._queue.mark(*self._readers.get(dataset_id, ()))
+                    for reader in self._readers.get(dataset_id, ()):
+                        if self._states[reader] is State.IDLE:
+                            self._set_state(reader, State.QUEUED)
+            return result
+
+        return self.with_engine(job, reads=[dataset_id])
 
     def state(self, dataset_id: str) -> tuple[State, Failure | None] | None:
         with self._lock:

@@ -5,7 +5,8 @@ A new dataset's chain starts:
 
     Seed              did:odf of the dataset's key (``CurrentDataset.key``), alias = its name
     SetPollingSource  a root's source        | SetTransform  a derivative's, each input by
-    SetVocab          when not the defaults  |               its did:odf, aliased by its name
+    or AddPushSource  (each, as written)     |               its did:odf, aliased by its name
+    SetVocab          when not the defaults  |
     SetInfo / SetLicense / SetAttachments    what a reference-form manifest carries
 
 Invariants:
@@ -35,7 +36,7 @@ from datetime import datetime, timedelta
 
 from ..metadata.did import DatasetId
 from ..metadata.multiformats import Multihash
-from ..metadata.objects import DatasetSnapshot, DatasetSourceRoot
+from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative, DatasetSourceRoot
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
 from ..metadata.timestamps import now_utc
@@ -79,6 +80,7 @@ class Definitions:
         written = self.written.get(snapshot.id)
         if written is not None:
             return [self._resolved(event) for event in written.metadata]
+        assert source is not None  # only a reference-form manifest gives push sources
         at = f"{snapshot.id}: source"
         if isinstance(source, DatasetSourceRoot):
             events: list[e.MetadataEvent] = [polling_source(source, at)]
@@ -99,8 +101,8 @@ class Definitions:
     def add(self, snapshot: DatasetSnapshot) -> AddResult:
         ds = CurrentDataset(self.ws, snapshot.id)
         events = self.events(snapshot)
-        kind = e.DatasetKind.ROOT if isinstance(snapshot.source, DatasetSourceRoot) \
-            else e.DatasetKind.DERIVATIVE
+        kind = e.DatasetKind.DERIVATIVE if isinstance(snapshot.source, DatasetSourceDerivative) \
+            else e.DatasetKind.ROOT
         with ds.writer() as w:
             current = w.state
             if current is None:
@@ -145,6 +147,8 @@ def _differs(event: e.MetadataEvent, state: DatasetState) -> bool:
         return event != state.transform
     if isinstance(event, e.SetVocab):
         return event != state.vocab
+    if isinstance(event, e.AddPushSource):
+        return event not in state.push_sources
     newest = next((b.block.event for b in reversed(state.blocks)
                    if type(b.block.event) is type(event)), None)
     return event != newest

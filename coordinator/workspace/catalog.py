@@ -103,6 +103,10 @@ def add_datasets(
             _check_input_version(s.id, odf_of(s.id), dep, odf_of(dep))
         if odf_of(s.id) is OdfVersion.V039:
             _current(current).check(s)
+        elif s.source is None:  # a current-ODF root fed by push sources (odf39.adapt)
+            raise CatalogError(f"dataset {s.id}: an ODF 0.18 dataset has no push sources; make "
+                               "a 0.39 workspace (coord init --odf 0.39) or upgrade the 0.18 "
+                               "datasets first (coord upgrade)")
     graph = DatasetGraph(ws, proposed={i: inputs_of(s) for i, s in by_id.items()},
                          current=current.inputs if current is not None else None)
     graph.check_acyclic()  # the whole workspace as it would be: a redefinition can close a loop

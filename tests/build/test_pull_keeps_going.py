@@ -35,7 +35,7 @@ def broken_root(home) -> dict:
 
 
 def workspace_with_a_broken_root(home):
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     folder = write_manifests(home)
     docs = [broken_root(home), manifest(BROKEN_LARGE, derivative_source(
         f"SELECT event_time, amount FROM `{BROKEN}` WHERE amount > 10", inputs=(BROKEN,)))]

@@ -18,7 +18,7 @@ TRANSACTIONS = "my.trading.transactions"
 def home(tmp_path):
     """A workspace beside the data folder of the reference's currency_conversion example."""
     shutil.copytree(REFERENCE / "currency_conversion" / "data", tmp_path / "data")
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     return tmp_path
 
 
@@ -68,9 +68,9 @@ def test_a_refused_manifest_is_one_line_naming_its_place_and_adds_nothing(home):
     path = REFERENCE / "leaderboard" / "player-scores.yaml"
     proc = coord("add", str(path), cwd=home, check=False)
     assert proc.returncode == 1
-    assert proc.stderr == (f"coord: error: {path}: content.metadata[0]: AddPushSource is not supported "
-                           "by ODF 0.18 workspaces yet (coord ingests a root by polling: give a "
-                           "SetPollingSource)\n")
+    assert proc.stderr == ("coord: error: dataset player-scores: an ODF 0.18 dataset has no push "
+                           "sources; make a 0.39 workspace (coord init --odf 0.39) or upgrade the "
+                           "0.18 datasets first (coord upgrade)\n")
     assert coord("list", cwd=home).stdout.count("\n") == 1  # the header: nothing was added
 
 

@@ -30,7 +30,7 @@ ORDERS = "com.example.orders"
 
 @pytest.fixture
 def home(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     return tmp_path
 
 
@@ -348,7 +348,7 @@ def small_disk(tmp_path):
 
 def test_a_full_disk_names_the_file_and_commits_nothing(small_disk):
     home = small_disk
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     (home / "data").mkdir()
     rows = "".join(f"{i},customer-{i % 97},{i % 1000}.25,2024-01-01T{i % 24:02}:00:00Z\n"
                    for i in range(20_000))

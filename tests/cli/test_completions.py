@@ -12,7 +12,7 @@ ORDERS = "com.example.orders"
 
 @pytest.fixture
 def home(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     coord("add", str(MANIFESTS), cwd=tmp_path)
     return tmp_path
 

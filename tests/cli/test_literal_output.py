@@ -50,7 +50,7 @@ content:
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
     home = tmp_path_factory.mktemp("hostile")
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     pq.write_table(pa.table({HOSTILE: [HOSTILE, "plain"], "n": [1, 2]}), home / FILE)
     for i, text in enumerate(MANIFESTS.split("---\n")):
         (home / f"{i}.yaml").write_text(text)
@@ -118,7 +118,7 @@ def test_pull_and_verify_show_the_name_a_signer_was_trusted_by_literally(pulled,
     home, _ = pulled
     coord("repo", "add", "shared", (tmp_path / "repo").as_uri(), cwd=home)
     coord("push", ROOT, "--to", "shared", cwd=home)
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     coord("repo", "add", "shared", (tmp_path / "repo").as_uri(), cwd=tmp_path)
     key = Workspace.open(home).public_key.hex()
     coord("trust", "add", key, "--name", HOSTILE, cwd=tmp_path)

@@ -76,7 +76,7 @@ content:
     read: {kind: csv, header: true, schema: [city STRING, population BIGINT]}
     merge: {kind: append}
 """)
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     coord("add", "cities.yaml", cwd=home)
     return home
 

@@ -13,7 +13,7 @@ ORDERS = "com.example.orders"
 
 @pytest.fixture
 def home(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "orders-2024-01-01.csv.gz").write_bytes(gzip.compress(
         b"order_id,customer,amount,placed_at\n1,ann,9.50,2024-01-01T10:00:00Z\n"))

@@ -14,7 +14,7 @@ from tests.support.cli import coord, run_folder_holder
 
 @pytest.fixture
 def home(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     return tmp_path
 
 

@@ -29,7 +29,7 @@ def records(home) -> int:
 
 
 def pulled_once(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     add_orders(tmp_path)
     write_orders_file(tmp_path, "1.csv", order_rows(2))
     coord("pull", ORDERS, cwd=tmp_path)

@@ -20,6 +20,7 @@ from coordinator.workspace import Workspace
 
 from ..metadata.test_manifest_current import root as current_root
 from ..support.cli import coord
+from ..support.push import push_source, root_manifest
 
 APPEND, RETRACT, CORRECT_FROM, CORRECT_TO = 0, 1, 2, 3
 UPSERTS, CHANGES = "test.upserts", "test.changes"
@@ -275,7 +276,7 @@ def test_a_changelog_without_its_operation_type_column_is_refused(home):
 
 @pytest.mark.parametrize("merge", ["ChangelogStream", "UpsertStream"])
 def test_a_0_18_workspace_refuses_stream_merges_with_the_init_to_run(tmp_path, merge):
-    coord("init", ".", cwd=tmp_path)
+    coord("init", "--odf", "0.18", ".", cwd=tmp_path)
     path = root(tmp_path, "test.streamed", f"{{kind: {merge}, primaryKey: [id]}}")
     refused = coord("add", str(path), cwd=tmp_path, check=False)
     assert refused.returncode != 0
@@ -283,3 +284,17 @@ def test_a_0_18_workspace_refuses_stream_merges_with_the_init_to_run(tmp_path, m
         f"coord: error: {path}: content.metadata[0].merge: merge kind {merge} is not supported "
         "by ODF 0.18 workspaces (a 0.39 dataset merges them: make the workspace with coord init "
         "--odf 0.39)")
+
+
+def test_pushed_files_are_upserted_one_block_each(home):
+    name = "test.pushed"
+    path = home / f"{name}.yaml"
+    path.write_text(root_manifest(name, push_source(
+        "feed", f"{{kind: Csv, header: true, ddlSchema: {COLUMNS}}}",
+        "{kind: UpsertStream, primaryKey: [id]}")))
+    coord("add", str(path), cwd=home)
+    state: dict[int, tuple] = {}
+    for i, rows in enumerate(UPSERT_PULLS[:4]):
+        coord("ingest", name, str(csv(home, name, f"{i}.csv", rows)), cwd=home)
+        assert units(slices(home, name)[-1]) == upserted(state, rows), f"push {i}"
+    assert state_in_sql(home, name) == state == {1: ("Oslo", 8), 4: ("Pune", 7)}

@@ -179,7 +179,7 @@ def derivative(home: Path, name: str = "test.large",
 
 
 def test_a_0_39_derivative_of_a_0_18_dataset_is_refused_with_the_upgrade_to_run(tmp_path):
-    coord("init", ".", cwd=tmp_path)
+    coord("init", "--odf", "0.18", ".", cwd=tmp_path)
     coord("add", str(manifest(tmp_path)), cwd=tmp_path)  # a 0.18 root
     coord("config", "set", "odf", "0.39", cwd=tmp_path)
     refused = coord("add", str(derivative(tmp_path, "test.copy")), cwd=tmp_path, check=False)
@@ -190,7 +190,7 @@ def test_a_0_39_derivative_of_a_0_18_dataset_is_refused_with_the_upgrade_to_run(
 
 
 def test_a_0_18_workspace_adds_and_pulls_0_18_datasets_as_before(tmp_path):
-    coord("init", ".", cwd=tmp_path)
+    coord("init", "--odf", "0.18", ".", cwd=tmp_path)
     csv(tmp_path, "a.csv", FIRST)
     coord("add", str(manifest(tmp_path)), cwd=tmp_path)
     coord("pull", NAME, cwd=tmp_path)

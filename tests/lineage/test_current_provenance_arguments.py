@@ -60,7 +60,7 @@ def test_a_block_named_by_its_digest_prefix_is_found(ws):
 
 
 def test_offsets_of_a_0_18_dataset_are_refused(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     (tmp_path / "m.yaml").write_text(
         "apiVersion: 1\nkind: DatasetSnapshot\ncontent:\n  id: r\n  source:\n    kind: root\n"
         "    fetch: {kind: url, url: 'file:///nonexistent.csv'}\n"

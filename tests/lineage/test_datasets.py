@@ -19,7 +19,7 @@ REPORT_MANIFEST = derivative_manifest(REPORT, [DAILY, ORDERS], f"SELECT * FROM `
 
 @pytest.fixture
 def home(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     (tmp_path / "report.yaml").write_text(REPORT_MANIFEST)
     coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), str(MANIFESTS / f"{DAILY}.yaml"),
           str(tmp_path / "report.yaml"), cwd=tmp_path)

@@ -46,7 +46,7 @@ REPORT_V1 = FieldLineage(
 
 @pytest.fixture
 def ws(tmp_path) -> Workspace:
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     (tmp_path / "report.yaml").write_text(REPORT_MANIFEST)
     coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), str(MANIFESTS / f"{DAILY}.yaml"),
           str(tmp_path / "report.yaml"), cwd=tmp_path)

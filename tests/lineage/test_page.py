@@ -53,7 +53,7 @@ DERIVATIVE_FILL = (0xea, 0xf7, 0xe6)
 def lineage_page(tmp_path, daily: FieldLineage) -> Path:
     """The page for the report, written by `coord lineage -o html`, of three datasets:
     orders (a root without data) -> daily -> report, with recorded field lineage."""
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     (tmp_path / "report.yaml").write_text(REPORT_MANIFEST)
     coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), str(MANIFESTS / f"{DAILY}.yaml"), "report.yaml",
           cwd=tmp_path)

@@ -40,7 +40,7 @@ QUERIES = {
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
     home = tmp_path_factory.mktemp("provenance")
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     docs = {
         ORDERS_ID: root("orders", ["event_time TIMESTAMP", "order_id BIGINT", "amount BIGINT"], ["order_id"]),
         SHIPMENTS_ID: root("shipments", ["event_time TIMESTAMP", "order_id BIGINT", "carrier STRING"],

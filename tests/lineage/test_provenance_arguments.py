@@ -13,7 +13,7 @@ from tests.transform.pipeline import LARGE, ORDERS, order_rows, write_manifests,
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
     home = tmp_path_factory.mktemp("provenance-arguments")
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     coord("add", str(write_manifests(home)), cwd=home)
     write_orders_file(home, "1.csv", order_rows(2))
     coord("pull", "-r", LARGE, cwd=home, fake_engine=True)
@@ -59,7 +59,7 @@ def test_an_engine_that_cannot_trace_the_query_is_reported(home):
 
 @pytest.mark.parametrize("changed", [LARGE, ORDERS], ids=["the block's slice", "an input's slice"])
 def test_a_changed_slice_is_refused_before_the_engine_runs(tmp_path, changed):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     coord("add", str(write_manifests(tmp_path)), cwd=tmp_path)
     write_orders_file(tmp_path, "1.csv", order_rows(2))
     coord("pull", "-r", LARGE, cwd=tmp_path, fake_engine=True)

@@ -76,7 +76,6 @@ def test_descriptive_events_are_left_out_with_a_note_naming_each():
 
 
 @pytest.mark.parametrize(("example", "place", "what"), [
-    ("leaderboard/player-scores.yaml", "content.metadata[0]", "AddPushSource is not supported"),
     ("leaderboard/leaderboard.yaml", "content.metadata[0].inputs[0].alias",
      "an alias (player_scores) other than the input's name is not supported"),
     ("mqtt/temp.yaml", "content.metadata[0].fetch", "fetch kind Mqtt is not supported"),

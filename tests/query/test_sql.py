@@ -43,7 +43,7 @@ def orders_frame(n: int, first_id: int = 0) -> pd.DataFrame:
 @pytest.fixture
 def home(tmp_path):
     """Cities (pulled first) and orders (pulled after), two roots with one slice each."""
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     pq.write_table(pa.table({"city": ["Oslo", "Lima"], "country": ["NO", "PE"]}), tmp_path / "cities.parquet")
     pq.write_table(pa.Table.from_pandas(orders_frame(300), preserve_index=False), tmp_path / "orders.parquet")
     (tmp_path / "cities.yaml").write_text(

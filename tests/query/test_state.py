@@ -31,7 +31,7 @@ def home(tmp_path_factory):
     """The snapshot root (one block per snapshot), the same files as an append root, and a
     ledger keyed on (iata, name) whose key was then narrowed to iata (``coord add --replace``)."""
     home = tmp_path_factory.mktemp("state")
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     pull_airports(home)
     (home / "ledger").mkdir()
     pq.write_table(pa.table(LEDGER[0]), home / "ledger" / "export-1.parquet")

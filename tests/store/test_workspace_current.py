@@ -18,7 +18,7 @@ from tests.support.odf39_datasets import at, define_derivative, write_root
 
 
 def test_init_stores_new_datasets_in_0_18_unless_asked(tmp_path):
-    coord("init", "old", cwd=tmp_path)
+    coord("init", "--odf", "0.18", "old", cwd=tmp_path)
     assert "odf" not in (tmp_path / "old" / ".coord" / "config.yaml").read_text()  # its old form
     out = coord("init", "--odf", "0.39", "new", cwd=tmp_path).stdout
     assert "new datasets: ODF 0.39" in out
@@ -78,7 +78,7 @@ def test_each_block_the_workspace_makes_is_signed_by_its_key_over_the_binary_mul
 
 
 def test_config_get_tells_the_version_of_a_workspace_whose_file_leaves_it_out(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     assert coord("config", "get", "odf", cwd=tmp_path).stdout.strip() == "0.18"
 
 

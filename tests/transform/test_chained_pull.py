@@ -48,7 +48,7 @@ def write_csv(home, folder: str, name: str, rows: list[dict]) -> None:
 
 def add_shipping_pipeline(home) -> None:
     """A new workspace in ``home`` with the two roots and SHIPPING (the SHAPE query)."""
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     docs = {
         ORDERS_ID: root("orders", ["event_time TIMESTAMP", "order_id BIGINT", "amount BIGINT"], ["order_id"]),
         SHIPMENTS_ID: root("shipments", ["event_time TIMESTAMP", "order_id BIGINT", "carrier STRING"],

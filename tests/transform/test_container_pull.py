@@ -20,7 +20,7 @@ pytestmark = pytest.mark.container
 def pulled_in_container(tmp_path_factory, engine_image) -> tuple[Path, list[tuple]]:
     """A workspace whose derivative was pulled in the container, and the orders it read."""
     home = tmp_path_factory.mktemp("container-pull")
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     rows = order_rows(4)
     write_orders_file(home, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(home)), cwd=home)

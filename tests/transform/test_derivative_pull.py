@@ -28,7 +28,7 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture
 def home(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     return tmp_path
 
 

@@ -53,7 +53,7 @@ def test_system_engines_stop_ends_the_engine_of_a_running_pull(tmp_path):
 
 def _workspace_with_orders(home: Path) -> list[tuple]:
     """A workspace whose root dataset is pulled and whose derivatives wait for their engine."""
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     rows = order_rows(6)
     write_orders_file(home, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(home)), cwd=home)

@@ -20,7 +20,7 @@ from .test_verify_replay import forge_with_query
 
 @pytest.fixture
 def home(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     coord("add", str(write_manifests(tmp_path)), cwd=tmp_path)
     return tmp_path
 

@@ -102,7 +102,7 @@ def expected_hourly(orders: list[dict], shipments: list[dict], watermark: dateti
 def home(tmp_path_factory):
     """The pipeline after each of three deliveries; the last closes everything."""
     home = tmp_path_factory.mktemp("input-watermarks")
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     folder = home / "manifests"
     folder.mkdir()
     append = {"merge": {"kind": "append"}}

@@ -26,7 +26,7 @@ FORGED = "com.example.forged"
 def pulled(tmp_path_factory):
     """LARGE (orders with amount > 10) pulled in three steps, the orders in three files."""
     home = tmp_path_factory.mktemp("pulled")
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     coord("add", str(write_manifests(home)), cwd=home)
     rows = order_rows(6)
     for k, part in enumerate((rows[:7], rows[7:15], rows[15:])):

@@ -91,7 +91,7 @@ def home(tmp_path_factory, shared_engine):
     """Every derivative pulled in four rounds and closed by the roots' watermarks."""
     home = tmp_path_factory.mktemp("invariance")
     env = {engines.ENV: f"attach:{shared_engine}"}
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     docs = [
         manifest(ORDERS_ID, root("orders", ["event_time TIMESTAMP", "order_id BIGINT", "amount BIGINT"],
                                  ["order_id"])),

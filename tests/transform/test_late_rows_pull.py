@@ -37,7 +37,7 @@ DROPPED = f"3 rows of {ORDERS} arrived behind the watermark of {HOURLY} and were
 def home(tmp_path_factory):
     """The workspace after six hours of orders were pulled through both windows."""
     home = tmp_path_factory.mktemp("late-rows")
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     strict = derivative_source(HOURLY_COUNT)
     strict["transform"]["lateRows"] = "fail"
     folder = home / "manifests"

@@ -42,7 +42,7 @@ def spark_cluster(tmp_path):
 
 
 def workspace(home, **sections):
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     if sections:
         config_path = home / ".coord" / "config.yaml"
         config = yaml.safe_load(config_path.read_text()) or {}

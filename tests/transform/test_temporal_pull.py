@@ -33,7 +33,7 @@ FROM `{TEMPS}` AS t LEFT JOIN `{AIRPORTS}` FOR SYSTEM_TIME AS OF t.event_time AS
 def add_pipeline(home, more: dict[str, str] | None = None) -> None:
     """The three datasets, and ``more`` derivatives (id -> query) of the temperatures joined as
     of each hour with the airports."""
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     docs = {
         TEMPS: {"kind": "root", "fetch": {"kind": "filesGlob", "path": "temps/*.csv", "order": "byName"},
                 "read": {"kind": "csv", "header": True,

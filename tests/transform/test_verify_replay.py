@@ -18,7 +18,7 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture
 def home(tmp_path):
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     rows = order_rows(6)
     coord("add", str(write_manifests(tmp_path)), cwd=tmp_path)
     write_orders_file(tmp_path, "2024-01-01-a.csv", rows[:10])

@@ -25,7 +25,7 @@ KEEP_WARM_SECONDS = 12
 
 
 def workspace(home: Path, keep_warm: str) -> list[tuple]:
-    coord("init", cwd=home)
+    coord("init", "--odf", "0.18", cwd=home)
     coord("config", "set", "engine.runtime", "sandbox", cwd=home)
     coord("config", "set", "engine.keepWarm", keep_warm, cwd=home)
     rows = order_rows(6)

@@ -18,7 +18,7 @@ def derivative(dataset_id: str, *inputs: str) -> str:
 @pytest.fixture
 def home(tmp_path):
     """orders (root) <- daily <- x <- y"""
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     (tmp_path / "x.yaml").write_text(derivative("x", DAILY))
     (tmp_path / "y.yaml").write_text(derivative("y", "x"))
     coord("add", str(MANIFESTS / f"{ORDERS}.yaml"), str(MANIFESTS / f"{DAILY}.yaml"),

@@ -69,7 +69,7 @@ def test_a_derivative_pull_with_new_input_walks_its_chain_once_and_parses_the_co
         tmp_path, counted):
     from tests.transform.pipeline import LARGE, ORDERS, order_rows, write_manifests, write_orders_file
 
-    coord("init", cwd=tmp_path)
+    coord("init", "--odf", "0.18", cwd=tmp_path)
     rows = order_rows(2)
     write_orders_file(tmp_path, "2024-01-01.csv", rows)
     coord("add", str(write_manifests(tmp_path)), cwd=tmp_path)

@@ -8,8 +8,12 @@ turns one into the other:
   form gives it: a default that differs is written out (a CSV without a schema is read as
   text unless ``inferSchema``), an ODF schema becomes DDL lines, ``FromSystemTime`` is the
   0.18 default (no ``eventTime``), ``rfc3339`` formats are the 0.18 default (no format).
+- A root fed by push sources (``AddPushSource``, each with a distinct ``sourceName``) has no
+  0.18 source: its snapshot's ``source`` is None and each push source is adapted to the steps
+  the ingest pipeline runs (``PushSource``); only a 0.39 dataset can keep it (``coord add``
+  refuses it for 0.18). A root has a polling source or push sources, not both.
 - What a 0.18 workspace cannot hold yet is refused as a ``NotSupported`` naming its place in
-  the file, never dropped: push sources, stream merges, fetch and read kinds 0.18 lacks, a
+  the file, never dropped: stream merges, fetch and read kinds 0.18 lacks, a
   Seed, a SetDataSchema, data events, an input named by ``did:odf`` or by an alias.
 - For a 0.39 dataset (``target="0.39"``) a stream merge (``ChangelogStream``, ``UpsertStream``),
   which the 0.18 model has no kind for, stays the current form's object in the adapted source:
@@ -41,11 +45,27 @@ class NotSupported(DecodeError):
 
 
 @dataclass(frozen=True)
+class PushSource:
+    """An ``AddPushSource`` as the ingest pipeline's steps (0.18 read, preprocess and merge);
+    a push has no fetch and no prepare step. A ``Json`` or ``NdGeoJson`` read (which 0.18 has
+    not) is read as ``NdJson`` or ``GeoJson`` once the file is rewritten so (``given`` says
+    which the file is)."""
+
+    name: str
+    given: s.ReadStep  # the read step as written
+    read: o.ReadStep
+    preprocess: o.TransformSql | None
+    merge: o.MergeStrategy
+    prepare: None = None
+
+
+@dataclass(frozen=True)
 class Adapted:
     snapshot: o.DatasetSnapshot
     notes: tuple[tuple[str, str], ...]  # (place in the file, what was left out)
     places: Mapping[str, str]  # a 0.18 path (prefix) -> the place in the file it came from
     written: e.DatasetSnapshot  # the snapshot as the file writes it (what a 0.39 dataset keeps)
+    push_sources: tuple[PushSource, ...] = ()  # a push-fed root's sources, in the file's order
 
     def place(self, path: str) -> str:
         """The place in the file of a 0.18 path (``content.source.merge.primaryKey``)."""
@@ -60,7 +80,6 @@ DESCRIPTIVE = (e.SetInfo, e.SetLicense, e.SetAttachments)
 # why each event kind without a 0.18 counterpart is refused, and what to do instead
 _REFUSED = {
     e.Seed: "a 0.18 dataset is identified by its name; leave the Seed out",
-    e.AddPushSource: "coord ingests a root by polling: give a SetPollingSource",
     e.SetDataSchema: "a 0.18 dataset's schema is that of its data; declare columns in the read step",
     e.AddData: "data enters a dataset through coord pull",
     e.ExecuteTransform: "data enters a dataset through coord pull",
@@ -81,9 +100,18 @@ def adapt_snapshot(snapshot: e.DatasetSnapshot, target: str = "0.18") -> Adapted
     notes: list[tuple[str, str]] = []
     source: o.DatasetSource | None = None
     vocab: o.DatasetVocabulary | None = None
+    push: dict[str, PushSource] = {}
     for i, event in enumerate(snapshot.metadata):
         at = f"content.metadata[{i}]"
-        if isinstance(event, e.SetPollingSource | e.SetTransform):
+        if isinstance(event, e.AddPushSource):
+            if snapshot.kind is e.DatasetKind.DERIVATIVE:
+                raise DecodeError(at, "a Derivative dataset has no AddPushSource (kind: Root "
+                                      "ingests data)")
+            if event.source_name in push:
+                raise DecodeError(f"{at}.sourceName", f"a second push source named "
+                                                      f"{event.source_name!r}")
+            push[event.source_name] = push_source(event, at, places if not push else {}, target)
+        elif isinstance(event, e.SetPollingSource | e.SetTransform):
             if source is not None:
                 raise NotSupported(at, f"a second source ({event.KIND})",
                                    "a 0.18 snapshot holds one: keep the one in force")
@@ -102,13 +130,17 @@ def adapt_snapshot(snapshot: e.DatasetSnapshot, target: str = "0.18") -> Adapted
                               "descriptive metadata (it changes no data)"))
         else:
             raise NotSupported(at, event.KIND, _REFUSED[type(event)])
-    if source is None:
+    if push and source is not None:
+        raise NotSupported("content.metadata", "a root with both a SetPollingSource and push "
+                           "sources", "give one or the other")
+    if source is None and not push:
         if snapshot.kind is e.DatasetKind.DERIVATIVE:
             raise DecodeError("content.metadata", "a Derivative dataset needs a SetTransform")
-        raise NotSupported("content.metadata", "a Root dataset without a SetPollingSource",
-                           "coord ingests a root from the source its manifest gives")
+        raise NotSupported("content.metadata", "a Root dataset without a SetPollingSource "
+                           "or an AddPushSource", "coord ingests a root from the source its "
+                           "manifest gives")
     return Adapted(o.DatasetSnapshot(id=snapshot.name, source=source, vocab=vocab), tuple(notes), places,
-                   snapshot)
+                   snapshot, tuple(push.values()))
 
 
 def _check_kind(kind: e.DatasetKind, event: e.SetPollingSource | e.SetTransform, at: str) -> None:
@@ -134,6 +166,27 @@ def _root(event: e.SetPollingSource, at: str, places: dict[str, str],
         preprocess=preprocess,
         merge=_merge(event.merge, f"{at}.merge", target),  # type: ignore[arg-type]  # see module
     )
+
+
+def push_source(event: e.AddPushSource, at: str = "source",
+                places: dict[str, str] | None = None, target: str = "0.39") -> PushSource:
+    """``event`` as the pipeline's steps; ``places`` (the first push source's) maps the 0.18
+    paths of its read and preprocess to the file; ``target`` as for ``adapt_snapshot`` (a
+    dataset that has push sources is a 0.39 one)."""
+    places = {} if places is None else places
+    places["content.source"] = at
+    preprocess = None
+    if event.preprocess is not None:
+        preprocess = _sql(event.preprocess, f"{at}.preprocess", "content.source.preprocess", places)
+    read = event.read
+    if isinstance(read, s.ReadStepJson):
+        read = s.ReadStepNdJson(ddl_schema=read.ddl_schema, date_format=read.date_format,
+                                encoding=read.encoding, timestamp_format=read.timestamp_format,
+                                schema=read.schema)
+    elif isinstance(read, s.ReadStepNdGeoJson):
+        read = s.ReadStepGeoJson(ddl_schema=read.ddl_schema, schema=read.schema)
+    return PushSource(event.source_name, event.read, _read(read, f"{at}.read", places),
+                      preprocess, _merge(event.merge, f"{at}.merge", target))  # type: ignore[arg-type]
 
 
 def _fetch(step: s.FetchStep, at: str) -> o.FetchStep:
@@ -308,6 +361,11 @@ def _sql(t: s.TransformSql, at: str, path: str, places: dict[str, str]) -> o.Tra
         queries = [o.SqlQueryStep(alias=step.alias, query=step.query) for step in t.queries]
     return o.TransformSql(engine=t.engine, version=t.version, query=t.query, queries=queries,
                           temporal_tables=tables)
+
+
+def vocab_of(event: e.SetVocab | None) -> o.DatasetVocabulary | None:
+    """A dataset's SetVocab (None: none) as the 0.18 vocabulary the pipeline takes."""
+    return None if event is None else _vocab(event, "SetVocab")
 
 
 def _vocab(event: e.SetVocab, at: str) -> o.DatasetVocabulary | None:

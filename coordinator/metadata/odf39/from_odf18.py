@@ -28,7 +28,8 @@ class NoCounterpart(Invalid):
     """A 0.18 definition holds something ODF 0.39 has no way to say."""
 
     def __init__(self, place: str, what: str, hint: str):
-        super().__init__(f"{place}: {what} has no counterpart in ODF 0.39 ({hint})")
+        super().__init__(f"{place}: {what} has no counterpart in ODF 0.39 ({hint}); a 0.18 "
+                         "workspace (coord init --odf 0.18) keeps it")
 
 
 def polling_source(source: o.DatasetSourceRoot, at: str = "source") -> e.SetPollingSource:
