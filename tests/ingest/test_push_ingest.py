@@ -79,7 +79,7 @@ def test_add_keeps_the_reference_push_source_as_written(home):
 
 
 def test_a_0_18_workspace_refuses_a_push_source_in_one_line(tmp_path):
-    coord("init", ".", cwd=tmp_path)
+    coord("init", ".", "--odf", "0.18", cwd=tmp_path)
     refused = coord("add", str(LEADERBOARD / "player-scores.yaml"), cwd=tmp_path, check=False)
     assert error_line(refused) == (
         "coord: error: dataset player-scores: an ODF 0.18 dataset has no push sources; make a "
@@ -199,7 +199,7 @@ def test_refusals_name_what_to_do(home, tmp_path_factory):
         "coord: error: dataset nope")
     assert "give the files to ingest, or --stdin" in coord("ingest", NAME, cwd=home, check=False).stderr
     old = tmp_path_factory.mktemp("odf18")
-    coord("init", ".", cwd=old)
+    coord("init", ".", "--odf", "0.18", cwd=old)
     (old / "r.yaml").write_text("apiVersion: 1\nkind: DatasetSnapshot\ncontent:\n  id: r\n  source:\n"
                                 "    kind: root\n    fetch: {kind: filesGlob, path: 'x/*.csv'}\n"
                                 "    read: {kind: csv}\n    merge: {kind: append}\n")
