@@ -19,7 +19,6 @@ from pathlib import Path
 from ..errors import CoordError
 from ..metadata.chain import ChainBlock
 from ..metadata.ids import DatasetRef
-from ..metadata.odf39.events import DataSlice
 from ..store import layout as layout39
 from ..store.dataset import CurrentDataset
 from ..store.read import StoredBlock, objects_of
@@ -141,11 +140,8 @@ def _smart_push(ws: Workspace, dataset_id: str, target: DatasetRef, progress: Pr
     objects = list({o.physical_hash: o for b in new for o in objects_of(b.block) if o is not None}.values())
     where, session = target.url, smart.Session(target.url, "push")
     try:
-        plan = {"num_blocks": len(new), "num_objects": len(objects),
-                "num_records": sum(o.offset_interval.end - o.offset_interval.start + 1
-                                   for o in objects if isinstance(o, DataSlice)),
-                "bytes_in_raw_blocks": sum(local[layout39.block_file(b.hash)].stat().st_size for b in new),
-                "bytes_in_raw_objects": sum(o.size for o in objects)}
+        plan = smart.transfer_plan(
+            len(new), sum(local[layout39.block_file(b.hash)].stat().st_size for b in new), objects)
         tag, content = smart.result(session.ask(
             {"current_head": str(remote_head) if remote_head else None, "transfer_plan": plan,
              "force_update_if_diverged": False, "visibility_for_created_dataset": "Private"},

@@ -105,6 +105,14 @@ def unpack_blocks(batch: Any, where: str) -> list[tuple[Multihash, bytes]]:
     return found
 
 
+def transfer_plan(blocks: int, block_bytes: int, objects: list[ObjectRef]) -> dict[str, int]:
+    """A ``TransferPlan``: what a pull sends or a push brings."""
+    return {"num_blocks": blocks, "num_objects": len(objects),
+            "num_records": sum(o.offset_interval.end - o.offset_interval.start + 1
+                               for o in objects if isinstance(o, DataSlice)),
+            "bytes_in_raw_blocks": block_bytes, "bytes_in_raw_objects": sum(o.size for o in objects)}
+
+
 def object_ref(obj: ObjectRef) -> dict[str, Any]:
     """An ``ObjectFileReference``."""
     return {"object_type": "DataSlice" if isinstance(obj, DataSlice) else "Checkpoint",
@@ -160,7 +168,7 @@ class Session:
             raise SmartProtocolError(f"{self.where}: {e.__class__.__name__}: {e}") from None
 
     def ask(self, request: dict[str, Any], phase: str) -> Any:
-        """Send a frame and return the answer (unwrapped from ``Ok`` when ``wrapped``)."""
+        """Send a frame and return the answer, parsed."""
         self.send(request, phase)
         return self.receive(phase)
 

@@ -10,7 +10,7 @@ Invariants:
   (``api._Guard``: loopback only, or the bearer token; a page of another site is refused);
   ``/push`` and its uploads only with ``--allow-writes`` (else 403);
 - a pull answers from one reading of the chain: the interval it plans is the one it sends;
-- a push stages what it receives in its own folder (``run/push/<id>/<session>``): an upload is
+- a push stages what it receives in its own folder (``run/push/<id>-<session>``): an upload is
   taken only if the session asked for it, no larger than announced, and hashing to its name;
   our extension, a pushed block's signature (``PUT /{dataset}/signatures/{hash}``, which the
   protocol lacks), is optional, bounded, and checked against its block like any pulled one;
@@ -39,7 +39,6 @@ from fastapi.responses import JSONResponse, Response
 from ..errors import CoordError, Invalid, NotFound
 from ..metadata.ids import DatasetRef, validate_dataset_id
 from ..metadata.multiformats import Multihash
-from ..metadata.odf39.events import DataSlice
 from ..repository.current import CurrentRemote, pull_current
 from ..repository.fileio import LocalFileIO
 from ..repository.remote import MAX_SIGNATURE, Diverged, RemoteDataset
@@ -50,6 +49,7 @@ from ..repository.smart import (
     SmartProtocolError,
     object_rel,
     pack_blocks,
+    transfer_plan,
     unpack_blocks,
 )
 from ..store import layout
@@ -110,6 +110,7 @@ class _Uploads:
 
 def add_routes(app: FastAPI, ws: Workspace, allow_writes: bool) -> None:
     uploads = _Uploads()
+    remove(ws.meta / ws_layout.RUN / "push")  # what pushes cut short by a killed service left
 
     def current(dataset: str) -> CurrentDataset:
         if ws.odf_of(validate_dataset_id(dataset)) is not OdfVersion.V039:
@@ -179,7 +180,7 @@ def add_routes(app: FastAPI, ws: Workspace, allow_writes: bool) -> None:
     async def push(socket: WebSocket, dataset: str) -> None:
         if not await opened(socket, dataset, write=True):
             return
-        session = _Push(dataset, ws.meta / ws_layout.RUN / "push" / dataset / uuid.uuid4().hex)
+        session = _Push(dataset, ws.meta / ws_layout.RUN / "push" / f"{dataset}-{uuid.uuid4().hex}")
         phase = ("Push", "InitialRequest")
         try:
             request = await _receive(socket)
@@ -324,11 +325,8 @@ def _plan(ds: CurrentDataset, request: Any) -> tuple[dict[str, Any], list[Multih
     start = chain.index(begin_after) + 1 if begin_after is not None else 0
     sent = state.blocks[start:len(chain)]
     objects = [o for b in sent for o in objects_of(b.block) if o is not None]
-    plan = {"num_blocks": len(sent), "num_objects": len(objects),
-            "num_records": sum(o.offset_interval.end - o.offset_interval.start + 1
-                               for o in objects if isinstance(o, DataSlice)),
-            "bytes_in_raw_blocks": sum((ds.root / layout.block_file(b.hash)).stat().st_size for b in sent),
-            "bytes_in_raw_objects": sum(o.size for o in objects)}
+    plan = transfer_plan(len(sent), sum((ds.root / layout.block_file(b.hash)).stat().st_size
+                                        for b in sent), objects)
     return {"Ok": {"transfer_plan": plan}}, [b.hash for b in sent]
 
 

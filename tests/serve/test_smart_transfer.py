@@ -183,8 +183,9 @@ def test_a_push_whose_connection_drops_midway_leaves_the_head(origin, other, tmp
                 [(new, (mine.root / layout.block_file(new)).read_bytes())])}))
             assert json.loads(socket.recv()) == {"Ok": {}}
         assert CurrentDataset(origin, "cities").head() == before
-        assert served.wait_for(lambda: not any((origin.meta / "run" / "push").rglob("*.*")),
-                               what="the push's staging removed") >= 0
+        staged = origin.meta / "run" / "push"
+        served.wait_for(lambda: staged.is_dir() and not any(p.is_file() for p in staged.rglob("*")),
+                        what="the push's staging removed")
         out = coord("push", "cities", "--to", f"{smart(served.url)}/cities", cwd=other.root).stdout
         assert "pushed 1 block" in out
     assert CurrentDataset(origin, "cities").head() == new
