@@ -6,10 +6,13 @@ by the receiving side, verify passes on both, a tampered object is refused, a pu
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
-from websockets.sync.client import connect
+from websockets.sync.client import ClientConnection, connect
 
 from coordinator.repository.smart import pack_blocks
 from coordinator.store import layout
@@ -163,8 +166,25 @@ def test_a_pull_killed_midway_keeps_the_previous_head_and_the_next_one_finishes(
     assert files_of(CurrentDataset(other, "cities").root) == files_of(CurrentDataset(origin, "cities").root)
 
 
+@contextmanager
+def pushing(url: str, head, mine: CurrentDataset, new) -> Iterator[ClientConnection]:
+    """A push of ``mine``'s block ``new`` onto ``head``, in frames as kamu-cli sends them, up
+    to the accepted metadata."""
+    with connect(url.replace("http://", "ws://") + "/cities/push",
+                 additional_headers={"x-odf-smtp-version": "1"}) as socket:
+        socket.send(json.dumps({"current_head": str(head), "transfer_plan": {
+            "num_blocks": 1, "num_objects": 1, "num_records": 1, "bytes_in_raw_blocks": 0,
+            "bytes_in_raw_objects": 0}, "force_update_if_diverged": False,
+            "visibility_for_created_dataset": "Private"}))
+        assert json.loads(socket.recv()) == {"Ok": {}}
+        socket.send(json.dumps({"new_blocks": pack_blocks(
+            [(new, (mine.root / layout.block_file(new)).read_bytes())])}))
+        assert json.loads(socket.recv()) == {"Ok": {}}
+        yield socket
+
+
 def test_a_push_whose_connection_drops_midway_leaves_the_head(origin, other, tmp_path):
-    """Frames as kamu-cli sends them; the socket closes after the blocks, before any object."""
+    """The socket closes after the blocks, before any object."""
     trusts(origin, other)
     with serving(origin.root, "--allow-writes") as served:
         coord("pull", f"{smart(served.url)}/cities", cwd=other.root)
@@ -172,16 +192,8 @@ def test_a_push_whose_connection_drops_midway_leaves_the_head(origin, other, tmp
         mine = CurrentDataset(other, "cities")
         with mine.writer() as w:
             new = _append(w, other, tmp_path / "mine")
-        ws_url = served.url.replace("http://", "ws://") + "/cities/push"
-        with connect(ws_url, additional_headers={"x-odf-smtp-version": "1"}) as socket:
-            socket.send(json.dumps({"current_head": str(before), "transfer_plan": {
-                "num_blocks": 1, "num_objects": 1, "num_records": 1, "bytes_in_raw_blocks": 0,
-                "bytes_in_raw_objects": 0}, "force_update_if_diverged": False,
-                "visibility_for_created_dataset": "Private"}))
-            assert json.loads(socket.recv()) == {"Ok": {}}
-            socket.send(json.dumps({"new_blocks": pack_blocks(
-                [(new, (mine.root / layout.block_file(new)).read_bytes())])}))
-            assert json.loads(socket.recv()) == {"Ok": {}}
+        with pushing(served.url, before, mine, new):
+            pass  # the socket closes here
         assert CurrentDataset(origin, "cities").head() == before
         staged = origin.meta / "run" / "push"
         served.wait_for(lambda: staged.is_dir() and not any(p.is_file() for p in staged.rglob("*")),
@@ -190,6 +202,32 @@ def test_a_push_whose_connection_drops_midway_leaves_the_head(origin, other, tmp
         assert "pushed 1 block" in out
     assert CurrentDataset(origin, "cities").head() == new
     assert verify_folder(CurrentDataset(origin, "cities").root) == []
+
+
+def test_a_pushed_object_that_does_not_hash_to_its_name_is_refused(origin, other, tmp_path):
+    trusts(origin, other)
+    with serving(origin.root, "--allow-writes") as served:
+        coord("pull", f"{smart(served.url)}/cities", cwd=other.root)
+        before = CurrentDataset(origin, "cities").head()
+        mine = CurrentDataset(other, "cities")
+        with mine.writer() as w:
+            new = _append(w, other, tmp_path / "mine")
+        data = mine.state().slices[-1].slice
+        with pushing(served.url, before, mine, new) as socket:
+            socket.send(json.dumps({"object_files": [{"object_type": "DataSlice", "physical_hash":
+                                    str(data.physical_hash), "size": data.size}], "is_truncated": False}))
+            [strategy] = json.loads(socket.recv())["Ok"]["object_transfer_strategies"]
+            assert strategy["push_strategy"] == "HttpUpload"
+            stored = (mine.root / layout.data_file(data.physical_hash)).read_bytes()
+            put = httpx.put(strategy["upload_to"]["url"], content=stored[:-1] + bytes([stored[-1] ^ 1]))
+            assert put.status_code == 400 and "do not hash to its name" in put.json()["error"]
+            socket.send(json.dumps({"details": "Complete"}))
+            socket.send(json.dumps({}))
+            refused = json.loads(socket.recv())["Err"]["Internal"]
+            assert refused["phase"] == {"Push": "CompleteRequest"}
+            assert "was not uploaded (nothing was pushed)" in refused["error_message"]
+        assert CurrentDataset(origin, "cities").head() == before
+        assert verify_folder(CurrentDataset(origin, "cities").root) == []
 
 
 def test_a_socket_without_the_protocol_version_is_refused(origin):
