@@ -79,6 +79,9 @@ def push_dataset(
         if odf is not OdfVersion.V039:
             raise BadRepositoryArgument(f"{target}: the smart transfer protocol moves current-ODF "
                                         f"(0.39) datasets and {dataset_id} is ODF 0.18")
+        if repair:
+            raise BadRepositoryArgument(f"{target}: --repair reads a folder or S3 repository back; "
+                                        "a node checks what it receives itself")
         return _smart_push(ws, dataset_id, target, progress)
     remote = open_remote(ws, target)
     if remote.io.read_only:
