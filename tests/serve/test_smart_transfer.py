@@ -240,3 +240,14 @@ def test_a_socket_without_the_protocol_version_is_refused(origin):
 def test_an_unreachable_node_is_one_line(other):
     line = failed("pull", "odf+http://127.0.0.1:1/cities", cwd=other.root)
     assert "odf+http://127.0.0.1:1/cities/pull: ConnectionRefusedError" in line
+
+
+def test_a_push_creates_a_dataset_the_node_lacks(origin, other):
+    with serving(origin.root, "--allow-writes") as served:
+        coord("pull", f"{smart(served.url)}/cities", "--as", "towns", cwd=other.root)
+        out = coord("push", "towns", "--to", f"{smart(served.url)}/towns", cwd=other.root).stdout
+        assert f"pushed 5 blocks to {smart(served.url)}/towns" in out
+    towns = CurrentDataset(origin, "towns")
+    assert towns.head() == CurrentDataset(origin, "cities").head()
+    assert verify_folder(towns.root) == []
+    assert records(origin, "towns") == records(origin, "cities")
