@@ -13,12 +13,13 @@ on the machine hits all alike; medians of wall and CPU time (user + system, from
   folder (a process of its own);
 - HTTP, coord serve: ``coord pull http://.../nyc.flights`` from ``coord serve`` of the
   publisher's workspace (the Simple Transfer Protocol's routes);
+- smart, coord serve: ``coord pull odf+http://.../nyc.flights`` from the same service (the
+  Smart Transfer Protocol: a WebSocket, the blocks in one batch, objects at transfer URLs);
 - floors: ``cp -r`` of the dataset's folder, and ``curl`` fetching every file of it from the
   static server over one connection (the bytes, no checks).
 
 Every pull checks what it reads (blocks hashed before parsing, data files SHA3-256 while they
-stream); the floors check nothing. The smart transfer protocol is not measured: it is not
-spoken here (docs/smart-transfer.md).
+stream); the floors check nothing.
 """
 from __future__ import annotations
 
@@ -128,7 +129,8 @@ def bench(tmp: Path, repeat: int, static_url: str, serve_url: str) -> tuple[list
     for _ in range(repeat):
         for name, ref in (("coord pull, folder repository", f"shared/{DS}"),
                           ("coord pull, HTTP (http.server)", f"{static_url}/{DS}"),
-                          ("coord pull, HTTP (coord serve)", f"{serve_url}/{DS}")):
+                          ("coord pull, HTTP (coord serve)", f"{serve_url}/{DS}"),
+                          ("coord pull, smart protocol (coord serve)", f"odf+{serve_url}/{DS}")):
             home = fresh(tmp, "consumer")
             cases.setdefault(name, []).append(run([*COORD, "pull", ref], home))
         out = tmp / "copy"

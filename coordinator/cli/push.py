@@ -10,7 +10,9 @@ from .output import Output, count
 @click.command()
 @click.argument("datasets", nargs=-1, shell_complete=complete_dataset)
 @click.option("--to", "to", metavar="REPO[/NAME]",
-              help="Where to push (default: where each went last); with several datasets, a REPO.")
+              help="Where to push (default: where each went last); with several datasets, a REPO. "
+                   "odf+http(s)://host/NAME: a node, through the smart transfer protocol "
+                   "($COORD_TOKEN as its token).")
 @click.option("--all", "all_", is_flag=True,
               help="Every dataset pushed before (with --to: every dataset of the workspace).")
 @click.option("-r", "--recursive", is_flag=True, help="Push the datasets' inputs too, inputs first.")

@@ -67,8 +67,12 @@ class OtherVersion(SyncError, Conflict):
     """The repository's folder holds a dataset of the other ODF version than the local one."""
 
 
+ObjectRef = DataSlice | Checkpoint  # an object a block names
+
+
 class CurrentRemote:
-    """A current-ODF dataset's folder in a repository (``remote.path``)."""
+    """A current-ODF dataset's folder in a repository (``remote.path``); what a pull reads
+    (``smart.SmartPull`` reads a node's dataset through the smart protocol instead)."""
 
     def __init__(self, remote: RemoteDataset):
         self.remote = remote
@@ -89,6 +93,13 @@ class CurrentRemote:
 
     def swap_head(self, new: Multihash, expected: object) -> None:
         self.io.swap_ref(self.file(layout.HEAD), str(new).encode(), expected)  # no newline
+
+    def remote_head(self, local_head: Multihash | None) -> Multihash | None:
+        """The head block a pull brings the local copy (at ``local_head``) to."""
+        return self.read_head()[0]
+
+    def will_download(self, objects: list[ObjectRef]) -> None:
+        """(A folder needs no notice: its objects are where the layout says.)"""
 
     def read(self, rel: str, limit: int, what: str) -> bytes | None:
         """An object's bytes (None: absent), read no further than ``limit``."""
@@ -124,24 +135,26 @@ class _LocalBlock:
 
 
 def pull_current(
-    ws: Workspace, ref: DatasetRef, remote: RemoteDataset, name: str, *,
-    progress: Progress | None = None,
+    ws: Workspace, ref: DatasetRef, source: CurrentRemote, name: str, *,
+    progress: Progress | None = None, remember_source: bool = True,
 ) -> RemotePullResult:
-    """Bring the local current-ODF dataset ``name`` up to ``ref``'s (see the module doc)."""
+    """Bring the local current-ODF dataset ``name`` up to ``ref``'s (see the module doc);
+    ``remember_source``: record ``ref`` as where ``name`` is pulled from (not for a push that a
+    node receives, which it installs as a pull from the pushed blocks)."""
     if ws.odf_of(name) is OdfVersion.V018:
         raise OtherVersion(f"{ref} is a current-ODF (0.39) dataset and the local {name} is ODF "
                            f"0.18 (nothing was pulled): pull it --as another name")
-    source = CurrentRemote(remote)
     ds = CurrentDataset(ws, name)
     with ds.writer() as writer:
         state = writer.state
         local = list(state.blocks) if state is not None else []  # oldest first
-        head, _ = source.read_head()
+        head = source.remote_head(state.head if state is not None else None)
         if head is None:
-            raise RemoteDatasetNotFound(f"{ref}: the repository has no dataset {remote.path}")
+            raise RemoteDatasetNotFound(f"{ref}: the repository has no dataset {source.remote.path}")
         position = {b.hash: i for i, b in enumerate(local)}
         if head in position:
-            remember(ws, name, "pull", ref)
+            if remember_source:
+                remember(ws, name, "pull", ref)
             ahead = len(local) - 1 - position[head]
             if ahead == 0:
                 return RemotePullResult(name, ref, RemotePullStatus.UP_TO_DATE, 0, "up to date")
@@ -172,7 +185,8 @@ def pull_current(
             record_pull(ws, name, authored, new)
         finally:
             remove(staging)
-    remember(ws, name, "pull", ref)
+    if remember_source:
+        remember(ws, name, "pull", ref)
     return RemotePullResult(name, ref, RemotePullStatus.PULLED, len(new), message, signers)
 
 
@@ -240,6 +254,7 @@ def _download(source: CurrentRemote, new: list[RemoteBlock], root: Path, staging
     """Every object the new blocks name that the local folder lacks, fetched into ``staging``
     and checked; physical hash → staged file. Raises naming the oldest bad block and file."""
     staged: dict[Multihash, Path] = {}
+    wanted: list[ObjectRef] = []
     jobs = []
     for b in new:
         for obj in objects_of(b.block):
@@ -249,12 +264,14 @@ def _download(source: CurrentRemote, new: list[RemoteBlock], root: Path, staging
             if (root / rel).is_file():  # content-addressed: already here (the writer checks it)
                 continue
             staged[obj.physical_hash] = staging / rel
+            wanted.append(obj)
             jobs.append(Job(obj.size, _fetch(source, b, obj, rel, staging / rel)))
+    source.will_download(wanted)
     run_parallel(jobs, f"pulling {source.remote.path}", progress)
     return staged
 
 
-def object_file(obj: DataSlice | Checkpoint) -> str:
+def object_file(obj: ObjectRef) -> str:
     """Where a dataset folder keeps a data slice's file or a checkpoint."""
     if isinstance(obj, DataSlice):
         return layout.data_file(obj.physical_hash)

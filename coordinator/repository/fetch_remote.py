@@ -54,11 +54,16 @@ def pull_from_repository(
     locally; ``known``: the local copy as this command already read it. A repository folder in
     the reference's layout (``refs/head`` at its top) holds a current-ODF (0.39) dataset, pulled
     by ``current.pull_current``."""
-    remote = open_remote(ws, ref)
     name = as_name or ref.dataset_id
+    if ref.url is not None and ref.url.startswith("odf+"):  # a node's smart protocol
+        from .smart import smart_pull  # websockets: only this pull imports it
+
+        with smart_pull(ref.url) as smart:
+            return pull_current(ws, ref, smart, name, progress=progress)
+    remote = open_remote(ws, ref)
     current = CurrentRemote(remote)
     if current.read_head()[0] is not None:  # the reference's layout: refs/head at the top
-        return pull_current(ws, ref, remote, name, progress=progress)
+        return pull_current(ws, ref, current, name, progress=progress)
     if ws.odf_of(name) is OdfVersion.V039:
         raise OtherVersion(f"{ref} is not a current-ODF (0.39) dataset and the local {name} is "
                            "one (nothing was pulled): pull it --as another name")

@@ -442,8 +442,15 @@ class HttpFileIO(FileIO):
 
     read_only = True
 
+    def __init__(self, root: str, headers: dict[str, str] | None = None):
+        super().__init__(root)
+        self.headers = headers or {}  # sent with every request (a bearer token)
+
     def url(self, path: str) -> str:
         return f"{self.root}/{quote(path)}"
+
+    def request_headers(self, path: str) -> dict[str, str]:
+        return self.headers
 
     def _request(self, method: str, path: str) -> HTTPResponse | None:
         """The server's 200 answer (None: 404 or 410), else a one-line HttpError."""
@@ -453,7 +460,7 @@ class HttpFileIO(FileIO):
 
         url = self.url(path)
         request = urllib.request.Request(url, method=method, headers={
-            "User-Agent": "odf-coordinator", "Accept-Encoding": "identity"})
+            "User-Agent": "odf-coordinator", "Accept-Encoding": "identity", **self.request_headers(path)})
         try:
             response = urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S)
         except urllib.error.HTTPError as e:
@@ -557,9 +564,9 @@ def parse_url(url: str) -> RepositoryURL:
             raise RepositoryURLError(f"{url}: expected {parsed.scheme}://host[:port]/path")
         return RepositoryURL(url, web=url.rstrip("/"))
     if parsed.scheme in ("odf+http", "odf+https"):
-        raise RepositoryURLError(f"{url}: the smart transfer protocol is not supported (it needs a "
-                                 f"WebSocket library); the node's {parsed.scheme[4:]}:// URL serves "
-                                 "the simple one, which pull reads")
+        raise RepositoryURLError(f"{url}: a smart transfer protocol URL names one dataset "
+                                 "(coord pull odf+http://host:port/DS, coord push DS --to ...), "
+                                 "not a repository")
     raise RepositoryURLError(
         f"{url}: unsupported repository URL (use file:///path, s3://bucket/prefix, "
         "s3+http(s)://host:port/bucket/prefix or http(s)://host/path)"

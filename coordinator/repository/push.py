@@ -21,6 +21,7 @@ from ..metadata.chain import ChainBlock
 from ..metadata.ids import DatasetRef
 from ..store import layout as layout39
 from ..store.dataset import CurrentDataset
+from ..store.read import StoredBlock, objects_of
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, DatasetNotFound, Workspace, layout
 from ..workspace.config import OdfVersion
@@ -28,9 +29,10 @@ from ..workspace.crash import crash_point
 from ..workspace.graph import DatasetGraph
 from ..workspace.progress import Progress
 from ..workspace.runs import run_folder
+from . import smart
 from .current import CurrentRemote, OtherVersion
 from .current import uploads as current_uploads
-from .fileio import RefConflict
+from .fileio import HttpFileIO, RefConflict
 from .registry import BadRepositoryArgument, open_remote, parse_target, remember, remembered, remote_path
 from .remote import MAX_REF, Diverged, RemoteDataset
 from .transfer import Job, run_parallel
@@ -73,6 +75,14 @@ def push_dataset(
     if target is None:
         raise BadRepositoryArgument(f"{dataset_id} has not been pushed before: "
                                     "say where with --to REPO[/NAME]")
+    if target.url is not None and target.url.startswith("odf+"):  # a node's smart protocol
+        if odf is not OdfVersion.V039:
+            raise BadRepositoryArgument(f"{target}: the smart transfer protocol moves current-ODF "
+                                        f"(0.39) datasets and {dataset_id} is ODF 0.18")
+        if repair:
+            raise BadRepositoryArgument(f"{target}: --repair reads a folder or S3 repository back; "
+                                        "a node checks what it receives itself")
+        return _smart_push(ws, dataset_id, target, progress)
     remote = open_remote(ws, target)
     if remote.io.read_only:
         raise BadRepositoryArgument(f"{target}: {remote.io.root} is read-only (an HTTP repository); "
@@ -110,6 +120,88 @@ def push_dataset(
     mended = (f"repaired {len(repaired)} damaged file{'s' * (len(repaired) != 1)} of {target}"
               if repaired else f"every file {target} holds is intact" if repair else "")
     return PushResult(dataset_id, target, n, files, total, "; ".join(filter(None, [pushed, mended])))
+
+
+def _smart_push(ws: Workspace, dataset_id: str, target: DatasetRef, progress: Progress | None) -> PushResult:
+    """Push through a node's ``/{dataset}/push`` (``smart``): the blocks the node lacks in one
+    batch, the objects it asks for by ``PUT``; the node checks everything and moves its head
+    only if it is still the one this push read."""
+    assert target.url is not None
+    base, _, name = smart.http_url(target.url).rpartition("/")
+    node = CurrentRemote(RemoteDataset(HttpFileIO(base, smart.token_headers()), name))
+    remote_head = node.read_head()[0]  # the simple protocol's refs/head (a 404: no dataset yet)
+    ds = CurrentDataset(ws, dataset_id)
+    blocks = list(ds.state().blocks)  # oldest first, every block checked
+    hashes = [b.hash for b in blocks]
+    if remote_head is not None and remote_head not in hashes:
+        raise _diverged(target, dataset_id, str(remote_head))
+    new = blocks[hashes.index(remote_head) + 1:] if remote_head else blocks
+    if not new:
+        remember(ws, dataset_id, "push", target)
+        return PushResult(dataset_id, target, 0, 0, 0, f"{target} is up to date")
+    local = {rel: path for _, files in current_uploads(ds, new) for path, rel in files}  # checked
+    objects = list({o.physical_hash: o for b in new for o in objects_of(b.block) if o is not None}.values())
+    where, session = target.url, smart.Session(target.url, "push")
+    try:
+        plan = smart.transfer_plan(
+            len(new), sum(local[layout39.block_file(b.hash)].stat().st_size for b in new), objects)
+        tag, content = smart.result(session.ask(
+            {"current_head": str(remote_head) if remote_head else None, "transfer_plan": plan,
+             "force_update_if_diverged": False, "visibility_for_created_dataset": "Private"},
+            "push request"), where, "push request")
+        if tag == "Err":
+            raise Diverged(f"remote changed, pull first ({target} moved while {dataset_id} was "
+                           f"pushed: {str(content)[:200]})")
+        batch = smart.pack_blocks([(b.hash, local[layout39.block_file(b.hash)].read_bytes()) for b in new])
+        smart.result(session.ask({"new_blocks": batch}, "metadata request"), where, "metadata request")
+        _, accepted = smart.result(session.ask(
+            {"object_files": [smart.object_ref(o) for o in objects], "is_truncated": False},
+            "objects request"), where, "objects request")
+        jobs = []
+        for strategy in smart.field(accepted, "object_transfer_strategies", where, "objects request"):
+            if strategy.get("push_strategy") == "SkipUpload":
+                continue
+            try:
+                rel, _ = smart.object_rel(strategy["object_file"])
+                to = strategy["upload_to"]
+                url, headers = str(to["url"]), {h["name"]: h["value"] for h in to.get("headers") or []}
+                path = local[rel]
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                raise smart.SmartProtocolError(f"{where}: a transfer strategy is malformed ({e})") from None
+            jobs.append(Job(path.stat().st_size, _smart_upload(url, headers, path)))
+        run_parallel(jobs, "push objects", progress)
+        _smart_signatures(target.url, ds, new)
+        smart.drain(session)
+        session.send({"details": "Complete"}, "upload progress")
+        confirmed = session.ask({}, "complete request")  # DatasetPushComplete
+        if confirmed != {}:
+            smart.result(confirmed, where, "complete request")
+            raise smart.SmartProtocolError(f"{where}: the complete request got no confirmation")
+    finally:
+        session.close()
+    remember(ws, dataset_id, "push", target)
+    n, sent = len(new), sum(j.size for j in jobs)
+    return PushResult(dataset_id, target, n, len(jobs), sent, f"pushed {n} block{'s' * (n != 1)} to {target}")
+
+
+def _smart_signatures(url: str, ds: CurrentDataset, new: list[StoredBlock]) -> None:
+    """Our extension: each new block's signature, ``PUT`` beside the objects; a node that has no
+    such route (a kamu node: 404 or 405) gets the blocks unsigned."""
+    for b in new:
+        rel = layout39.signature_file(b.hash)
+        if (ds.root / rel).is_file():
+            try:
+                smart.put_object(f"{smart.http_url(url)}/{rel}", smart.token_headers(), ds.root / rel,
+                                 lambda _: None)
+            except smart.NotAccepted:
+                return
+
+
+def _smart_upload(url: str, headers: dict[str, str], path: Path) -> Callable[[Callable[[int], None]], None]:
+    def run(on_bytes: Callable[[int], None]) -> None:
+        smart.put_object(url, headers, path, on_bytes)
+
+    return run
 
 
 def _diverged(target: DatasetRef, dataset_id: str, head: str) -> Diverged:

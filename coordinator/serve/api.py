@@ -14,22 +14,24 @@ Security (the invariants ``server.py`` sets up and the tests check):
   the cookie the page at ``/?token=TOKEN`` sets) or gets 401; the comparison is constant-time;
 - without one (loopback only), the ``Host`` header must name the loopback, so a web page
   cannot reach the API through DNS rebinding;
-- writes (a pull's or a push's ``POST``) exist only with ``--allow-writes`` (else 403);
-  ``POST /api/sql`` only reads;
+- writes (a pull's or a push's ``POST``, an ingest, a smart-protocol push and its uploads)
+  exist only with ``--allow-writes`` (else 403); ``POST /api/sql`` only reads;
 - a browser request from another origin to the API (``/api/...``, GETs included: a query
-  runs on a GET) or any write is refused (403), so a page the user opens cannot post a form
+  runs on a GET), any write or any WebSocket is refused (403), so a page the user opens cannot post a form
   to it or make it run a query (an ``<img>`` is enough to send a GET). The pages (``/``,
   ``/lineage/DS``, ``/docs``) stay open to links from anywhere; their own requests are
   same-origin;
-- a request body must say its length (else 411), of at most ``MAX_BODY`` (else 413), so none is
-  read into memory unbounded (a push's, ``/ingest``, at most ``MAX_INGEST_BODY``, is streamed to
-  a file in a run folder); ``/api/sql`` runs each query bounded (``query/bounded.py``).
+- a request body must say its length (else 411), of at most ``MAX_BODY`` (else 413; a push's
+  object upload: the size the push announced, ``smart.py``), so none is read into memory
+  unbounded (an ingest's, ``/ingest``, at most ``MAX_INGEST_BODY``, is streamed to a file in a
+  run folder); ``/api/sql`` runs each query bounded (``query/bounded.py``).
 """
 from __future__ import annotations
 
 import asyncio
 import hmac
 import json
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -50,7 +52,7 @@ from ..metadata.yaml_codec import to_dict
 from ..trust.authorship import block_signers
 from ..workspace import Dataset, DatasetNotFound, Workspace
 from ..workspace.config import OdfVersion
-from . import transfer
+from . import smart, transfer
 from .answers import Answers
 from .build_service import BuildService
 from .events import EventBus
@@ -80,6 +82,8 @@ class FieldDirection(StrEnum):
 SQL_MAX_TEXT = 100_000  # characters of one query
 MAX_BODY = 1 << 20  # bytes of a request's body (a JSON query and its options)
 MAX_INGEST_BODY = 1 << 32  # bytes of data pushed in one request (streamed to a file, not held)
+# A smart-protocol push's object upload: bounded by the size the push announced (serve/smart.py).
+_UPLOAD = re.compile(r"/[^/]+/(data|checkpoints|signatures)/f1620[0-9a-f]{64}")
 PROVENANCE_MAX_SECONDS = 600.0  # an engine start and a replay
 
 
@@ -259,7 +263,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
               summary="Put a dataset in the build queue (needs --allow-writes)")
     def pull(dataset_id: str) -> dict | JSONResponse:
         if not access.allow_writes:
-            return _error(403, "this service is read-only (start it with --allow-writes)")
+            return _error(403, smart.READ_ONLY)
         ds = _existing(ws, dataset_id)
         if not service.request(ds.id):
             raise Conflict(f"{ds.id} is pulled from a repository; the service does not update it")
@@ -324,6 +328,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
                                  headers={"Cache-Control": "no-cache"})
 
     transfer.add_routes(app, ws)  # /{dataset}/refs/head...: the datasets for coord pull http://
+    smart.add_routes(app, ws, access.allow_writes)  # /{dataset}/pull, /push: odf+http://
     return _Guard(app, access)
 
 
@@ -446,7 +451,7 @@ class _Guard:
         self.app, self.access = app, access
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -456,7 +461,8 @@ class _Guard:
             return
         token = self.access.token
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        if token is not None and scope["path"] == "/" and _same(query.get("token", [""])[0], token):
+        if token is not None and scope["type"] == "http" and scope["path"] == "/" \
+                and _same(query.get("token", [""])[0], token):
             # the page's own requests (and EventSource, which cannot send headers) use a cookie
             redirect = RedirectResponse("/", status_code=303)
             redirect.set_cookie(COOKIE, token, httponly=True, samesite="strict")
@@ -486,14 +492,15 @@ class _Guard:
                 response = _error(401, "a bearer token is required (Authorization: Bearer TOKEN)")
                 response.headers["www-authenticate"] = "Bearer"
                 return response
-        if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
+        reads = scope.get("method", "GET") in ("GET", "HEAD", "OPTIONS")  # a WebSocket has none
+        if not reads:
             length = headers.get("content-length", "")
             if not length.isdigit():
                 return _error(411, "a request with a body must give its Content-Length")
             limit = MAX_INGEST_BODY if scope["path"].endswith("/ingest") else MAX_BODY
-            if int(length) > limit:
+            if int(length) > limit and not _UPLOAD.fullmatch(scope["path"]):
                 return _error(413, f"a request's body may hold {limit} bytes at most")
-        if scope["path"].startswith("/api/") or scope["method"] not in ("GET", "HEAD", "OPTIONS"):
+        if scope["path"].startswith("/api/") or not reads or scope["type"] == "websocket":
             sender = _other_site(headers)
             if sender is not None:
                 return _error(403, f"a request from {sender} is refused: the API answers this "

@@ -230,9 +230,3 @@ def test_a_dataset_in_a_folder_is_pulled_by_its_file_url(origin, other, tmp_path
     url = f"{(tmp_path / 'repo').as_uri()}/cities"
     assert "cities: new dataset: pulling 5 blocks" in coord("pull", url, cwd=other.root).stdout
     assert verify_folder(CurrentDataset(other, "cities").root) == []
-
-
-def test_a_smart_transfer_url_is_refused_in_one_line(other):
-    line = failed_pull(other, "odf+http://127.0.0.1:1/cities")
-    assert "the smart transfer protocol is not supported" in line
-    assert "http:// URL serves the simple one" in line
