@@ -5,6 +5,7 @@ process."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -21,11 +22,18 @@ from tests.support.fake_engine import FakeEngine
 from tests.support.manifests import derivative_manifest
 
 
-@pytest.fixture
-def home(tmp_path):
-    ws = Workspace.init(tmp_path / "ws")
+@pytest.fixture(scope="module")
+def pulled(tmp_path_factory):
+    """A 0.18 workspace with its root ``cities`` pulled."""
+    ws = Workspace.init(tmp_path_factory.mktemp("pulled") / "ws")
     pulled_root(ws)
     return ws.root
+
+
+@pytest.fixture
+def home(pulled, tmp_path):
+    """A copy of ``pulled`` for one test."""
+    return shutil.copytree(pulled, tmp_path / "ws")
 
 
 def test_upgrade_prints_the_new_id_blocks_records_and_that_hashes_change(home):
