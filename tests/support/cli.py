@@ -29,6 +29,7 @@ from coordinator.engine import factory
 from coordinator.workspace import crash
 
 from .engines import ENV, opener_for
+from .forkserver import exit_code
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "tests" / "fixtures" / "manifests"
@@ -60,8 +61,8 @@ def coord_here(*args: str, cwd: Path, env: dict | None = None, check: bool = Tru
                 factory.use_engine(opener_for("fake"))
             main(list(args))
             code = 0
-        except SystemExit as exit:
-            code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+        except SystemExit as ended:
+            code = exit_code(ended)
         finally:
             factory.use_engine(opener)
             os.chdir(before)

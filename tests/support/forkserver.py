@@ -48,6 +48,11 @@ PRELOAD = [
 ]
 
 
+def exit_code(exc: SystemExit) -> int:
+    """The status a process ends with by ``exc``, as Python's own exit gives it."""
+    return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+
+
 def _child(request: dict) -> None:
     """In the forked child: become ``coord ARGS`` and end with its exit code."""
     code = 0
@@ -70,7 +75,7 @@ def _child(request: dict) -> None:
         use_chosen_engine_in_coord()
         main()
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        code = exit_code(exc)
     except BaseException:
         traceback.print_exc()
         code = 99
