@@ -25,6 +25,7 @@ from .support import engines
 from .support.cli import ROOT
 
 ENGINE_MARKERS = ("spark", "engine_start", "container")
+NO_CONTAINER_API = "unix:///nonexistent/coord-tests-start-no-engine.sock"
 
 # Property tests: 300 examples each by default (what CI runs); HYPOTHESIS_PROFILE=quick while
 # working on something else. No deadline: the machines are shared and their timing is noise.
@@ -98,6 +99,10 @@ def _choose_engine(request, monkeypatch) -> None:
     else:
         mode = "none"
     monkeypatch.setenv(engines.ENV, mode)
+    if mode != "own":
+        # No container API either: the next command after a killed one looks for the killed
+        # one's containers (engine/reaper.py), and a machine's Podman takes seconds to answer.
+        monkeypatch.setenv("COORD_CONTAINER_HOST", NO_CONTAINER_API)
     # An engine a test starts ends with its command, unless the test asks for a warm one
     # (COORD_ENGINE_KEEP_WARM="" in a command's env: the workspace's engine.keepWarm).
     monkeypatch.setenv("COORD_ENGINE_KEEP_WARM", "0")

@@ -356,9 +356,15 @@ def _logs(container, log_file: Path | None = None, tail: int = 200) -> str:
 
 
 def engine_containers(workspace: Path) -> list:
-    """The engine containers (running or not) labelled with that workspace."""
-    client = _client(timeout=10)
+    """The engine containers (running or not) labelled with that workspace; none when no
+    container API answers within a few seconds. One client: connecting asks the API's version,
+    which Podman takes a second or two to answer."""
     try:
+        client = _client(timeout=3)
+    except Exception:  # noqa: BLE001 - no API: no containers
+        return []
+    try:
+        client.api.timeout = 10
         # ignore_removed: a container removed between the listing and its inspection is simply gone
         return client.containers.list(
             all=True, ignore_removed=True, filters={"label": f"{LABEL_WORKSPACE}={workspace}"}

@@ -63,9 +63,11 @@ class Reaped:
 
 def engines(ws: Workspace) -> list[Engine]:
     """The engines of this workspace, running or on their way out, in both runtimes."""
+    from . import container  # gRPC and the docker SDK: only when engines are looked for
+
     found = []
     warm_status = warm.status(ws.run_dir)
-    for c in _containers(ws):
+    for c in container.engine_containers(ws.root):
         run_id = c.labels.get(LABEL_RUN_ID, "?")
         found.append(Engine("container", c.name, run_id, _alive(ws, run_id), c))
     for pid, lease in _sandbox_processes(ws):
@@ -91,14 +93,6 @@ def reap(ws: Workspace) -> Reaped | None:
         for engine in stopped:
             engine.stop()
         return Reaped(folders, stopped)
-
-
-def _containers(ws: Workspace) -> list:
-    from . import container
-
-    if not container.container_api_available():
-        return []
-    return container.engine_containers(ws.root)
 
 
 def _sandbox_processes(ws: Workspace) -> list[tuple[int, Path]]:

@@ -1,6 +1,7 @@
 """``coord add`` of manifests in the current ODF form (the reference's, kamu-cli v0.265.0
 examples/): added and pulled as the 0.18 datasets they describe, notes for what is left out,
-errors named where the file says it."""
+errors named where the file says it. The commands run in the test process (``coord_here``) but
+for the refused one, which runs as a ``coord`` process."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.support.cli import MANIFESTS, coord
+from tests.support.cli import MANIFESTS, coord, coord_here
 
 REFERENCE = MANIFESTS / "reference"
 TRANSACTIONS = "my.trading.transactions"
@@ -18,18 +19,18 @@ TRANSACTIONS = "my.trading.transactions"
 def home(tmp_path):
     """A workspace beside the data folder of the reference's currency_conversion example."""
     shutil.copytree(REFERENCE / "currency_conversion" / "data", tmp_path / "data")
-    coord("init", "--odf", "0.18", cwd=tmp_path)
+    coord_here("init", "--odf", "0.18", cwd=tmp_path)
     return tmp_path
 
 
 def test_a_reference_root_is_added_and_pulled_from_its_local_file(home):
-    added = coord("add", str(REFERENCE / "currency_conversion" / f"{TRANSACTIONS}.yaml"), cwd=home)
+    added = coord_here("add", str(REFERENCE / "currency_conversion" / f"{TRANSACTIONS}.yaml"), cwd=home)
     assert added.stdout.startswith(f"added     {TRANSACTIONS} ") and added.stderr == ""
-    coord("pull", TRANSACTIONS, cwd=home)
-    rows = json.loads(coord("tail", TRANSACTIONS, "-n", "1", "-o", "json", cwd=home).stdout)
+    coord_here("pull", TRANSACTIONS, cwd=home)
+    rows = json.loads(coord_here("tail", TRANSACTIONS, "-n", "1", "-o", "json", cwd=home).stdout)
     assert [{k: row[k] for k in ("symbol", "quantity", "price", "currency")} for row in rows] == [
         {"symbol": "SPY", "quantity": 1, "price": 311.64, "currency": "USD"}]  # the file's last line
-    listed = json.loads(coord("list", "-o", "json", cwd=home).stdout)
+    listed = json.loads(coord_here("list", "-o", "json", cwd=home).stdout)
     assert [(d["id"], d["records"]) for d in listed] == [(TRANSACTIONS, 36)]
 
 
@@ -49,15 +50,16 @@ content:
         engine: spark
         query: SELECT event_time, symbol, price FROM `{TRANSACTIONS}` WHERE price > 300
 """)
-    coord("add", str(REFERENCE / "currency_conversion" / f"{TRANSACTIONS}.yaml"), "expensive.yaml", cwd=home)
-    coord("pull", "-r", "my.trading.expensive", cwd=home, fake_engine=True)
-    rows = json.loads(coord("tail", "my.trading.expensive", "-o", "json", cwd=home).stdout)
+    coord_here("add", str(REFERENCE / "currency_conversion" / f"{TRANSACTIONS}.yaml"), "expensive.yaml",
+               cwd=home)
+    coord_here("pull", "-r", "my.trading.expensive", cwd=home, fake_engine=True)
+    rows = json.loads(coord_here("tail", "my.trading.expensive", "-o", "json", cwd=home).stdout)
     assert sorted(row["price"] for row in rows) == [306.14, 311.64]
 
 
 def test_descriptive_events_left_out_are_noted_and_the_dataset_is_added(home):
     path = REFERENCE / "covid" / "alberta.case-details.yaml"
-    added = coord("add", str(path), cwd=home)
+    added = coord_here("add", str(path), cwd=home)
     assert "covid19.alberta.case-details" in added.stdout
     assert [line.split(": ")[1] for line in added.stderr.splitlines()] == [
         "content.metadata[2]", "content.metadata[3]", "content.metadata[4]"]
@@ -71,7 +73,7 @@ def test_a_refused_manifest_is_one_line_naming_its_place_and_adds_nothing(home):
     assert proc.stderr == ("coord: error: dataset player-scores: an ODF 0.18 dataset has no push "
                            "sources; make a 0.39 workspace (coord init --odf 0.39) or upgrade the "
                            "0.18 datasets first (coord upgrade)\n")
-    assert coord("list", cwd=home).stdout.count("\n") == 1  # the header: nothing was added
+    assert coord_here("list", cwd=home).stdout.count("\n") == 1  # the header: nothing was added
 
 
 def test_a_derivatives_problem_is_named_where_the_current_form_says_it(home):
@@ -90,7 +92,7 @@ content:
         query: SELECT 1
         temporalTables: [{{name: other, primaryKey: [symbol]}}]
 """)
-    proc = coord("add", str(REFERENCE / "currency_conversion" / f"{TRANSACTIONS}.yaml"), "daily.yaml",
+    proc = coord_here("add", str(REFERENCE / "currency_conversion" / f"{TRANSACTIONS}.yaml"), "daily.yaml",
                  cwd=home, check=False)
     assert proc.stderr.startswith("coord: error: daily.yaml: "
                                   "content.metadata[0].transform.temporalTables[0].name: "

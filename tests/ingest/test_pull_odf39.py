@@ -4,6 +4,9 @@ SetDataSchema where the schema is new and an AddData of a slice built as the ref
 it. Every answer here is computed apart from the ingest path: the records by pyarrow's CSV
 reader, the folder by ``store.verify.verify_folder`` (which rehashes every file), the events
 of a reference-form manifest by its own loader.
+
+The commands run in the test process (``coord_here``) but for the killed ones and one whole
+path from the command line, which run as ``coord`` processes.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from coordinator.store.read import read_state
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 
-from ..support.cli import MANIFESTS, coord
+from ..support.cli import MANIFESTS, coord, coord_here
 
 NAME = "test.cities"
 REFERENCE = MANIFESTS / "reference"
@@ -58,12 +61,12 @@ def csv(home: Path, name: str, rows: list[tuple], header: str = "id,at,city") ->
 
 @pytest.fixture
 def home(tmp_path) -> Path:
-    coord("init", "--odf", "0.39", ".", cwd=tmp_path)
+    coord_here("init", "--odf", "0.39", ".", cwd=tmp_path)
     return tmp_path
 
 
 def added(home: Path, path: Path | None = None) -> CurrentDataset:
-    coord("add", str(path or manifest(home)), cwd=home)
+    coord_here("add", str(path or manifest(home)), cwd=home)
     return CurrentDataset(Workspace.open(home), NAME)
 
 
@@ -87,6 +90,11 @@ def records(ds: CurrentDataset, columns=("id", "at", "city")) -> list[dict]:
     return sorted(stored(ds).select(list(columns)).to_pylist(), key=lambda r: r["id"])
 
 
+def ids(*tables: pa.Table) -> list[int]:
+    """The tables' ids, sorted: the records of a large pull, compared without a dict a record."""
+    return sorted(i for t in tables for i in t["id"].to_pylist())
+
+
 FIRST = [(1, "2024-01-01T10:00:00Z", "Oslo"), (2, "2024-01-02T10:00:00Z", "Lima")]
 SECOND = [(3, "2024-01-03T10:00:00Z", "Pune"), (4, "2024-01-04T10:00:00Z", "Kyiv")]
 
@@ -106,7 +114,7 @@ def test_add_starts_a_0_39_chain_seed_named_by_the_datasets_key_then_its_source(
 
 def test_a_reference_form_manifest_adds_its_events_as_written(home):
     path = REFERENCE / "covid" / "alberta.case-details.yaml"
-    out = coord("add", str(path), cwd=home)
+    out = coord_here("add", str(path), cwd=home)
     assert "left out" not in out.stderr + out.stdout  # a 0.39 dataset keeps SetInfo & co
     ds = CurrentDataset(Workspace.open(home), "covid19.alberta.case-details")
     written = parse_manifest(path.read_text(), str(path), adapt=False).content
@@ -128,31 +136,32 @@ def test_an_add_killed_at_any_step_leaves_no_dataset_and_the_rerun_adds_it_whole
 def test_add_again_with_replace_appends_only_a_changed_source(home):
     ds = added(home)
     before = len(ds.state().blocks)
-    assert "unchanged" in coord("add", "--replace", str(manifest(home)), cwd=home).stdout
+    assert "unchanged" in coord_here("add", "--replace", str(manifest(home)), cwd=home).stdout
     assert len(ds.state().blocks) == before
     changed = manifest(home, merge="{kind: ledger, primaryKey: [id]}")
-    assert "updated" in coord("add", "--replace", str(changed), cwd=home).stdout
+    assert "updated" in coord_here("add", "--replace", str(changed), cwd=home).stdout
     assert kinds(ds)[before:] == ["SetPollingSource"]
     assert ds.state().polling_source.merge.primary_key == ["id"]
 
 
 def test_a_derivative_names_its_inputs_by_did_aliased_by_name(home):
     ds = added(home)
-    coord("add", str(derivative(home)), cwd=home)
+    coord_here("add", str(derivative(home)), cwd=home)
     derived = CurrentDataset(Workspace.open(home), "test.large").state()
     assert derived.transform.inputs == [e.TransformInput(dataset_ref=str(ds.state().id), alias=NAME)]
 
 
 def test_a_root_and_its_derivative_added_pulled_and_verified_from_the_cli(home):
     """The whole path of a 0.39 workspace: add both, pull both (the derivative through the
-    test engine), verify with the replay; the derivative's records are the root's filtered."""
-    ds = added(home)
+    test engine), verify with the replay; the derivative's records are the root's filtered.
+    Each command a ``coord`` process."""
+    coord("add", str(manifest(home)), cwd=home)
     coord("add", str(derivative(home)), cwd=home)
     csv(home, "a.csv", FIRST)
     coord("pull", "-r", "test.large", cwd=home, fake_engine=True)
     csv(home, "b.csv", SECOND)
     coord("pull", "-r", "test.large", cwd=home, fake_engine=True)
-    large = CurrentDataset(Workspace.open(home), "test.large")
+    ds, large = (CurrentDataset(Workspace.open(home), name) for name in (NAME, "test.large"))
     want = [r for r in expected(home / "in" / "a.csv", home / "in" / "b.csv") if r["id"] % 2 == 0]
     assert records(large) == want and len(records(ds)) == 4
     assert [type(b.block.event).__name__ for b in large.state().blocks].count("ExecuteTransform") == 2
@@ -179,10 +188,10 @@ def derivative(home: Path, name: str = "test.large",
 
 
 def test_a_0_39_derivative_of_a_0_18_dataset_is_refused_with_the_upgrade_to_run(tmp_path):
-    coord("init", "--odf", "0.18", ".", cwd=tmp_path)
-    coord("add", str(manifest(tmp_path)), cwd=tmp_path)  # a 0.18 root
-    coord("config", "set", "odf", "0.39", cwd=tmp_path)
-    refused = coord("add", str(derivative(tmp_path, "test.copy")), cwd=tmp_path, check=False)
+    coord_here("init", "--odf", "0.18", ".", cwd=tmp_path)
+    coord_here("add", str(manifest(tmp_path)), cwd=tmp_path)  # a 0.18 root
+    coord_here("config", "set", "odf", "0.39", cwd=tmp_path)
+    refused = coord_here("add", str(derivative(tmp_path, "test.copy")), cwd=tmp_path, check=False)
     assert refused.returncode != 0
     assert refused.stderr.strip().splitlines()[-1] == (
         f"coord: error: dataset test.copy: input {NAME} is an ODF 0.18 dataset, which an ODF 0.39 "
@@ -190,10 +199,10 @@ def test_a_0_39_derivative_of_a_0_18_dataset_is_refused_with_the_upgrade_to_run(
 
 
 def test_a_0_18_workspace_adds_and_pulls_0_18_datasets_as_before(tmp_path):
-    coord("init", "--odf", "0.18", ".", cwd=tmp_path)
+    coord_here("init", "--odf", "0.18", ".", cwd=tmp_path)
     csv(tmp_path, "a.csv", FIRST)
-    coord("add", str(manifest(tmp_path)), cwd=tmp_path)
-    coord("pull", NAME, cwd=tmp_path)
+    coord_here("add", str(manifest(tmp_path)), cwd=tmp_path)
+    coord_here("pull", NAME, cwd=tmp_path)
     ws = Workspace.open(tmp_path)
     assert ws.odf_of(NAME).value == "0.18"
     assert ws.dataset(NAME).state().num_records == 2
@@ -206,7 +215,7 @@ def test_a_0_18_workspace_adds_and_pulls_0_18_datasets_as_before(tmp_path):
 def test_pull_writes_a_verified_folder_holding_the_csv_records_from_offset_0(home):
     ds = added(home)
     files = [csv(home, "a.csv", FIRST)]
-    assert "2 new records" in coord("pull", NAME, cwd=home).stdout
+    assert "2 new records" in coord_here("pull", NAME, cwd=home).stdout
     assert kinds(ds)[3:] == ["SetDataSchema", "AddData"]
     assert verify_folder(ds.root) == []
     assert records(ds) == expected(*files)
@@ -222,9 +231,9 @@ def test_pull_writes_a_verified_folder_holding_the_csv_records_from_offset_0(hom
 def test_offsets_carry_on_across_pulls_and_a_pull_with_nothing_new_adds_no_block(home):
     ds = added(home)
     files = [csv(home, "a.csv", FIRST)]
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     files.append(csv(home, "b.csv", SECOND))
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     state = ds.state()
     assert kinds(ds)[3:] == ["SetDataSchema", "AddData", "AddData"]  # the schema once
     assert [(r.slice.offset_interval.start, r.slice.offset_interval.end) for r in state.slices] \
@@ -233,7 +242,7 @@ def test_offsets_carry_on_across_pulls_and_a_pull_with_nothing_new_adds_no_block
     assert stored(ds)["offset"].to_pylist() == [0, 1, 2, 3]
     assert records(ds) == expected(*files)
     head = ds.head()
-    assert "up to date" in coord("pull", NAME, cwd=home).stdout
+    assert "up to date" in coord_here("pull", NAME, cwd=home).stdout
     assert ds.head() == head
     assert verify_folder(ds.root) == []
 
@@ -241,9 +250,9 @@ def test_offsets_carry_on_across_pulls_and_a_pull_with_nothing_new_adds_no_block
 def test_a_new_nullable_column_appends_a_new_data_schema_before_its_data(home):
     ds = added(home, manifest(home, schema=""))  # columns as the files have them
     csv(home, "a.csv", FIRST)
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     csv(home, "b.csv", [(r + ("warm",)) for r in SECOND], header="id,at,city,weather")
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     assert kinds(ds)[3:] == ["SetDataSchema", "AddData", "SetDataSchema", "AddData"]
     fields = ds.state().schema.schema.fields
     assert [f.name for f in fields][-1] == "weather" and fields[-1].type.KIND == "Option"
@@ -254,10 +263,10 @@ def test_a_new_nullable_column_appends_a_new_data_schema_before_its_data(home):
 def test_a_dropped_column_is_refused_and_nothing_is_committed(home):
     ds = added(home, manifest(home, schema=""))
     csv(home, "a.csv", FIRST)
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     head = ds.head()
     csv(home, "b.csv", [(i, t) for i, t, _ in SECOND], header="id,at")
-    refused = coord("pull", NAME, cwd=home, check=False)
+    refused = coord_here("pull", NAME, cwd=home, check=False)
     assert refused.returncode != 0
     assert "the new data drops column 'city', string" in refused.stdout + refused.stderr
     assert ds.head() == head
@@ -266,9 +275,9 @@ def test_a_dropped_column_is_refused_and_nothing_is_committed(home):
 def test_a_ledger_adds_only_keys_it_has_not_seen_read_from_earlier_slices(home):
     ds = added(home, manifest(home, merge="{kind: ledger, primaryKey: [id]}"))
     csv(home, "a.csv", FIRST)
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     csv(home, "b.csv", [(2, "2024-01-02T10:00:00Z", "Lima again"), *SECOND])
-    assert "2 new records" in coord("pull", NAME, cwd=home).stdout
+    assert "2 new records" in coord_here("pull", NAME, cwd=home).stdout
     assert [r["id"] for r in records(ds)] == [1, 2, 3, 4]
     assert records(ds)[1]["city"] == "Lima"
 
@@ -276,12 +285,12 @@ def test_a_ledger_adds_only_keys_it_has_not_seen_read_from_earlier_slices(home):
 def test_a_changed_slice_is_refused_before_a_ledger_reads_its_keys(home):
     ds = added(home, manifest(home, merge="{kind: ledger, primaryKey: [id]}"))
     csv(home, "a.csv", FIRST)
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     data = ds.data_file(ds.state().slices[0].slice)
     data.write_bytes(data.read_bytes()[:-1] + b"!")  # a flipped byte
     head = ds.head()
     csv(home, "b.csv", SECOND)
-    refused = coord("pull", NAME, cwd=home, check=False)
+    refused = coord_here("pull", NAME, cwd=home, check=False)
     assert refused.returncode != 0
     assert f"{NAME}: {data} is missing or not the slice its block records" in refused.stdout
     assert ds.head() == head
@@ -290,8 +299,8 @@ def test_a_changed_slice_is_refused_before_a_ledger_reads_its_keys(home):
 def test_set_watermark_appends_an_add_data_with_only_the_watermark(home):
     ds = added(home)
     csv(home, "a.csv", FIRST)
-    coord("pull", NAME, cwd=home)
-    coord("pull", NAME, "--set-watermark", "2030-01-01T00:00:00Z", cwd=home)
+    coord_here("pull", NAME, cwd=home)
+    coord_here("pull", NAME, "--set-watermark", "2030-01-01T00:00:00Z", cwd=home)
     event = ds.state().blocks[-1].block.event
     assert isinstance(event, e.AddData) and event.new_data is None and event.prev_offset == 1
     assert event.new_watermark.isoformat() == "2030-01-01T00:00:00+00:00"
@@ -301,7 +310,7 @@ def test_set_watermark_appends_an_add_data_with_only_the_watermark(home):
 def test_each_block_keeps_its_fetch_state_in_the_cache_named_by_the_block(home):
     ds = added(home)
     csv(home, "a.csv", FIRST)
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     head = ds.state().blocks[-1]
     assert {p.name for p in ds.state_dir.iterdir()} == {f"{head.hash}.json"}
     assert '"last_file": "a.csv"' in ds.state_path(head.hash).read_text()
@@ -317,13 +326,13 @@ def many(home: Path, name: str, n: int, start: int = 0) -> Path:
 
 def test_a_pull_past_max_slice_bytes_commits_several_add_data_each_record_once(home):
     ds = added(home)
-    coord("config", "set", "ingest.maxSliceBytes", "1MiB", cwd=home)
+    coord_here("config", "set", "ingest.maxSliceBytes", "1MiB", cwd=home)
     files = [many(home, "a.csv", 50_000), many(home, "b.csv", 50_000, start=50_000)]
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     state = ds.state()
     assert len(state.slices) >= 3
     assert stored(ds)["offset"].to_pylist() == list(range(100_000))
-    assert [r["id"] for r in records(ds, ("id",))] == [r["id"] for r in expected(*files)]
+    assert ids(stored(ds)) == ids(*(pacsv.read_csv(f) for f in files))
     assert verify_folder(ds.root) == []
 
 
@@ -331,7 +340,7 @@ def test_a_pull_past_max_slice_bytes_commits_several_add_data_each_record_once(h
 def test_a_pull_killed_at_any_step_leaves_the_old_head_and_the_next_pull_adds_each_record_once(home, point):
     ds = added(home)
     files = [csv(home, "a.csv", FIRST)]
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     files.append(csv(home, "b.csv", SECOND))
     before = ds.head()
 
@@ -340,7 +349,7 @@ def test_a_pull_killed_at_any_step_leaves_the_old_head_and_the_next_pull_adds_ea
     assert (ds.head() == before) == (point != "odf-head-updated")
     assert verify_folder(ds.root) == []
 
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     state = ds.state()
     assert stored(ds)["offset"].to_pylist() == [0, 1, 2, 3]
     assert records(ds) == expected(*files)
@@ -353,17 +362,17 @@ def test_a_pull_killed_at_any_step_leaves_the_old_head_and_the_next_pull_adds_ea
 def test_a_pull_of_several_blocks_killed_after_one_resumes_within_the_file_exactly_once(home):
     ds = added(home)
     files = [csv(home, "a.csv", FIRST)]
-    coord("pull", NAME, cwd=home)  # the schema is in: the next head to move is an AddData's
-    coord("config", "set", "ingest.maxSliceBytes", "1MiB", cwd=home)
+    coord_here("pull", NAME, cwd=home)  # the schema is in: the next head to move is an AddData's
+    coord_here("config", "set", "ingest.maxSliceBytes", "1MiB", cwd=home)
     files.append(many(home, "b.csv", 100_000, start=10))
     killed = coord("pull", NAME, cwd=home, env={"COORD_CRASH_AT": "odf-head-updated"}, check=False)
     assert killed.returncode == -9
     first = read_state(ds.root)
     assert len(first.slices) == 2 and 1 < first.slices[-1].slice.offset_interval.end < 100_001
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     assert len(ds.state().slices) > 3
     assert stored(ds)["offset"].to_pylist() == list(range(100_002))
-    assert [r["id"] for r in records(ds, ("id",))] == [r["id"] for r in expected(*files)]
+    assert ids(stored(ds)) == ids(*(pacsv.read_csv(f) for f in files))
     assert verify_folder(ds.root) == []
 
 
@@ -374,22 +383,22 @@ def test_a_url_sources_etag_is_the_add_datas_source_state_and_an_unchanged_url_a
     path.write_text(path.read_text().replace('{kind: filesGlob, path: "in/*.csv"}',
                                              f'{{kind: url, url: "{url}"}}'))
     ds = added(home, path)
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     event = ds.state().blocks[-1].block.event
     assert event.new_source_state == e.SourceState(source_name="default", kind="odf/etag",
                                                    value='"v1"')
     head = ds.head()
-    assert "up to date" in coord("pull", NAME, cwd=home).stdout  # a 304: nothing new
+    assert "up to date" in coord_here("pull", NAME, cwd=home).stdout  # a 304: nothing new
     assert ds.head() == head
     site.put("/cities.csv", (body + "3,2024-01-03T10:00:00Z,Pune\n").encode(), etag='"v2"')
-    assert "1 new record" in coord("pull", NAME, cwd=home).stdout
+    assert "1 new record" in coord_here("pull", NAME, cwd=home).stdout
     assert ds.state().source_state.value == '"v2"' and [r["id"] for r in records(ds)] == [1, 2, 3]
 
 
 def test_a_0_18_derivative_of_a_0_39_dataset_is_refused(home):
     added(home)
-    coord("config", "set", "odf", "0.18", cwd=home)
-    refused = coord("add", str(derivative(home, "test.copy")), cwd=home, check=False)
+    coord_here("config", "set", "odf", "0.18", cwd=home)
+    refused = coord_here("add", str(derivative(home, "test.copy")), cwd=home, check=False)
     assert refused.returncode != 0
     assert refused.stderr.strip().splitlines()[-1] == (
         f"coord: error: dataset test.copy: input {NAME} is an ODF 0.39 dataset, which an ODF "
@@ -404,7 +413,7 @@ def test_a_preprocess_query_runs_in_the_commands_engine_before_the_slice_is_buil
                      "query: 'SELECT *, upper(city) AS loud FROM input'}\n    merge:"))
     ds = added(home, path)
     files = [csv(home, "a.csv", FIRST)]
-    coord("pull", NAME, cwd=home, fake_engine=True)
+    coord_here("pull", NAME, cwd=home, fake_engine=True)
     assert [r["loud"] for r in records(ds, ("id", "loud"))] == [
         r["city"].upper() for r in expected(*files)]
     assert verify_folder(ds.root) == []
@@ -413,16 +422,16 @@ def test_a_preprocess_query_runs_in_the_commands_engine_before_the_slice_is_buil
 def test_a_0_39_ledger_roots_state_is_one_row_per_key_in_sql_and_tail(home):
     added(home, manifest(home, merge="{kind: ledger, primaryKey: [city]}"))
     csv(home, "a.csv", FIRST)
-    coord("pull", NAME, cwd=home)
+    coord_here("pull", NAME, cwd=home)
     csv(home, "b.csv", [(5, "2024-01-05T10:00:00Z", "Oslo"), (6, "2024-01-06T10:00:00Z", "Pune")])
-    coord("pull", NAME, cwd=home)  # a ledger keeps the first record of a key: Oslo 5 is not added
-    rows = coord("sql", "-o", "json", "-c", f'SELECT city, id FROM "{NAME}@state" ORDER BY city',
+    coord_here("pull", NAME, cwd=home)  # a ledger keeps the first record of a key: Oslo 5 is not added
+    rows = coord_here("sql", "-o", "json", "-c", f'SELECT city, id FROM "{NAME}@state" ORDER BY city',
                  cwd=home).stdout
     assert [(r["city"], r["id"]) for r in json.loads(rows)] == [("Lima", 2), ("Oslo", 1), ("Pune", 6)]
-    tail = json.loads(coord("tail", "--state", "-o", "json", NAME, cwd=home).stdout)
+    tail = json.loads(coord_here("tail", "--state", "-o", "json", NAME, cwd=home).stdout)
     assert sorted((r["city"], r["id"]) for r in tail) == [("Lima", 2), ("Oslo", 1), ("Pune", 6)]
     first = CurrentDataset(Workspace.open(home), NAME).state().slices[0].block_hash
-    as_at = json.loads(coord("tail", "--state", "-o", "json", "--as-at", first.digest.hex()[:12], NAME,
+    as_at = json.loads(coord_here("tail", "--state", "-o", "json", "--as-at", first.digest.hex()[:12], NAME,
                              cwd=home).stdout)
     assert sorted((r["city"], r["id"]) for r in as_at) == [("Lima", 2), ("Oslo", 1)]
 
@@ -430,6 +439,6 @@ def test_a_0_39_ledger_roots_state_is_one_row_per_key_in_sql_and_tail(home):
 def test_a_0_39_append_root_has_no_state_and_says_why(home):
     added(home)
     csv(home, "a.csv", FIRST)
-    coord("pull", NAME, cwd=home)
-    refused = coord("tail", "--state", NAME, cwd=home, check=False)
+    coord_here("pull", NAME, cwd=home)
+    refused = coord_here("tail", "--state", NAME, cwd=home, check=False)
     assert "its merge strategy is append, so it has no primary key" in refused.stderr

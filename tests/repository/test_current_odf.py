@@ -1,9 +1,14 @@
 """Push and pull of current-ODF (0.39) datasets through folder and S3 repositories, in the
 reference's layout: a repository the reference wrote is pulled and verified, a dataset this
 coordinator wrote round-trips through a repository into another workspace, and a damaged
-repository is refused before anything of it is parsed or installed."""
+repository is refused before anything of it is parsed or installed.
+
+The origin workspace and the reference's repository are written once for the module and copied
+for each test; the commands run in the test process (``coord_here``) but for the pulls of the
+reference's repository and the killed ones, which run as ``coord`` processes."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import boto3
@@ -19,7 +24,7 @@ from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import OdfVersion
 
-from ..support.cli import coord
+from ..support.cli import coord, coord_here
 from ..support.odf39_datasets import BATCHES, at, rows, slice_file, write_derivative, write_root
 from ..support.tamper import flip_a_byte
 from .conftest import BUCKET, make_root, with_repo
@@ -31,13 +36,21 @@ def current_ws(root: Path) -> Workspace:
     return Workspace.init(root, odf=OdfVersion.V039)
 
 
-@pytest.fixture
-def origin(tmp_path) -> Workspace:
+@pytest.fixture(scope="module")
+def written_origin(tmp_path_factory) -> Path:
     """A workspace holding ``cities`` (current ODF), written and signed by this coordinator."""
-    ws = current_ws(tmp_path / "origin")
+    home = tmp_path_factory.mktemp("origin")
+    ws = current_ws(home / "origin")
     ds = CurrentDataset(ws, "cities")
-    write_root(ds.root, ds.lock_path.parent, tmp_path / "scratch", key=ds.key, signer=ws.signing_key)
-    return ws
+    write_root(ds.root, ds.lock_path.parent, home / "scratch", key=ds.key, signer=ws.signing_key)
+    return ws.root
+
+
+@pytest.fixture
+def origin(written_origin, tmp_path) -> Workspace:
+    """A copy of ``written_origin`` for one test."""
+    shutil.copytree(written_origin, tmp_path / "origin")
+    return Workspace.open(tmp_path / "origin")
 
 
 @pytest.fixture
@@ -68,19 +81,26 @@ def records(ws: Workspace, name: str) -> list[dict]:
 # --- a repository the reference wrote --------------------------------------------------------
 
 
-@pytest.fixture
-def reference_repo(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def written_reference_repo(tmp_path_factory) -> Path:
     """A repository folder as the reference's ``kamu push`` to ``file://`` leaves it: one
     folder per dataset named by its alias, each the reference's dataset layout (every folder of
     ``DatasetLayout::create``, even an empty one), blocks unsigned."""
-    repo = tmp_path / "reference-repo"
-    scratch, locks = tmp_path / "scratch", tmp_path / "locks"
+    home = tmp_path_factory.mktemp("reference")
+    repo = home / "reference-repo"
+    scratch, locks = home / "scratch", home / "locks"
     root = write_root(repo / "cities", locks, scratch)
     write_derivative(repo / "large-cities", locks, scratch, root)
     for dataset in ("cities", "large-cities"):
         for folder in layout.FOLDERS:
             (repo / dataset / folder).mkdir(exist_ok=True)
     return repo
+
+
+@pytest.fixture
+def reference_repo(written_reference_repo, tmp_path) -> Path:
+    """A copy of ``written_reference_repo`` for one test."""
+    return shutil.copytree(written_reference_repo, tmp_path / "reference-repo")
 
 
 def test_a_repository_the_reference_wrote_is_pulled_and_verifies(reference_repo, other):
@@ -101,14 +121,14 @@ def test_a_repository_the_reference_wrote_is_pulled_and_verifies(reference_repo,
 
 def test_pulling_the_reference_repository_again_is_up_to_date(reference_repo, other):
     with_repo(other, reference_repo.as_uri(), "ref")
-    coord("pull", "ref/cities", cwd=other.root)
-    assert coord("pull", "ref/cities", cwd=other.root).stdout.strip() == "cities: up to date"
+    coord_here("pull", "ref/cities", cwd=other.root)
+    assert coord_here("pull", "ref/cities", cwd=other.root).stdout.strip() == "cities: up to date"
 
 
 def test_refs_head_with_one_trailing_newline_is_tolerated(reference_repo, other):
     head = reference_repo / "cities" / layout.HEAD
     head.write_bytes(head.read_bytes() + b"\n")
-    coord("pull", "ref/cities", cwd=with_repo(other, reference_repo.as_uri(), "ref").root)
+    coord_here("pull", "ref/cities", cwd=with_repo(other, reference_repo.as_uri(), "ref").root)
     assert CurrentDataset(other, "cities").head() == Multihash.parse(head.read_text().strip())
 
 
@@ -116,7 +136,7 @@ def test_refs_head_with_one_trailing_newline_is_tolerated(reference_repo, other)
 
 
 def test_a_pushed_dataset_is_the_reference_layout_and_pulls_trusted(origin, other, repo_url):
-    pushed = coord("push", "cities", "--to", "shared", cwd=with_repo(origin, repo_url).root).stdout
+    pushed = coord_here("push", "cities", "--to", "shared", cwd=with_repo(origin, repo_url).root).stdout
     assert "pushed 5 blocks to shared/cities" in pushed
     local = CurrentDataset(origin, "cities")
     remote = remote_files(repo_url, "cities")
@@ -127,8 +147,8 @@ def test_a_pushed_dataset_is_the_reference_layout_and_pulls_trusted(origin, othe
     assert {k: v for k, v in remote.items() if k not in (layout.ALIAS, "refs/head.lock")} == {
         k: v for k, v in files_of(local.root).items() if k != layout.ALIAS}
 
-    coord("trust", "add", origin.public_key.hex(), "--name", "origin", cwd=other.root)
-    out = coord("pull", "shared/cities", cwd=with_repo(other, repo_url).root).stdout
+    coord_here("trust", "add", origin.public_key.hex(), "--name", "origin", cwd=other.root)
+    out = coord_here("pull", "shared/cities", cwd=with_repo(other, repo_url).root).stdout
     assert f"5 blocks signed by {origin.public_key.hex()} (trusted: origin)" in out
     assert verify_folder(CurrentDataset(other, "cities").root) == []
     assert records(other, "cities") == records(origin, "cities")
@@ -137,24 +157,24 @@ def test_a_pushed_dataset_is_the_reference_layout_and_pulls_trusted(origin, othe
 
 def test_an_untrusted_signer_is_pinned_on_first_pull(origin, other, tmp_path):
     url = (tmp_path / "repo").as_uri()
-    coord("push", "cities", "--to", "shared", cwd=with_repo(origin, url).root)
-    out = coord("pull", "shared/cities", cwd=with_repo(other, url).root).stdout
+    coord_here("push", "cities", "--to", "shared", cwd=with_repo(origin, url).root)
+    out = coord_here("pull", "shared/cities", cwd=with_repo(other, url).root).stdout
     assert f"5 blocks signed by {origin.public_key.hex()} (pinned for this dataset, not trusted" in out
-    assert origin.public_key.hex() in coord("trust", "list", cwd=other.root).stdout
+    assert origin.public_key.hex() in coord_here("trust", "list", cwd=other.root).stdout
 
 
 def test_a_second_push_sends_only_the_new_objects_and_pulls_incrementally(origin, other, repo_url,
                                                                           tmp_path):
     with_repo(origin, repo_url)
-    coord("push", "cities", "--to", "shared", cwd=origin.root)
-    coord("pull", "shared/cities", cwd=with_repo(other, repo_url).root)
+    coord_here("push", "cities", "--to", "shared", cwd=origin.root)
+    coord_here("pull", "shared/cities", cwd=with_repo(other, repo_url).root)
     new_head = add_batch(origin, THIRD, 40, tmp_path / "scratch")
-    again = coord("push", "cities", cwd=origin.root).stdout
+    again = coord_here("push", "cities", cwd=origin.root).stdout
     assert "pushed 1 block to shared/cities (3 files" in again  # data file, signature, block
     assert remote_files(repo_url, "cities")[layout.HEAD] == str(new_head).encode()
-    assert coord("push", "cities", cwd=origin.root).stdout.strip() == "shared/cities is up to date"
+    assert coord_here("push", "cities", cwd=origin.root).stdout.strip() == "shared/cities is up to date"
 
-    out = coord("pull", "cities", cwd=other.root).stdout  # from where it came, by its name
+    out = coord_here("pull", "cities", cwd=other.root).stdout  # from where it came, by its name
     assert "cities: local is 1 block behind; pulling" in out
     assert CurrentDataset(other, "cities").head() == new_head
     assert verify_folder(CurrentDataset(other, "cities").root) == []
@@ -164,14 +184,14 @@ def test_a_second_push_sends_only_the_new_objects_and_pulls_incrementally(origin
 def test_a_pull_killed_at_any_step_leaves_a_valid_prefix_and_the_next_one_finishes(
         origin, other, tmp_path, crash_at):
     url = (tmp_path / "repo").as_uri()
-    coord("push", "cities", "--to", "shared", cwd=with_repo(origin, url).root)
+    coord_here("push", "cities", "--to", "shared", cwd=with_repo(origin, url).root)
     killed = coord("pull", "shared/cities", cwd=with_repo(other, url).root, env={"COORD_CRASH_AT": crash_at},
                    check=False)
     assert killed.returncode != 0
     local = CurrentDataset(other, "cities")
     if local.exists():  # the Seed went in: the head names a whole prefix of the chain
         assert verify_folder(local.root) == []
-    coord("pull", "shared/cities", cwd=other.root)
+    coord_here("pull", "shared/cities", cwd=other.root)
     assert verify_folder(local.root) == []
     assert files_of(local.root) == files_of(CurrentDataset(origin, "cities").root)
 
@@ -182,7 +202,7 @@ def test_a_push_killed_before_the_head_moved_is_finished_by_the_next(origin, tmp
                    env={"COORD_CRASH_AT": "push-metadata-uploaded"}, check=False)
     assert killed.returncode != 0
     assert not (tmp_path / "repo" / "cities" / layout.HEAD).exists()  # readers see no dataset yet
-    again = coord("push", "cities", "--to", "shared", cwd=origin.root).stdout
+    again = coord_here("push", "cities", "--to", "shared", cwd=origin.root).stdout
     assert "pushed 5 blocks to shared/cities" in again and "files" not in again  # all were there
     assert (tmp_path / "repo" / "cities" / layout.HEAD).read_bytes() == (
         CurrentDataset(origin, "cities").root / layout.HEAD).read_bytes()
@@ -194,12 +214,12 @@ def test_a_push_killed_before_the_head_moved_is_finished_by_the_next(origin, tmp
 @pytest.fixture
 def pushed(origin, tmp_path) -> Path:
     """``cities`` pushed to a folder repository: the dataset's folder there."""
-    coord("push", "cities", "--to", "shared", cwd=with_repo(origin, (tmp_path / "repo").as_uri()).root)
+    coord_here("push", "cities", "--to", "shared", cwd=with_repo(origin, (tmp_path / "repo").as_uri()).root)
     return tmp_path / "repo" / "cities"
 
 
 def refused_pull(other: Workspace, repo: Path) -> str:
-    done = coord("pull", "shared/cities", cwd=with_repo(other, repo.as_uri()).root, check=False)
+    done = coord_here("pull", "shared/cities", cwd=with_repo(other, repo.as_uri()).root, check=False)
     assert done.returncode == 1
     assert not CurrentDataset(other, "cities").root.exists()  # nothing installed
     return next(line for line in (done.stdout + done.stderr).splitlines() if "nothing was pulled" in line)
@@ -223,10 +243,10 @@ def test_a_tampered_remote_data_file_is_refused_and_nothing_installed(pushed, or
 
 
 def test_a_missing_remote_data_file_is_refused_and_nothing_installed(origin, other, repo_url):
-    coord("push", "cities", "--to", "shared", cwd=with_repo(origin, repo_url).root)
+    coord_here("push", "cities", "--to", "shared", cwd=with_repo(origin, repo_url).root)
     last = CurrentDataset(origin, "cities").state().slices[-1]
     delete_remote_file(repo_url, f"cities/{layout.data_file(last.slice.physical_hash)}")
-    done = coord("pull", "shared/cities", cwd=with_repo(other, repo_url).root, check=False)
+    done = coord_here("pull", "shared/cities", cwd=with_repo(other, repo_url).root, check=False)
     assert done.returncode == 1
     assert (f"block 4 ({last.block_hash}): cities/data/{last.slice.physical_hash}: missing in the "
             "repository (nothing was pulled)") in done.stdout
@@ -254,7 +274,7 @@ def test_a_local_dataset_with_another_seed_is_refused(pushed, other, tmp_path):
     mine = CurrentDataset(other, "cities")
     write_root(mine.root, mine.lock_path.parent, tmp_path / "mine", key=mine.key, signer=other.signing_key)
     before = files_of(mine.root)
-    done = coord("pull", "shared/cities", cwd=with_repo(other, pushed.parent.as_uri()).root, check=False)
+    done = coord_here("pull", "shared/cities", cwd=with_repo(other, pushed.parent.as_uri()).root, check=False)
     assert done.returncode == 1
     assert "shared/cities is another dataset (did:odf:" in done.stdout + done.stderr
     assert "pull it --as another name" in done.stdout + done.stderr
@@ -262,11 +282,11 @@ def test_a_local_dataset_with_another_seed_is_refused(pushed, other, tmp_path):
 
 
 def test_a_diverged_push_is_refused_in_one_line(pushed, origin, other, tmp_path):
-    coord("pull", "shared/cities", cwd=with_repo(other, pushed.parent.as_uri()).root)
+    coord_here("pull", "shared/cities", cwd=with_repo(other, pushed.parent.as_uri()).root)
     add_batch(other, THIRD, 40, tmp_path / "theirs")
-    coord("push", "cities", "--to", "shared", cwd=other.root)
+    coord_here("push", "cities", "--to", "shared", cwd=other.root)
     add_batch(origin, THIRD, 41, tmp_path / "ours")
-    done = coord("push", "cities", cwd=origin.root, check=False)
+    done = coord_here("push", "cities", cwd=origin.root, check=False)
     assert done.returncode != 0
     assert "shared/cities has blocks you don't" in done.stderr and "pull first" in done.stderr
 
@@ -274,16 +294,16 @@ def test_a_diverged_push_is_refused_in_one_line(pushed, origin, other, tmp_path)
 def test_push_repair_mends_a_damaged_remote_file(pushed, origin, other):
     first = CurrentDataset(origin, "cities").state().slices[0]
     flip_a_byte(pushed / layout.data_file(first.slice.physical_hash))
-    out = coord("push", "cities", "--repair", cwd=origin.root).stdout
+    out = coord_here("push", "cities", "--repair", cwd=origin.root).stdout
     assert "repaired 1 damaged file of shared/cities" in out
-    coord("pull", "shared/cities", cwd=with_repo(other, pushed.parent.as_uri()).root)
+    coord_here("pull", "shared/cities", cwd=with_repo(other, pushed.parent.as_uri()).root)
     assert verify_folder(CurrentDataset(other, "cities").root) == []
 
 
 def test_several_datasets_of_both_versions_push_in_one_command(origin, tmp_path):
     url = (tmp_path / "repo").as_uri()
     make_root(with_repo(origin, url), "events")
-    out = coord("push", "cities", "events", "--to", "shared", cwd=origin.root).stdout.splitlines()
+    out = coord_here("push", "cities", "events", "--to", "shared", cwd=origin.root).stdout.splitlines()
     assert sorted(line.split(" (")[0] for line in out) == [
         "cities: pushed 5 blocks to shared/cities", "events: pushed 3 blocks to shared/events"]
 
@@ -291,21 +311,22 @@ def test_several_datasets_of_both_versions_push_in_one_command(origin, tmp_path)
 def test_a_folder_holding_the_other_version_is_refused_both_ways(origin, tmp_path):
     url = (tmp_path / "repo").as_uri()
     make_root(with_repo(origin, url), "events")  # an ODF 0.18 dataset beside the 0.39 one
-    coord("push", "events", "--to", "shared/old", cwd=origin.root)
-    coord("push", "cities", "--to", "shared/new", cwd=origin.root)
-    into_old = coord("push", "cities", "--to", "shared/old", cwd=origin.root, check=False)
+    coord_here("push", "events", "--to", "shared/old", cwd=origin.root)
+    coord_here("push", "cities", "--to", "shared/new", cwd=origin.root)
+    into_old = coord_here("push", "cities", "--to", "shared/old", cwd=origin.root, check=False)
     assert "shared/old holds an ODF 0.18 dataset and cities is current ODF (0.39)" in into_old.stderr
-    into_new = coord("push", "events", "--to", "shared/new", cwd=origin.root, check=False)
+    into_new = coord_here("push", "events", "--to", "shared/new", cwd=origin.root, check=False)
     assert "shared/new holds a current-ODF (0.39) dataset and events is ODF 0.18" in into_new.stderr
-    as_old = coord("pull", "shared/new", "--as", "events", cwd=origin.root, check=False)
+    as_old = coord_here("pull", "shared/new", "--as", "events", cwd=origin.root, check=False)
     assert "the local events is ODF 0.18 (nothing was pulled)" in as_old.stdout + as_old.stderr
-    as_new = coord("pull", "shared/old", "--as", "cities", cwd=origin.root, check=False)
+    as_new = coord_here("pull", "shared/old", "--as", "cities", cwd=origin.root, check=False)
     assert "shared/old is not a current-ODF (0.39) dataset and the local cities is one" in (
         as_new.stdout + as_new.stderr)
 
 
 def test_pulled_as_another_name(pushed, other):
-    out = coord("pull", "shared/cities", "--as", "towns", cwd=with_repo(other, pushed.parent.as_uri()).root)
+    out = coord_here("pull", "shared/cities", "--as", "towns",
+                     cwd=with_repo(other, pushed.parent.as_uri()).root)
     assert "towns: new dataset: pulling 5 blocks" in out.stdout
     assert (CurrentDataset(other, "towns").root / layout.ALIAS).read_text() == "towns"
     assert verify_folder(CurrentDataset(other, "towns").root) == []

@@ -1,11 +1,12 @@
 """``coord serve`` on a workspace holding datasets of both ODF versions: it starts, lists and
 draws both, and its build service ingests a current-ODF (0.39) root and computes the 0.39
-derivative over it (through the DuckDB test engine), as it does for 0.18 ones."""
+derivative over it (through the DuckDB test engine), as it does for 0.18 ones. The workspace
+is set up by commands run in the test process (``coord_here``); ``coord serve`` is a process."""
 from __future__ import annotations
 
 import textwrap
 
-from ..support.cli import coord
+from ..support.cli import coord_here
 from ..support.engines import ENV
 from .conftest import add_root, drop_csv, init_workspace, serving
 
@@ -36,12 +37,12 @@ def test_serve_lists_draws_and_builds_datasets_of_both_versions(tmp_path):
     home = init_workspace(tmp_path)  # ODF 0.18
     add_root(home, "old", "old-in")
     drop_csv(home / "old-in", "a.csv", [(1, "x")])
-    coord("config", "set", "odf", "0.39", cwd=home)  # new datasets from here on: current ODF
+    coord_here("config", "set", "odf", "0.39", cwd=home)  # new datasets from here on: current ODF
     (home / "new-in").mkdir()
     drop_csv(home / "new-in", "a.csv", [(1, "a"), (2, "b"), (3, "c")])
     for name, text in (("cities", ROOT), ("odd", ODD)):
         (home / f"{name}.yaml").write_text(textwrap.dedent(text))
-        coord("add", str(home / f"{name}.yaml"), cwd=home)
+        coord_here("add", str(home / f"{name}.yaml"), cwd=home)
 
     with serving(home, env={ENV: "fake"}) as served:
         served.wait_for(lambda: served.dataset("odd")["records"] == 2, what="odd computed")

@@ -5,13 +5,15 @@ and signers, ``lineage`` its inputs resolved to the workspace's datasets.
 
 The datasets are written through the append path (``tests/support/odf39_datasets.py``): as
 the reference writes them, without signatures. Expected answers come from the files
-(pyarrow) or the fixture's own numbers, never from the code under test.
+(pyarrow) or the fixture's own numbers, never from the code under test. The workspace is
+written once for the module and copied for each test; the commands run in the test process
+(``coord_here``) but for two, which run as ``coord`` processes.
 """
 from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,7 +26,7 @@ from coordinator.store.append import DatasetWriter
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
 from tests.repository.conftest import make_root
-from tests.support.cli import coord
+from tests.support.cli import coord, coord_here
 from tests.support.odf39_datasets import (
     BATCHES,
     Written,
@@ -52,18 +54,29 @@ class Mixed:
         return pa.concat_tables(tables).sort_by("offset")
 
 
-@pytest.fixture
-def mixed(tmp_path) -> Mixed:
-    ws = Workspace.init(tmp_path / "ws")  # a 0.18 workspace that also holds 0.39 datasets
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> Mixed:
+    home = tmp_path_factory.mktemp("mixed")
+    ws = Workspace.init(home / "ws")  # a 0.18 workspace that also holds 0.39 datasets
     make_root(ws, OLD, slices=2, rows=5)
     folder = ws.meta / "datasets"
-    root = write_root(folder / "cities", ws.meta / "locks", tmp_path / "scratch")
-    derivative = write_derivative(folder / "large-cities", ws.meta / "locks", tmp_path / "scratch", root)
+    root = write_root(folder / "cities", ws.meta / "locks", home / "scratch")
+    derivative = write_derivative(folder / "large-cities", ws.meta / "locks", home / "scratch", root)
     return Mixed(ws, root, derivative)
 
 
+@pytest.fixture
+def mixed(written, tmp_path) -> Mixed:
+    """A copy of ``written`` for one test."""
+    shutil.copytree(written.ws.root, tmp_path / "ws")
+    ws = Workspace.open(tmp_path / "ws")
+    folder = ws.meta / "datasets"
+    return Mixed(ws, replace(written.root, root=folder / "cities"),
+                 replace(written.derivative, root=folder / "large-cities"))
+
+
 def run_json(mixed: Mixed, *args: str):
-    return json.loads(coord(*args, "-o", "json", cwd=mixed.ws.root).stdout)
+    return json.loads(coord_here(*args, "-o", "json", cwd=mixed.ws.root).stdout)
 
 
 def append_batch(mixed: Mixed) -> None:
@@ -186,7 +199,7 @@ def test_a_changed_0_39_data_file_is_refused_before_it_is_read(mixed):
 
 
 def test_a_0_39_file_found_good_is_remembered_by_its_state(mixed):
-    coord("tail", "cities", cwd=mixed.ws.root)
+    coord_here("tail", "cities", cwd=mixed.ws.root)
     cache = json.loads((mixed.ws.meta / "cache" / "cities" / "checked-slices.json").read_text())
     assert set(cache) == {str(h) for h in mixed.root.blocks[-2:]}  # the AddData blocks
     assert {v[-1] for v in cache.values()} == {str(h) for h in mixed.root.data}
@@ -194,7 +207,7 @@ def test_a_0_39_file_found_good_is_remembered_by_its_state(mixed):
 
 def test_sql_still_reaches_no_file_of_a_0_39_dataset_by_path(mixed):
     path = mixed.root.root / "data" / str(mixed.root.data[0])
-    proc = coord("sql", "-c", f"SELECT * FROM read_parquet('{path}')", cwd=mixed.ws.root, check=False)
+    proc = coord_here("sql", "-c", f"SELECT * FROM read_parquet('{path}')", cwd=mixed.ws.root, check=False)
     assert proc.returncode == 1 and "disabled" in proc.stderr.lower()
 
 
@@ -203,7 +216,7 @@ def test_sql_still_reaches_no_file_of_a_0_39_dataset_by_path(mixed):
 
 def test_verify_accepts_a_sound_0_39_dataset_the_reference_wrote_unsigned(mixed):
     # --integrity: the replay (an engine) is tests/transform/test_current_pull.py's
-    proc = coord("verify", "--integrity", "large-cities", "-r", cwd=mixed.ws.root)
+    proc = coord_here("verify", "--integrity", "large-cities", "-r", cwd=mixed.ws.root)
     assert "cities: 5 blocks (ODF 0.39)" in proc.stdout
     assert "5 blocks unsigned (older than any signature: written by a tool that does not sign)" in proc.stdout
     report = run_json(mixed, "verify", "--integrity", "large-cities")[0]
@@ -214,15 +227,15 @@ def test_verify_accepts_a_sound_0_39_dataset_the_reference_wrote_unsigned(mixed)
 
 def test_verify_names_the_block_whose_data_file_changed_and_fails(mixed):
     flip_a_byte(mixed.root.root / "data" / str(mixed.root.data[0]))
-    proc = coord("verify", "cities", cwd=mixed.ws.root, check=False)
+    proc = coord_here("verify", "cities", cwd=mixed.ws.root, check=False)
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"coord: error: cities: first bad block 3 ({mixed.root.blocks[3]}): "
                                   f"data/{mixed.root.data[0]}: its bytes hash to ")
 
 
 def test_verify_under_trust_require_trusted_refuses_unsigned_0_39_blocks(mixed):
-    coord("config", "set", "trust.require", "trusted", cwd=mixed.ws.root)
-    proc = coord("verify", "cities", "--integrity", cwd=mixed.ws.root, check=False)
+    coord_here("config", "set", "trust.require", "trusted", cwd=mixed.ws.root)
+    proc = coord_here("verify", "cities", "--integrity", cwd=mixed.ws.root, check=False)
     assert proc.returncode == 1
     assert f"first bad block 0 ({mixed.root.blocks[0]}): unsigned and trust.require is trusted" in proc.stderr
 
@@ -247,7 +260,7 @@ def test_verify_refuses_a_signature_file_that_does_not_sign_its_block(mixed):
     ds = signed_by_the_workspace(mixed.ws)
     seed, head = ds.state().blocks[0].hash, ds.head()
     shutil.copy(ds.root / "signatures" / str(seed), ds.root / "signatures" / str(head))
-    proc = coord("verify", "towns", cwd=mixed.ws.root, check=False)
+    proc = coord_here("verify", "towns", cwd=mixed.ws.root, check=False)
     assert proc.returncode == 1
     assert proc.stderr == (f"coord: error: towns: first bad block 1 ({head}): signatures/{head}: "
                            "signature does not match the block\n")

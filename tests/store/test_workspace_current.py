@@ -1,7 +1,8 @@
 """A workspace holds current-ODF (0.39) datasets beside its 0.18 ones (``store/dataset.py``):
 ``coord init --odf`` picks the version new datasets get, a dataset folder in the reference's
 layout is found as a 0.39 dataset, and a command that reads 0.18 chains only refuses it in one
-line instead of calling it missing."""
+line instead of calling it missing. The commands run in the test process (``coord_here``) but
+for ``init``'s, which run as ``coord`` processes."""
 from __future__ import annotations
 
 import pytest
@@ -13,7 +14,7 @@ from coordinator.store.dataset import CurrentDataset
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import ConfigError, OdfVersion
-from tests.support.cli import coord
+from tests.support.cli import coord, coord_here
 from tests.support.odf39_datasets import at, define_derivative, write_root
 
 
@@ -24,7 +25,7 @@ def test_init_stores_new_datasets_in_0_18_unless_asked(tmp_path):
     assert "new datasets: ODF 0.39" in out
     assert Workspace.open(tmp_path / "old").config().odf is OdfVersion.V018
     assert Workspace.open(tmp_path / "new").config().odf is OdfVersion.V039
-    assert coord("config", "get", "odf", cwd=tmp_path / "new").stdout.strip() == "0.39"
+    assert coord_here("config", "get", "odf", cwd=tmp_path / "new").stdout.strip() == "0.39"
 
 
 def test_a_config_naming_another_version_is_refused(tmp_path):
@@ -60,7 +61,7 @@ def test_the_same_workspace_and_name_give_the_same_did_another_name_another(tmp_
 def test_a_command_of_0_18_chains_refuses_a_current_odf_dataset_by_name(tmp_path):
     ws = Workspace.init(tmp_path, OdfVersion.V039)
     seeded(ws, "cities")
-    err = coord("upgrade", "cities", "--into", str(tmp_path / "upgraded"), cwd=tmp_path, check=False)
+    err = coord_here("upgrade", "cities", "--into", str(tmp_path / "upgraded"), cwd=tmp_path, check=False)
     assert err.returncode != 0
     assert err.stderr.strip().splitlines()[-1] == (
         "coord: error: dataset cities is stored in current ODF (0.39), which this command does "
@@ -78,18 +79,18 @@ def test_each_block_the_workspace_makes_is_signed_by_its_key_over_the_binary_mul
 
 
 def test_config_get_tells_the_version_of_a_workspace_whose_file_leaves_it_out(tmp_path):
-    coord("init", "--odf", "0.18", cwd=tmp_path)
-    assert coord("config", "get", "odf", cwd=tmp_path).stdout.strip() == "0.18"
+    coord_here("init", "--odf", "0.18", cwd=tmp_path)
+    assert coord_here("config", "get", "odf", cwd=tmp_path).stdout.strip() == "0.18"
 
 
 def test_delete_removes_a_current_odf_dataset_and_refuses_one_a_derivative_reads(tmp_path):
     ws = Workspace.init(tmp_path, OdfVersion.V039)
     root = write_root(ws.meta / "datasets" / "cities", ws.meta / "locks", tmp_path / "scratch")
     define_derivative(ws, "large", {"cities": root.id}, "SELECT * FROM cities")
-    refused = coord("delete", "--yes", "cities", cwd=tmp_path, check=False)
+    refused = coord_here("delete", "--yes", "cities", cwd=tmp_path, check=False)
     assert refused.stderr.strip().endswith("dataset cities is an input of large; delete those first")
-    coord("delete", "--yes", "large", cwd=tmp_path)
-    coord("delete", "--yes", "cities", cwd=tmp_path)
+    coord_here("delete", "--yes", "large", cwd=tmp_path)
+    coord_here("delete", "--yes", "cities", cwd=tmp_path)
     assert ws.odf_of("cities") is None and ws.odf_of("large") is None
     assert not (ws.meta / "datasets" / "cities").exists()
 
@@ -98,12 +99,12 @@ def test_reset_moves_a_current_odf_head_back_and_the_later_objects_go(tmp_path):
     ws = Workspace.init(tmp_path, OdfVersion.V039)
     root = write_root(ws.meta / "datasets" / "cities", ws.meta / "locks", tmp_path / "scratch")
     first_data = root.blocks[-2]  # the first AddData
-    out = coord("reset", "cities", first_data.digest.hex()[:10], cwd=tmp_path).stdout
+    out = coord_here("reset", "cities", first_data.digest.hex()[:10], cwd=tmp_path).stdout
     assert out.strip() == f"cities head is now {first_data}"
     ds = CurrentDataset(ws, "cities")
     assert ds.head() == first_data and len(ds.state().slices) == 1
     assert not (ds.root / "data" / str(root.data[1])).exists()  # named only by the later block
     assert not (ds.root / "blocks" / str(root.blocks[-1])).exists()
     assert verify_folder(ds.root) == []
-    refused = coord("reset", "cities", "f16", cwd=tmp_path, check=False)
+    refused = coord_here("reset", "cities", "f16", cwd=tmp_path, check=False)
     assert refused.stderr.strip().endswith("f16 matches 4 blocks of cities; give more digits")

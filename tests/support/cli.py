@@ -1,11 +1,13 @@
 """Running the real ``coord`` command in a child process, as a user does (so it can be killed,
-locked out, crash, or race another one).
+locked out, crash, or race another one), or in the test's own process where the process
+boundary is not what a test is about.
 
 ``coord`` forks each command from a server that has the modules imported (forkserver.py);
 ``coord_started`` and ``coord_command`` start a fresh interpreter (``tests.support.entry``),
 for what a fork cannot be: a process on a terminal, or one the test holds while it runs.
 Either way the child gets the engine its test chose (``$COORD_TEST_ENGINE``, see engines.py)
-and this checkout's code whatever an editable install points at.
+and this checkout's code whatever an editable install points at. ``coord_here`` runs the same
+``main`` in the test process, with the same answer (exit code, stdout, stderr) and no fork.
 """
 from __future__ import annotations
 
@@ -21,7 +23,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .engines import ENV
+from click.testing import CliRunner
+
+from coordinator.engine import factory
+from coordinator.workspace import crash
+
+from .engines import ENV, opener_for
+from .forkserver import exit_code
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "tests" / "fixtures" / "manifests"
@@ -32,9 +40,42 @@ def coord(*args: str, cwd: Path, env: dict | None = None, check: bool = True,
     """Run ``coord ARGS`` in ``cwd``; with ``fake_engine`` every engine it opens is the DuckDB
     one of fake_engine.py. ``check``: a non-zero exit fails the test with its stderr."""
     extra = {**(env or {}), **({ENV: "fake"} if fake_engine else {})}
-    proc = _forked(list(args), Path(cwd), coord_env(extra), timeout)
+    return _checked(_forked(list(args), Path(cwd), coord_env(extra), timeout), check)
+
+
+def coord_here(*args: str, cwd: Path, env: dict | None = None, check: bool = True,
+               fake_engine: bool = False) -> subprocess.CompletedProcess:
+    """``coord ARGS`` as ``coord`` does, but run by ``main`` in this process (in ``cwd``, with
+    ``env`` added to the environment, standard streams captured): for the many commands of a
+    test that build or read a workspace, where a child process is not what is tested. The
+    engine is the test's (none unless ``fake_engine``). A crash point would kill the test
+    itself: those commands go through ``coord``."""
+    from coordinator.cli.main import main
+
+    assert crash.ENV not in (env or {}), "a command that is killed needs its own process: use coord()"
+    before, opener = Path.cwd(), factory._opener
+    with CliRunner().isolation(env={"COORD_WORKSPACE": None, **(env or {})}) as (out, err, _):
+        try:
+            os.chdir(cwd)
+            if fake_engine:
+                factory.use_engine(opener_for("fake"))
+            main(list(args))
+            code = 0
+        except SystemExit as ended:
+            code = exit_code(ended)
+        finally:
+            factory.use_engine(opener)
+            os.chdir(before)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return _checked(subprocess.CompletedProcess(
+            ["coord", *args], code, out.getvalue().decode(), err.getvalue().decode()), check)
+
+
+def _checked(proc: subprocess.CompletedProcess, check: bool) -> subprocess.CompletedProcess:
+    """``proc``; with ``check``, a non-zero exit fails the test with its stderr."""
     if check and proc.returncode != 0:
-        raise AssertionError(f"coord {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        raise AssertionError(f"{' '.join(proc.args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
 
 

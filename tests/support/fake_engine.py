@@ -32,6 +32,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +223,7 @@ def _run(transform: TransformSql, tables: dict[str, pa.Table]) -> pa.Table:
             sql = _duckdb_sql(step.query)
             if k == output_step:
                 return con.sql(sql).to_arrow_table()
-            con.execute(f"CREATE VIEW {_quote(step.alias or '')} AS {sql}")
+            con.execute(f"CREATE TEMPORARY VIEW {_quote(step.alias or '')} AS {sql}")
     except duckdb.Error as e:
         raise EngineError(EngineErrorKind.INVALID_QUERY, f"step {k}: {e}") from None
     finally:
@@ -235,22 +236,19 @@ def _refuse_stateful(query: str) -> None:
     try:
         [(text,)] = con.execute("SELECT json_serialize_sql(?)", [_duckdb_sql(query)]).fetchall()
         tree = json.loads(text)
-        aggregates = {name for (name,) in con.execute(
-            "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type = 'aggregate'"
-        ).fetchall()}
     finally:
         con.close()
     if tree.get("error"):  # Spark's window(...) among others
         raise EngineError(EngineErrorKind.UNSUPPORTED,
                           f"the test engine cannot parse the query ({tree.get('error_message')}); "
                           "Spark SQL beyond DuckDB's needs the Spark engine")
-    reason = _stateful_part(tree, aggregates)
+    reason = _stateful_part(tree, _aggregates())
     if reason:
         raise EngineError(EngineErrorKind.UNSUPPORTED, f"the test engine runs stateless queries only; "
                           f"{reason} needs the Spark engine's streaming state")
 
 
-def _stateful_part(node: Any, aggregates: set[str]) -> str | None:
+def _stateful_part(node: Any, aggregates: frozenset[str]) -> str | None:
     """What in a parsed query (json_serialize_sql) keeps state across input slices, if any."""
     if isinstance(node, list):
         return next((r for r in (_stateful_part(n, aggregates) for n in node) if r), None)
@@ -270,11 +268,31 @@ def _stateful_part(node: Any, aggregates: set[str]) -> str | None:
     return _stateful_part(list(node.values()), aggregates)
 
 
+@cache
+def _database() -> duckdb.DuckDBPyConnection:
+    """This process's one in-memory DuckDB (starting one costs 0.1-0.4 s, a connection to it
+    nothing); made on first use, so the fork server never holds one (nor its threads)."""
+    return duckdb.connect()
+
+
 def _connect() -> duckdb.DuckDBPyConnection:
-    """A connection whose zoned timestamps come out in UTC, as Spark's do."""
-    con = duckdb.connect()
+    """A connection of its own (its own registered tables and temporary views) whose zoned
+    timestamps come out in UTC, as Spark's do."""
+    con = _database().cursor()
     con.execute("SET TimeZone = 'UTC'")
     return con
+
+
+@cache
+def _aggregates() -> frozenset[str]:
+    """The names of DuckDB's aggregate functions."""
+    con = _connect()
+    try:
+        return frozenset(name for (name,) in con.execute(
+            "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type = 'aggregate'"
+        ).fetchall())
+    finally:
+        con.close()
 
 
 def _duckdb_sql(query: str) -> str:

@@ -1,9 +1,14 @@
 """A current-ODF (0.39) derivative pulled through the real ``coord pull`` with the DuckDB test
 engine (tests/support/fake_engine.py): its inputs' new slices go to the engine, the output is
 committed as SetDataSchema + ExecuteTransform through the append path, and every answer is
-computed again from the input records with pyarrow."""
+computed again from the input records with pyarrow.
+
+The workspace (and the same one after its first pull) is built once for the module and copied
+for each test; the commands run in the test process (``coord_here``) but for the first pull
+and the killed ones, which run as ``coord`` processes."""
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -18,7 +23,7 @@ from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import OdfVersion
 
-from ..support.cli import coord
+from ..support.cli import coord, coord_here
 from ..support.odf39_datasets import (
     BATCHES,
     Written,
@@ -33,12 +38,39 @@ MORE = [(datetime(2025, 3, 1, tzinfo=UTC), "Delhi", 32_941_000),
         (datetime(2025, 3, 2, tzinfo=UTC), "Porto", 231_800)]
 
 
-@pytest.fixture
-def ws(tmp_path) -> Workspace:
-    ws = Workspace.init(tmp_path, OdfVersion.V039)
-    write_root(ws.meta / "datasets" / "cities", ws.meta / "locks", tmp_path / "scratch")
+@pytest.fixture(scope="module")
+def defined(tmp_path_factory) -> Workspace:
+    """The root ``cities`` (two AddData) and the derivative ``large`` over it, not pulled."""
+    home = tmp_path_factory.mktemp("defined")
+    ws = Workspace.init(home, OdfVersion.V039)
+    write_root(ws.meta / "datasets" / "cities", ws.meta / "locks", home / "scratch")
     define_derivative(ws, "large", {"cities": CurrentDataset(ws, "cities").state().id}, QUERY)
     return ws
+
+
+@pytest.fixture(scope="module")
+def pulled(defined, tmp_path_factory) -> Workspace:
+    """``defined`` after ``large``'s first pull (its SetDataSchema and first step)."""
+    ws = copy_of(defined, tmp_path_factory.mktemp("pulled"))
+    pull(ws, "large")
+    return ws
+
+
+def copy_of(ws: Workspace, folder) -> Workspace:
+    shutil.copytree(ws.root, folder, dirs_exist_ok=True)
+    return Workspace.open(folder)
+
+
+@pytest.fixture
+def fresh(defined, tmp_path) -> Workspace:
+    """A copy of ``defined`` for one test."""
+    return copy_of(defined, tmp_path)
+
+
+@pytest.fixture
+def ws(pulled, tmp_path) -> Workspace:
+    """A copy of ``pulled`` for one test."""
+    return copy_of(pulled, tmp_path)
 
 
 def written_root(ws: Workspace) -> Written:
@@ -49,7 +81,7 @@ def written_root(ws: Workspace) -> Written:
 
 
 def pull(ws: Workspace, *args: str, check: bool = True):
-    return coord("pull", *args, cwd=ws.root, check=check, fake_engine=True)
+    return coord_here("pull", *args, cwd=ws.root, check=check, fake_engine=True)
 
 
 def records(ws: Workspace, name: str) -> pa.Table:
@@ -69,20 +101,19 @@ def events(ws: Workspace, name: str, kind) -> list:
             if isinstance(b.block.event, kind)]
 
 
-def test_a_pull_runs_the_query_over_every_input_record_and_commits_a_slice(ws):
-    out = pull(ws, "large").stdout
-    expected = large_of(records(ws, "cities"))
+def test_a_pull_runs_the_query_over_every_input_record_and_commits_a_slice(fresh):
+    out = coord("pull", "large", cwd=fresh.root, fake_engine=True).stdout  # a coord process
+    expected = large_of(records(fresh, "cities"))
     assert f"large: {expected.num_rows} new records" in out
-    got = records(ws, "large")
+    got = records(fresh, "large")
     assert got.select(["event_time", "city", "population"]).sort_by("event_time").equals(
         expected.sort_by("event_time"))
     assert got["offset"].to_pylist() == list(range(expected.num_rows))
     assert set(got["op"].to_pylist()) == {0}
-    assert verify_folder(CurrentDataset(ws, "large").root) == []
+    assert verify_folder(CurrentDataset(fresh, "large").root) == []
 
 
 def test_the_first_step_records_the_schema_then_what_it_read_of_each_input(ws):
-    pull(ws, "large")
     kinds = [type(b.block.event).__name__ for b in CurrentDataset(ws, "large").state().blocks]
     assert kinds == ["Seed", "SetTransform", "SetDataSchema", "ExecuteTransform"]
     [step] = events(ws, "large", e.ExecuteTransform)
@@ -96,7 +127,6 @@ def test_the_first_step_records_the_schema_then_what_it_read_of_each_input(ws):
 
 
 def test_the_next_pull_reads_only_the_new_slices_and_continues_offsets_and_checkpoint(ws):
-    pull(ws, "large")
     append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", MORE)
     assert "large: 1 new records" in pull(ws, "large").stdout
     first, second = events(ws, "large", e.ExecuteTransform)
@@ -113,14 +143,12 @@ def test_the_next_pull_reads_only_the_new_slices_and_continues_offsets_and_check
 
 
 def test_a_pull_with_nothing_new_commits_nothing(ws):
-    pull(ws, "large")
     head = CurrentDataset(ws, "large").head()
     assert "large: up to date" in pull(ws, "large").stdout
     assert CurrentDataset(ws, "large").head() == head
 
 
 def test_a_watermark_the_input_moved_without_data_moves_the_output_watermark(ws):
-    pull(ws, "large")
     later = datetime(2025, 6, 1, tzinfo=UTC)
     append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", [],
                 watermark=later)
@@ -131,7 +159,6 @@ def test_a_watermark_the_input_moved_without_data_moves_the_output_watermark(ws)
 
 
 def test_an_input_with_retractions_is_refused_and_nothing_is_committed(ws):
-    pull(ws, "large")
     head = CurrentDataset(ws, "large").head()
     append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch",
                 BATCHES[0][:1], op=1)
@@ -143,7 +170,6 @@ def test_an_input_with_retractions_is_refused_and_nothing_is_committed(ws):
 
 
 def test_a_damaged_checkpoint_is_refused_before_it_is_read(ws):
-    pull(ws, "large")
     [step] = events(ws, "large", e.ExecuteTransform)
     path = CurrentDataset(ws, "large").checkpoint_file(step.new_checkpoint)
     data = bytearray(path.read_bytes())
@@ -156,29 +182,28 @@ def test_a_damaged_checkpoint_is_refused_before_it_is_read(ws):
 
 
 def verify(ws: Workspace, name: str, check: bool = True):
-    return coord("verify", name, cwd=ws.root, check=check, fake_engine=True)
+    return coord_here("verify", name, cwd=ws.root, check=check, fake_engine=True)
 
 
 def test_verify_replays_the_pulled_steps_and_they_reproduce(ws):
-    pull(ws, "large")
     append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", MORE)
     pull(ws, "large")
-    out = verify(ws, "large").stdout
+    out = coord("verify", "large", cwd=ws.root, fake_engine=True).stdout  # a coord process
     assert "integrity: ok" in out and "reproducibility: reproduced" in out
 
 
-def test_a_derivative_written_elsewhere_reproduces(ws, tmp_path):
+def test_a_derivative_written_elsewhere_reproduces(fresh, tmp_path):
     # the fixture's chain: its own key, its own checkpoints, the query's records
-    root = written_root(ws)
-    write_derivative(ws.meta / "datasets" / "large-cities", ws.meta / "locks", tmp_path / "d", root)
-    assert "reproducibility: reproduced" in verify(ws, "large-cities").stdout
+    root = written_root(fresh)
+    write_derivative(fresh.meta / "datasets" / "large-cities", fresh.meta / "locks", tmp_path / "d", root)
+    assert "reproducibility: reproduced" in verify(fresh, "large-cities").stdout
 
 
-def test_a_step_whose_records_are_not_its_querys_does_not_reproduce(ws, tmp_path):
-    root = written_root(ws)
-    write_derivative(ws.meta / "datasets" / "large-cities", ws.meta / "locks", tmp_path / "d", root,
+def test_a_step_whose_records_are_not_its_querys_does_not_reproduce(fresh, tmp_path):
+    root = written_root(fresh)
+    write_derivative(fresh.meta / "datasets" / "large-cities", fresh.meta / "locks", tmp_path / "d", root,
                      query=QUERY.replace("1000000", "5000000"))
-    proc = verify(ws, "large-cities", check=False)
+    proc = verify(fresh, "large-cities", check=False)
     assert proc.returncode == 1
     assert "integrity: ok" in proc.stdout
     assert "did not reproduce: recorded 1 records, replay gave 0" in proc.stdout
@@ -186,8 +211,7 @@ def test_a_step_whose_records_are_not_its_querys_does_not_reproduce(ws, tmp_path
 
 
 def test_verify_integrity_only_does_not_replay(ws):
-    pull(ws, "large")
-    out = coord("verify", "--integrity", "large", cwd=ws.root).stdout  # no engine at all
+    out = coord_here("verify", "--integrity", "large", cwd=ws.root).stdout  # no engine at all
     assert "integrity: ok" in out and "reproducibility: not checked" in out
 
 
@@ -201,7 +225,6 @@ def change_query(ws: Workspace, name: str, query: str) -> None:
 
 
 def test_a_query_that_adds_a_column_records_the_grown_schema_before_its_data(ws):
-    pull(ws, "large")
     change_query(ws, "large", QUERY.replace("population FROM", "population, population * 2 AS doubled FROM"))
     append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", MORE)
     pull(ws, "large")
@@ -217,7 +240,6 @@ def test_a_query_that_adds_a_column_records_the_grown_schema_before_its_data(ws)
 
 
 def test_a_query_that_drops_a_column_is_refused_and_nothing_is_committed(ws):
-    pull(ws, "large")
     change_query(ws, "large", QUERY.replace(", population FROM", " FROM"))
     head = CurrentDataset(ws, "large").head()
     append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", MORE)
@@ -227,18 +249,17 @@ def test_a_query_that_drops_a_column_is_refused_and_nothing_is_committed(ws):
     assert CurrentDataset(ws, "large").head() == head
 
 
-def test_an_input_data_file_that_is_not_its_blocks_is_refused_before_the_engine_reads_it(ws):
-    cities = CurrentDataset(ws, "cities")
+def test_an_input_data_file_that_is_not_its_blocks_is_refused_before_the_engine_reads_it(fresh):
+    cities = CurrentDataset(fresh, "cities")
     path = cities.data_file(cities.state().slices[0].slice)
     path.write_bytes(path.read_bytes()[:-1] + b"\0")
-    proc = pull(ws, "large", check=False)
+    proc = pull(fresh, "large", check=False)
     assert proc.returncode == 1
     assert f"dataset cities: refusing to read {path}: its bytes hash to" in proc.stdout + proc.stderr
-    assert len(CurrentDataset(ws, "large").state().blocks) == 2  # Seed, SetTransform
+    assert len(CurrentDataset(fresh, "large").state().blocks) == 2  # Seed, SetTransform
 
 
 def test_a_derivative_of_a_derivative_reads_it_by_id_under_another_alias(ws):
-    pull(ws, "large")
     # the query names its input "big": the input is found by its did:odf, not by that name
     define_derivative(ws, "huge", {"big": CurrentDataset(ws, "large").state().id},
                       "SELECT event_time, city FROM big WHERE population > 5000000")
@@ -254,7 +275,6 @@ def test_a_derivative_of_a_derivative_reads_it_by_id_under_another_alias(ws):
 @pytest.mark.parametrize("point", ["engine-answered", "odf-data-installed", "odf-block-written",
                                    "odf-signature-written"])
 def test_a_pull_killed_part_way_leaves_the_dataset_as_it_was_and_the_next_one_finishes(ws, point):
-    pull(ws, "large")  # the SetDataSchema and the first step
     append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", MORE)
     head = CurrentDataset(ws, "large").head()
     killed = coord("pull", "large", cwd=ws.root, env={"COORD_CRASH_AT": point}, check=False,
@@ -269,7 +289,6 @@ def test_a_pull_killed_part_way_leaves_the_dataset_as_it_was_and_the_next_one_fi
 
 
 def test_a_changed_query_with_nothing_new_to_read_commits_nothing(ws):
-    pull(ws, "large")
     change_query(ws, "large", QUERY.replace("1000000", "2000000"))
     head = CurrentDataset(ws, "large").head()
     assert "large: up to date" in pull(ws, "large").stdout
