@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pyarrow.compute as pc
+import pytest
 
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
@@ -14,8 +15,15 @@ from ..support.cli import coord
 from ..support.odf39_datasets import Written, append_rows, write_derivative
 from ..transform import test_current_pull as current_pull
 
-# the root ``cities`` and the derivative ``large`` (QUERY over it), not pulled yet
-ws = current_pull.ws
+defined = current_pull.defined  # built once for the module
+
+
+@pytest.fixture
+def ws(defined, tmp_path) -> Workspace:
+    """The root ``cities`` and the derivative ``large`` (QUERY over it), not pulled yet."""
+    return current_pull.copy_of(defined, tmp_path)
+
+
 MORE, QUERY, change_query, records = current_pull.MORE, current_pull.QUERY, current_pull.change_query, \
     current_pull.records
 
