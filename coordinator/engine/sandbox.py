@@ -116,8 +116,9 @@ def _environment(shared: Path | None) -> dict[str, str]:
 
 def class_archive_path() -> Path:
     """Where this machine's class archive of Spark is (engines/spark/odf_spark_engine/
-    class_archive.py), named by what it depends on: the JVM, Spark's version, the Python
-    whose pyspark holds the jars. A Spark or Java upgrade thus looks for a new one."""
+    class_archive.py), named by what it depends on: the JVM, Spark's version and the folder
+    of its jars (``python`` and ``python3`` find the same). A Spark or Java upgrade thus
+    looks for a new one."""
     import importlib.metadata
 
     cache = Path(os.environ.get("ODF_CACHE_DIR")
@@ -126,7 +127,9 @@ def class_archive_path() -> Path:
         spark = importlib.metadata.version("pyspark")
     except importlib.metadata.PackageNotFoundError:
         spark = "none"  # no engine can start: diagnose says so
-    key = f"{find_java_home()}|{spark}|{sys.executable}"
+    found = importlib.util.find_spec("pyspark")
+    jars = Path(found.origin).resolve().parent if found is not None and found.origin else None
+    key = f"{find_java_home()}|{spark}|{jars}"
     return cache / "spark-classes" / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
