@@ -77,8 +77,10 @@ def _module_engine(request):
     """The engine a module's fixtures get (they run before any test's ``_test_engine``): the one
     its module-level markers choose, so a module fixture of a ``spark`` module pulls through
     the shared engine and one of an unmarked module may open none."""
+    starts = any(item.get_closest_marker("engine_start") or item.get_closest_marker("container")
+                 for item in request.session.items if item.module is request.module)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _choose_engine(request, monkeypatch)
+        _choose_engine(request, monkeypatch, hide_containers=not starts)
         yield
 
 
@@ -91,7 +93,9 @@ def _test_engine(request, monkeypatch):
     assert not engines.refusals, engines.REFUSAL
 
 
-def _choose_engine(request, monkeypatch) -> None:
+def _choose_engine(request, monkeypatch, *, hide_containers: bool = True) -> None:
+    """``hide_containers``: a mode other than ``own`` also sees no container API (for a
+    module, only when none of its tests starts engines: their module fixtures may)."""
     if request.node.get_closest_marker("engine_start") or request.node.get_closest_marker("container"):
         mode = "own"
     elif request.node.get_closest_marker("spark"):
@@ -99,7 +103,7 @@ def _choose_engine(request, monkeypatch) -> None:
     else:
         mode = "none"
     monkeypatch.setenv(engines.ENV, mode)
-    if mode != "own":
+    if mode != "own" and hide_containers:
         # No container API either: the next command after a killed one looks for the killed
         # one's containers (engine/reaper.py), and a machine's Podman takes seconds to answer.
         monkeypatch.setenv("COORD_CONTAINER_HOST", NO_CONTAINER_API)

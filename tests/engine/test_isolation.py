@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.engine.runtime import running_engine
+from coordinator.engine.sandbox import class_archive_path
 from coordinator.engine.session import dataset_folders
 from coordinator.engine.settings import EngineSettings
 from coordinator.workspace import Workspace
@@ -124,10 +125,12 @@ def probe_paths(files: dict) -> list[Path]:
 def test_sandbox_engine_sees_only_its_inputs_and_its_own_environment(user_files):
     result = run_probe("sandbox", user_files["ws"], probe_paths(user_files))
     assert_sees_only_its_inputs(result, user_files)
-    # The environment is the explicit list, nothing more (bubblewrap adds PWD: the run folder).
+    # The environment is the explicit list, nothing more (bubblewrap adds PWD: the run folder),
+    # and where this machine has Spark's class archive, its path (read-only, classes only).
+    archive = {"ODF_SPARK_CLASS_ARCHIVE"} if class_archive_path().is_file() else set()
     assert set(result["environments"]["engine"]) == {
         "HOME", "LANG", "TZ", "SPARK_LOCAL_IP", "PYTHONDONTWRITEBYTECODE", "PATH", "PYTHONPATH",
-        "JAVA_HOME", "PWD",
+        "JAVA_HOME", "PWD", *archive,
     }
 
 
