@@ -24,7 +24,6 @@ pyarrow on the large one; verify at least 0.8x the raw SHA3's speed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import statistics
@@ -36,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_ingest import flights_csv
+from bench_scale import sha3_all_cores
 from common import print_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,20 +104,9 @@ def coord_workspace(tmp: Path, odf: str, csv: Path) -> Path:
 def raw_sha3(home: Path) -> tuple[float, float]:
     """(wall, CPU) of hashing every data file of the workspace's 0.39 datasets, files in
     parallel on every core (hashlib releases the GIL), in this process."""
-    from concurrent.futures import ThreadPoolExecutor
-
     files = sorted((home / ".coord" / "datasets").glob("*/data/*"))
-
-    def digest(path: Path) -> bytes:
-        h = hashlib.sha3_256()
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 22):
-                h.update(chunk)
-        return h.digest()
-
     began, began_cpu = time.perf_counter(), time.process_time()
-    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        list(pool.map(digest, files))
+    sha3_all_cores(files)
     return time.perf_counter() - began, time.process_time() - began_cpu
 
 
