@@ -183,15 +183,22 @@ def pushing(url: str, head, mine: CurrentDataset, new) -> Iterator[ClientConnect
         yield socket
 
 
+def pulled_and_one_block_more(served, origin, other, tmp_path):
+    """``other`` pulls ``origin``'s cities over the smart protocol and appends a block of its
+    own: (the node's head, ``other``'s dataset, its new block)."""
+    coord("pull", f"{smart(served.url)}/cities", cwd=other.root)
+    before = CurrentDataset(origin, "cities").head()
+    mine = CurrentDataset(other, "cities")
+    with mine.writer() as w:
+        new = _append(w, other, tmp_path / "mine")
+    return before, mine, new
+
+
 def test_a_push_whose_connection_drops_midway_leaves_the_head(origin, other, tmp_path):
     """The socket closes after the blocks, before any object."""
     trusts(origin, other)
     with serving(origin.root, "--allow-writes") as served:
-        coord("pull", f"{smart(served.url)}/cities", cwd=other.root)
-        before = CurrentDataset(origin, "cities").head()
-        mine = CurrentDataset(other, "cities")
-        with mine.writer() as w:
-            new = _append(w, other, tmp_path / "mine")
+        before, mine, new = pulled_and_one_block_more(served, origin, other, tmp_path)
         with pushing(served.url, before, mine, new):
             pass  # the socket closes here
         assert CurrentDataset(origin, "cities").head() == before
@@ -207,11 +214,7 @@ def test_a_push_whose_connection_drops_midway_leaves_the_head(origin, other, tmp
 def test_a_pushed_object_that_does_not_hash_to_its_name_is_refused(origin, other, tmp_path):
     trusts(origin, other)
     with serving(origin.root, "--allow-writes") as served:
-        coord("pull", f"{smart(served.url)}/cities", cwd=other.root)
-        before = CurrentDataset(origin, "cities").head()
-        mine = CurrentDataset(other, "cities")
-        with mine.writer() as w:
-            new = _append(w, other, tmp_path / "mine")
+        before, mine, new = pulled_and_one_block_more(served, origin, other, tmp_path)
         data = mine.state().slices[-1].slice
         with pushing(served.url, before, mine, new) as socket:
             socket.send(json.dumps({"object_files": [{"object_type": "DataSlice", "physical_hash":
