@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 from ..ingest.errors import IngestError
 from ..ingest.fetch import probe
-from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot
+from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep
 from ..metadata.odf39.events import ExecuteTransform, SetTransform
 from ..store.dataset import CurrentDataset
 from ..store.overview import CurrentDatasets
-from ..store.source_state import fetch_state, root_snapshot
+from ..store.source_state import fetch_state, root_source
 from ..transform.builds import consumed_until, last_run_query
 from ..workspace import Dataset, DatasetState, Workspace
 from ..workspace.graph import DatasetGraph
@@ -122,13 +122,13 @@ def _root(ws: Workspace, ds: Dataset, dataset_state: DatasetState, source: Datas
     _probe(ws, source.fetch, lambda: ds.source_state(dataset_state), st)
 
 
-def _probe(ws: Workspace, fetch: object, fetch_state: Callable[[], SourceState | None],
+def _probe(ws: Workspace, fetch: FetchStep, fetch_state: Callable[[], SourceState | None],
            st: DatasetStatus) -> None:
     """A root's reasons from its source (either ODF version): the files a pull would take,
     given the fetch state the newest pull left."""
     try:
         state = fetch_state()
-        files = probe(fetch, root=ws.root, state=state.fetched if state is not None else None)  # type: ignore[arg-type]
+        files = probe(fetch, root=ws.root, state=state.fetched if state is not None else None)
     except (IngestError, SourceStateError) as e:  # a state file not as coord wrote it, too
         st.reasons.append(Reason.NOT_CHECKED)
         st.unchecked = str(e)
@@ -154,7 +154,7 @@ def _current(ws: Workspace, current: CurrentDatasets, name: str, st: DatasetStat
             st.reasons.append(Reason.NOT_CHECKED)
             st.unchecked = "no polling source"
             return
-        fetch = root_snapshot(name, state).source.fetch  # type: ignore[union-attr]
+        fetch = root_source(name, state).fetch
         _probe(ws, fetch, lambda: fetch_state(CurrentDataset(ws, name), state, fetch), st)
         return
     consumed: dict[str, object] = {}  # input did -> the newest of its blocks a step consumed

@@ -51,7 +51,7 @@ from ..metadata.odf39.adapt import StreamMerge
 from ..store.append import DatasetWriter, data_slice_of
 from ..store.dataset import CurrentDataset
 from ..store.read import DatasetState
-from ..store.source_state import fetch_state, reference_source_state, root_snapshot
+from ..store.source_state import fetch_state, reference_source_state, root_source
 from ..trust.slice_check import ChangedSlice
 from ..workspace.dataset import DatasetNotFound
 from ..workspace.fsutil import atomic_write, remove
@@ -103,7 +103,7 @@ class CurrentHistory(DatasetHistory):
             raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
                               "nothing to fetch")
         else:
-            source = root_snapshot(ds.id, s).source  # type: ignore[assignment]  # a root's
+            source = root_source(ds.id, s)
         vocab = vocab_of(s.vocab)
         hashes = {str(b.hash) for b in s.blocks}
         if ds.state_dir.is_dir():

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import DatasetSnapshot
+from ..metadata.objects import DatasetSourceRoot, FetchStep
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.source import SourceState
 from ..workspace.source_state import SourceState as FetchState
@@ -27,18 +27,19 @@ if TYPE_CHECKING:
 SOURCE_NAME = "default"  # the reference's name for a polling source's state
 
 
-def root_snapshot(name: str, s: DatasetState) -> DatasetSnapshot:
-    """The 0.18 snapshot of a 0.39 root's polling source and vocabulary in force, whose
-    ``source`` the ingest pipeline's steps take (``ingest.current``, ``coord status``)."""
+def root_source(name: str, s: DatasetState) -> DatasetSourceRoot:
+    """A 0.39 root's polling source in force as the 0.18 source the ingest pipeline's steps
+    take (``ingest.current``, ``coord status``)."""
     from ..metadata.odf39.adapt import adapt_snapshot
 
     assert s.polling_source is not None
-    events: list[e.MetadataEvent] = [s.polling_source, *([s.vocab] if s.vocab else [])]
-    return adapt_snapshot(e.DatasetSnapshot(name=name, kind=e.DatasetKind.ROOT,
-                                            metadata=events), "0.39").snapshot
+    snapshot = adapt_snapshot(e.DatasetSnapshot(name=name, kind=e.DatasetKind.ROOT,
+                                                metadata=[s.polling_source]), "0.39").snapshot
+    assert isinstance(snapshot.source, DatasetSourceRoot)
+    return snapshot.source
 
 
-def fetch_state(ds: CurrentDataset, s: DatasetState, fetch: object) -> FetchState | None:
+def fetch_state(ds: CurrentDataset, s: DatasetState, fetch: FetchStep) -> FetchState | None:
     """The fetch state committed with the newest block of the chain that has one. A state
     of a block the chain does not reach (a pull killed before its head moved) is not read."""
     held = {p.stem for p in ds.state_dir.iterdir()} if ds.state_dir.is_dir() else set()
@@ -46,7 +47,7 @@ def fetch_state(ds: CurrentDataset, s: DatasetState, fetch: object) -> FetchStat
     if newest is None:
         return None
     path = ds.state_path(newest)
-    return FetchState.from_json(path.read_bytes(), where=f"{ds.id}: {path}", step=fetch)  # type: ignore[arg-type]
+    return FetchState.from_json(path.read_bytes(), where=f"{ds.id}: {path}", step=fetch)
 
 
 def reference_source_state(stored: FetchState | None) -> SourceState | None:
