@@ -297,12 +297,12 @@ def test_a_change_set_larger_than_a_slice_is_committed_in_blocks_and_resumed_aft
         ws = Workspace.init(tmp_path / case.replace(" ", "-"))
         add_dataset(ws, SNAPSHOT % (columns, ""))
         limit(ws, "1GiB" if case == "in memory" else "1MiB")
-        snapshot_file(ws.root / "in" / "snap-2024-01-01.csv", 1, 150_000, extra=False)
+        snapshot_file(ws.root / "in" / "snap-2024-01-01.csv", 1, 90_000, extra=False)
         if case == "killed":
             coord("pull", DATASET, cwd=ws.root, env={"COORD_CRASH_AT": "head-updated"}, check=False)
             assert len(ws.dataset(DATASET).state().data_blocks) == 1
         first = pull_root(ws, DATASET)
-        snapshot_file(ws.root / "in" / "snap-2024-01-02.csv", 2, 150_000, extra=True)
+        snapshot_file(ws.root / "in" / "snap-2024-01-02.csv", 2, 90_000, extra=True)
         second = pull_root(ws, DATASET)
         day2 = pa.concat_tables([pq.read_table(ws.dataset(DATASET).data_file(h)) for h in second.blocks])
         outcomes[case] = (len(first.blocks), sorted(map(str, day2.drop_columns(["system_time"]).to_pylist())),

@@ -104,7 +104,7 @@ def test_reading_a_block_does_not_import_the_flatbuffers_runtime_or_numpy():
     assert out.stdout.strip() == "[]"
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(blocks39)
 def test_any_block_round_trips_through_its_manifest(b):
     assert codec.decode_block(codec.encode_block(b)) == b

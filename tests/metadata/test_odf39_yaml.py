@@ -278,7 +278,7 @@ def test_a_malformed_hash_is_refused_at_its_place():
         load_manifest(broken)
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(blocks39, snapshots39))
 def test_any_block_or_snapshot_round_trips_through_yaml(obj):
     assert load_manifest(dump_manifest(obj)) == obj

@@ -87,9 +87,20 @@ def _child(request: dict) -> None:
         os._exit(code)
 
 
+def _read_s3_models() -> None:
+    """Have the process's boto3 session read botocore's S3 model files, which each child would
+    read again at its first client (0.2-0.4 s). Keys and region are given, so nothing a child's
+    environment decides (credentials, region) is resolved here."""
+    from coordinator.repository.fileio import s3_session
+
+    s3_session().client("s3", region_name="us-east-1", aws_access_key_id="-",
+                        aws_secret_access_key="-")
+
+
 def serve() -> None:
     for name in PRELOAD:
         importlib.import_module(name)
+    _read_s3_models()
     if threading.active_count() != 1:
         raise SystemExit(f"forkserver: {threading.enumerate()} after the imports; forking would be unsafe")
     channel_in, channel_out = sys.stdin, sys.stdout
