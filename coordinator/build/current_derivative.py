@@ -14,12 +14,28 @@ transform layer does not import it):
   watermarks under ODF's rule (``inputWatermarks: recorded``, issue 31).
 - The engine reads an input's slices as stored (offset, op, system_time, event time, data),
   as the view named by the input's alias. Each file is checked against its block (size, then
-  SHA3-256) before anything reads it; a slice with retractions or corrections (op != 0) is
-  refused (issue 34). The previous checkpoint is a file checked the same way, then unpacked
-  into the step's scratch folder (``store.checkpoint``).
-- The engine's output (event time, data; an ``op`` column it carries is kept, an input's
-  ``offset`` and ``system_time`` a ``SELECT *`` carried over are dropped) is the new slice
-  through ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time.
+  SHA3-256) before anything reads it. The previous checkpoint is a file checked the same way,
+  then unpacked into the step's scratch folder (``store.checkpoint``).
+- Retractions and corrections (issue 34). An input *can hold* them when its chain says so
+  (``retraction_origin``: a root whose merge in force is snapshot, changelogStream or
+  upsertStream; a derivative with such an input, which passes them on or was refused) or its
+  new data holds op != 0 (whatever made it). Deciding by the chain refuses a query on the
+  root's first pull, before any retraction arrives, rather than on the day one does. Before
+  Execute, a step with such an input asks the engine for the query's ``RowMapping``
+  (``passes_on_retractions``): only projections, filters and aliases over that input whose
+  output copies its op and its offset unchanged may read it; any other query is refused
+  (``RetractionsRefused``, one line naming the input, why it can hold them and the operator,
+  or that the output does not carry op, or carries op without offset). Offset is required
+  because the engine orders its output by event time: without the input's offsets the order
+  of a record and its retraction, or of the two halves of a correction, is lost.
+- The engine's output (event time, data, an ``op`` column it carries) is the new slice through
+  ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time. A
+  query that passes retractions on has its output put in the input's order first
+  (``in_input_order``: by the input offset it carries) and each lone half of a correction the
+  filter cut made whole for a consumer (a correct-from alone a retraction, a correct-to alone
+  an append); the slice is then stored in the canonical order as every slice is. An input's
+  ``offset`` and ``system_time`` the query carried (``SELECT *``) are not the output's and are
+  dropped.
   A ``SetDataSchema`` goes before the first data, and before data that adds optional
   columns; an output that drops or changes a column is refused (``metadata.schema_evolution``).
 - A step with nothing new in any input (no slice, no watermark move) runs nothing and commits

@@ -220,6 +220,18 @@ def test_a_query_carrying_op_without_offset_is_refused(home):
     assert "select the input's offset unchanged too" in line
 
 
+def test_a_derivative_that_passes_them_on_can_hold_them_for_its_own_readers(home):
+    derivative(home, "test.large", PASS_ON)
+    query = "SELECT max(`at`) AS `at`, city, count(*) AS n FROM `test.large` GROUP BY city"
+    derivative(home, "test.counts", query, ("test.large",))
+    snapshot(home, 0)
+    coord("pull", ROOT, cwd=home)
+    coord("pull", "test.large", cwd=home, fake_engine=True)
+    proc = coord("pull", "test.counts", cwd=home, check=False, fake_engine=True)
+    assert ("input test.large can hold retractions and corrections (it passes on those of "
+            f"{ROOT}), which the query's Aggregate cannot handle (issue 34)") in proc.stderr
+
+
 def test_a_derivative_of_an_append_only_root_is_not_asked_about_retractions(tmp_path):
     coord("init", str(tmp_path), cwd=tmp_path)
     columns = '"id BIGINT", "city STRING", "pop BIGINT"'
