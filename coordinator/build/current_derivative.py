@@ -27,7 +27,10 @@ transform layer does not import it):
   (``RetractionsRefused``, one line naming the input, why it can hold them and the operator,
   or that the output does not carry op, or carries op without offset). Offset is required
   because the engine orders its output by event time: without the input's offsets the order
-  of a record and its retraction, or of the two halves of a correction, is lost.
+  of a record and its retraction, or of the two halves of a correction, is lost. The filters
+  may read the event time and the data columns, never op, offset or system_time: a retraction
+  carries the values of the record it retracts (its event time too), so a filter on values
+  keeps both or neither, and a filter on the system columns could keep one alone.
 - The engine's output (event time, data, an ``op`` column it carries) is the new slice through
   ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time. A
   query that passes retractions on has its output put in the input's order first
@@ -397,7 +400,8 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
 def passes_on_retractions(engine: Engine, plan: CurrentPlan) -> bool:
     """Whether the step's query passes on an input's retractions and corrections: True when an
     input it reads can hold them (``InputStep.retracting``) and the query is projections and
-    filters over it whose output copies its op and offset (the engine's ``RowMapping``);
+    filters over it whose output copies its op and offset and whose filters read none of its
+    system columns (the engine's ``RowMapping``);
     False when no input it reads can hold them. Any other query is refused
     (``RetractionsRefused``), in one line naming the input and what cannot handle them."""
     retracting = [(i, why) for i in plan.inputs if (why := i.retracting()) is not None]
@@ -417,6 +421,14 @@ def passes_on_retractions(engine: Engine, plan: CurrentPlan) -> bool:
                 "only appends")
         if mapping.input != i.alias:
             continue  # the query does not read it
+        system = [c for c in (i.vocab.operation_type, i.vocab.offset, i.vocab.system_time)
+                  if c in mapping.filtered]
+        if system:
+            # a retraction carries its record's values, not its op, offset or system time
+            raise RetractionsRefused(
+                f"{refused}, which the query cannot pass on: it filters on {', '.join(system)}, "
+                "so a retraction or correction could be kept without the record it undoes or "
+                "dropped with it kept (issue 34); filter on the event time and data columns only")
         if mapping.copies.get(op) != i.vocab.operation_type:
             raise RetractionsRefused(
                 f"{refused}, which the query cannot pass on: the output does not carry op "

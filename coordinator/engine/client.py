@@ -230,7 +230,8 @@ class EngineClient:
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         mapping = reply.mapping
-        return RowMapping(mapping.operator or None, mapping.input or None, dict(mapping.copies))
+        return RowMapping(mapping.operator or None, mapping.input or None, dict(mapping.copies),
+                          tuple(mapping.filtered))
 
     def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
         """Which input rows make each of ``records`` (see proto/engine.proto)."""

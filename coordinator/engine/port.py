@@ -175,6 +175,7 @@ class RowMapping:
     operator: str | None  # the first operator that is not a projection, filter or alias; None: none is
     input: str | None  # the one input (its view name) a row-wise plan reads; None: none
     copies: dict[str, str]  # output column -> the input column it is unchanged (row-wise plans)
+    filtered: tuple[str, ...] = ()  # the input columns the filters read (row-wise plans)
 
 
 @dataclass(frozen=True)

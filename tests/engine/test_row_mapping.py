@@ -31,19 +31,21 @@ def mapping(engine_client, *steps: str | tuple[str, str]) -> RowMapping:
         transform=TransformSql(engine="spark", queries=queries), vocab=VOCAB))
 
 
-@pytest.mark.parametrize(("steps", "copies"), [
-    (["SELECT * FROM cities WHERE pop > 10"], ALL),
+@pytest.mark.parametrize(("steps", "copies", "filtered"), [
+    (["SELECT * FROM cities WHERE pop > 10"], ALL, ("pop",)),
     (["SELECT op, `offset` AS o, event_time, id AS key, pop * 2 AS twice FROM cities"],
-     {"op": "op", "o": "offset", "event_time": "event_time", "key": "id"}),
+     {"op": "op", "o": "offset", "event_time": "event_time", "key": "id"}, ()),
     (["SELECT CAST(op AS BIGINT) AS op, event_time FROM (SELECT * FROM cities) t WHERE id = 1"],
-     {"event_time": "event_time"}),
+     {"event_time": "event_time"}, ("id",)),
     (["WITH big AS (SELECT * FROM cities WHERE pop > 10) SELECT op, event_time FROM big"],
-     {"op": "op", "event_time": "event_time"}),
+     {"op": "op", "event_time": "event_time"}, ("pop",)),
     ([("big", "SELECT * FROM cities WHERE pop > 10"), "SELECT op, `offset`, event_time FROM big"],
-     {"op": "op", "offset": "offset", "event_time": "event_time"}),
-], ids=["star", "renamed", "cast-is-no-copy", "cte", "steps"])
-def test_projections_and_filters_over_one_input_are_row_wise(engine_client, steps, copies):
-    assert mapping(engine_client, *steps) == RowMapping(None, "cities", copies)
+     {"op": "op", "offset": "offset", "event_time": "event_time"}, ("pop",)),
+    (["SELECT * FROM (SELECT *, op + id AS k FROM cities) WHERE k > 0 AND event_time > '2024-01-01'"],
+     ALL, ("event_time", "id", "op")),  # k is computed: no copy
+], ids=["star", "renamed", "cast-is-no-copy", "cte", "steps", "filter-on-computed"])
+def test_projections_and_filters_over_one_input_are_row_wise(engine_client, steps, copies, filtered):
+    assert mapping(engine_client, *steps) == RowMapping(None, "cities", copies, filtered)
 
 
 @pytest.mark.parametrize(("query", "operator"), [

@@ -19,7 +19,8 @@ row back). It keeps the real engine's contract (port.py, docs/architecture.md):
 Its row mapping (``derive_row_mapping``) reads DuckDB's parse tree of a one-step query: one
 SELECT over one input, without GROUP BY, aggregates, windows, DISTINCT, ORDER BY / LIMIT,
 joins, set operations or subqueries, is row-wise; its copies are the plain column references
-(aliased or not) and ``*``. Anything else is named as Spark names it ("Aggregate", "Join", ...).
+(aliased or not) and ``*``, its filtered columns those its WHERE clause names. Anything else
+is named as Spark names it ("Aggregate", "Join", ...).
 
 It refuses, as UNSUPPORTED, what needs streaming state (aggregations, windows, DISTINCT,
 ORDER BY / LIMIT, set operations that remove rows) and temporal tables: those stay in the
@@ -202,7 +203,7 @@ class FakeEngine:
             elif item["class"] == "COLUMN_REF":
                 column = item["column_names"][-1]
                 copies[item["alias"] or column] = column
-        return RowMapping(None, table, copies)
+        return RowMapping(None, table, copies, tuple(sorted(_column_refs(node.get("where_clause")))))
 
     def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
         raise EngineError(EngineErrorKind.UNSUPPORTED,
@@ -325,6 +326,17 @@ def _row_operator(node: dict, aggregates: frozenset[str]) -> str | None:
         return first(list(part.values()))
 
     return first([node["select_list"], node.get("where_clause")])
+
+
+def _column_refs(part: Any) -> set[str]:
+    """The columns a parsed expression names."""
+    if isinstance(part, list):
+        return set().union(*map(_column_refs, part))
+    if not isinstance(part, dict):
+        return set()
+    if part.get("class") == "COLUMN_REF":
+        return {part["column_names"][-1]}
+    return _column_refs(list(part.values()))
 
 
 @cache

@@ -220,6 +220,12 @@ def test_a_query_carrying_op_without_offset_is_refused(home):
     assert "select the input's offset unchanged too" in line
 
 
+def test_a_filter_on_op_is_refused_as_it_could_keep_a_retraction_without_its_record(home):
+    line = refused(home, "test.undone", f"SELECT op, `offset`, `at`, id, city FROM `{ROOT}` WHERE op <> 0")
+    assert f"{CAN_HOLD}, which the query cannot pass on: it filters on op," in line
+    assert "filter on the event time and data columns only" in line
+
+
 def test_a_derivative_that_passes_them_on_can_hold_them_for_its_own_readers(home):
     derivative(home, "test.large", PASS_ON)
     query = "SELECT max(`at`) AS `at`, city, count(*) AS n FROM `test.large` GROUP BY city"

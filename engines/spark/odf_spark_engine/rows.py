@@ -15,6 +15,8 @@ Invariants:
   never a guess: an operator not listed here is named by Spark's class.
 - ``copies`` lists only output columns whose value is an input column unchanged: the column
   itself or an alias of it, through every projection; a cast or any function is not a copy.
+- ``filtered`` lists every input column a filter's condition reads, through whatever the
+  projections below it computed from them (a filter on ``op + 0`` reads ``op``).
 """
 from __future__ import annotations
 
@@ -43,12 +45,15 @@ class _NotRowWise(Exception):
 
 class _Walk:
     """Walks a plan from its output down to the one input view, keeping each attribute that
-    is an input column unchanged (exprId -> the input column's name)."""
+    is an input column unchanged (exprId -> the input column's name), the input columns each
+    attribute is computed from, and those the filters read."""
 
     def __init__(self, inputs: set[str]):
         self.inputs = inputs
         self.input = ""
         self.copies: dict[int, str] = {}
+        self.sources: dict[int, frozenset[str]] = {}  # exprId -> the input columns it reads
+        self.filtered: set[str] = set()
         self.ctes: dict[int, object] = {}  # CTE id -> its definition's plan
 
     def plan(self, node) -> None:
@@ -64,11 +69,13 @@ class _Walk:
             for attr, defined in zip(_scala(node.output()), _scala(definition.output()), strict=True):
                 if _id(defined) in self.copies:
                     self.copies[_id(attr)] = self.copies[_id(defined)]
+                self.sources[_id(attr)] = self.sources.get(_id(defined), frozenset())
             return
         if kind == "View" and node.desc().identifier().table() in self.inputs:
             self.input = node.desc().identifier().table()
             for attr in _scala(node.output()):
                 self.copies[_id(attr)] = attr.name()
+                self.sources[_id(attr)] = frozenset([attr.name()])
             return
         if kind in ("LocalRelation", "OneRowRelation", "Range"):
             return  # reads no input: VALUES, SELECT without FROM
@@ -83,6 +90,14 @@ class _Walk:
                 inner = expression.child() if _class(expression) == "Alias" else expression
                 if _class(inner) == "AttributeReference" and _id(inner) in self.copies:
                     self.copies[_id(expression)] = self.copies[_id(inner)]
+                self.sources[_id(expression)] = self.read(expression)
+        elif kind == "Filter":
+            self.filtered |= self.read(node.condition())
+
+    def read(self, expression) -> frozenset[str]:
+        """The input columns ``expression`` is computed from."""
+        return frozenset().union(*(self.sources.get(_id(a), frozenset())
+                                   for a in _scala(expression.references().toSeq())))
 
 
 def derive(spark: SparkSession, request: pb.LineageRequest) -> pb.RowMapping:
@@ -94,4 +109,4 @@ def derive(spark: SparkSession, request: pb.LineageRequest) -> pb.RowMapping:
     except _NotRowWise as refused:
         return pb.RowMapping(operator=refused.operator)
     copies = {a.name(): walk.copies[_id(a)] for a in _scala(plan.output()) if _id(a) in walk.copies}
-    return pb.RowMapping(input=walk.input, copies=copies)
+    return pb.RowMapping(input=walk.input, copies=copies, filtered=sorted(walk.filtered))
