@@ -28,9 +28,10 @@ transform layer does not import it):
   or that the output does not carry op, or carries op without offset). Offset is required
   because the engine orders its output by event time: without the input's offsets the order
   of a record and its retraction, or of the two halves of a correction, is lost. The filters
-  may read the event time and the data columns, never op, offset or system_time: a retraction
-  carries the values of the record it retracts (its event time too), so a filter on values
-  keeps both or neither, and a filter on the system columns could keep one alone.
+  and the output's columns (op and offset apart) may read the event time and the data columns,
+  never op, offset or system_time: a retraction carries the values of the record it retracts
+  (its event time too), so a filter on values keeps both or neither and a column computed
+  from values is the same in both; from the system columns they would differ.
 - The engine's output (event time, data, an ``op`` column it carries) is the new slice through
   ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time. A
   query that passes retractions on has its output put in the input's order first
@@ -421,14 +422,22 @@ def passes_on_retractions(engine: Engine, plan: CurrentPlan) -> bool:
                 "only appends")
         if mapping.input != i.alias:
             continue  # the query does not read it
-        system = [c for c in (i.vocab.operation_type, i.vocab.offset, i.vocab.system_time)
-                  if c in mapping.filtered]
-        if system:
-            # a retraction carries its record's values, not its op, offset or system time
+        # a retraction carries its record's values, not its op, offset or system time: what
+        # is filtered on or computed from those would tell the two apart
+        system = (i.vocab.operation_type, i.vocab.offset, i.vocab.system_time)
+        if filtered := [c for c in system if c in mapping.filtered]:
             raise RetractionsRefused(
-                f"{refused}, which the query cannot pass on: it filters on {', '.join(system)}, "
+                f"{refused}, which the query cannot pass on: it filters on {', '.join(filtered)}, "
                 "so a retraction or correction could be kept without the record it undoes or "
                 "dropped with it kept (issue 34); filter on the event time and data columns only")
+        consumed = (op, offset, plan.vocab.system_time)  # checked above, or dropped
+        for column, read in mapping.sources.items():
+            if column not in consumed and (used := [c for c in system if c in read]):
+                raise RetractionsRefused(
+                    f"{refused}, which the query cannot pass on: its column {column} is computed "
+                    f"from {', '.join(used)}, so a retraction would not carry the values of the "
+                    "record it retracts (issue 34); compute the output's columns from the event "
+                    "time and data columns only")
         if mapping.copies.get(op) != i.vocab.operation_type:
             raise RetractionsRefused(
                 f"{refused}, which the query cannot pass on: the output does not carry op "

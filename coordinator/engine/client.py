@@ -231,7 +231,8 @@ class EngineClient:
             raise _engine_error(reply.error)
         mapping = reply.mapping
         return RowMapping(mapping.operator or None, mapping.input or None, dict(mapping.copies),
-                          tuple(mapping.filtered))
+                          tuple(mapping.filtered),
+                          {name: tuple(read.columns) for name, read in mapping.sources.items()})
 
     def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
         """Which input rows make each of ``records`` (see proto/engine.proto)."""

@@ -176,6 +176,8 @@ class RowMapping:
     input: str | None  # the one input (its view name) a row-wise plan reads; None: none
     copies: dict[str, str]  # output column -> the input column it is unchanged (row-wise plans)
     filtered: tuple[str, ...] = ()  # the input columns the filters read (row-wise plans)
+    # output column -> the input columns its value is computed from (row-wise plans)
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

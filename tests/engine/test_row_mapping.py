@@ -45,7 +45,16 @@ def mapping(engine_client, *steps: str | tuple[str, str]) -> RowMapping:
      ALL, ("event_time", "id", "op")),  # k is computed: no copy
 ], ids=["star", "renamed", "cast-is-no-copy", "cte", "steps", "filter-on-computed"])
 def test_projections_and_filters_over_one_input_are_row_wise(engine_client, steps, copies, filtered):
-    assert mapping(engine_client, *steps) == RowMapping(None, "cities", copies, filtered)
+    answer = mapping(engine_client, *steps)
+    assert (answer.operator, answer.input) == (None, "cities")
+    assert (answer.copies, answer.filtered) == (copies, filtered)
+
+
+def test_each_output_column_names_the_input_columns_it_is_computed_from(engine_client):
+    answer = mapping(engine_client, "SELECT event_time, op + id AS k, 1 AS one, pop FROM "
+                                    "(SELECT *, pop * 2 AS twice FROM cities) WHERE twice > 0")
+    assert answer.sources == {"event_time": ("event_time",), "k": ("id", "op"), "one": (),
+                              "pop": ("pop",)}
 
 
 @pytest.mark.parametrize(("query", "operator"), [
@@ -59,4 +68,4 @@ def test_projections_and_filters_over_one_input_are_row_wise(engine_client, step
     ("SELECT event_time, explode(array(1, 2)) AS k FROM cities", "Generate"),
 ], ids=["aggregate", "join", "window", "distinct", "sort-limit", "union", "subquery", "generate"])
 def test_any_other_operator_is_named(engine_client, query, operator):
-    assert mapping(engine_client, query) == RowMapping(operator, None, {})
+    assert mapping(engine_client, query) == RowMapping(operator, None, {})  # nothing else

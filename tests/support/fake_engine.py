@@ -19,8 +19,9 @@ row back). It keeps the real engine's contract (port.py, docs/architecture.md):
 Its row mapping (``derive_row_mapping``) reads DuckDB's parse tree of a one-step query: one
 SELECT over one input, without GROUP BY, aggregates, windows, DISTINCT, ORDER BY / LIMIT,
 joins, set operations or subqueries, is row-wise; its copies are the plain column references
-(aliased or not) and ``*``, its filtered columns those its WHERE clause names. Anything else
-is named as Spark names it ("Aggregate", "Join", ...).
+(aliased or not) and ``*``, its filtered columns those its WHERE clause names, each output
+column's sources the columns it names. Anything else is named as Spark names it ("Aggregate",
+"Join", ...).
 
 It refuses, as UNSUPPORTED, what needs streaming state (aggregations, windows, DISTINCT,
 ORDER BY / LIMIT, set operations that remove rows) and temporal tables: those stay in the
@@ -196,14 +197,20 @@ class FakeEngine:
         table = node["from_table"]["table_name"]
         [columns] = [i.schema.names for i in request.inputs if i.dataset_id == table]
         copies: dict[str, str] = {}
+        sources: dict[str, tuple[str, ...]] = {}
         for item in node["select_list"]:
             if item["class"] == "STAR" and not (item["exclude_list"] or item["replace_list"]
                                                 or item["rename_list"]):
                 copies.update({c: c for c in columns})
+                sources.update({c: (c,) for c in columns})
             elif item["class"] == "COLUMN_REF":
                 column = item["column_names"][-1]
                 copies[item["alias"] or column] = column
-        return RowMapping(None, table, copies, tuple(sorted(_column_refs(node.get("where_clause")))))
+                sources[item["alias"] or column] = (column,)
+            else:  # an expression: DuckDB names it by its alias (the tests give one)
+                sources[item["alias"]] = tuple(sorted(_column_refs(item)))
+        return RowMapping(None, table, copies, tuple(sorted(_column_refs(node.get("where_clause")))),
+                          sources)
 
     def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
         raise EngineError(EngineErrorKind.UNSUPPORTED,

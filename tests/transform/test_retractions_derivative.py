@@ -226,6 +226,12 @@ def test_a_filter_on_op_is_refused_as_it_could_keep_a_retraction_without_its_rec
     assert "filter on the event time and data columns only" in line
 
 
+def test_a_column_computed_from_op_is_refused_as_a_retraction_would_not_match_its_record(home):
+    query = f"SELECT op, `offset`, `at`, id, op + 10 AS kind FROM `{ROOT}`"
+    line = refused(home, "test.kinds", query)
+    assert f"{CAN_HOLD}, which the query cannot pass on: its column kind is computed from op," in line
+
+
 def test_a_derivative_that_passes_them_on_can_hold_them_for_its_own_readers(home):
     derivative(home, "test.large", PASS_ON)
     query = "SELECT max(`at`) AS `at`, city, count(*) AS n FROM `test.large` GROUP BY city"

@@ -16,7 +16,8 @@ Invariants:
 - ``copies`` lists only output columns whose value is an input column unchanged: the column
   itself or an alias of it, through every projection; a cast or any function is not a copy.
 - ``filtered`` lists every input column a filter's condition reads, through whatever the
-  projections below it computed from them (a filter on ``op + 0`` reads ``op``).
+  projections below it computed from them (a filter on ``op + 0`` reads ``op``); ``sources``
+  the input columns each output column is computed from, the same way.
 """
 from __future__ import annotations
 
@@ -108,5 +109,9 @@ def derive(spark: SparkSession, request: pb.LineageRequest) -> pb.RowMapping:
         walk.plan(plan)
     except _NotRowWise as refused:
         return pb.RowMapping(operator=refused.operator)
-    copies = {a.name(): walk.copies[_id(a)] for a in _scala(plan.output()) if _id(a) in walk.copies}
-    return pb.RowMapping(input=walk.input, copies=copies, filtered=sorted(walk.filtered))
+    output = list(_scala(plan.output()))
+    copies = {a.name(): walk.copies[_id(a)] for a in output if _id(a) in walk.copies}
+    sources = {a.name(): pb.InputColumns(columns=sorted(walk.sources.get(_id(a), ())))
+               for a in output}
+    return pb.RowMapping(input=walk.input, copies=copies, filtered=sorted(walk.filtered),
+                         sources=sources)
