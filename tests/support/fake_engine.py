@@ -188,8 +188,11 @@ class FakeEngine:
         raise EngineError(EngineErrorKind.UNSUPPORTED, "the test engine derives no field lineage")
 
     def derive_row_mapping(self, request: RowMappingRequest) -> RowMapping:
-        [step] = request.transform.steps()  # the tests' row-wise queries are one step
-        [statement] = _parsed(step.query)["statements"]
+        steps = request.transform.steps()
+        if len(steps) != 1:
+            raise EngineError(EngineErrorKind.UNSUPPORTED, "the test engine maps the rows of "
+                              "one-step queries only: more steps need the Spark engine")
+        [statement] = _parsed(steps[0].query)["statements"]
         node = statement["node"]
         operator = _row_operator(node, _aggregates())
         if operator is not None:

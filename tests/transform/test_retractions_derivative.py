@@ -85,13 +85,29 @@ def snapshot(home: Path, k: int) -> None:
     path.write_text("id,city,pop\n" + "".join(f"{i},{c},{p}\n" for i, c, p in PULLS[k]))
 
 
+def workspace(path: Path) -> Path:
+    """A 0.39 workspace (``coord init``'s default) with the snapshot root, not pulled."""
+    coord("init", str(path), cwd=path)
+    columns = '"id BIGINT", "city STRING", "pop BIGINT"'
+    coord("add", str(root_manifest(path, ROOT, "in", "{kind: snapshot, primaryKey: [id]}",
+                                   columns)), cwd=path)
+    return path
+
+
 @pytest.fixture
 def home(tmp_path) -> Path:
-    coord("init", str(tmp_path), cwd=tmp_path)  # 0.39 by default
-    columns = '"id BIGINT", "city STRING", "pop BIGINT"'
-    coord("add", str(root_manifest(tmp_path, ROOT, "in", "{kind: snapshot, primaryKey: [id]}",
-                                   columns)), cwd=tmp_path)
-    return tmp_path
+    return workspace(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def passed_on(tmp_path_factory) -> Path:
+    """The root pulled through every snapshot with ``test.large`` (PASS_ON) and ``test.all``
+    (``SELECT *``, the same filter) pulled after each; the tests only read it."""
+    home = workspace(tmp_path_factory.mktemp("passed-on"))
+    derivative(home, "test.large", PASS_ON)
+    derivative(home, "test.all", f"SELECT * FROM `{ROOT}` WHERE {KEEP}")
+    pull_all(home, "test.large", "test.all", fake=True)
+    return home
 
 
 def records(home: Path, name: str) -> pa.Table:
@@ -126,11 +142,11 @@ def consumer_view(table: pa.Table) -> Counter:
     return +held
 
 
-def pull_all(home: Path, name: str, *, fake: bool) -> None:
+def pull_all(home: Path, *names: str, fake: bool) -> None:
     for k in range(len(PULLS)):
         snapshot(home, k)
         coord("pull", ROOT, cwd=home)
-        coord("pull", name, cwd=home, fake_engine=fake)
+        coord("pull", *names, cwd=home, fake_engine=fake)
 
 
 def check_passed_on(home: Path, name: str) -> None:
@@ -140,35 +156,28 @@ def check_passed_on(home: Path, name: str) -> None:
     assert consumer_view(out) == latest
 
 
-def test_a_filter_carrying_op_and_offset_passes_on_the_roots_retractions_and_corrections(home):
-    derivative(home, "test.large", PASS_ON)
-    pull_all(home, "test.large", fake=True)
-    check_passed_on(home, "test.large")
-    ops = records(home, "test.large")["op"].to_pylist()
+def test_a_filter_carrying_op_and_offset_passes_on_the_roots_retractions_and_corrections(passed_on):
+    check_passed_on(passed_on, "test.large")
+    ops = records(passed_on, "test.large")["op"].to_pylist()
     assert set(ops) == {0, 1, 2, 3}  # each kind made it through
 
 
-def test_a_correction_the_filter_cut_in_half_becomes_a_retraction_or_an_append(home):
-    derivative(home, "test.large", PASS_ON)
-    pull_all(home, "test.large", fake=True)
-    ds = CurrentDataset(Workspace.open(home), "test.large")
+def test_a_correction_the_filter_cut_in_half_becomes_a_retraction_or_an_append(passed_on):
+    ds = CurrentDataset(Workspace.open(passed_on), "test.large")
     table = pq.read_table(ds.data_file(ds.state().slices[-1].slice))
     # the last pull: Lima 21 -> 15 (only the old half passes), Rome 12 -> 25 (only the new)
     assert {r["city"]: r["op"] for r in table.to_pylist()} == {"Lima": 1, "Rome": 0}
 
 
-def test_select_star_carries_op_and_offset_and_the_output_is_renumbered(home):
-    derivative(home, "test.all", f"SELECT * FROM `{ROOT}` WHERE {KEEP}")
-    pull_all(home, "test.all", fake=True)
-    out = records(home, "test.all")
-    assert as_rows(out) == expected(records(home, ROOT))
+def test_select_star_carries_op_and_offset_and_the_output_is_renumbered(passed_on):
+    out = records(passed_on, "test.all")
+    assert as_rows(out) == expected(records(passed_on, ROOT))
     assert out["offset"].to_pylist() == list(range(out.num_rows))  # the output's own offsets
 
 
-def test_verify_replays_the_passed_on_records(home):
-    derivative(home, "test.large", PASS_ON)
-    pull_all(home, "test.large", fake=True)
-    coord("verify", "test.large", cwd=home, fake_engine=True)
+@pytest.mark.parametrize("name", ["test.large", "test.all"])
+def test_verify_replays_the_passed_on_records(passed_on, name):
+    assert "reproducibility: reproduced" in coord("verify", name, cwd=passed_on, fake_engine=True).stdout
 
 
 def refused(home: Path, name: str, query: str, inputs: tuple[str, ...] = (ROOT,)) -> str:
