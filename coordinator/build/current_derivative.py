@@ -14,12 +14,32 @@ transform layer does not import it):
   watermarks under ODF's rule (``inputWatermarks: recorded``, issue 31).
 - The engine reads an input's slices as stored (offset, op, system_time, event time, data),
   as the view named by the input's alias. Each file is checked against its block (size, then
-  SHA3-256) before anything reads it; a slice with retractions or corrections (op != 0) is
-  refused (issue 34). The previous checkpoint is a file checked the same way, then unpacked
-  into the step's scratch folder (``store.checkpoint``).
-- The engine's output (event time, data; an ``op`` column it carries is kept, an input's
-  ``offset`` and ``system_time`` a ``SELECT *`` carried over are dropped) is the new slice
-  through ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time.
+  SHA3-256) before anything reads it. The previous checkpoint is a file checked the same way,
+  then unpacked into the step's scratch folder (``store.checkpoint``).
+- Retractions and corrections (issue 34). An input *can hold* them when its chain says so
+  (``retraction_origin``: a root whose merge in force is snapshot, changelogStream or
+  upsertStream; a derivative with such an input, which passes them on or was refused) or its
+  new data holds op != 0 (whatever made it). Deciding by the chain refuses a query on the
+  root's first pull, before any retraction arrives, rather than on the day one does. Before
+  Execute, a step with such an input asks the engine for the query's ``RowMapping``
+  (``passes_on_retractions``): only projections, filters and aliases over that input whose
+  output copies its op and its offset unchanged may read it; any other query is refused
+  (``RetractionsRefused``, one line naming the input, why it can hold them and the operator,
+  or that the output does not carry op, or carries op without offset). Offset is required
+  because the engine orders its output by event time: without the input's offsets the order
+  of a record and its retraction, or of the two halves of a correction, is lost. The filters
+  and the output's columns (op and offset apart) may read the event time and the data columns,
+  never op, offset or system_time: a retraction carries the values of the record it retracts
+  (its event time too), so a filter on values keeps both or neither and a column computed
+  from values is the same in both; from the system columns they would differ.
+- The engine's output (event time, data, an ``op`` column it carries) is the new slice through
+  ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time. A
+  query that passes retractions on has its output put in the input's order first
+  (``in_input_order``: by the input offset it carries) and each lone half of a correction the
+  filter cut made whole for a consumer (a correct-from alone a retraction, a correct-to alone
+  an append); the slice is then stored in the canonical order as every slice is. An input's
+  ``offset`` and ``system_time`` the query carried (``SELECT *``) are not the output's and are
+  dropped.
   A ``SetDataSchema`` goes before the first data, and before data that adds optional
   columns; an output that drops or changes a column is refused (``metadata.schema_evolution``).
 - A step with nothing new in any input (no slice, no watermark move) runs nothing and commits
@@ -38,12 +58,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..data.odf_schema import data_schema, grown_schema
-from ..data.odf_slice import Vocabulary, build_slice, write_slice
+from ..data.odf_slice import Op, Vocabulary, build_slice, write_slice
 from ..engine.port import (
     Engine,
     EngineError,
@@ -52,6 +73,7 @@ from ..engine.port import (
     ExecuteInput,
     InputSchema,
     LineageRequest,
+    RowMappingRequest,
 )
 from ..errors import Conflict, CoordError, Invalid
 from ..metadata.multiformats import Multihash
@@ -74,6 +96,11 @@ from ..metadata.odf39.events import (
     SetTransform,
     TransformInput,
 )
+from ..metadata.odf39.source import (
+    MergeStrategyChangelogStream,
+    MergeStrategySnapshot,
+    MergeStrategyUpsertStream,
+)
 from ..metadata.schema_evolution import SchemaChangeRefused
 from ..metadata.timestamps import now_utc
 from ..store.append import checkpoint_of, data_slice_of
@@ -81,7 +108,7 @@ from ..store.checked import checked_current_files
 from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
 from ..store.dataset import CurrentDataset
 from ..store.field_lineage import record_version, recorded_versions
-from ..store.overview import CurrentDatasets
+from ..store.overview import CurrentDatasets, InputNotFound
 from ..store.read import DatasetState, SliceRecord, StoredBlock, build
 from ..store.verify import vocabulary_of
 from ..transform.builds import late_rows_words
@@ -94,7 +121,35 @@ from ..workspace.crash import crash_point
 
 class InputRefused(CoordError):
     """An input whose data this step cannot read: changed under the derivative, damaged, or
-    holding what coord's transforms do not handle yet."""
+    holding what the derivative's query cannot handle."""
+
+
+class RetractionsRefused(InputRefused):
+    """An input that can hold retractions or corrections, read by a query that cannot pass
+    them on (it aggregates, joins, ... or its output does not carry the input's op and offset)."""
+
+
+# The merges whose roots retract and correct records, as the README names them.
+RETRACTING_MERGES = {MergeStrategySnapshot: "snapshot", MergeStrategyChangelogStream: "changelogStream",
+                     MergeStrategyUpsertStream: "upsertStream"}
+
+
+def retraction_origin(datasets: CurrentDatasets, state: DatasetState) -> str | None:
+    """Why the dataset whose chain is ``state`` can hold retractions or corrections: a root's
+    merge in force, or (a derivative) an input that can, whose records it passes on or is
+    refused; None: it only appends (an input the workspace does not hold counts as one, the
+    data check of ``InputStep.retracting`` stands for it)."""
+    for source in (state.polling_source, *state.push_sources):
+        if source is not None and type(source.merge) in RETRACTING_MERGES:
+            return f"its {RETRACTING_MERGES[type(source.merge)]} merge"
+    for given in state.transform.inputs if state.transform else ():
+        try:
+            ds = datasets.input_dataset(given, str(state.id))
+        except InputNotFound:
+            continue
+        if retraction_origin(datasets, datasets.state(ds.id)) is not None:
+            return f"it passes on those of {ds.id}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -110,6 +165,7 @@ class InputStep:
     slices: tuple[SliceRecord, ...]  # the new slices, oldest first
     watermarks: tuple[tuple[datetime, datetime], ...]  # (system time, watermark) of new blocks
     watermark_moved: bool
+    origin: str | None  # why it can hold retractions or corrections (``retraction_origin``)
 
     @property
     def vocab(self) -> Vocabulary:
@@ -130,18 +186,20 @@ class InputStep:
 
     def data_paths(self) -> list[Path]:
         """The new slices' files, each checked against its block (``ChangedSlice``; once per
-        file state, as every reader of slices checks them) and refused if it holds anything
-        but appends (``InputRefused``)."""
-        paths = checked_current_files(self.dataset, self.slices)
+        file state, as every reader of slices checks them)."""
+        return checked_current_files(self.dataset, self.slices)
+
+    def retracting(self) -> str | None:
+        """Why this step's part of the input may hold retractions or corrections: its origin,
+        else new data that holds some (op != 0: a dataset whose chain does not say it can, a
+        derivative that wrote op itself); None: appends only."""
+        if self.origin is not None:
+            return self.origin
         op = self.vocab.operation_type
-        for r, path in zip(self.slices, paths, strict=True):
-            ops = pq.read_table(path, columns=[op])[op]
-            if pc.any(pc.not_equal(ops, 0)).as_py():
-                raise InputRefused(
-                    f"input {self.dataset.id}: {path} (block {r.sequence_number}) holds "
-                    "retractions or corrections (op != 0), which a derivative's query cannot "
-                    "handle yet (issue 34)")
-        return paths
+        for r, path in zip(self.slices, self.data_paths(), strict=True):
+            if pc.any(pc.not_equal(pq.read_table(path, columns=[op])[op], 0)).as_py():
+                return f"block {r.sequence_number} holds op != 0"
+        return None
 
     def schema(self) -> pa.Schema | None:
         """The schema of the input's newest slice (None: it has no data yet)."""
@@ -165,7 +223,7 @@ def engine_vocab(v: Vocabulary) -> DatasetVocabulary:
     return DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time)
 
 
-def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
+def plan_input(datasets: CurrentDatasets, ds: CurrentDataset, alias: str, state: DatasetState,
                last: ExecuteTransformInput | None, until: Multihash | None = None, *,
                replaying: bool = False) -> InputStep:
     """The new part of input ``ds`` after ``last`` (what the previous step recorded of it) up to
@@ -202,7 +260,8 @@ def plan_input(ds: CurrentDataset, alias: str, state: DatasetState,
                        if isinstance(b.block.event, AddData | ExecuteTransform)
                        and b.block.event.new_watermark is not None)
     moved = state.watermark is not None and state.watermark != before
-    return InputStep(ds, alias, state, prev_block, prev_offset, tuple(new), watermarks, moved)
+    return InputStep(ds, alias, state, prev_block, prev_offset, tuple(new), watermarks, moved,
+                     retraction_origin(datasets, state))
 
 
 def up_to(state: DatasetState, end: int) -> DatasetState:
@@ -275,7 +334,8 @@ def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> Curr
     for given in state.transform.inputs:
         input_ds = inputs.input_dataset(given, ds.id)
         input_state = input_ds.state()
-        steps.append(plan_input(input_ds, alias_of(given), input_state, recorded.get(input_state.id)))
+        steps.append(plan_input(inputs, input_ds, alias_of(given), input_state,
+                                recorded.get(input_state.id)))
     transform = engine_transform(state.transform)
     changed = ran_with is not None and ran_with.transform != state.transform.transform
     last_data = state.rules.last_data
@@ -307,7 +367,9 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     ``scratch``. The event names no new checkpoint: a pull packs ``checkpoint_dir`` and names
     that file; a replay keeps the folder for its next step."""
     v = plan.vocab
-    step = EngineStep(plan.transaction_id(), plan.dataset.id, [i.execute_input() for i in plan.inputs],
+    inputs = [i.execute_input() for i in plan.inputs]
+    passing_on = passes_on_retractions(engine, plan)  # before any data is processed
+    step = EngineStep(plan.transaction_id(), plan.dataset.id, inputs,
                       plan.transform, engine_vocab(v), prev_checkpoint_dir, plan.prev_transform)
     result, checkpoint_dir = execute_step(engine, step, scratch, system_time=system_time,
                                           progress=progress)
@@ -316,6 +378,8 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     prev_offset = plan.state.last_offset
     if result.output_path is not None:
         table = pq.read_table(result.output_path)
+        if passing_on:
+            table = in_input_order(table, v)
         # the block numbers and stamps its records: an input's offset and system time that
         # the query carried over (SELECT *) are not the output's
         table = table.drop_columns([c for c in (v.system_time, v.offset) if c in table.column_names])
@@ -332,6 +396,83 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
         prev_offset=prev_offset, new_data=new_data,
         new_watermark=watermark)
     return StepOutput(event, schema, data_path, checkpoint_dir, result.late_rows)
+
+
+def passes_on_retractions(engine: Engine, plan: CurrentPlan) -> bool:
+    """Whether the step's query passes on an input's retractions and corrections: True when an
+    input it reads can hold them (``InputStep.retracting``) and the query is projections and
+    filters over it whose output copies its op and offset and whose filters read none of its
+    system columns (the engine's ``RowMapping``);
+    False when no input it reads can hold them. Any other query is refused
+    (``RetractionsRefused``), in one line naming the input and what cannot handle them."""
+    retracting = [(i, why) for i in plan.inputs if (why := i.retracting()) is not None]
+    if not retracting:
+        return False
+    mapping = engine.derive_row_mapping(RowMappingRequest(**_over_schemas(plan)))
+    for i, why in retracting:
+        # (the pull and verify name the dataset before it)
+        refused = f"input {i.dataset.id} can hold retractions and corrections ({why})"
+        op, offset = plan.vocab.operation_type, plan.vocab.offset
+        select = (f"SELECT {_as(i.vocab.operation_type, op)}, {_as(i.vocab.offset, offset)}, ... "
+                  f"FROM {i.alias} WHERE ...")
+        if mapping.operator is not None:
+            raise RetractionsRefused(
+                f"{refused}, which the query's {mapping.operator} cannot handle (issue 34): derive "
+                f"from it with projections and filters only ({select}), or from an input that "
+                "only appends")
+        if mapping.input != i.alias:
+            continue  # the query does not read it
+        # a retraction carries its record's values, not its op, offset or system time: what
+        # is filtered on or computed from those would tell the two apart
+        system = (i.vocab.operation_type, i.vocab.offset, i.vocab.system_time)
+        if filtered := [c for c in system if c in mapping.filtered]:
+            raise RetractionsRefused(
+                f"{refused}, which the query cannot pass on: it filters on {', '.join(filtered)}, "
+                "so a retraction or correction could be kept without the record it undoes or "
+                "dropped with it kept (issue 34); filter on the event time and data columns only")
+        consumed = (op, offset, plan.vocab.system_time)  # checked above, or dropped
+        for column, read in mapping.sources.items():
+            if column not in consumed and (used := [c for c in system if c in read]):
+                raise RetractionsRefused(
+                    f"{refused}, which the query cannot pass on: its column {column} is computed "
+                    f"from {', '.join(used)}, so a retraction would not carry the values of the "
+                    "record it retracts (issue 34); compute the output's columns from the event "
+                    "time and data columns only")
+        if mapping.copies.get(op) != i.vocab.operation_type:
+            raise RetractionsRefused(
+                f"{refused}, which the query cannot pass on: the output does not carry op "
+                f"(issue 34); select the input's op and offset unchanged ({select})")
+        if mapping.copies.get(offset) != i.vocab.offset:
+            raise RetractionsRefused(
+                f"{refused}; the output carries op but not offset, which puts its records in the "
+                "input's order (issue 34): select the input's offset unchanged too "
+                f"({select})")
+        return True
+    return False
+
+
+def _as(column: str, name: str) -> str:
+    return column if column == name else f"{column} AS {name}"
+
+
+def in_input_order(table: pa.Table, v: Vocabulary) -> pa.Table:
+    """A row-wise query's output over an input with retractions and corrections, as its
+    consumers must see it: in the input's order (its ``offset``, which the output carries), a
+    correct-from whose correct-to the query dropped a retraction, a correct-to whose
+    correct-from it dropped an append (a pair is a correct-from and the correct-to at the
+    next input offset)."""
+    table = table.sort_by(v.offset)
+    ops = table[v.operation_type].to_numpy()
+    offsets = table[v.offset].to_numpy()
+    nxt = np.append(ops[1:], -1)
+    step = np.append(np.diff(offsets), 0)
+    paired_from = (ops == Op.CORRECT_FROM) & (nxt == Op.CORRECT_TO) & (step == 1)
+    paired_to = np.insert(paired_from[:-1], 0, False)
+    fixed = np.where((ops == Op.CORRECT_FROM) & ~paired_from, Op.RETRACT,
+                     np.where((ops == Op.CORRECT_TO) & ~paired_to, Op.APPEND, ops))
+    column = table.schema.get_field_index(v.operation_type)
+    return table.set_column(column, table.schema.field(column),
+                            pa.array(fixed, table.schema.field(column).type))
 
 
 def _fitted(plan: CurrentPlan, stored: pa.Table) -> tuple[pa.Table, SetDataSchema | None]:
@@ -398,10 +539,7 @@ def field_lineage(engine: Engine, plan: CurrentPlan) -> FieldLineage | None:
     """The engine's field lineage of the plan's query over its inputs' schemas, each input named
     by its workspace dataset (the engine knows it by its alias); None: it cannot trace it."""
     names = {i.alias: i.dataset.id for i in plan.inputs}
-    lineage = lineage_of(engine, LineageRequest(
-        transaction_id=plan.transaction_id(), dataset_id=plan.dataset.id,
-        inputs=[InputSchema(i.alias, engine_vocab(i.vocab), i.schema()) for i in plan.inputs],
-        transform=plan.transform, vocab=engine_vocab(plan.vocab)))
+    lineage = lineage_of(engine, LineageRequest(**_over_schemas(plan)))
     if lineage is None:
         return None
 
@@ -410,6 +548,17 @@ def field_lineage(engine: Engine, plan: CurrentPlan) -> FieldLineage | None:
 
     return FieldLineage(fields=[replace(f, sources=named(f.sources)) for f in lineage.fields],
                         conditions=named(lineage.conditions) if lineage.conditions else None)
+
+
+def _over_schemas(plan: CurrentPlan) -> dict:
+    """The plan's query over its inputs' newest schemas, as the engine plans it without data."""
+    schemas = []
+    for i in plan.inputs:
+        schema = i.schema()
+        assert schema is not None, "planned only once every input has data"
+        schemas.append(InputSchema(i.alias, engine_vocab(i.vocab), schema))
+    return {"transaction_id": plan.transaction_id(), "dataset_id": plan.dataset.id,
+            "inputs": schemas, "transform": plan.transform, "vocab": engine_vocab(plan.vocab)}
 
 
 def _changes_nothing(event: ExecuteTransform, plan: CurrentPlan) -> bool:
@@ -448,7 +597,7 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
             input_ds = inputs.input_dataset(given, name)
             start = ExecuteTransformInput(dataset_id=used.dataset_id, prev_block_hash=used.prev_block_hash,
                                           prev_offset=used.prev_offset)
-            steps.append(plan_input(input_ds, alias_of(given), input_ds.state(), start,
+            steps.append(plan_input(inputs, input_ds, alias_of(given), input_ds.state(), start,
                                     used.new_block_hash, replaying=True))
         changed = ran_with is not None and ran_with.transform != in_force.transform
         plan = CurrentPlan(ds, up_to(state, k), engine_transform(in_force), steps, None,

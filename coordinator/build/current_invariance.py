@@ -61,7 +61,7 @@ def check_current_invariance(ws: Workspace, name: str, engine: Callable[[], Engi
         if until is None:
             raise Invalid(f"{name}: its steps read no block of input {alias_of(given)} yet")
         input_ds = inputs.input_dataset(given, name)
-        steps.append(plan_input(input_ds, alias_of(given), input_ds.state(), None, until))
+        steps.append(plan_input(inputs, input_ds, alias_of(given), input_ds.state(), None, until))
     # the chain before its first data: no schema, no offsets, no watermark yet
     first = next(k for k, b in enumerate(state.blocks)
                  if isinstance(b.block.event, SetDataSchema | ExecuteTransform))

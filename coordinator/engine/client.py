@@ -49,6 +49,8 @@ from .port import (
     ProvenanceRequest,
     ProvenanceResult,
     ReadSourceRequest,
+    RowMapping,
+    RowMappingRequest,
     SourcePosition,
     ValidateRequest,
     ValidateResult,
@@ -216,16 +218,21 @@ class EngineClient:
     def derive_field_lineage(self, request: LineageRequest) -> FieldLineage:
         """The column-level lineage of the transform over the inputs' schemas (no data read)."""
         message = pb.LineageRequest(inputs=[_input_schema(i) for i in request.inputs], **_common(request))
-        try:
-            reply = self._stub.DeriveLineage(message)
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:  # an engine (image) built before it
-                raise EngineError(EngineErrorKind.UNSUPPORTED, "this engine build has no DeriveLineage "
-                                                               "(rebuild the engine image)") from None
-            raise _transport_error(exc) from None
+        reply = self._call_added("DeriveLineage", message)
         if reply.HasField("error"):
             raise _engine_error(reply.error)
         return _field_lineage(reply.lineage)
+
+    def derive_row_mapping(self, request: RowMappingRequest) -> RowMapping:
+        """How the output's records come from the inputs' (see proto/engine.proto)."""
+        message = pb.LineageRequest(inputs=[_input_schema(i) for i in request.inputs], **_common(request))
+        reply = self._call_added("DeriveRowMapping", message)
+        if reply.HasField("error"):
+            raise _engine_error(reply.error)
+        mapping = reply.mapping
+        return RowMapping(mapping.operator or None, mapping.input or None, dict(mapping.copies),
+                          tuple(mapping.filtered),
+                          {name: tuple(read.columns) for name, read in mapping.sources.items()})
 
     def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
         """Which input rows make each of ``records`` (see proto/engine.proto)."""
@@ -241,6 +248,16 @@ class EngineClient:
             raise _engine_error(reply.error)
         derivations = pa.ipc.open_stream(reply.result.derivations).read_all()
         return ProvenanceResult(derivations, reply.result.stateful)
+
+    def _call_added(self, name: str, request):
+        """RPC ``name``, which an engine (image) built before it was added does not have."""
+        try:
+            return getattr(self._stub, name)(request)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                raise EngineError(EngineErrorKind.UNSUPPORTED, f"this engine build has no {name} "
+                                  "(rebuild the engine image)") from None
+            raise _transport_error(exc) from None
 
     def _call(self, method, request):
         try:
@@ -272,7 +289,8 @@ class GrpcEngine(EngineClient):
 # ----- conversions -----------------------------------------------------------------------------
 
 
-def _common(request: ValidateRequest | ExecuteRequest | ProvenanceRequest | LineageRequest) -> dict:
+def _common(request: ValidateRequest | ExecuteRequest | ProvenanceRequest | LineageRequest
+            | RowMappingRequest) -> dict:
     """The fields of every message that plans or runs a transform of a dataset."""
     return {"transaction_id": request.transaction_id, "dataset_id": request.dataset_id,
             "transform": _transform(request.transform), "vocab": _vocab(request.vocab)}

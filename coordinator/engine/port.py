@@ -3,14 +3,15 @@
 ``Engine`` is the operations of proto/engine.proto as the coordinator uses them: one method
 per RPC, taking one frozen request named and shaped as the proto's message (``ValidateRequest``,
 ``ExecuteRequest``, ``MigrateRequest``, ``PreprocessRequest``, ``ReadSourceRequest``,
-``ProvenanceRequest``, ``LineageRequest``; every field by name, ``transaction_id`` always
-given) and returning a typed result. The fields hold Python values where the wire holds text or
-bytes (a ``Path`` for a path, ``pa.Schema`` as ``schema`` for an ``arrow_schema``, None for "");
-``ExecuteRequest.on_progress`` is the one field that is not sent. Every failure is an
-``EngineError`` whose ``kind`` is an ``EngineErrorKind``. ``client.GrpcEngine`` implements the
-port over gRPC for both runtimes (sandbox, container) and does the conversions; tests implement
-it with DuckDB (tests/support/fake_engine.py). Transforms only ever see this protocol, and get
-an engine from ``factory.open_engine``.
+``ProvenanceRequest``, ``LineageRequest``, ``RowMappingRequest``: the wire's ``LineageRequest``;
+every field by name, ``transaction_id`` always given) and returning a typed result. The fields
+hold Python values where the wire holds text or bytes (a ``Path`` for a path, ``pa.Schema`` as
+``schema`` for an ``arrow_schema``, None for ""); ``ExecuteRequest.on_progress`` is the one
+field that is not sent. Every failure is an ``EngineError`` whose ``kind`` is an
+``EngineErrorKind``. ``client.GrpcEngine`` implements the port over gRPC for both runtimes
+(sandbox, container) and does the conversions; tests implement it with DuckDB
+(tests/support/fake_engine.py). Transforms only ever see this protocol, and get an engine from
+``factory.open_engine``.
 
 Invariants every implementation keeps (the real engine's, see docs/architecture.md):
 - an engine writes only into folders it hands out (``workdir``) and the paths a request names
@@ -141,6 +142,11 @@ class LineageRequest(_OverSchemas):
     pass
 
 
+@dataclass(frozen=True, kw_only=True)
+class RowMappingRequest(_OverSchemas):
+    """DeriveRowMapping's request (on the wire a ``LineageRequest``: the same fields)."""
+
+
 # ----- results --------------------------------------------------------------------------------
 
 
@@ -160,6 +166,18 @@ class ExecuteResult:
     ddl: str
     output_path: Path | None  # None when num_records == 0
     late_rows: int = 0  # rows a stateful operator dropped for arriving behind its watermark
+
+
+@dataclass(frozen=True)
+class RowMapping:
+    """How the output's records come from the inputs' records (proto: ``RowMapping``)."""
+
+    operator: str | None  # the first operator that is not a projection, filter or alias; None: none is
+    input: str | None  # the one input (its view name) a row-wise plan reads; None: none
+    copies: dict[str, str]  # output column -> the input column it is unchanged (row-wise plans)
+    filtered: tuple[str, ...] = ()  # the input columns the filters read (row-wise plans)
+    # output column -> the input columns its value is computed from (row-wise plans)
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -277,6 +295,11 @@ class Engine(Protocol):
     def derive_field_lineage(self, request: LineageRequest) -> FieldLineage:
         """The column-level lineage of the transform over the inputs' schemas (no data read);
         EngineError UNSUPPORTED for a plan it cannot trace."""
+
+    def derive_row_mapping(self, request: RowMappingRequest) -> RowMapping:
+        """Whether the transform's plan is only projections, filters and aliases over one input
+        (else the first operator that is not) and which output columns copy an input column
+        unchanged, over the inputs' schemas (no data read)."""
 
     def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
         """Replays the transform over the inputs' slices and answers which input rows make

@@ -214,7 +214,7 @@ def _current_block_provenance(ws: Workspace, name: str, block_prefix: str | None
         if until is None:
             raise ProvenanceError(f"input {alias_of(given)} had no data when {label} ran")
         input_ds = current.input_dataset(given, name)
-        step = plan_input(input_ds, alias_of(given), input_ds.state(), None, until)
+        step = plan_input(current, input_ds, alias_of(given), input_ds.state(), None, until)
         history.append(step)
         names[step.alias] = (input_ds, {input_ds.data_file(r.slice).name: r for r in step.slices})
         after = -1 if used.prev_offset is None else used.prev_offset

@@ -16,6 +16,13 @@ row back). It keeps the real engine's contract (port.py, docs/architecture.md):
   never moves back;
 - its checkpoint is one JSON file: per input, the watermark and the slices consumed.
 
+Its row mapping (``derive_row_mapping``) reads DuckDB's parse tree of a one-step query: one
+SELECT over one input, without GROUP BY, aggregates, windows, DISTINCT, ORDER BY / LIMIT,
+joins, set operations or subqueries, is row-wise; its copies are the plain column references
+(aliased or not) and ``*``, its filtered columns those its WHERE clause names, each output
+column's sources the columns it names. Anything else is named as Spark names it ("Aggregate",
+"Join", ...).
+
 It refuses, as UNSUPPORTED, what needs streaming state (aggregations, windows, DISTINCT,
 ORDER BY / LIMIT, set operations that remove rows) and temporal tables: those stay in the
 Spark tests. Spark SQL
@@ -56,6 +63,8 @@ from coordinator.engine.port import (
     ProvenanceRequest,
     ProvenanceResult,
     ReadSourceRequest,
+    RowMapping,
+    RowMappingRequest,
     ValidateRequest,
     ValidateResult,
 )
@@ -178,6 +187,34 @@ class FakeEngine:
     def derive_field_lineage(self, request: LineageRequest) -> FieldLineage:
         raise EngineError(EngineErrorKind.UNSUPPORTED, "the test engine derives no field lineage")
 
+    def derive_row_mapping(self, request: RowMappingRequest) -> RowMapping:
+        steps = request.transform.steps()
+        if len(steps) != 1:
+            raise EngineError(EngineErrorKind.UNSUPPORTED, "the test engine maps the rows of "
+                              "one-step queries only: more steps need the Spark engine")
+        [statement] = _parsed(steps[0].query)["statements"]
+        node = statement["node"]
+        operator = _row_operator(node, _aggregates())
+        if operator is not None:
+            return RowMapping(operator, None, {})
+        table = node["from_table"]["table_name"]
+        [columns] = [i.schema.names for i in request.inputs if i.dataset_id == table]
+        copies: dict[str, str] = {}
+        sources: dict[str, tuple[str, ...]] = {}
+        for item in node["select_list"]:
+            if item["class"] == "STAR" and not (item["exclude_list"] or item["replace_list"]
+                                                or item["rename_list"]):
+                copies.update({c: c for c in columns})
+                sources.update({c: (c,) for c in columns})
+            elif item["class"] == "COLUMN_REF":
+                column = item["column_names"][-1]
+                copies[item["alias"] or column] = column
+                sources[item["alias"] or column] = (column,)
+            else:  # an expression: DuckDB names it by its alias (the tests give one)
+                sources[item["alias"]] = tuple(sorted(_column_refs(item)))
+        return RowMapping(None, table, copies, tuple(sorted(_column_refs(node.get("where_clause")))),
+                          sources)
+
     def derive_provenance(self, request: ProvenanceRequest) -> ProvenanceResult:
         raise EngineError(EngineErrorKind.UNSUPPORTED,
                           "provenance: not supported for this query: the test engine derives no provenance")
@@ -231,7 +268,8 @@ def _run(transform: TransformSql, tables: dict[str, pa.Table]) -> pa.Table:
     raise EngineError(EngineErrorKind.INVALID_REQUEST, "the transform has no query")
 
 
-def _refuse_stateful(query: str) -> None:
+def _parsed(query: str) -> dict:
+    """DuckDB's parse tree of ``query`` (json_serialize_sql)."""
     con = _connect()
     try:
         [(text,)] = con.execute("SELECT json_serialize_sql(?)", [_duckdb_sql(query)]).fetchall()
@@ -242,7 +280,11 @@ def _refuse_stateful(query: str) -> None:
         raise EngineError(EngineErrorKind.UNSUPPORTED,
                           f"the test engine cannot parse the query ({tree.get('error_message')}); "
                           "Spark SQL beyond DuckDB's needs the Spark engine")
-    reason = _stateful_part(tree, _aggregates())
+    return tree
+
+
+def _refuse_stateful(query: str) -> None:
+    reason = _stateful_part(_parsed(query), _aggregates())
     if reason:
         raise EngineError(EngineErrorKind.UNSUPPORTED, f"the test engine runs stateless queries only; "
                           f"{reason} needs the Spark engine's streaming state")
@@ -266,6 +308,45 @@ def _stateful_part(node: Any, aggregates: frozenset[str]) -> str | None:
     if node.get("type") == "SET_OPERATION_NODE" and not union_all:
         return node.get("setop_type", "a set operation")
     return _stateful_part(list(node.values()), aggregates)
+
+
+def _row_operator(node: dict, aggregates: frozenset[str]) -> str | None:
+    """The first part of a parsed SELECT that is not a projection or filter over one input,
+    as Spark's plan names it; None: there is none."""
+    if node.get("type") == "SET_OPERATION_NODE":
+        return "Union" if node.get("setop_type") == "UNION" else "Intersect/Except"
+    for modifier in node.get("modifiers") or []:
+        return "Distinct" if modifier["type"] == "DISTINCT_MODIFIER" else "Sort/Limit"
+    if node.get("from_table", {}).get("type") != "BASE_TABLE":
+        return "Join" if node.get("from_table", {}).get("type") == "JOIN" else "Subquery"
+    if node.get("group_expressions") or node.get("having"):
+        return "Aggregate"
+
+    def first(part: Any) -> str | None:
+        if isinstance(part, list):
+            return next((r for r in map(first, part) if r), None)
+        if not isinstance(part, dict):
+            return None
+        if part.get("class") == "WINDOW":
+            return "Window"
+        if part.get("class") == "SUBQUERY":
+            return "Subquery"
+        if part.get("class") == "FUNCTION" and part.get("function_name") in aggregates:
+            return "Aggregate"
+        return first(list(part.values()))
+
+    return first([node["select_list"], node.get("where_clause")])
+
+
+def _column_refs(part: Any) -> set[str]:
+    """The columns a parsed expression names."""
+    if isinstance(part, list):
+        return set().union(*map(_column_refs, part))
+    if not isinstance(part, dict):
+        return set()
+    if part.get("class") == "COLUMN_REF":
+        return {part["column_names"][-1]}
+    return _column_refs(list(part.values()))
 
 
 @cache

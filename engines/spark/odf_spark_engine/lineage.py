@@ -227,8 +227,9 @@ OPERATORS = {
 # ----- the request ---------------------------------------------------------------------------
 
 
-def derive(spark: SparkSession, request: pb.LineageRequest) -> pb.FieldLineageResult:
-    """The field lineage of ``request.transform`` over inputs of ``request.inputs``' schemas."""
+def analysed_plan(spark: SparkSession, request: pb.LineageRequest):
+    """The analysed plan of ``request.transform`` planned as ExecuteQuery plans it (same views,
+    same SQL policy) over empty batch frames of ``request.inputs``' schemas: no data read."""
     check_transform(request.transform)
     session = spark.newSession()
     tables = temporal.Tables.of(request.transform, request.inputs)
@@ -239,8 +240,13 @@ def derive(spark: SparkSession, request: pb.LineageRequest) -> pb.FieldLineageRe
             schema = temporal.view_schema(schema)
         frames[schema_message.dataset_id] = session.createDataFrame([], from_arrow_schema(schema))
     output = run_steps(session, frames, request.transform, tables)
-    plan = output._jdf.queryExecution().analyzed()
-    walk = _Walk(set(frames))
+    return output._jdf.queryExecution().analyzed()
+
+
+def derive(spark: SparkSession, request: pb.LineageRequest) -> pb.FieldLineageResult:
+    """The field lineage of ``request.transform`` over inputs of ``request.inputs``' schemas."""
+    plan = analysed_plan(spark, request)
+    walk = _Walk({i.dataset_id for i in request.inputs})
     walk.plan(plan)
     event_time = request.vocab.event_time_column or "event_time"
     system_time = request.vocab.system_time_column or "system_time"

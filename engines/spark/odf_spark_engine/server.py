@@ -31,7 +31,7 @@ from concurrent import futures
 
 import grpc
 
-from . import __version__, batch, lease, lineage, provenance, source, streaming
+from . import __version__, batch, lease, lineage, provenance, rows, source, streaming
 from .class_archive import with_archive
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
@@ -103,6 +103,10 @@ class EngineService(pb_grpc.EngineServicer):
     def DeriveLineage(self, request, context):
         return self._answer("lineage", request, pb.LineageResponse, "lineage",
                             lambda: lineage.derive(self.spark, request))
+
+    def DeriveRowMapping(self, request, context):
+        return self._answer("row mapping", request, pb.RowMappingResponse, "mapping",
+                            lambda: rows.derive(self.spark, request))
 
     def DeriveProvenance(self, request, context):
         return self._answer("provenance", request, pb.ProvenanceResponse, "result",
