@@ -32,9 +32,10 @@ engine-image: install
 	bash engines/spark/build-image.sh
 	$(PYTHON) -m coordinator.cli system prepare
 
-# Two workers, each with one engine its Spark tests share; the Spark tests of a module stay on
-# one worker (tests/conftest.py).
-XDIST := -n 2 --dist loadgroup
+# Three workers on two cores, each with one engine its Spark tests share (the Spark tests of a
+# module stay on one worker, tests/conftest.py): a third fills the time the others spend
+# waiting on servers, engines and sleeps (serve and repository tests: 13% faster than two).
+XDIST := -n 3 --dist loadgroup
 
 test: install engine-image lint
 	$(PYTHON) -m pytest -q $(XDIST) --durations=20

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 
 import pandas as pd
@@ -40,20 +41,28 @@ def orders_frame(n: int, first_id: int = 0) -> pd.DataFrame:
                          "amount": [(i * 37) % 101 for i in ids]})
 
 
-@pytest.fixture
-def home(tmp_path):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
     """Cities (pulled first) and orders (pulled after), two roots with one slice each."""
-    coord("init", "--odf", "0.18", cwd=tmp_path)
-    pq.write_table(pa.table({"city": ["Oslo", "Lima"], "country": ["NO", "PE"]}), tmp_path / "cities.parquet")
-    pq.write_table(pa.Table.from_pandas(orders_frame(300), preserve_index=False), tmp_path / "orders.parquet")
-    (tmp_path / "cities.yaml").write_text(
+    folder = tmp_path_factory.mktemp("sql-home")
+    coord("init", "--odf", "0.18", cwd=folder)
+    pq.write_table(pa.table({"city": ["Oslo", "Lima"], "country": ["NO", "PE"]}), folder / "cities.parquet")
+    pq.write_table(pa.Table.from_pandas(orders_frame(300), preserve_index=False), folder / "orders.parquet")
+    (folder / "cities.yaml").write_text(
         root_manifest(CITIES, "cities.parquet", ["city STRING", "country STRING"], "city"))
-    (tmp_path / "orders.yaml").write_text(
+    (folder / "orders.yaml").write_text(
         root_manifest(ORDERS, "orders.parquet", ["order_id BIGINT", "city STRING", "amount BIGINT"],
                       "order_id"))
-    coord("add", "cities.yaml", "orders.yaml", cwd=tmp_path)
-    coord("pull", CITIES, cwd=tmp_path)
-    coord("pull", ORDERS, cwd=tmp_path)
+    coord("add", "cities.yaml", "orders.yaml", cwd=folder)
+    coord("pull", CITIES, cwd=folder)
+    coord("pull", ORDERS, cwd=folder)
+    return folder
+
+
+@pytest.fixture
+def home(built, tmp_path):
+    """``built``, copied for the test."""
+    shutil.copytree(built, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 

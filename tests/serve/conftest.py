@@ -18,7 +18,7 @@ from coordinator.metadata.manifest import load_manifest
 from coordinator.workspace import Workspace
 from coordinator.workspace.catalog import add_datasets
 
-from ..support.cli import coord_started
+from ..support.cli import Held, coord_held
 from ..support.manifests import derivative_manifest
 
 ROOT_MANIFEST = """\
@@ -35,7 +35,7 @@ content:
 
 @dataclass
 class Served:
-    proc: subprocess.Popen
+    proc: Held
     url: str
     home: Path
 
@@ -98,7 +98,7 @@ def drop_csv(folder: Path, name: str, rows: list[tuple[int, str]]) -> None:
 @contextmanager
 def serving(home: Path, *args: str, env: dict | None = None) -> Iterator[Served]:
     """``coord serve --port 0 ARGS`` in ``home``; stopped (SIGTERM, then SIGKILL) at the end."""
-    proc = coord_started("serve", "--port", "0", *args, cwd=home, env=env)
+    proc = coord_held("serve", "--port", "0", *args, cwd=home, env=env)
     try:
         line = proc.stdout.readline()
         if not line.startswith("coord serve: http"):

@@ -3,8 +3,10 @@ locked out, crash, or race another one), or in the test's own process where the 
 boundary is not what a test is about.
 
 ``coord`` forks each command from a server that has the modules imported (forkserver.py);
-``coord_started`` and ``coord_command`` start a fresh interpreter (``tests.support.entry``),
-for what a fork cannot be: a process on a terminal, or one the test holds while it runs.
+``coord_held`` forks one the test holds while it runs (``coord serve``), read and signalled as
+a ``Popen``; ``coord_started`` and ``coord_command`` start a fresh interpreter
+(``tests.support.entry``), for what a fork cannot be: a process on a terminal, or one that
+races another (the fork server forks one command at a time).
 Either way the child gets the engine its test chose (``$COORD_TEST_ENGINE``, see engines.py)
 and this checkout's code whatever an editable install points at. ``coord_here`` runs the same
 ``main`` in the test process, with the same answer (exit code, stdout, stderr) and no fork.
@@ -86,6 +88,7 @@ class _ForkServer:
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.forkserver"], cwd=ROOT,
                                      env=coord_env(None), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._buffer = b""
+        self.folder = tempfile.TemporaryDirectory(prefix="coord-forked-")  # held commands' output
         self.answer(timeout=120)  # {"ready": true}
 
     def answer(self, timeout: float) -> dict:
@@ -117,14 +120,98 @@ class _ForkServer:
             return subprocess.CompletedProcess(["coord", *args], status, out.read_text(), err.read_text())
 
 
+    def hold(self, args: list[str], cwd: Path, env: dict) -> Held:
+        folder = Path(tempfile.mkdtemp(prefix="coord-held-", dir=self.folder.name))
+        request = {"args": args, "cwd": str(cwd), "env": env, "out": str(folder / "out"),
+                   "err": str(folder / "err"), "held": str(folder / "status")}
+        for name in ("out", "err"):
+            (folder / name).touch()
+        self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        self.proc.stdin.flush()
+        return Held(["coord", *args], self.answer(timeout=30)["pid"], folder)
+
+
+class Held:
+    """A ``coord`` the fork server runs while the test goes on, used as a ``Popen`` is: its
+    pid, ``poll``, ``wait``, signals, and its output read as it comes (``stdout``, ``stderr``:
+    files the command writes, followed until it has ended)."""
+
+    def __init__(self, args: list[str], pid: int, folder: Path) -> None:
+        self.args, self.pid, self.returncode = args, pid, None
+        self._status = folder / "status"
+        self.stdout, self.stderr = _Followed(folder / "out", self), _Followed(folder / "err", self)
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._status.exists():
+            self.returncode = int(self._status.read_text())
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class _Followed:
+    """What a held command writes to one of its streams, read as a pipe of it would be: a read
+    waits for more until the command has ended."""
+
+    def __init__(self, path: Path, held: Held) -> None:
+        self._file, self._held = open(path, encoding="utf-8", errors="replace"), held
+
+    def readline(self) -> str:
+        line = ""
+        while True:
+            line += self._file.readline()
+            if line.endswith("\n") or (self._held.poll() is not None and not self._more()):
+                return line
+            time.sleep(0.02)
+
+    def read(self) -> str:
+        text = ""
+        while self._held.poll() is None:
+            text += self._file.read()
+            time.sleep(0.02)
+        return text + self._file.read()
+
+    def _more(self) -> bool:
+        at = self._file.tell()
+        more = bool(self._file.read(1))
+        self._file.seek(at)
+        return more
+
+
 _server: _ForkServer | None = None
 
 
-def _forked(args: list[str], cwd: Path, env: dict, timeout: float) -> subprocess.CompletedProcess:
+def _fork_server() -> _ForkServer:
     global _server
     if _server is None or _server.proc.poll() is not None:
         _server = _ForkServer()
-    return _server.run(args, cwd, env, timeout)
+    return _server
+
+
+def _forked(args: list[str], cwd: Path, env: dict, timeout: float) -> subprocess.CompletedProcess:
+    return _fork_server().run(args, cwd, env, timeout)
+
+
+def coord_held(*args: str, cwd: Path, env: dict | None = None) -> Held:
+    """``coord ARGS`` forked, running while the test goes on (``coord serve``): as
+    ``coord_started`` without a fresh interpreter's start (1.5-2 s of CPU for serve's imports)."""
+    return _fork_server().hold(list(args), Path(cwd), coord_env(env))
 
 
 def coord_started(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Popen:

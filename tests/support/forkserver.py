@@ -11,7 +11,10 @@ handlers) and imports nothing that opens connections (gRPC and the HTTP servers 
 
 Protocol, one JSON object per line: the test process writes ``{"args", "cwd", "env", "out",
 "err"}`` on the server's stdin; the server answers ``{"pid"}`` when the child runs and
-``{"status"}`` (an exit code, or minus the signal) when it ended. The server ends with its stdin.
+``{"status"}`` (an exit code, or minus the signal) when it ended. A request with ``"held"``
+(a command the test holds while it runs others, e.g. ``coord serve``) is answered with
+``{"pid"}`` at once: a monitor process forks the command, waits for it and writes its status
+to the file ``held`` names. The server ends with its stdin.
 """
 from __future__ import annotations
 
@@ -43,7 +46,8 @@ PRELOAD = [
     "coordinator.store.define", "coordinator.store.overview", "coordinator.store.verify",
     "coordinator.store.verified", "coordinator.store.signatures", "coordinator.transform.execute",
     "coordinator.transform.definition", "coordinator.transform.replay", "coordinator.trust.verify",
-    "coordinator.workspace.served",
+    "coordinator.workspace.served", "coordinator.serve.server", "coordinator.serve.api",
+    "coordinator.serve.smart", "uvicorn", "fastapi",
     "tests.support.engines", "tests.support.fake_engine",
 ]
 
@@ -97,6 +101,40 @@ def _read_s3_models() -> None:
                         aws_secret_access_key="-")
 
 
+def _start_held(request: dict) -> int:
+    """Fork a monitor that forks the command, tells its pid, waits for it and writes its status
+    to ``request["held"]`` (whole, by a rename); the command's pid."""
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:
+        os.close(read_end)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1):  # the channel is the server's
+            os.dup2(devnull, fd)
+        pid = os.fork()
+        if pid == 0:
+            os.close(write_end)
+            _child(request)
+        os.write(write_end, str(pid).encode())
+        os.close(write_end)
+        _, status = os.waitpid(pid, 0)
+        with open(request["held"] + ".partial", "w") as f:
+            f.write(str(os.waitstatus_to_exitcode(status)))
+        os.rename(request["held"] + ".partial", request["held"])
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as answer:
+        return int(answer.read())
+
+
+def _reap_monitors() -> None:
+    """Collect the monitors of held commands that have ended (no other child is running)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
 def serve() -> None:
     for name in PRELOAD:
         importlib.import_module(name)
@@ -108,6 +146,11 @@ def serve() -> None:
     channel_out.flush()
     for line in channel_in:
         request = json.loads(line)
+        _reap_monitors()
+        if request.get("held"):
+            channel_out.write(json.dumps({"pid": _start_held(request)}) + "\n")
+            channel_out.flush()
+            continue
         pid = os.fork()
         if pid == 0:
             _child(request)
