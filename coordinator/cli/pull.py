@@ -8,7 +8,7 @@ import click
 
 from ..metadata.ids import DatasetRef
 from .context import complete_dataset, writable_workspace
-from .output import Output, literal
+from .output import Output, literal, unnamed
 from .trust import signer_line
 
 if TYPE_CHECKING:
@@ -162,7 +162,9 @@ def _progress_factory(show: Output, bars: _Bars):
 def _worded(outcome) -> str:
     from ..build.pull import PullStatus
 
-    return f"failed: {outcome.message}" if outcome.status is PullStatus.FAILED else outcome.message
+    if outcome.status is PullStatus.FAILED:
+        return f"failed: {unnamed(outcome.dataset_id, outcome.message)}"
+    return outcome.message
 
 
 def _print_outcome(bars: _Bars, dataset_id: str, message: str, signers, warnings=()) -> None:

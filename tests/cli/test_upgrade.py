@@ -68,7 +68,7 @@ def test_several_datasets_keep_going_past_one_that_fails(home):
     proc = coord_here("upgrade", "snap", "cities", "--into", "../out", cwd=home, check=False)
     assert proc.returncode == 1
     assert proc.stdout.startswith("cities: did:odf:")
-    assert proc.stderr.startswith("coord: error: snap: snap: source.merge.observationColumn: ")
+    assert proc.stderr.startswith("coord: error: snap: source.merge.observationColumn: ")
     assert (home.parent / "out" / "cities").is_dir() and not (home.parent / "out" / "snap").exists()
 
 
