@@ -16,7 +16,13 @@ Invariants:
 
 - A slice is the 0.18 slice's records (its system time column left out; event time and data
   columns as stored) put through ``odf_slice.build_slice`` at the 0.18 block's system time,
-  offsets counting on from the previous slice; the watermark is the 0.18 watermark in force
+  offsets counting on from the previous slice. A snapshot root's observed rows become the
+  operation types its 0.39 merge writes (``merge.observed_as_operations``): ``I`` an append,
+  ``U`` a correct-from of the key's values in the projection of the slices before (event
+  time included) then a correct-to of the row, ``D`` a retraction of those values (the 0.18
+  row has the snapshot's time instead); the observed column goes. Fed the same snapshots, a
+  0.39 root writes the same records, but where only a row's own event time changed: 0.39
+  compares it, 0.18 did not, so there is no ``U`` to upgrade; the watermark is the 0.18 watermark in force
   after that block; a root's source state is the 0.18 fetch state where the reference has a
   kind for it (an ETag or a Last-Modified time of a URL), none otherwise.
 - A derivative is written after its inputs (``upgrade_order``), from their folders in the same
@@ -29,10 +35,10 @@ Invariants:
 - All or nothing: the folder is written under a temporary name beside the target, verified
   (``verify.verify_folder``), and only then renamed to ``<into>/<name>``; a target that exists
   is refused before anything is written.
-- Refused in one line (``UpgradeError`` or ``NoCounterpart``): snapshot roots (their observed
-  rows need retractions and corrections, issue 34), a vocabulary or a derivative's inputs that
-  change along the chain, an input not upgraded in ``into`` (or upgraded before the blocks a
-  step read), a definition with no 0.39 counterpart.
+- Refused in one line (``UpgradeError`` or ``NoCounterpart``): a snapshot merge's primary
+  key, a vocabulary or a derivative's inputs that change along the chain, an input not
+  upgraded in ``into`` (or upgraded before the blocks a step read), a definition with no 0.39
+  counterpart; a ``U`` or ``D`` row of a key the slices before it do not hold.
 """
 from __future__ import annotations
 
@@ -45,11 +51,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..data.odf_schema import data_schema
 from ..data.odf_slice import Vocabulary, build_slice, write_slice
 from ..errors import Conflict, CoordError
+from ..ingest.errors import IngestError
+from ..ingest.merge import SnapshotColumns, observed_as_operations, projection
 from ..metadata.did import DatasetId
 from ..metadata.multiformats import Multihash
 from ..metadata.objects import (
@@ -158,10 +167,9 @@ def upgrade_order(ws: Workspace, names: list[str], into: Path, recursive: bool) 
 
 def _check_upgradable(old: State018, name: str) -> None:
     sources = [cb.block.source for cb in old.chain if cb.block.source is not None]
-    if any(isinstance(s, DatasetSourceRoot) and isinstance(s.merge, MergeStrategySnapshot)
-           for s in sources):
-        raise UpgradeError(f"{name} is a snapshot root; its observed I/U/D rows become "
-                           "retractions and corrections, which coord cannot write yet (issue 34)")
+    if len({tuple(m.primary_key) for m in _snapshot_merges(old)}) > 1:
+        raise UpgradeError(f"{name}: its snapshot merge's primary key changes along the chain; "
+                           "coord upgrade rewrites observed rows against one key")
     if len({tuple(s.inputs) for s in sources if isinstance(s, DatasetSourceDerivative)}) > 1:
         raise UpgradeError(f"{name}: its inputs change along the chain; coord upgrade writes "
                            "derivatives that keep their inputs")
@@ -169,6 +177,13 @@ def _check_upgradable(old: State018, name: str) -> None:
     if len(vocabs) > 1:
         raise UpgradeError(f"{name}: its vocabulary changes along the chain; a 0.39 dataset "
                            "names its system columns once")
+
+
+def _snapshot_merges(old: State018) -> list[MergeStrategySnapshot]:
+    """The snapshot merges a root's chain defines, oldest first."""
+    return [cb.block.source.merge for cb in reversed(old.chain)
+            if isinstance(cb.block.source, DatasetSourceRoot)
+            and isinstance(cb.block.source.merge, MergeStrategySnapshot)]
 
 
 @dataclass(frozen=True)
@@ -233,6 +248,10 @@ class _Writer:
         self.runs = {b.block_hash: b for b in builds(ds.ws, ds)} if inputs else {}
         self.query_inputs = [e.ExecuteTransformInput(dataset_id=i.id) for i in inputs.values()]
         self.packed: dict[Multihash, Path] = {}  # checkpoints packed, by physical hash
+        # a snapshot root's: the merge's roles, and the projection of the slices written so far
+        merges = _snapshot_merges(old)
+        self.roles = SnapshotColumns.of(merges[0]) if merges else None
+        self.state: pa.Table | None = None
 
     def write(self, w: DatasetWriter, key: Ed25519PrivateKey) -> tuple[tuple[bytes, Multihash], ...]:
         """Append the new chain; returns which 0.18 block became which 0.39 one."""
@@ -293,6 +312,8 @@ class _Writer:
         if b.output_slice is None or not b.output_slice.num_records:
             return None, None
         table = pq.read_table(self.ds.data_file(h)).drop_columns([self.vocab.system_time])
+        if self.roles is not None:
+            table = self._operations(table, h)
         stored = build_slice(table, system_time=b.system_time, prev_offset=prev_offset,
                              vocabulary=self.vocab)
         if self.schema != (schema := data_schema(stored.schema)):
@@ -300,6 +321,23 @@ class _Writer:
             self.schema = schema
         path = self.folder.parent / f"slice-{h.hex()}.parquet"
         return data_slice_of(write_slice(stored, path, self.vocab)), path
+
+    def _operations(self, table: pa.Table, h: bytes) -> pa.Table:
+        """A snapshot root's slice with its observed rows as operation types (against the
+        projection of the slices before it, which then takes this one in)."""
+        assert self.roles is not None
+        at = f"{self.ds.id}: block {h.hex()}"
+        records = table
+        if self.roles.observation in table.column_names:
+            try:
+                records = observed_as_operations(self.state, table, self.roles,
+                                                 self.vocab.operation_type, at)
+            except IngestError as problem:
+                raise UpgradeError(f"{problem}; the 0.18 chain is not a snapshot history coord "
+                                   "can rewrite") from None
+        parts = [table] if self.state is None else [self.state, table]
+        self.state = projection(pa.concat_tables(parts, promote_options="permissive"), self.roles)
+        return records
 
     def _query_inputs(self, h: bytes) -> list[e.ExecuteTransformInput]:
         """Per input, the upgraded blocks and offsets the 0.18 step consumed, carrying on from

@@ -190,11 +190,11 @@ class Output:
         them = "it" if len(failed) == 1 else "them"
         also = f" ({skipped} skipped: they depend on {them})" if skipped else ""
         if len(failed) == 1:
-            self.error(f"{failed[0][0]}: {failed[0][1]}{also}")
+            self.error(f"{_named(*failed[0])}{also}")
             return
         self.error(f"{len(failed)} of {total} datasets failed{also}:")
         for dataset_id, message in failed:
-            _err.print(literal(f"  {dataset_id}: {message}"), markup=False)
+            _err.print(literal(f"  {_named(dataset_id, message)}"), markup=False)
 
     def warning(self, message: str) -> None:
         """``coord: warning: MESSAGE`` on stderr: something done that the user should know of
@@ -208,6 +208,20 @@ class Output:
     def console(self) -> Console:
         """The rich console of stdout, for bars drawn above its lines (``coord pull``)."""
         return _out.real()
+
+
+def unnamed(dataset_id: str, message: str) -> str:
+    """``message`` without a leading ``DATASET: `` (errors of the work on one dataset start
+    so), for a line that names the dataset first: the name once."""
+    return message.removeprefix(f"{dataset_id}: ")
+
+
+def _named(dataset_id: str, message: str) -> str:
+    """``DATASET: MESSAGE`` with the name once; a message whose sentence starts with it (``DS
+    is a derivative: ...``) as it is."""
+    if message.startswith(f"{dataset_id} "):
+        return message
+    return f"{dataset_id}: {unnamed(dataset_id, message)}"
 
 
 def _cell(text: str) -> str:

@@ -8,7 +8,7 @@ import click
 
 from ..metadata.ids import DatasetRef
 from .context import complete_dataset, writable_workspace
-from .output import Output, literal
+from .output import Output, literal, unnamed
 from .trust import signer_line
 
 if TYPE_CHECKING:
@@ -82,7 +82,8 @@ class _Bytes:
 def pull(ctx, datasets, all_, recursive, set_watermark, as_name):
     """Bring datasets up to date (ingest roots, run derivatives), or pull REPO/DATASET (or a
     dataset's URL: file:///path/ds, s3://bucket/ds, http(s)://host/path/ds, or a node's
-    odf+http(s)://host/ds through the smart transfer protocol, with $COORD_TOKEN as its token).
+    odf+http(s)://host/ds through the smart transfer protocol; over HTTP(S) either way with
+    $COORD_TOKEN as the bearer token when set).
 
     A dataset that fails does not stop the others: those that depend on it are skipped, the
     failures are named at the end (each with its dataset) and the exit code is 1."""
@@ -161,7 +162,9 @@ def _progress_factory(show: Output, bars: _Bars):
 def _worded(outcome) -> str:
     from ..build.pull import PullStatus
 
-    return f"failed: {outcome.message}" if outcome.status is PullStatus.FAILED else outcome.message
+    if outcome.status is PullStatus.FAILED:
+        return f"failed: {unnamed(outcome.dataset_id, outcome.message)}"
+    return outcome.message
 
 
 def _print_outcome(bars: _Bars, dataset_id: str, message: str, signers, warnings=()) -> None:

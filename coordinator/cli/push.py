@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from .context import complete_dataset, workspace
-from .output import Output, count
+from .output import Output, count, unnamed
 
 
 @click.command()
@@ -49,7 +49,7 @@ def push(ctx: click.Context, datasets: tuple[str, ...], to: str | None, all_: bo
     def report(outcome) -> None:
         message = _worded(outcome.result) if outcome.result else outcome.message
         failed = "failed: " if outcome.status is PushStatus.FAILED else ""
-        show.line(f"{outcome.dataset_id}: {failed}{message}")
+        show.line(f"{outcome.dataset_id}: {failed}{unnamed(outcome.dataset_id, message)}")
 
     outcomes = push_datasets(ws, ids, to, recursive=recursive, repair=repair,
                              progress=lambda _: show.progress(), report=report)

@@ -16,11 +16,12 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
 import pyarrow as pa
 
 from ..metadata.odf39 import data as d
-from ..metadata.schema_evolution import added_columns, odf_columns
+from ..metadata.schema_evolution import Column, added_columns, odf_columns, type_text
 from .odf_slice import SliceLayoutError
 
 _UNITS = {"s": d.TimeUnit.SECOND, "ms": d.TimeUnit.MILLISECOND, "us": d.TimeUnit.MICROSECOND,
@@ -40,6 +41,21 @@ _PLAIN: dict[pa.DataType, d.DataType] = {
 def data_schema(schema: pa.Schema) -> d.DataSchema:
     """The ODF schema of a slice whose Arrow schema is ``schema``."""
     return d.DataSchema(fields=[_field(f, f.name) for f in schema])
+
+
+def arrow_columns(schema: pa.Schema, leave_out: Iterable[str] = ()) -> list[Column]:
+    """The columns of a 0.18 slice's Arrow schema, but those named in ``leave_out``: compared
+    by Arrow type, nullability not recorded (so not compared), each type named as the ODF schema
+    names it (``Int64``, as a 0.39 refusal does), or as Arrow does if ODF has no such type."""
+    skip = set(leave_out)
+    return [Column(f.name, f.type, _type_name(f.type), None) for f in schema if f.name not in skip]
+
+
+def _type_name(t: pa.DataType) -> str:
+    try:
+        return type_text(_type(t, ""))
+    except SliceLayoutError:  # a 0.18 slice may hold a type no stored 0.39 slice has
+        return str(t)
 
 
 def _field(f: pa.Field, place: str) -> d.DataField:

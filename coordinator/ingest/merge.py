@@ -247,6 +247,50 @@ def _operations(previous: pa.Table, current: pa.Table, roles: SnapshotColumns,
                              rows(previous, removed, Op.RETRACT)])
 
 
+def observed_as_operations(previous: pa.Table | None, changes: pa.Table, roles: SnapshotColumns,
+                           operation_type: str, name: str) -> pa.Table:
+    """A 0.18 snapshot slice's ``changes`` (its observed rows; ``roles`` 0.18's, no system time
+    column) as the operation types a 0.39 snapshot merge writes for them, in the rows' order:
+    ``I`` an append of the row, ``U`` a correct-from of the key's values in ``previous`` (the
+    projection before the slice) directly followed by a correct-to of the row, ``D`` a
+    retraction of the key's values in ``previous``: its event time included, where the 0.18
+    row has the snapshot's. The operation type column, ``operation_type``, comes first; a row
+    of another observation, or a ``U``/``D`` of a key ``previous`` lacks, is refused."""
+    data = changes.drop_columns([roles.observation])
+    observed = changes[roles.observation]
+    n = data.num_rows
+    first = np.full(n, -1, dtype=np.int32)  # the operation type of each row's first record
+    for value, op in ((roles.added, Op.APPEND), (roles.changed, Op.CORRECT_FROM),
+                      (roles.removed, Op.RETRACT)):
+        first[pc.fill_null(pc.equal(observed, value), False).to_numpy(zero_copy_only=False)] = op
+    if (unknown := np.flatnonzero(first < 0)).size:
+        row = int(unknown[0])
+        raise IngestError(f"{name}: row {row + 1}: column {roles.observation!r} is "
+                          f"{observed[row].as_py()!r}, none of {roles.added!r}, "
+                          f"{roles.changed!r}, {roles.removed!r}")
+    before = pa.Table.from_arrays(
+        [_column_or_nulls(previous if previous is not None else data.schema.empty_table(),
+                          f.name, f.type) for f in data.schema], names=data.schema.names)
+    codes_prev, codes_new = key_codes([before, data], roles.key)
+    size = int(max(codes_prev.max(initial=0), codes_new.max(initial=0))) + 1
+    prev_row = np.full(size, -1, dtype=np.int64)
+    prev_row[codes_prev] = np.arange(len(codes_prev))  # keys of a projection are unique
+    was = prev_row[codes_new]  # per row: its key's row in ``before``, or -1
+    if (orphan := np.flatnonzero((first != Op.APPEND) & (was < 0))).size:
+        row = int(orphan[0])
+        key = {k: data[k][row].as_py() for k in roles.key}
+        raise IngestError(f"{name}: row {row + 1}: {observed[row].as_py()!r} of key {key}, which "
+                          "the slices before it do not hold")
+    sizes = 1 + (first == Op.CORRECT_FROM)
+    rows = np.repeat(np.arange(n), sizes)  # per record, its row in ``changes``
+    second = np.arange(len(rows)) - np.repeat(np.cumsum(sizes) - sizes, sizes) == 1
+    ops = np.where(second, int(Op.CORRECT_TO), first[rows]).astype(np.int32)
+    # a record's values: the row's own (an append, a correct-to), else the key's in ``before``
+    taken = np.where((ops == Op.APPEND) | second, before.num_rows + rows, was[rows])
+    both = pa.concat_tables([before, data], promote_options="permissive")
+    return both.take(taken).add_column(0, operation_type, pa.array(ops, pa.int32()))
+
+
 # --- stream merges ------------------------------------------------------------------------------
 
 

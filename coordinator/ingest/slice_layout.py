@@ -14,9 +14,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..data.hashing import physical_hash
+from ..data.odf_schema import arrow_columns
 from ..data.slices import compare_schemas
 from ..metadata.objects import DatasetVocabulary
-from ..metadata.schema_evolution import added_columns, arrow_columns
+from ..metadata.schema_evolution import added_columns
 from ..metadata.timestamps import UTC
 from .convert import ConversionError, TextOptions, convert_column
 from .errors import IngestError

@@ -12,8 +12,10 @@ Invariants:
 - The refusal is one line naming the dataset, the column, its old and new type, and what to do.
 - Columns are compared as ``Column``s, which each version makes from its own schemas: ODF 0.39
   from a ``DataSchema`` (``odf_columns``: the type without ``Option``, nullability apart), ODF
-  0.18 from an Arrow schema (``arrow_columns``: 0.18 records no nullability, so none is
-  compared). The system columns are the caller's to leave out.
+  0.18 from an Arrow schema (``data.odf_schema.arrow_columns``: 0.18 records no nullability, so
+  none is compared). Either way a message names a type as the ODF schema does (``type_text``:
+  ``Int64``, ``String``), whichever version and command refuses. The system columns are the
+  caller's to leave out.
 - A 0.39 slice is fitted to the schema in force before it is compared
   (``data.odf_schema.grown_schema``). This module imports no Arrow: ``coord schema`` of a 0.39
   dataset reads metadata only.
@@ -22,13 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..errors import Conflict
 from .odf39 import data as d
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 # what to do instead, the end of every refusal
 REMEDY = ("a schema may only gain optional columns: keep the column and add a new one, or add "
@@ -82,13 +80,6 @@ def odf_columns(schema: d.DataSchema, leave_out: Iterable[str] = ()) -> list[Col
     return [Column(f.name, plain(f.type), type_text(plain(f.type)),
                    not isinstance(f.type, d.DataTypeOption))
             for f in schema.fields if f.name not in skip]
-
-
-def arrow_columns(schema: pa.Schema, leave_out: Iterable[str] = ()) -> list[Column]:
-    """The columns of a 0.18 slice's Arrow schema (nullability not recorded, so not
-    compared), but those named in ``leave_out``."""
-    skip = set(leave_out)
-    return [Column(f.name, f.type, str(f.type), None) for f in schema if f.name not in skip]
 
 
 def plain(t: d.DataType) -> d.DataType:

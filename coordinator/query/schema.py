@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..metadata.schema_evolution import Column, arrow_columns, odf_columns
+from ..metadata.schema_evolution import Column, odf_columns
 from ..workspace import Dataset
 from ..workspace.config import OdfVersion
 
@@ -87,6 +87,7 @@ def _legacy(arrow: bytes) -> DataSchema:
 def _odf18(ds: Dataset) -> DatasetSchema:
     import pyarrow.parquet as pq
 
+    from ..data.odf_schema import arrow_columns
     from ..metadata.objects import DatasetSourceRoot
     from ..trust.slice_check import checked_slices
 

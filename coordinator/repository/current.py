@@ -150,7 +150,7 @@ def pull_current(
         local = list(state.blocks) if state is not None else []  # oldest first
         head = source.remote_head(state.head if state is not None else None)
         if head is None:
-            raise RemoteDatasetNotFound(f"{ref}: the repository has no dataset {source.remote.path}")
+            raise RemoteDatasetNotFound.at(ref)
         position = {b.hash: i for i, b in enumerate(local)}
         if head in position:
             if remember_source:

@@ -72,7 +72,7 @@ def pull_from_repository(
         local = list(writer.state.chain) if writer.state is not None else []  # newest first
         remote_head, _ = remote.read_head()
         if remote_head is None:
-            raise RemoteDatasetNotFound(f"{ref}: the repository has no dataset {remote.path}")
+            raise RemoteDatasetNotFound.at(ref)
         ahead = next((i for i, cb in enumerate(local) if cb.hash == remote_head), None)
         if ahead is not None:
             remember(ws, ds.id, "pull", ref)

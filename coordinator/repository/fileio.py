@@ -28,7 +28,9 @@ is an absent object; any other answer but 200, a refused connection, an unknown 
 one the server encodes anyway is refused). Connecting, and each read of a body, ends after
 ``HTTP_TIMEOUT_S`` seconds of silence. A web server lists no folders and takes no writes: a
 listing (only ODF 0.18's checkpoint folders need one) and every write are ``ReadOnlyRepository``,
-and push refuses such a repository before it reads anything (``FileIO.read_only``).
+and push refuses such a repository before it reads anything (``FileIO.read_only``). When
+``COORD_TOKEN`` is set, every HTTP request carries it as ``Authorization: Bearer`` (a ``coord
+serve --token-file`` answers nothing without it), as the smart protocol's client sends it.
 """
 from __future__ import annotations
 
@@ -411,6 +413,14 @@ class S3FileIO(ArrowFileIO):
 
 
 HTTP_TIMEOUT_S = 30.0  # connect, and each read of a body: a stalled server is given up on
+TOKEN_ENV = "COORD_TOKEN"
+
+
+def token_headers() -> dict[str, str]:
+    """The bearer token from ``COORD_TOKEN``, as a header (none when unset)."""
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
 _ABSENT = (404, 410)
 
 
@@ -450,9 +460,9 @@ class HttpFileIO(FileIO):
 
     read_only = True
 
-    def __init__(self, root: str, headers: dict[str, str] | None = None):
+    def __init__(self, root: str):
         super().__init__(root)
-        self.headers = headers or {}  # sent with every request (a bearer token)
+        self.headers = token_headers()  # sent with every request
 
     def url(self, path: str) -> str:
         return f"{self.root}/{quote(path)}"

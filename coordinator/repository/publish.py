@@ -220,7 +220,8 @@ def _existing_manifest(io, name: str) -> dict:
 def _upload_part(io, part: Part, dataset: Parts, path: str, progress: Progress) -> None:
     """The block's records without the dataset's ``left_out`` columns, written to ``path`` in
     the feed (Parquet or CSV by the extension); a 0.39 slice holding anything but appends is
-    refused (a part has no op column to say what a retraction is)."""
+    refused: every reader of the convention takes a part's rows as records, so an op column
+    would read as data and a retraction as a new record (docs/feeds.md)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq

@@ -32,7 +32,7 @@ from ..workspace.runs import run_folder
 from . import smart
 from .current import CurrentRemote, OtherVersion
 from .current import uploads as current_uploads
-from .fileio import HttpFileIO, RefConflict
+from .fileio import HttpFileIO, RefConflict, token_headers
 from .registry import BadRepositoryArgument, open_remote, parse_target, remember, remembered, remote_path
 from .remote import MAX_REF, Diverged, RemoteDataset
 from .transfer import Job, run_parallel
@@ -128,7 +128,7 @@ def _smart_push(ws: Workspace, dataset_id: str, target: DatasetRef, progress: Pr
     only if it is still the one this push read."""
     assert target.url is not None
     base, _, name = smart.http_url(target.url).rpartition("/")
-    node = CurrentRemote(RemoteDataset(HttpFileIO(base, smart.token_headers()), name))
+    node = CurrentRemote(RemoteDataset(HttpFileIO(base), name))
     remote_head = node.read_head()[0]  # the simple protocol's refs/head (a 404: no dataset yet)
     ds = CurrentDataset(ws, dataset_id)
     blocks = list(ds.state().blocks)  # oldest first, every block checked
@@ -191,7 +191,7 @@ def _smart_signatures(url: str, ds: CurrentDataset, new: list[StoredBlock]) -> N
         rel = layout39.signature_file(b.hash)
         if (ds.root / rel).is_file():
             try:
-                smart.put_object(f"{smart.http_url(url)}/{rel}", smart.token_headers(), ds.root / rel,
+                smart.put_object(f"{smart.http_url(url)}/{rel}", token_headers(), ds.root / rel,
                                  lambda _: None)
             except smart.NotAccepted:
                 return

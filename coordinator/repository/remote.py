@@ -77,7 +77,13 @@ def read_ref(io: FileIO, where: str, form: re.Pattern[bytes], described: str) ->
 
 
 class RemoteDatasetNotFound(SyncError, NotFound):
-    pass
+    """No dataset at a reference (a repository's folder or a URL without a head)."""
+
+    @classmethod
+    def at(cls, ref: object) -> RemoteDatasetNotFound:
+        # the reference names the dataset already, and a failed pull's line names it first
+        return cls(f"{ref}: no dataset there (no head); check the dataset's name and the "
+                   "repository's URL")
 
 
 class RemotePullStatus(enum.StrEnum):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import tarfile
 from collections.abc import Callable, Iterator
@@ -34,12 +33,11 @@ from ..metadata.multiformats import Multihash
 from ..metadata.odf39.events import DataSlice
 from ..store import layout
 from .current import CurrentRemote, ObjectRef, object_file
-from .fileio import HTTP_TIMEOUT_S, HttpFileIO
+from .fileio import HTTP_TIMEOUT_S, HttpFileIO, token_headers
 from .remote import MAX_BLOCK, RemoteDataset, SyncError
 
 VERSION_HEADER = "x-odf-smtp-version"
 VERSION = "1"
-TOKEN_ENV = "COORD_TOKEN"
 TAR_GZ = "application/tar+gzip"
 MAX_FRAME = 256 << 20  # a frame's JSON: a metadata batch is a JSON array of byte values
 MAX_BLOCKS = 1 << 20  # entries of one metadata batch
@@ -52,12 +50,6 @@ class SmartProtocolError(SyncError, Unavailable):
 
 class NotAccepted(SmartProtocolError):
     """The node has no such upload route (404, 405)."""
-
-
-def token_headers() -> dict[str, str]:
-    """The bearer token from ``COORD_TOKEN``, as a header (none when unset)."""
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 # --- frames both sides share ----------------------------------------------------------------
@@ -222,7 +214,7 @@ class SmartPull(CurrentRemote):
 
     def __init__(self, url: str):
         base, _, name = http_url(url).rpartition("/")
-        super().__init__(RemoteDataset(_TransferIO(base, token_headers()), name))
+        super().__init__(RemoteDataset(_TransferIO(base), name))
         self.url = url
         self.blocks: dict[str, bytes] = {}  # block file → stored bytes, as the batch brought them
         self.session: Session | None = None
@@ -290,8 +282,8 @@ class SmartPull(CurrentRemote):
 class _TransferIO(HttpFileIO):
     """HTTP reads at the dataset's simple-protocol routes, objects at their transfer URLs."""
 
-    def __init__(self, root: str, headers: dict[str, str]):
-        super().__init__(root, headers)
+    def __init__(self, root: str):
+        super().__init__(root)
         self.transfers: dict[str, tuple[str, dict[str, str]]] = {}  # path → URL, its headers
 
     def url(self, path: str) -> str:

@@ -24,8 +24,7 @@ Invariants:
 - A new dataset's chain is written in a run folder and renamed into place: it appears whole
   (Seed and definition) or not at all; a killed ``coord add`` leaves only an abandoned run folder.
 - A snapshot merge is defined as any other (its pulls write retractions and corrections,
-  ``ingest.current``); ``coord upgrade`` still refuses a 0.18 snapshot root (its observed rows
-  would need rewriting as operation types).
+  ``ingest.current``; ``coord upgrade`` rewrites a 0.18 snapshot root's observed rows as them).
 """
 from __future__ import annotations
 

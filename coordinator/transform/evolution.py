@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import uuid
 
+from ..data.odf_schema import arrow_columns
 from ..engine.port import Engine, InputSchema, ValidateRequest
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative
-from ..metadata.schema_evolution import added_columns, arrow_columns
+from ..metadata.schema_evolution import added_columns
 from ..workspace import Dataset, DatasetState, Workspace
 from .plan import plan_input
 

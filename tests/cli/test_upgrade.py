@@ -62,11 +62,13 @@ def test_an_existing_target_is_refused_in_one_line(home):
 
 def test_several_datasets_keep_going_past_one_that_fails(home):
     ws = Workspace.open(home)
-    add_dataset(ws, SOURCE.replace("{kind: append}", "{kind: snapshot, primaryKey: [city]}"), "snap")
+    add_dataset(ws, SOURCE.replace("{kind: append}",
+                                   "{kind: snapshot, primaryKey: [city], observationColumn: seen}"),
+                "snap")
     proc = coord_here("upgrade", "snap", "cities", "--into", "../out", cwd=home, check=False)
     assert proc.returncode == 1
     assert proc.stdout.startswith("cities: did:odf:")
-    assert proc.stderr.startswith("coord: error: snap: snap is a snapshot root;")
+    assert proc.stderr.startswith("coord: error: snap: source.merge.observationColumn: ")
     assert (home.parent / "out" / "cities").is_dir() and not (home.parent / "out" / "snap").exists()
 
 

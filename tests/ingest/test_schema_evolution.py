@@ -145,7 +145,7 @@ def test_data_whose_values_do_not_convert_to_a_columns_type_is_refused_as_a_rety
     csv(home, "b.csv", "id,ts,city\nx7,2024-01-03T00:00:00Z,Pune\n")
     result = run_coord(home, "pull", "cities", ok=False)
     assert result.exit_code == 1
-    assert f"the new data changes column 'id' from int64 to string; {REMEDY}" in result.output
+    assert f"the new data changes column 'id' from Int64 to String; {REMEDY}" in result.output
     assert head(home, "cities") == before
 
 
@@ -214,7 +214,7 @@ def test_a_0_18_query_change_is_refused_by_the_same_rule(tmp_path, fake_engine):
     run_coord(tmp_path, "pull", "-r", "north")
     result = run_coord(tmp_path, "add", "--replace",
                        str(derivative(tmp_path, "SELECT ts, id FROM cities")), ok=False)
-    assert str(result.exception) == f"north: the new query drops column 'city', string; {REMEDY}"
+    assert str(result.exception) == f"north: the new query drops column 'city', String; {REMEDY}"
 
 
 # --- nullability: a column keeps the one recorded first -----------------------------------------

@@ -128,7 +128,7 @@ def test_a_data_file_longer_than_its_block_says_is_not_read_past_it(origin, othe
 
 def test_a_dataset_the_server_does_not_have_is_named_in_one_line(origin, other, web):
     line = failed_pull(other, f"{web}/villages")
-    assert f"{web}/villages: the repository has no dataset villages" in line
+    assert f"{web}/villages: no dataset there" in line
 
 
 def test_a_refused_connection_is_one_line(other):

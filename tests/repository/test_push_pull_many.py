@@ -94,7 +94,7 @@ def test_a_missing_input_pulled_from_nowhere_fails_and_is_named(ws, other_ws, tm
     done = coord("pull", "-r", f"shared/{DER}", cwd=with_repo(other_ws, url).root, check=False)
     assert done.returncode == 1
     assert f"{DER}: new dataset" in done.stdout
-    assert done.stderr.startswith(f"coord: error: {UP}: shared/{UP}: the repository has no dataset")
+    assert done.stderr.startswith(f"coord: error: {UP}: shared/{UP}: no dataset there")
 
 
 def test_verify_says_how_to_bring_an_input_that_stayed_behind(ws, other_ws, tmp_path):

@@ -183,13 +183,6 @@ def test_an_unknown_dataset_is_refused(ws, tmp_path):
     assert not (tmp_path / "out" / "nope").exists()
 
 
-def test_a_snapshot_root_is_refused_until_retractions_can_be_written(ws, tmp_path):
-    add_dataset(ws, SOURCE.replace("{kind: append}", "{kind: snapshot, primaryKey: [city]}"), "c")
-    with pytest.raises(UpgradeError, match=r"^c is a snapshot root; .* \(issue 34\)$"):
-        upgrade_dataset(ws, "c", tmp_path / "out")
-    assert not (tmp_path / "out" / "c").exists()
-
-
 def test_a_derivative_whose_input_is_not_upgraded_is_refused(ws, tmp_path):
     add_dataset(ws, SOURCE, "c")
     (ws.root / "d.yaml").write_text(derivative_manifest("d", ["c"], "SELECT * FROM c"))
