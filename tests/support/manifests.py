@@ -24,13 +24,13 @@ def with_event_time(manifest: str, column: str) -> str:
 
 
 def csv_root_manifest(dataset_id: str, folder: str, schema: list[str] | None = None,
-                      event_time: str = "ts") -> str:
-    """A manifest of an append root over ``folder/*.csv`` (with a header line), its event time
-    column ``event_time``; ``schema``: its read schema's entries (None: the files' columns)."""
+                      event_time: str = "ts", merge: str = "{kind: append}") -> str:
+    """A manifest of a root over ``folder/*.csv`` (with a header line), its event time column
+    ``event_time``; ``schema``: its read schema's entries (None: the files' columns)."""
     declared = f", schema: {json.dumps(schema)}" if schema else ""
     return with_event_time(_snapshot(dataset_id) + f"""\
     kind: root
     fetch: {{kind: filesGlob, path: "{folder}/*.csv"}}
     read: {{kind: csv, header: true{declared}}}
-    merge: {{kind: append}}
+    merge: {merge}
 """, event_time)

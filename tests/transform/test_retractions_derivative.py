@@ -16,7 +16,6 @@ The DuckDB test engine shows the logic; two tests run the same through Spark.
 """
 from __future__ import annotations
 
-import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord
+from ..support.manifests import csv_root_manifest, derivative_manifest, with_event_time
 
 ROOT = "test.cities"
 KEEP = "pop >= 20"  # the filter of the derivative under test
@@ -46,36 +46,15 @@ PULLS = [
 PASS_ON = f"SELECT op, `offset`, `at`, id, city FROM `{ROOT}` WHERE {KEEP}"
 
 
-def root_manifest(home: Path, name: str, folder: str, merge: str, columns: str) -> Path:
+def root_manifest(home: Path, name: str, folder: str, merge: str, columns: list[str]) -> Path:
     path = home / f"{name}.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        apiVersion: 1
-        kind: DatasetSnapshot
-        content:
-          id: {name}
-          source:
-            kind: root
-            fetch: {{kind: filesGlob, path: "{folder}/*.csv"}}
-            read: {{kind: csv, header: true, schema: [{columns}]}}
-            merge: {merge}
-          vocab: {{eventTimeColumn: at}}
-        """))
+    path.write_text(csv_root_manifest(name, folder, columns, event_time="at", merge=merge))
     return path
 
 
 def derivative(home: Path, name: str, query: str, inputs: tuple[str, ...] = (ROOT,)) -> None:
     path = home / f"{name}.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        apiVersion: 1
-        kind: DatasetSnapshot
-        content:
-          id: {name}
-          source:
-            kind: derivative
-            inputs: [{", ".join(inputs)}]
-            transform: {{kind: sql, engine: spark, query: "{query}"}}
-          vocab: {{eventTimeColumn: at}}
-        """))
+    path.write_text(with_event_time(derivative_manifest(name, list(inputs), query), "at"))
     coord("add", str(path), cwd=home)
 
 
@@ -88,7 +67,7 @@ def snapshot(home: Path, k: int) -> None:
 def workspace(path: Path) -> Path:
     """A 0.39 workspace (``coord init``'s default) with the snapshot root, not pulled."""
     coord("init", str(path), cwd=path)
-    columns = '"id BIGINT", "city STRING", "pop BIGINT"'
+    columns = ["id BIGINT", "city STRING", "pop BIGINT"]
     coord("add", str(root_manifest(path, ROOT, "in", "{kind: snapshot, primaryKey: [id]}",
                                    columns)), cwd=path)
     return path
@@ -207,7 +186,7 @@ def test_an_aggregate_over_the_snapshot_root_is_refused_naming_the_aggregate(hom
 
 
 def test_a_join_with_the_snapshot_root_is_refused_naming_the_join(home):
-    columns = '"code BIGINT", "country STRING"'
+    columns = ["code BIGINT", "country STRING"]
     coord("add", str(root_manifest(home, "test.codes", "codes", "{kind: append}", columns)), cwd=home)
     (home / "codes").mkdir()
     (home / "codes" / "0.csv").write_text("code,country\n1,NO\n2,PE\n")
@@ -255,7 +234,7 @@ def test_a_derivative_that_passes_them_on_can_hold_them_for_its_own_readers(home
 
 def test_a_derivative_of_an_append_only_root_is_not_asked_about_retractions(tmp_path):
     coord("init", str(tmp_path), cwd=tmp_path)
-    columns = '"id BIGINT", "city STRING", "pop BIGINT"'
+    columns = ["id BIGINT", "city STRING", "pop BIGINT"]
     coord("add", str(root_manifest(tmp_path, ROOT, "in", "{kind: append}", columns)), cwd=tmp_path)
     derivative(tmp_path, "test.plain", f"SELECT `at`, id, city FROM `{ROOT}` WHERE {KEEP}")
     snapshot(tmp_path, 0)
