@@ -23,7 +23,7 @@ from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord
-from .test_pull_odf39 import NAME, derivative, manifest
+from .test_pull_odf39 import NAME, manifest
 
 APPEND, RETRACT, CORRECT_FROM, CORRECT_TO = 0, 1, 2, 3
 
@@ -224,23 +224,6 @@ def test_a_pull_killed_at_the_commit_leaves_the_old_head_and_the_rerun_adds_the_
     assert len(stored) == 2 and sorted(slice_units(stored[1])) == expected_changes(before, after)
     assert state_rows(home) == after
     assert verify_folder(ds.root) == []
-
-
-def test_a_derivative_reading_corrections_is_refused_in_one_line_naming_its_input(home):
-    path = derivative(home, "test.big", f"SELECT * FROM `{NAME}` WHERE pop > 10")
-    coord("add", str(path), cwd=home)
-    snapshot_file(home, "0.csv", PULLS[0])
-    coord("pull", "-r", "test.big", cwd=home, fake_engine=True)  # appends only: computed
-    big = CurrentDataset(Workspace.open(home), "test.big")
-    head = big.head()
-    snapshot_file(home, "1.csv", PULLS[1])
-    refused = coord("pull", "-r", "test.big", cwd=home, fake_engine=True, check=False)
-    assert refused.returncode != 0
-    line = refused.stderr.strip().splitlines()[-1]
-    assert line.startswith(f"coord: error: test.big: input {NAME}: ") and line.endswith(
-        "holds retractions or corrections (op != 0), which a derivative's query cannot handle "
-        "yet (issue 34)")
-    assert big.head() == head
 
 
 def test_with_its_own_event_time_a_row_whose_time_alone_changed_is_corrected(tmp_path):

@@ -292,7 +292,7 @@ def test_a_changed_slice_is_refused_before_a_ledger_reads_its_keys(home):
     csv(home, "b.csv", SECOND)
     refused = coord_here("pull", NAME, cwd=home, check=False)
     assert refused.returncode != 0
-    assert f"{NAME}: {data} is missing or not the slice its block records" in refused.stdout
+    assert f"{NAME}: failed: {data} is missing or not the slice its block records" in refused.stdout
     assert ds.head() == head
 
 
