@@ -12,7 +12,9 @@ case by case so load on the machine hits all alike; medians of wall time and of 
 - deltalake: ``write_deltalake`` of the CSV read by pyarrow, into a new table;
 - pyiceberg: append to a new table of a SQLite catalog;
 - coord 0.18 / coord 0.39: ``coord pull`` of the flights manifest into a fresh workspace of
-  that version (add not timed): fetch, read, event time, slice, hashes, block, commit.
+  that version (add not timed): fetch, read, event time, slice, hashes, block, commit. As
+  ``bench_cli.py`` runs it: the console script next to this Python (no version manager's
+  shim), this checkout's code (PYTHONPATH) compiled to bytecode as ``pip install`` leaves it.
 
 Then ``coord verify --integrity`` of the 0.39 dataset just pulled (whole process: every
 block, every data file's size, SHA3-256 and footer) against SHA3-256 over the same data files
@@ -24,6 +26,7 @@ pyarrow on the large one; verify at least 0.8x the raw SHA3's speed.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import statistics
@@ -34,11 +37,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_cli import coord_command
 from bench_ingest import flights_csv
 from bench_scale import sha3_all_cores
 from common import print_table
 
 ROOT = Path(__file__).resolve().parents[1]
+COORD = coord_command()
 SCHEMA = (Path(ROOT / "examples" / "datasets" / "flights.yaml").read_text()
           .split("      schema:\n", 1)[1].split("    merge:", 1)[0])
 MANIFEST = f"""\
@@ -95,9 +100,9 @@ def coord_workspace(tmp: Path, odf: str, csv: Path) -> Path:
     shutil.rmtree(home, ignore_errors=True)
     (home / "in").mkdir(parents=True)
     os.link(csv, home / "in" / csv.name)
-    subprocess.run(["coord", "init", "--odf", odf, str(home)], check=True, capture_output=True)
+    subprocess.run([*COORD, "init", "--odf", odf, str(home)], check=True, capture_output=True)
     (home / "flights.yaml").write_text(MANIFEST)
-    subprocess.run(["coord", "add", "flights.yaml"], cwd=home, check=True, capture_output=True)
+    subprocess.run([*COORD, "add", "flights.yaml"], cwd=home, check=True, capture_output=True)
     return home
 
 
@@ -135,8 +140,8 @@ def bench(csv: Path, tmp: Path, repeat: int, rows: int) -> list[dict]:
             cases.setdefault(name, []).append(run([sys.executable, "-c", script, str(csv), str(target)], tmp))
         for odf in ("0.18", "0.39"):
             home = coord_workspace(tmp, odf, csv)
-            cases.setdefault(f"coord pull, ODF {odf}", []).append(run(["coord", "pull", "nyc.flights"], home))
-    cases["coord verify --integrity, ODF 0.39"] = [run(["coord", "verify", "--integrity", "nyc.flights"],
+            cases.setdefault(f"coord pull, ODF {odf}", []).append(run([*COORD, "pull", "nyc.flights"], home))
+    cases["coord verify --integrity, ODF 0.39"] = [run([*COORD, "verify", "--integrity", "nyc.flights"],
                                                         home) for _ in range(repeat)]
     cases["SHA3-256 of its data files, all cores"] = [raw_sha3(home) for _ in range(repeat)]
     wall = {k: statistics.median(w for w, _ in v) for k, v in cases.items()}
@@ -156,6 +161,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rows", type=int, default=0, help="also a CSV of at least this many rows")
     args = parser.parse_args()
+    compileall.compile_dir(ROOT / "coordinator", quiet=1)  # as pip does when it installs
     with tempfile.TemporaryDirectory(prefix="bench-odf-ingest-") as tmp_name:
         tmp = Path(tmp_name)
         csv = flights_csv(tmp)

@@ -18,13 +18,17 @@ Invariants:
   correct-from record's event time, operation type and values, then the correct-to record's
   event time and values (every other record counts as its own partner here).
 - The order is that of one Arrow ``sort_indices`` over every column's ``sort_keys`` (nulls at
-  start), computed by refining ties: key array after key array, sorted with numpy only among
-  the units still tied, as unsigned ordinals of the keys' values (an ordinal wider than fits
-  one sort in as many passes as it needs, high bits first). Python loops over key arrays and
-  passes, never over rows; when the rows already are in order, nothing is sorted.
+  start), computed by refining ties: the key arrays' unsigned ordinals, their bits
+  concatenated most significant first, sorted with numpy only among the units still tied,
+  as many bits per pass as fit (the first pass: one key array); while most units stay tied
+  pass after pass (repeated records), the bits left are sorted in one Arrow sort instead.
+  A key array equal in every unit is left out. Python loops over key arrays and passes,
+  never over rows; when the rows already are in order, nothing is sorted.
 """
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +84,8 @@ class _Key:
 
     def ordinals(self, units: np.ndarray | None) -> list[tuple[np.ndarray, int]]:
         """The ordinals of the column's sort key arrays for the given units (all, in order,
-        when None), most significant first, with their widths in bits (``_ordinal``)."""
+        when None), most significant first, with their widths in bits (``_ordinal``),
+        less those equal for every unit of the column."""
         if units is None:
             rows = self.rows
         else:
@@ -89,55 +94,111 @@ class _Key:
         if isinstance(column, pa.ChunkedArray):  # one chunk as build_slice gives: no copy
             column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
         if rows is None:
-            return [_ordinal(a) for a in sort_keys(column)]
-        if 4 * len(rows) >= len(column):  # most rows: cheaper to pick ordinals than values
-            return [(o[rows], bits) for o, bits in (_ordinal(a) for a in sort_keys(column))]
-        return [_ordinal(a) for a in sort_keys(column.take(pa.array(rows)))]
+            found = _ordinals(column)
+        elif 4 * len(rows) >= len(column):  # most rows: cheaper to pick ordinals than values
+            found = [(o[rows], bits) for o, bits in _ordinals(column)]
+        else:
+            found = _ordinals(column.take(pa.array(rows)))
+        return [(o, bits) for o, bits in found if bits]  # a key equal everywhere orders nothing
 
 
 def _lexicographic(n: int, keys: list[_Key]) -> np.ndarray:
     """The permutation of ``n`` units that sorts them by the keys' arrays, most significant
     first (units tied on all of them in any order).
 
-    Ties are refined key array after key array, each sorted only among the units still tied
-    with a neighbour: as ordinals (unsigned integers in the array's order) packed with the
-    units' tie group and position into one uint64 each, which numpy sorts with SIMD. An
-    ordinal too wide to fit beside them is sorted by as many of its high bits as fit, then by
-    the rest among the units still tied (radix digits, most significant first). Units the
-    first keys set apart (usually almost all) cost nothing in the later ones."""
+    Ties are refined pass after pass, each sorting only the units still tied with a
+    neighbour: by the next bits of the key arrays' ordinals (unsigned integers in the
+    array's order), concatenated, packed with the units' tie group and position into one
+    uint64 each, which numpy sorts with SIMD (radix digits, most significant first). Units
+    the first keys set apart (usually almost all) cost nothing in the later ones; when a pass
+    leaves most of its units tied, ``_sort_rest`` sorts by all the rest at once."""
     order = np.arange(n)
     active = order.copy()  # positions in ``order`` still tied with a neighbour
     group = np.zeros(n, np.uint64)  # their tie group, nondecreasing along the positions
     moved = False  # whether ``order`` or ``active`` changed (else units are rows as they are)
-    for key in keys:
-        # the key's ordinals not sorted by yet, of the active units in their current order
-        pending = key.ordinals(order[active] if moved else None)
-        while pending:
-            ordinal, bits = pending[0]
-            room = 64 - int(group[-1]).bit_length() - (len(active) - 1).bit_length()
-            rest = max(bits - room, 0)
+    later = iter(keys)
+    # ordinals not sorted by yet, of the active units in their current order
+    pending: list[tuple[np.ndarray, int]] = []
+    passes = 0
+    while True:
+        # As many ordinal bits as fit beside the group and position, high bits first: a
+        # pass costs about what computing a key's ordinals does. The first pass sorts by one
+        # key array only: in most data it sets nearly all units apart, and then the later
+        # keys' ordinals are computed for the few units left.
+        room = 64 - int(group[-1]).bit_length() - (len(active) - 1).bit_length()
+        ordinal, bits = None, 0
+        while bits < room and not (passes == 0 and bits):
+            if not pending:
+                key = next(later, None)
+                if key is None:
+                    break
+                pending = key.ordinals(order[active] if moved else None)
+                continue
+            more, width = pending[0]
+            rest = max(width - (room - bits), 0)
             if rest:  # its high bits now, the rest next
-                pending[0] = (ordinal & np.uint64((1 << rest) - 1), rest)
-                ordinal = ordinal >> np.uint64(rest)
+                pending[0] = (more & np.uint64((1 << rest) - 1), rest)
+                more = more >> np.uint64(rest)
             else:
                 pending.pop(0)
-            perm, compound = _sort_within(group, ordinal, bits - rest)
-            if perm is not None:
-                order[active] = order[active][perm]
-                pending = [(o[perm], b) for o, b in pending]
-                moved = True
-            change = np.empty(len(active), bool)
-            change[0] = True
-            np.not_equal(compound[1:], compound[:-1], out=change[1:])
-            tied = ~(change & np.append(change[1:], True))
-            if not tied.all():
-                active = active[tied]
-                if not len(active):
-                    return order
-                pending = [(o[tied], b) for o, b in pending]
-                moved = True
-            group = (np.cumsum(change)[tied] - 1).astype(np.uint64)
-    return order
+            ordinal = more if ordinal is None else (ordinal << np.uint64(width - rest)) | more
+            bits += width - rest
+        if ordinal is None:
+            return order
+        passes += 1
+        before = len(active)
+        perm, compound = _sort_within(group, ordinal, bits)
+        if perm is not None:
+            order[active] = order[active][perm]
+            pending = [(o[perm], b) for o, b in pending]
+            moved = True
+        change = np.empty(len(active), bool)
+        change[0] = True
+        np.not_equal(compound[1:], compound[:-1], out=change[1:])
+        tied = ~(change & np.append(change[1:], True))
+        if not tied.all():
+            active = active[tied]
+            if not len(active):
+                return order
+            pending = [(o[tied], b) for o, b in pending]
+            moved = True
+        group = (np.cumsum(change)[tied] - 1).astype(np.uint64)
+        if passes > 1 and 2 * len(active) >= before:
+            # Most units stay tied pass after pass (repeated records): the rest of the keys
+            # in one sort instead of a pass per few dozen bits.
+            units = order[active] if moved else None
+            order[active] = order[active][_sort_rest(group, pending, later, units)]
+            return order
+
+
+def _sort_rest(group: np.ndarray, pending: list[tuple[np.ndarray, int]],
+               later: Iterator[_Key], units: np.ndarray | None) -> np.ndarray:
+    """The permutation that sorts units by their group, then by the ordinals not sorted by
+    yet (``pending``, then the ``later`` keys' of ``units``), in one Arrow sort: the
+    ordinals' bits are concatenated, most significant first, into 64-bit words (a key at a
+    time, so that only the words and one key's ordinals are held)."""
+    words = [group]
+    word, used = None, 0
+    # each array let go of once packed: from the list as taken, a key's when computed
+    taken = (pending.pop(0) for _ in range(len(pending)))
+    for ordinal, bits in itertools.chain(taken, itertools.chain.from_iterable(
+            key.ordinals(units) for key in later)):
+        while bits:
+            take = min(bits, 64 - used)
+            rest = bits - take
+            part = ordinal >> np.uint64(rest) if rest else ordinal
+            word = part if word is None else (word << np.uint64(take)) | part
+            used, bits = used + take, rest
+            if rest:
+                ordinal = ordinal & np.uint64((1 << rest) - 1)
+            if used == 64:
+                words.append(word)
+                word, used = None, 0
+    if word is not None:
+        words.append(word)  # as wide for every unit: compares as well unshifted
+    names = [str(i) for i in range(len(words))]
+    return pc.sort_indices(pa.table(words, names=names),
+                           sort_keys=[(name, "ascending") for name in names]).to_numpy()
 
 
 def _sort_within(group: np.ndarray, ordinal: np.ndarray, bits: int
@@ -161,7 +222,7 @@ _SIGN = np.uint64(1 << 63)
 
 def _ordinal(arr: pa.Array) -> tuple[np.ndarray, int]:
     """Unsigned integers in the order a sort key array sorts (equal where its values are
-    equal, 0 for a null, the least) and how many bits they take."""
+    equal, 0 for a null, the least) and how many bits they take (0 only when all are equal)."""
     t = arr.type
     valid = None if not arr.null_count else pc.is_valid(arr).to_numpy(zero_copy_only=False)
     if pa.types.is_boolean(t):
@@ -170,21 +231,11 @@ def _ordinal(arr: pa.Array) -> tuple[np.ndarray, int]:
     if pa.types.is_integer(t) or pa.types.is_temporal(t):
         raw = np.frombuffer(arr.buffers()[1], f"<{'u' if pa.types.is_unsigned_integer(t) else 'i'}"
                             f"{t.bit_width // 8}")[arr.offset:arr.offset + len(arr)]
-        values = raw.astype(np.uint64 if pa.types.is_unsigned_integer(t) else np.int64)
+        values = raw.astype(np.uint64 if pa.types.is_unsigned_integer(t) else np.int64,
+                            copy=False)  # not written to
         return _from_integers(values, valid, 1)
     if pa.types.is_float32(t) or pa.types.is_float64(t):
-        x = np.frombuffer(arr.buffers()[1], np.float32 if pa.types.is_float32(t) else np.float64
-                          )[arr.offset:arr.offset + len(arr)].astype(np.float64)
-        nan = np.isnan(x)
-        # numbers by value as unsigned integers: 2**63 plus or minus the magnitude's bits
-        # (-0.0 is 0.0; the bits come in the next key), so that values of few significant
-        # bits keep their trailing zeros; NaN is 1, below every number, above a null
-        b = x.view(np.uint64)
-        magnitude = b & ~_SIGN
-        s = np.where(b & _SIGN, _SIGN - magnitude, _SIGN + magnitude)
-        ordinal, bits = _from_integers(s, ~nan if valid is None else valid & ~nan, 2)
-        ordinal[nan if valid is None else nan & valid] = 1
-        return ordinal, bits
+        return _float_value(_float_bits(arr).view(f"<f{t.bit_width // 8}"), valid)
     if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
             or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)):
         # distinct values ranked by Arrow's sort (by their bytes), then looked up per row
@@ -202,6 +253,51 @@ def _ordinal(arr: pa.Array) -> tuple[np.ndarray, int]:
     return values, int(values.max()).bit_length()
 
 
+def _ordinals(arr: pa.Array) -> list[tuple[np.ndarray, int]]:
+    """The ordinals of a column's sort key arrays (``sort_keys``), most significant first."""
+    t = arr.type
+    if not (pa.types.is_float32(t) or pa.types.is_float64(t)):
+        return [_ordinal(a) for a in sort_keys(arr)]
+    # A float column's second key, its bits, orders only values equal as numbers. Those have
+    # the same bits but for 0.0 and -0.0 (then the sign bit) and NaNs (then all their bits),
+    # so its ordinals are those bits there and 0 elsewhere (nulls too, tied by the first
+    # key): no bits at all for a column without -0.0 and NaN.
+    raw = _float_bits(arr)
+    x = raw.view(f"<f{t.bit_width // 8}")
+    valid = None if not arr.null_count else pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    nan = np.isnan(x)
+    tie = np.where(nan, raw, np.where(x == 0, raw >> np.uint64(t.bit_width - 1), 0))
+    return [_float_value(x, valid), _from_integers(_nulls_zero(tie.astype(np.uint64), valid),
+                                                   None, 0)]
+
+
+def _float_bits(arr: pa.Array) -> np.ndarray:
+    """A float32 or float64 array's values as their stored bits (unsigned, no copy)."""
+    width = arr.type.bit_width
+    return np.frombuffer(arr.buffers()[1], f"<u{width // 8}")[arr.offset:arr.offset + len(arr)]
+
+
+def _float_value(values: np.ndarray, valid: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """The ordinals of floats by value: nulls 0, NaN 1, then the numbers (-0.0 is 0.0)."""
+    with np.errstate(invalid="ignore"):  # a float32 signalling NaN is a NaN all the same
+        x = values.astype(np.float64, copy=False)
+    nan = np.isnan(x)
+    # numbers by value as unsigned integers: 2**63 plus or minus the magnitude's bits, so
+    # that values of few significant bits keep their trailing zeros (minus: the magnitude's
+    # bits flipped plus one where the sign is set, in place)
+    b = x.view(np.uint64)
+    negative = (b.view(np.int64) >> np.int64(63)).view(np.uint64)  # all ones or zero
+    s = b & ~_SIGN
+    s ^= negative
+    s -= negative
+    s += _SIGN
+    if not nan.any():
+        return _from_integers(s, valid, 2)
+    ordinal, bits = _from_integers(s, ~nan if valid is None else valid & ~nan, 2)
+    ordinal[nan if valid is None else nan & valid] = 1
+    return ordinal, max(bits, 1)
+
+
 def _from_integers(values: np.ndarray, valid: np.ndarray | None, first: int
                    ) -> tuple[np.ndarray, int]:
     """Ordinals of integers (int64 or uint64): each value's distance from the least valid
@@ -209,8 +305,10 @@ def _from_integers(values: np.ndarray, valid: np.ndarray | None, first: int
     False, 0. (Timestamps of whole seconds, floats of whole numbers: far fewer bits to sort.)"""
     present = values if valid is None else values[valid]
     if not len(present):
-        return np.zeros(len(values), np.uint64), 1
+        return np.zeros(len(values), np.uint64), 0  # all null: all equal
     low, high = int(present.min()), int(present.max())
+    if high == low and valid is None:
+        return np.zeros(len(values), np.uint64), 0  # all equal
     distance = values.view(np.uint64) - np.uint64(low % (1 << 64))
     if valid is not None:
         distance[~valid] = 0

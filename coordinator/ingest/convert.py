@@ -26,6 +26,7 @@ from ..errors import CoordError
 
 # a time part followed by a zone: "...T10:00:00Z", "... 10:00+01:00" (a bare date has none)
 _ZONED = r"\d[T ]\d\d:\d\d.*([Zz]|[+-]\d\d:?\d\d)$"
+_PROBE_ROWS = 64  # values looked at to guess whether a timestamp column carries zones
 
 class ConversionError(CoordError, ValueError):
     def __init__(self, column: str, row: int, value, target: str, reason: str = ""):
@@ -173,10 +174,16 @@ def parse_timestamps(text, target: pa.DataType, fmt: str | None = None):
     if fmt is not None:
         parsed = pc.strptime(text, format=fmt, unit=target.unit)
         return parsed.cast(utc if parsed.type.tz is None else parsed.type).cast(target)
-    try:
-        return text.cast(utc).cast(target)  # fast path: every value has a zone
-    except pa.ArrowInvalid:
-        pass
+    # Fast path, one cast when the first values are all zoned or all zone-less and the rest
+    # are too. Which one is guessed from those values: a cast that fails costs several times
+    # one that succeeds (Arrow tries every value), 1.1 s per million values here.
+    probe = pc.match_substring_regex(text.slice(0, _PROBE_ROWS), _ZONED)
+    some, every = pc.any(probe).as_py(), pc.all(probe).as_py()
+    if every or not some:
+        try:
+            return text.cast(utc if some else pa.timestamp(target.unit)).cast(utc).cast(target)
+        except pa.ArrowInvalid:
+            pass
     zoned = pc.fill_null(pc.match_substring_regex(text, _ZONED), False)
     with_zone = pc.if_else(zoned, text, None).cast(utc)
     without_zone = pc.if_else(zoned, None, text).cast(pa.timestamp(target.unit)).cast(utc)

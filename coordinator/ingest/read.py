@@ -140,7 +140,7 @@ _SPLITTABLE_CODECS = ("utf8", "ascii", "usascii", "latin1", "iso88591", "cp1252"
 
 @dataclass(frozen=True)
 class _CsvPiece:
-    data: bytes  # whole lines of the file (after the first piece: the header line first)
+    data: bytes | bytearray  # whole lines of the file (after the first piece: the header line first)
     rows_before: int  # records of the file in earlier pieces
     types: dict[str, pa.DataType] | None  # without a schema: the first piece's, by column
 
@@ -156,19 +156,24 @@ def _csv_pieces(path: Path, step: ReadStepCsv, name: str, piece_bytes: int) -> I
                 header = line
                 break
         while True:
-            data = f.read(piece_bytes)
-            if data and not data.endswith(b"\n"):
+            # the header line, then the piece read in place behind it (each copy of a piece
+            # is tens of MB to fault in and fill)
+            data = bytearray(len(header) + piece_bytes)
+            data[:len(header)] = header
+            got = f.readinto(memoryview(data)[len(header):])
+            del data[len(header) + got:]
+            if got and not data.endswith(b"\n"):
                 data += f.readline()  # the rest of the line
-            if not data and types is not None:
+            if not got and types is not None:
                 return
-            table = _read_csv(path, step, name, _CsvPiece(header + data, rows, types))
+            table = _read_csv(path, step, name, _CsvPiece(data, rows, types))
             if types is None:  # later pieces are typed like the first (with a schema: as it says)
                 raw = table.column_names if step.header else [f"f{i}" for i in range(table.num_columns)]
                 types = {n: t for n, t in zip(raw, table.schema.types, strict=True)} \
                     if step.schema is None else {}
             rows += table.num_rows
             yield table
-            if not data:
+            if not got:
                 return
 
 
@@ -283,7 +288,7 @@ def _codec(encoding: str | None) -> str:
     return encoding or "utf8"
 
 
-def _without_comments(data: bytes, comment: str) -> bytes:
+def _without_comments(data: bytes | bytearray, comment: str) -> bytes:
     """The lines without comment lines (``_line_of_row`` skips them too when counting)."""
     return re.sub(rb"(?m)^" + re.escape(comment.encode()) + rb"[^\n]*(?:\n|$)", b"", data)
 
