@@ -27,9 +27,12 @@ from .support.cli import ROOT
 ENGINE_MARKERS = ("spark", "engine_start", "container")
 NO_CONTAINER_API = "unix:///nonexistent/coord-tests-start-no-engine.sock"
 
-# Property tests: 300 examples each by default (what CI runs); HYPOTHESIS_PROFILE=quick while
-# working on something else. No deadline: the machines are shared and their timing is noise.
-settings.register_profile("suite", max_examples=300, deadline=None)
+# Property tests: 100 examples each by default (Hypothesis's own default; what CI runs),
+# HYPOTHESIS_PROFILE=thorough for 1000 after a change to a codec, an order or a hash, quick for
+# 25 while working on something else. No deadline: the machines are shared and their timing
+# is noise.
+settings.register_profile("suite", max_examples=100, deadline=None)
+settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.register_profile("quick", max_examples=25, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
