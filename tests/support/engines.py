@@ -34,12 +34,15 @@ ENDPOINT_FILE = "endpoint.json"
 # (under the workspace's own sparkConf): small local Sparks running tiny queries. One shuffle
 # partition (one state store per stateful operator) and the JVM's quick compiler only (no C2,
 # whose compile threads compete for the machine's 2 cores on data this small) halve the time
-# of a call and cut a third of Spark's start. Production settings are kept by
+# of a call and cut a third of Spark's start. Without whole-stage code generation each query
+# runs Spark's interpreted operators instead of compiling Java for rows this few (the same
+# answers; tests/engine/test_chained_stateful.py: 135 s of CPU against 166 s). Production settings are kept by
 # tests/engine/test_sandbox.py, which starts an engine with the defaults a user's workspace has.
 TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 TEST_SPARK_CONF = {
     "spark.driver.memory": "768m",
     "spark.sql.shuffle.partitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
     "spark.driver.extraJavaOptions": TEST_JAVA_OPTIONS,
     "spark.executor.extraJavaOptions": TEST_JAVA_OPTIONS,  # a cluster's executors (test_spark_cluster)
 }
