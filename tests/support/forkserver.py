@@ -7,8 +7,9 @@ child forked from this server is still a real process of its own (its own workin
 environment, standard streams, exit code or signal, crash points), which is what the tests
 of the CLI need; it only skips the imports. The server forks with no Python thread but its
 own (checked at start; the native pools Arrow starts, jemalloc's and OpenBLAS's, have at-fork
-handlers) and imports nothing that opens connections at import (gRPC stays out; the HTTP
-server's modules are imported, a server is started only by a child's ``coord serve``).
+handlers) and imports nothing that opens a connection or starts a thread at import: the
+HTTP server's and gRPC's modules are imported, a server, a channel and gRPC's core threads
+start only in a child.
 
 Protocol, one JSON object per line: the test process writes ``{"args", "cwd", "env", "out",
 "err"}`` on the server's stdin; the server answers ``{"pid"}`` when the child runs and
