@@ -32,11 +32,11 @@ engine-image: install
 	bash engines/spark/build-image.sh
 	$(PYTHON) -m coordinator.cli system prepare
 
-# Four workers on two cores, each with one engine its Spark tests share (the Spark tests of a
-# module stay on one worker, tests/conftest.py): the others fill the time one spends waiting
-# on servers, engines and sleeps (the fast selection, quiet machine: 330 s with three, 299 s
-# with four).
-XDIST := -n 4 --dist loadgroup
+# Three workers on two cores, each with one engine its Spark tests share (the Spark tests of a
+# module stay on one worker, tests/conftest.py): a third fills the time the others spend
+# waiting on servers, engines and sleeps. Clean-clone CI: tests 15:55 with three, 16:58 with
+# four (each worker's engine and the Spark chains then compete for the cores).
+XDIST := -n 3 --dist loadgroup
 
 test: install engine-image lint
 	$(PYTHON) -m pytest -q $(XDIST) --durations=20
