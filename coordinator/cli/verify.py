@@ -15,6 +15,7 @@ from .output import Output, count
 from .trust import signer_line
 
 if TYPE_CHECKING:
+    from ..engine.session import EngineOnDemand
     from ..trust.verify import VerifyReport
 
 
@@ -41,13 +42,8 @@ class VerifyFailed(CoordError):
 def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, deep: bool,
             engine_spec: str | None, invariance: bool, output: str) -> None:
     """Check DATASET's chain, data files and checkpoints, who signed it, and replay its transforms."""
-    from ..build import current_derivative
-    from ..engine.session import EngineOnDemand, engine_reads
-    from ..store.overview import CurrentDatasets
     from ..store.verified import CurrentVerifier
-    from ..transform import replay as replaying
     from ..trust import verify
-    from ..workspace.graph import DatasetGraph
 
     if engine_spec and integrity:
         raise click.UsageError("--engine replays transforms; it cannot go with --integrity")
@@ -59,34 +55,13 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         return
     show = Output(output)
     with ExitStack() as stack:
-        def readable() -> list[str]:
-            graph = DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
-            return engine_reads(ws, graph.order([dataset], recursive=True) if recursive else [dataset],
-                                graph=graph)
-
-        settings = _engine_settings(ws, engine_spec) if engine_spec else None
-        engine = EngineOnDemand(ws, stack, readable, settings)
-        replay = None if integrity else replaying.make_replay(engine.get)  # engine on first need
-        replay_current = None if integrity else partial(current_derivative.replay_current, ws,
-                                                        engine=engine.get)
-        reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=integrity,
-                                deep=deep, replay=replay, progress=show.progress(),
-                                current=CurrentVerifier(ws, replay_current))
-    replayed_with = {}  # dataset -> how the engine that replayed it relates to its chain
-    recorded = {}  # dataset -> the block that records the engine's compatibility (--engine)
-    for report in reports:
-        if engine.identity is None or report.reproducibility != "reproduced":
-            continue
-        if report.odf == "0.39":  # its blocks have no place for an engine (schemas/ODF-039.md)
-            if engine_spec:
-                replayed_with[report.dataset_id] = (
-                    f"the {engine.identity.runtime} engine {engine.identity.version} (a 0.39 chain "
-                    "names no engine build: no compatibility is recorded)")
-            continue
-        ds = ws.dataset(report.dataset_id)
-        replayed_with[report.dataset_id] = replaying.engine_note(ds, engine.identity)  # before recording
-        if engine_spec:
-            recorded[report.dataset_id] = replaying.record_compatibility(ds, engine.identity)
+        if integrity:  # no engine, nor what replays with one: the command imports neither
+            engine = None
+            reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=True, deep=deep,
+                                    progress=show.progress(), current=CurrentVerifier(ws, None))
+        else:
+            engine, reports = _verify_with_replay(ws, stack, dataset, recursive, deep, engine_spec, show)
+    replayed_with, recorded = _engine_notes(ws, reports, engine, engine_spec) if engine else ({}, {})
     if show.format == "json":
         show.json([_report_json(r, recorded.get(r.dataset_id)) for r in reports])
     for report in reports if show.format != "json" else ():
@@ -115,6 +90,54 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
     if failed:
         first = failed[0]
         raise VerifyFailed(f"{first.dataset_id}: first bad {first.first_problem}")
+
+
+def _verify_with_replay(ws, stack: ExitStack, dataset: str, recursive: bool, deep: bool,
+                        engine_spec: str | None, show: Output) -> tuple[EngineOnDemand, list[VerifyReport]]:
+    """The reports of ``verify`` with transforms replayed by an engine started on first need."""
+    from ..build import current_derivative
+    from ..engine.session import EngineOnDemand, engine_reads
+    from ..store.overview import CurrentDatasets
+    from ..store.verified import CurrentVerifier
+    from ..transform import replay as replaying
+    from ..trust import verify
+    from ..workspace.graph import DatasetGraph
+
+    def readable() -> list[str]:
+        graph = DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
+        return engine_reads(ws, graph.order([dataset], recursive=True) if recursive else [dataset],
+                            graph=graph)
+
+    settings = _engine_settings(ws, engine_spec) if engine_spec else None
+    engine = EngineOnDemand(ws, stack, readable, settings)
+    reports = verify.verify(ws, dataset, recursive=recursive, integrity_only=False, deep=deep,
+                            replay=replaying.make_replay(engine.get), progress=show.progress(),
+                            current=CurrentVerifier(ws, partial(current_derivative.replay_current, ws,
+                                                                engine=engine.get)))
+    return engine, reports
+
+
+def _engine_notes(ws, reports: list[VerifyReport], engine: EngineOnDemand,
+                  engine_spec: str | None) -> tuple[dict[str, str], dict[str, bytes]]:
+    """How the engine that replayed each dataset relates to its chain, and (``--engine``) the
+    block that now records the engine's compatibility, by dataset."""
+    from ..transform import replay as replaying
+
+    replayed_with, recorded = {}, {}
+    for report in reports:
+        if engine.identity is None or report.reproducibility != "reproduced":
+            continue
+        if report.odf == "0.39":  # its blocks have no place for an engine (schemas/ODF-039.md)
+            if engine_spec:
+                replayed_with[report.dataset_id] = (
+                    f"the {engine.identity.runtime} engine {engine.identity.version} (a 0.39 chain "
+                    "names no engine build: no compatibility is recorded)")
+            continue
+        ds = ws.dataset(report.dataset_id)
+        replayed_with[report.dataset_id] = replaying.engine_note(ds, engine.identity)  # before recording
+        if engine_spec:
+            recorded[report.dataset_id] = replaying.record_compatibility(ds, engine.identity)
+    return replayed_with, recorded
 
 
 def _report_json(report: VerifyReport, compatibility: bytes | None) -> dict:

@@ -5,7 +5,7 @@ it imported. What each command may import follows from what it does: ``--help`` 
 arguments (click only); ``list``, ``status`` and a pull that finds nothing new read metadata
 chains and no data (and the Ed25519 primitive only for signatures no earlier command found
 valid); ``log`` reads them too, and prints through rich; a pull that ingests data uses Arrow
-but never pandas.
+but never pandas; ``verify --integrity`` reads data files but loads nothing that replays.
 """
 from __future__ import annotations
 
@@ -103,3 +103,10 @@ def test_metadata_commands_check_no_signature_an_earlier_command_found_valid(ing
 @pytest.mark.parametrize("command", [["log", "cities"], ["log", "cities", "-o", "json"]])
 def test_log_reads_no_data_and_needs_no_schema_or_engine(ingested, command):
     assert imported_by(*command, cwd=ingested) == []
+
+
+def test_verify_integrity_reads_data_files_but_loads_no_engine_or_replay(ingested):
+    engine_side = ("grpc", "coordinator.engine.session", "coordinator.transform.replay",
+                   "coordinator.build.current_derivative", "pyarrow")
+    assert imported_by("verify", "--integrity", "cities", cwd=ingested,
+                       watched=engine_side) == ["pyarrow"]  # Parquet footers
