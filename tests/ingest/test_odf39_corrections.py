@@ -69,7 +69,7 @@ def expected_changes(before: dict[int, tuple], after: dict[int, tuple]) -> list[
 
 def slice_units(table: pa.Table) -> list[list[tuple]]:
     """A slice's records as units: a correct-from with the record right after it, else one."""
-    rows = [(r["op"], r["id"], r["city"], r["pop"]) for r in table.to_pylist()]
+    rows = list(zip(*table.select(["op", "id", "city", "pop"]).to_pydict().values(), strict=True))
     units, i = [], 0
     while i < len(rows):
         size = 2 if rows[i][0] == CORRECT_FROM else 1
