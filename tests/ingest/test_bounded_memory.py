@@ -227,7 +227,8 @@ def test_a_snapshot_larger_than_the_slice_limit_is_merged_on_disk_into_the_same_
             snapshot_file(ws.root / "in" / f"snap-2024-01-0{day}.csv", day, 60_000, extra=day == 4)
             pull_root(ws, DATASET)
         ds = ws.dataset(DATASET)
-        results[case] = [(b.output_slice.hash, b.output_slice.num_records, comparable(pq.read_table(ds.data_file(h))))
+        results[case] = [(b.output_slice.hash, b.output_slice.num_records,
+                          comparable(pq.read_table(ds.data_file(h))))
                          for h, b in reversed(list(ds.blocks())) if b.output_slice]
     in_memory = results["in memory"]
     assert len(in_memory) == 4 and all(n > 0 for _, n, _ in in_memory)
@@ -303,7 +304,8 @@ def latest_values(ws) -> str:
     table = pa.concat_tables(slices_of(ws), promote_options="permissive").to_pandas()
     latest = table.drop_duplicates(["region", "id"], keep="last")
     latest = latest[latest["observed"] != "D"]
-    return latest[["region", "id", "price", "label", "note"]].sort_values(["region", "id"]).to_csv(index=False)
+    latest = latest[["region", "id", "price", "label", "note"]].sort_values(["region", "id"])
+    return latest.to_csv(index=False)
 
 
 def test_a_change_set_larger_than_a_slice_is_committed_in_blocks_and_resumed_after_a_kill(tmp_path):
