@@ -33,7 +33,7 @@ from ..metadata.multiformats import Multihash
 from ..metadata.odf39.events import DataSlice
 from ..store import layout
 from .current import CurrentRemote, ObjectRef, object_file
-from .fileio import HTTP_TIMEOUT_S, HttpFileIO, token_headers
+from .fileio import HTTP_TIMEOUT_S, HttpFileIO, http_opener, token_headers
 from .remote import MAX_BLOCK, RemoteDataset, SyncError
 
 VERSION_HEADER = "x-odf-smtp-version"
@@ -329,7 +329,7 @@ def put_object(url: str, headers: dict[str, str], local: Path, on_bytes: Callabl
             "Content-Length": str(size), "Content-Type": "application/octet-stream",
             "User-Agent": "odf-coordinator", **headers})
         try:
-            urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S).close()
+            http_opener().open(request, timeout=HTTP_TIMEOUT_S).close()
         except urllib.error.HTTPError as e:
             detail = e.read(300).decode("utf-8", "replace")
             e.close()

@@ -1,9 +1,14 @@
 """Current-ODF (0.39) datasets pulled from an HTTP repository: a folder repository that
 ``coord push`` wrote, served as is by a real static web server (python's http.server on
-loopback), read with the same bounds and hash checks as a folder or a bucket, read-only."""
+loopback), read with the same bounds and hash checks as a folder or a bucket, read-only.
+Over HTTPS (the same server behind TLS, with a certificate made for the test) the pull
+trusts what OpenSSL trusts (``SSL_CERT_FILE``) and refuses any other certificate."""
 from __future__ import annotations
 
+import datetime as dt
+import ipaddress
 import socket
+import ssl
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -11,6 +16,10 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from coordinator.repository import fileio
 from coordinator.repository.fileio import HttpError, HttpFileIO
@@ -230,3 +239,56 @@ def test_a_dataset_in_a_folder_is_pulled_by_its_file_url(origin, other, tmp_path
     url = f"{(tmp_path / 'repo').as_uri()}/cities"
     assert "cities: new dataset: pulling 5 blocks" in coord("pull", url, cwd=other.root).stdout
     assert verify_folder(CurrentDataset(other, "cities").root) == []
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key: (certificate, key) PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+@pytest.fixture
+def secure_web(tmp_path) -> Iterator[tuple[str, Path]]:
+    """The folder repository ``origin`` pushes to, served over HTTPS: its URL and certificate."""
+    cert_file, key_file = self_signed(tmp_path)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(tmp_path / "repo")))
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert_file, key_file)
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}", cert_file
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_dataset_is_pulled_over_https_when_its_certificate_is_trusted(origin, other, secure_web):
+    url, cert_file = secure_web
+    out = coord("pull", f"{url}/cities", "--as", "towns", cwd=other.root,
+                env={"SSL_CERT_FILE": str(cert_file)}).stdout
+    assert "towns: new dataset: pulling 5 blocks" in out
+    assert verify_folder(CurrentDataset(other, "towns").root) == []
+
+
+def test_an_untrusted_certificate_is_refused_in_one_line(origin, other, secure_web):
+    url, _ = secure_web
+    done = coord("pull", f"{url}/cities", "--as", "towns", cwd=other.root, check=False)
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"coord: error: towns: {url}/cities/refs/head: [SSL: CERTIFICATE_VERIFY_FAILED]")
+    assert not (other.root / ".coord" / "datasets" / "towns").exists()
