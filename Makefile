@@ -20,8 +20,16 @@ system-deps:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	bash engines/spark/podman-setup.sh
 
-python-deps:
+# Installed again only when pyproject.toml changed since (the stamp is in .cache/, gitignored)
+# or the installed package is another checkout's: a `make test-fast` does not spend 10 s on
+# pip finding everything in place.
+python-deps: .cache/python-deps.stamp
+	@cd / && $(PYTHON) -c "import coordinator, sys; sys.exit(coordinator.__file__ != '$(CURDIR)/coordinator/__init__.py')" \
+		2>/dev/null || $(PIP) install -q -e '$(CURDIR)[dev]'
+
+.cache/python-deps.stamp: pyproject.toml
 	$(PIP) install -q -e '.[dev]'
+	@mkdir -p .cache && touch $@
 
 # gRPC stubs for the coordinator and the engine, generated from proto/engine.proto.
 proto:
