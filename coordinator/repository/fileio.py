@@ -483,6 +483,7 @@ class HttpFileIO(FileIO):
     def _request(self, method: str, path: str) -> HTTPResponse | None:
         """The server's 200 answer (None: 404 or 410), else a one-line HttpError."""
         import http.client
+        import ssl
         import urllib.error
         import urllib.request  # here: http.client and ssl cost an import only HTTP needs
 
@@ -501,6 +502,10 @@ class HttpFileIO(FileIO):
         except urllib.error.URLError as e:
             if isinstance(e.reason, TimeoutError):
                 raise HttpError(f"{url}: no answer within {HTTP_TIMEOUT_S:g} s") from None
+            if isinstance(e.reason, ssl.SSLCertVerificationError):
+                raise HttpError(f"{url}: the server's TLS certificate is not trusted "
+                                f"({e.reason.verify_message}): add its issuer to the CA bundle "
+                                "SSL_CERT_FILE names") from None
             reason = e.reason.strerror if isinstance(e.reason, OSError) and e.reason.strerror else e.reason
             raise HttpError(f"{url}: {reason}") from None
         except (OSError, http.client.HTTPException) as e:
