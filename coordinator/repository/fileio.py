@@ -348,6 +348,18 @@ def http_opener():
     return urllib.request.build_opener(urllib.request.HTTPSHandler(context=ssl.create_default_context()))
 
 
+def connection_problem(reason: object) -> str:
+    """Why a server could not be reached (a URLError's reason), in words a user can act on."""
+    import ssl
+
+    if isinstance(reason, TimeoutError):
+        return f"no answer within {HTTP_TIMEOUT_S:g} s"
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return (f"the server's TLS certificate is not trusted ({reason.verify_message}): add its "
+                "issuer to the CA bundle SSL_CERT_FILE names")
+    return reason.strerror if isinstance(reason, OSError) and reason.strerror else str(reason)
+
+
 class S3FileIO(ArrowFileIO):
     """A bucket prefix on AWS S3 or an S3-compatible store (``endpoint`` given)."""
 
@@ -483,7 +495,6 @@ class HttpFileIO(FileIO):
     def _request(self, method: str, path: str) -> HTTPResponse | None:
         """The server's 200 answer (None: 404 or 410), else a one-line HttpError."""
         import http.client
-        import ssl
         import urllib.error
         import urllib.request  # here: http.client and ssl cost an import only HTTP needs
 
@@ -500,14 +511,7 @@ class HttpFileIO(FileIO):
         except TimeoutError:
             raise HttpError(f"{url}: no answer within {HTTP_TIMEOUT_S:g} s") from None
         except urllib.error.URLError as e:
-            if isinstance(e.reason, TimeoutError):
-                raise HttpError(f"{url}: no answer within {HTTP_TIMEOUT_S:g} s") from None
-            if isinstance(e.reason, ssl.SSLCertVerificationError):
-                raise HttpError(f"{url}: the server's TLS certificate is not trusted "
-                                f"({e.reason.verify_message}): add its issuer to the CA bundle "
-                                "SSL_CERT_FILE names") from None
-            reason = e.reason.strerror if isinstance(e.reason, OSError) and e.reason.strerror else e.reason
-            raise HttpError(f"{url}: {reason}") from None
+            raise HttpError(f"{url}: {connection_problem(e.reason)}") from None
         except (OSError, http.client.HTTPException) as e:
             raise HttpError(f"{url}: {e.__class__.__name__}: {e}") from None
         if response.status != 200:  # 2xx other than 200: not the object's bytes

@@ -33,7 +33,7 @@ from ..metadata.multiformats import Multihash
 from ..metadata.odf39.events import DataSlice
 from ..store import layout
 from .current import CurrentRemote, ObjectRef, object_file
-from .fileio import HTTP_TIMEOUT_S, HttpFileIO, http_opener, token_headers
+from .fileio import HTTP_TIMEOUT_S, HttpFileIO, connection_problem, http_opener, token_headers
 from .remote import MAX_BLOCK, RemoteDataset, SyncError
 
 VERSION_HEADER = "x-odf-smtp-version"
@@ -335,5 +335,7 @@ def put_object(url: str, headers: dict[str, str], local: Path, on_bytes: Callabl
             e.close()
             error = NotAccepted if e.code in (404, 405) else SmartProtocolError
             raise error(f"{url}: HTTP {e.code} {detail}".rstrip()) from None
-        except (OSError, urllib.error.URLError) as e:
+        except urllib.error.URLError as e:
+            raise SmartProtocolError(f"{url}: the upload failed ({connection_problem(e.reason)})") from None
+        except OSError as e:
             raise SmartProtocolError(f"{url}: the upload failed ({e})") from None

@@ -40,13 +40,16 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
-def serve_folder(folder: Path) -> Iterator[str]:
-    """``folder`` served by http.server on a free loopback port, in a thread: its base URL."""
+def serve_folder(folder: Path, tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """``folder`` served by http.server on a free loopback port, in a thread (behind ``tls``
+    when given): its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(folder)))
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
@@ -264,17 +267,10 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
 def secure_web(tmp_path) -> Iterator[tuple[str, Path]]:
     """The folder repository ``origin`` pushes to, served over HTTPS: its URL and certificate."""
     cert_file, key_file = self_signed(tmp_path)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(tmp_path / "repo")))
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert_file, key_file)
-    server.socket = tls.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", cert_file
-    finally:
-        server.shutdown()
-        server.server_close()
+    for url in serve_folder(tmp_path / "repo", tls):
+        yield url, cert_file
 
 
 def test_a_dataset_is_pulled_over_https_when_its_certificate_is_trusted(origin, other, secure_web):
