@@ -2,10 +2,10 @@
 (``$COORD_TEST_ENGINE``, see engines.py) in place of the configured one."""
 from __future__ import annotations
 
-from coordinator.cli.main import main as coord_main
+from coordinator.cli.main import run
 
 from .engines import use_chosen_engine_in_coord
 
 if __name__ == "__main__":
     use_chosen_engine_in_coord()
-    coord_main()
+    run()
