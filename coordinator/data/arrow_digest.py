@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from ..errors import Invalid
 from ..metadata.multiformats import ARROW0_SHA3_256, Multihash
-from . import parquet_reader
+from . import parquet_reader, read_ahead
 
 __all__ = [
     "MULTICODEC", "RecordDigest", "UnsupportedTypeError", "array_digest", "element_bytes",
@@ -263,14 +263,12 @@ def file_digest(path: str | os.PathLike, threads: int | None = None,
     hashed in parallel threads while the next batch is read. Given ``read_as`` (the file's
     schema with some types changed), each batch is cast to it before it is hashed."""
     f = parquet_reader(path)
-    batches = iter(f.iter_batches(batch_size=_FILE_BATCH_ROWS, use_threads=False))
+    batches = f.iter_batches(batch_size=_FILE_BATCH_ROWS, use_threads=False)
     schema = f.schema_arrow if read_as is None else read_as
     cast = read_as is not None and not read_as.equals(f.schema_arrow)
-    with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(threads or os.cpu_count()) as pool:
+    with ThreadPoolExecutor(threads or os.cpu_count()) as pool:
         digest = RecordDigest(schema, pool)
-        ahead = reader.submit(next, batches, None)
-        while (batch := ahead.result()) is not None:
-            ahead = reader.submit(next, batches, None)
+        for batch in read_ahead(batches, 1):
             digest.update(batch.cast(schema) if cast else batch)
     return digest.finish()
 

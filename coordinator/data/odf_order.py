@@ -28,8 +28,12 @@ Invariants:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +45,8 @@ __all__ = ["canonical_order", "sort_keys"]
 
 _CORRECT_FROM, _CORRECT_TO = 2, 3  # odf_slice.Op (which imports this module)
 _UNSIGNED = {16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
+_THREADS = os.cpu_count() or 2
+T = TypeVar("T")
 
 
 def canonical_order(table: pa.Table, ops: np.ndarray, event_time: str) -> np.ndarray:
@@ -176,13 +182,37 @@ def _sort_rest(group: np.ndarray, pending: list[tuple[np.ndarray, int]],
     """The permutation that sorts units by their group, then by the ordinals not sorted by
     yet (``pending``, then the ``later`` keys' of ``units``), in one Arrow sort: the
     ordinals' bits are concatenated, most significant first, into 64-bit words (a key at a
-    time, so that only the words and one key's ordinals are held)."""
+    time, the next keys' ordinals computed meanwhile in threads, so that only the words and a
+    few keys' ordinals are held)."""
     words = [group]
-    word, used = None, 0
     # each array let go of once packed: from the list as taken, a key's when computed
     taken = (pending.pop(0) for _ in range(len(pending)))
-    for ordinal, bits in itertools.chain(taken, itertools.chain.from_iterable(
-            key.ordinals(units) for key in later)):
+    with ThreadPoolExecutor(_THREADS) as pool:
+        computed = _ordered(pool, lambda key: key.ordinals(units), later, _THREADS)
+        packed = _packed(itertools.chain(taken, itertools.chain.from_iterable(computed)))
+        words.extend(packed)
+    names = [str(i) for i in range(len(words))]
+    return pc.sort_indices(pa.table(words, names=names),
+                           sort_keys=[(name, "ascending") for name in names]).to_numpy()
+
+
+def _ordered(pool: ThreadPoolExecutor, fn: Callable[[_Key], T], items: Iterable[_Key],
+             depth: int) -> Iterator[T]:
+    """``fn`` of each item, in order, computed in ``pool`` at most ``depth`` ahead."""
+    running: deque[Future[T]] = deque()
+    for item in items:
+        running.append(pool.submit(fn, item))
+        if len(running) > depth:
+            yield running.popleft().result()
+    while running:
+        yield running.popleft().result()
+
+
+def _packed(ordinals: Iterable[tuple[np.ndarray, int]]) -> Iterator[np.ndarray]:
+    """The ordinals' bits concatenated, most significant first, into 64-bit words (the last
+    one as wide as it is: it compares as well unshifted)."""
+    word, used = None, 0
+    for ordinal, bits in ordinals:
         while bits:
             take = min(bits, 64 - used)
             rest = bits - take
@@ -192,13 +222,10 @@ def _sort_rest(group: np.ndarray, pending: list[tuple[np.ndarray, int]],
             if rest:
                 ordinal = ordinal & np.uint64((1 << rest) - 1)
             if used == 64:
-                words.append(word)
+                yield word
                 word, used = None, 0
     if word is not None:
-        words.append(word)  # as wide for every unit: compares as well unshifted
-    names = [str(i) for i in range(len(words))]
-    return pc.sort_indices(pa.table(words, names=names),
-                           sort_keys=[(name, "ascending") for name in names]).to_numpy()
+        yield word
 
 
 def _sort_within(group: np.ndarray, ordinal: np.ndarray, bits: int

@@ -15,9 +15,11 @@ The SQL engine, started only when asked for, runs the preprocess query and, if
 For append and ledger merges all new files of a pull form one slice, up to
 ``ingest.maxSliceBytes`` of read data: past that the pull commits a block and goes on, and a
 file larger than that is read in pieces (``read.read_pieces``), so memory stays bounded by
-the slice size whatever the input. For a snapshot merge each file is its own block, because
-each snapshot is diffed against the state just before it; so for a 0.39 root's stream merges
-(changelog, upsert), as the reference ingests them, held in memory. Files the fetch step batches (a
+the slice size whatever the input (a slice, and the next piece: it is read, in a thread
+with ``data.read_ahead``, while the slice is sorted, hashed and written). For a snapshot
+merge each file is its own block, because each snapshot is diffed against the state just
+before it; so for a 0.39 root's stream merges (changelog, upsert), as the reference ingests
+them, held in memory. Files the fetch step batches (a
 feed's update) form one block whatever the merge, unless the size limit splits it.
 
 A block is committed when there are new records or the watermark moves; otherwise nothing is
@@ -233,9 +235,12 @@ class _Pull:
         if self._snapshot_on_disk(group):
             yield from self._ingest_snapshot_on_disk(group, base)
             return
+        from ..data import read_ahead
+
         pending: list[_Piece] = []
         size, system_time = 0, None
-        for piece in self._pieces(group, skip, self.split):
+        # the next piece is read while a slice is sorted, hashed and written
+        for piece in read_ahead(self._pieces(group, skip, self.split), 1):
             if system_time is None:
                 system_time = self.history.next_system_time()
             pending.append(self._prepared(piece, system_time))
