@@ -23,7 +23,6 @@ from pathlib import Path
 
 from ..metadata.objects import EngineIdentity
 from ..workspace.fsutil import atomic_write, remove
-from .port import EngineUnavailable
 
 
 @dataclass(frozen=True)
@@ -69,6 +68,7 @@ def attached_engine(endpoint: EngineEndpoint, read_only_paths: list[Path]) -> It
     A path the engine was not started with cannot be read there: that is refused up front,
     naming it, rather than failing inside Spark."""
     from .client import GrpcEngine  # gRPC: only once an engine is needed
+    from .port import EngineUnavailable
 
     unreadable = [p for p in read_only_paths if not endpoint.can_read(p)]
     if unreadable:

@@ -14,13 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .port import Engine
 from .settings import EngineSettings
+
+if TYPE_CHECKING:  # the port: imported when an engine is opened, not by every command
+    from .port import Engine
 
 # (settings, run folder, read-only paths) -> a context giving an engine that writes only
 # into the run folder and reads only those paths
-EngineOpener = Callable[[EngineSettings, Path, list[Path]], AbstractContextManager[Engine]]
+EngineOpener = Callable[[EngineSettings, Path, list[Path]], "AbstractContextManager[Engine]"]
 
 _opener: EngineOpener | None = None
 

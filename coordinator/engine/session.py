@@ -13,15 +13,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..workspace import Workspace, layout
 from ..workspace.config import EngineConfig, OdfVersion
 from ..workspace.graph import DatasetGraph, inputs_in_force
 from ..workspace.runs import LEASE_NAME, run_folder
 from . import factory, warm
-from .port import Engine
 from .process import LABEL_RUN_ID, LABEL_WORKSPACE
 from .settings import EngineSettings
+
+if TYPE_CHECKING:  # the port's types: imported when an engine is opened
+    from .port import Engine
 
 
 def engine_settings(ws: Workspace | None) -> EngineSettings:

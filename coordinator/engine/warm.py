@@ -47,7 +47,6 @@ from pathlib import Path
 from ..workspace.fsutil import atomic_write, remove
 from ..workspace.runs import take_lease
 from .attach import EngineEndpoint
-from .port import EngineError
 from .settings import EngineSettings
 
 WARM = "warm"  # the folder in the workspace's run folder, and the run id in engine labels
@@ -162,6 +161,7 @@ def _running(folder: Path, *, answer: bool = True) -> tuple[EngineEndpoint, dict
         return None
     if answer:
         from .client import EngineClient  # gRPC: only once an engine is needed
+        from .port import EngineError
 
         try:
             with EngineClient(endpoint.socket_path) as client:

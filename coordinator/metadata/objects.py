@@ -46,8 +46,10 @@ def odf(cls):
 
     Equality, hash and repr are the ones ``dataclass`` writes, by the fields in order, but
     shared by every class instead of compiled for each when this module is imported (that
-    was ~10 ms of every command that reads a chain).
+    was ~10 ms of every command that reads a chain). A class without a docstring gets its
+    name as one: ``dataclass`` would otherwise compute its signature for it (~0.1 ms a class).
     """
+    cls.__doc__ = cls.__doc__ or cls.__name__
     cls = dataclass(kw_only=True, frozen=True, eq=False, repr=False)(cls)
     cls.__eq__, cls.__hash__, cls.__repr__ = _odf_eq, _odf_hash, _odf_repr
     return cls
