@@ -1,6 +1,6 @@
 """Scale: peak memory and throughput of `coord pull` on inputs larger than the slice limit.
 
-    python bench/bench_scale.py [--sizes-gb 1.3 6] [--files 4 1] [--quick]
+    python bench/bench_scale.py [--sizes-gb 1.3 6] [--files 4 1] [--quick] [--odf 0.39]
 
 For each size, CSV files of that many GB in all (``--files`` of them; default one size in 4
 files as a daily drop, the other as one large file) are ingested by a whole ``coord pull``
@@ -23,7 +23,8 @@ the second pull (whole process: read, diff against the state, hash and commit th
 is timed beside DuckDB computing the same change set from the same two CSV files with a 2 GB
 memory limit. Target: within 2x of DuckDB, peak RSS < 2 GB.
 
-``--quick``: 0.3 and 1 GB, 2 M-row snapshots.
+``--quick``: 0.3 and 1 GB, 2 M-row snapshots. ``--odf``: the version of the large roots
+(0.18 by default, as first measured; the snapshot merge stays 0.18).
 """
 from __future__ import annotations
 
@@ -201,6 +202,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, nargs="+", default=[4, 1], help="files per size")
     ap.add_argument("--quick", action="store_true", help="0.3 and 1 GB")
     ap.add_argument("--snapshot-rows", type=int, default=20_000_000)
+    ap.add_argument("--odf", choices=["0.18", "0.39"], default="0.18", help="the roots' ODF version")
     args = ap.parse_args()
     if args.quick:
         args.sizes_gb, args.snapshot_rows = [0.3, 1.0], 2_000_000
@@ -219,7 +221,7 @@ def main() -> None:
                 records += in_child(write_csv, paths[-1], gb / files, records)
             size = sum(p.stat().st_size for p in paths) / 1e9
             (ws / "m.yaml").write_text(MANIFEST)
-            for step in (["init", "--odf", "0.18"], ["add", "m.yaml"]):
+            for step in (["init", "--odf", args.odf], ["add", "m.yaml"]):
                 subprocess.run([*coord, *step], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
             out = tmp / "baseline"
             out.mkdir()
@@ -227,15 +229,19 @@ def main() -> None:
                                            ws, env)
             shutil.rmtree(out)
             wall, rss = measured([*coord, "pull", DS], ws, env)
-            dataset = Workspace.open(ws).dataset(DS)
-            blocks = len(dataset.state().data_blocks)
-            data_files = dataset.data_files()
+            if args.odf == "0.18":
+                dataset = Workspace.open(ws).dataset(DS)
+                blocks, data_files = len(dataset.state().data_blocks), dataset.data_files()
+            else:  # a 0.39 dataset's folder: one data file per block that added data
+                data_files = sorted((ws / ".coord" / "datasets").glob("*/data/*"))
+                blocks = len(data_files)
             data_mb = sum(f.stat().st_size for f in data_files) / 1e6
             verify, _ = measured([*coord, "verify", DS, "--integrity"], ws, env)
             began = time.perf_counter()
             sha3_all_cores(data_files)
             raw = time.perf_counter() - began
-            rows.append({"input": f"{size:.2f} GB CSV, {files} file{'s' * (files > 1)}, {records:,} rows",
+            rows.append({"input": f"ODF {args.odf}: {size:.2f} GB CSV, {files} file"
+                                  f"{'s' * (files > 1)}, {records:,} rows",
                          "coord pull s": wall, "GB/s": size / wall, "peak RSS GB": rss,
                          "blocks": blocks,
                          "pyarrow s": base_wall, "pyarrow peak GB": base_rss,
