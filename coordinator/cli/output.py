@@ -110,8 +110,9 @@ class Output:
     # -- stdout -----------------------------------------------------------------------------
 
     def line(self, text: str = "", end: str = "\n") -> None:
-        """A line of words through the rich console (literal; tabs become spaces)."""
-        _out.print(literal(text), markup=False, end=end)
+        """A line of words (literal; tabs become spaces, as rich shows them), written without
+        rich: a command that prints only lines does not import it (~25 ms)."""
+        click.echo(literal(text).expandtabs() + end, nl=False)
 
     def rich(self, renderable: Any) -> None:
         """A rich renderable (a tree) whose markup holds data only through ``markup_literal``."""

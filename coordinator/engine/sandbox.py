@@ -95,7 +95,10 @@ def bwrap_command(
     # No capabilities, even when the coordinator runs as root (bwrap keeps them by default):
     # with them, code in the engine could make device nodes and mount the host's disks.
     args += ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--cap-drop", "ALL"]
-    if not settings.keep_warm:  # a warm engine outlives its command and watches its leases
+    # A warm engine outlives its command and watches its leases. The parent-death signal
+    # bwrap sets follows the thread that started it, as ours does (``_die_with_coordinator``):
+    # from another thread, the engine would end with that thread, not with the coordinator.
+    if not settings.keep_warm and threading.current_thread() is threading.main_thread():
         args.append("--die-with-parent")
     if not settings.allow_network:
         args.append("--unshare-net")

@@ -15,8 +15,9 @@ The SQL engine, started only when asked for, runs the preprocess query and, if
 For append and ledger merges all new files of a pull form one slice, up to
 ``ingest.maxSliceBytes`` of read data: past that the pull commits a block and goes on, and a
 file larger than that is read in pieces (``read.read_pieces``), so memory stays bounded by
-the slice size whatever the input (a slice, and the next piece: it is read, in a thread
-with ``data.read_ahead``, while the slice is sorted, hashed and written). For a snapshot
+the slice size whatever the input (a slice, and the next piece: when the coordinator reads
+the files, it is read in a thread with ``data.read_ahead`` while the slice is sorted, hashed
+and written). For a snapshot
 merge each file is its own block, because each snapshot is diffed against the state just
 before it; so for a 0.39 root's stream merges (changelog, upsert), as the reference ingests
 them, held in memory. Files the fetch step batches (a
@@ -52,7 +53,7 @@ from ..metadata.odf39.adapt import STREAM_MERGES
 from ..metadata.odf39.source import MergeStrategyChangelogStream, MergeStrategyUpsertStream
 from ..metadata.timestamps import format_timestamp, parse_timestamp
 from ..workspace import DatasetState, Workspace
-from ..workspace.config import IngestConfig
+from ..workspace.config import IngestConfig, IngestEngine
 from ..workspace.progress import NoProgress, Progress
 from ..workspace.runs import run_folder
 from ..workspace.source_state import FetchState, FileIdentity, Resume, SourceState
@@ -239,8 +240,9 @@ class _Pull:
 
         pending: list[_Piece] = []
         size, system_time = 0, None
+        pieces = self._pieces(group, skip, self.split)
         # the next piece is read while a slice is sorted, hashed and written
-        for piece in read_ahead(self._pieces(group, skip, self.split), 1):
+        for piece in read_ahead(pieces, 1) if self._read_here(group) else pieces:
             if system_time is None:
                 system_time = self.history.next_system_time()
             pending.append(self._prepared(piece, system_time))
@@ -256,6 +258,18 @@ class _Pull:
             committed = self._commit(pending, system_time, SourceState(group[-1].source_state()))
             if committed is not None:
                 yield committed
+
+    def _read_here(self, group: list[FetchedFile]) -> bool:
+        """Whether this process reads every file of the group itself (then they may be read
+        ahead in a thread), none by the engine: an engine started from a thread would die
+        when that thread ends (its sandbox's parent-death signal follows the thread)."""
+        from . import in_engine
+
+        if self.config.engine is IngestEngine.COORDINATOR or not in_engine.can_read(self.source.read):
+            return True
+        if self.source.prepare:  # a prepared file's size, which decides, is known only then
+            return False
+        return not any(self.config.reads_in_engine(f.path.stat().st_size) for f in group)
 
     def _file_a_block(self) -> bool:
         """Whether each file is merged whole, as its own block: a snapshot (diffed against
