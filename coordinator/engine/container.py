@@ -365,12 +365,28 @@ def engine_containers(workspace: Path) -> list:
         return []
     try:
         client.api.timeout = 10
-        # ignore_removed: a container removed between the listing and its inspection is simply gone
-        return client.containers.list(
-            all=True, ignore_removed=True, filters={"label": f"{LABEL_WORKSPACE}={workspace}"}
-        )
+        return workspace_containers(client, workspace)
     finally:
         client.close()
+
+
+def workspace_containers(client, workspace: Path) -> list:
+    """The containers labelled with that workspace, as ``client`` lists them. A container
+    removed between the listing and its inspection is simply gone: Docker answers that with
+    404, which the SDK skips (``ignore_removed``), Podman with 500 "no such container", after
+    which the listing is asked again."""
+    import docker
+
+    attempts = 3
+    while True:
+        try:
+            return client.containers.list(
+                all=True, ignore_removed=True, filters={"label": f"{LABEL_WORKSPACE}={workspace}"}
+            )
+        except docker.errors.APIError as e:
+            attempts -= 1
+            if not attempts or "no such container" not in str(e.explanation or "").lower():
+                raise
 
 
 def engine_container(name: str):

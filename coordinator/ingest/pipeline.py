@@ -17,10 +17,9 @@ For append and ledger merges all new files of a pull form one slice, up to
 file larger than that is read in pieces (``read.read_pieces``), so memory stays bounded by
 the slice size whatever the input (a slice, and the next piece: when the coordinator reads
 the files, it is read in a thread with ``data.read_ahead`` while the slice is sorted, hashed
-and written). For a snapshot
-merge each file is its own block, because each snapshot is diffed against the state just
-before it; so for a 0.39 root's stream merges (changelog, upsert), as the reference ingests
-them, held in memory. Files the fetch step batches (a
+and written). For a snapshot merge each file is its own block, because each snapshot is
+diffed against the state just before it; so for a 0.39 root's stream merges (changelog,
+upsert), as the reference ingests them, held in memory. Files the fetch step batches (a
 feed's update) form one block whatever the merge, unless the size limit splits it.
 
 A block is committed when there are new records or the watermark moves; otherwise nothing is

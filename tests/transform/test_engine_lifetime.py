@@ -19,8 +19,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from coordinator.engine.container import api_url
-from coordinator.engine.process import LABEL_WORKSPACE
+from coordinator.engine.container import api_url, workspace_containers
 
 from ..support import engines as test_engines
 from ..support.cli import coord, coord_started
@@ -146,9 +145,6 @@ def _engine_processes(home: Path) -> list[str]:
 def _engine_containers(home: Path) -> list[str]:
     client = docker.DockerClient(base_url=api_url())
     try:
-        listed = client.containers.list(
-            all=True, ignore_removed=True, filters={"label": f"{LABEL_WORKSPACE}={home.resolve()}"}
-        )
-        return [f"container {c.name} ({c.status})" for c in listed]
+        return [f"container {c.name} ({c.status})" for c in workspace_containers(client, home.resolve())]
     finally:
         client.close()
