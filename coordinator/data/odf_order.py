@@ -46,6 +46,7 @@ __all__ = ["canonical_order", "sort_keys"]
 _CORRECT_FROM, _CORRECT_TO = 2, 3  # odf_slice.Op (which imports this module)
 _UNSIGNED = {16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
 _THREADS = os.cpu_count() or 2
+_PARALLEL_UNITS = 1 << 16  # fewer: the keys one after the other (threads cost more than they save)
 T = TypeVar("T")
 
 
@@ -187,8 +188,9 @@ def _sort_rest(group: np.ndarray, pending: list[tuple[np.ndarray, int]],
     words = [group]
     # each array let go of once packed: from the list as taken, a key's when computed
     taken = (pending.pop(0) for _ in range(len(pending)))
-    with ThreadPoolExecutor(_THREADS) as pool:
-        computed = _ordered(pool, lambda key: key.ordinals(units), later, _THREADS)
+    threads = _THREADS if len(group) >= _PARALLEL_UNITS else 1
+    with ThreadPoolExecutor(threads) as pool:
+        computed = _ordered(pool, lambda key: key.ordinals(units), later, threads)
         packed = _packed(itertools.chain(taken, itertools.chain.from_iterable(computed)))
         words.extend(packed)
     names = [str(i) for i in range(len(words))]

@@ -136,6 +136,8 @@ def build_slice(data: pa.Table, *, system_time: datetime, prev_offset: int | Non
 def _taken(table: pa.Table, rows: pa.Array) -> list[pa.ChunkedArray]:
     """The table's columns with ``rows`` taken from each, columns in parallel threads (Arrow's
     ``take`` releases the GIL; a table's takes its columns one after the other)."""
+    if len(rows) < 1 << 16:  # threads cost more than they save
+        return [column.take(rows) for column in table.columns]
     with ThreadPoolExecutor(os.cpu_count()) as pool:
         return list(pool.map(lambda column: column.take(rows), table.columns))
 
