@@ -23,6 +23,11 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+# Work on a slice is split over threads (Arrow and numpy release the GIL) only from this many
+# rows on: below it, starting the threads costs more than they save.
+THREADS = os.cpu_count() or 2
+PARALLEL_ROWS = 1 << 16
+
 
 def _arrow_without_pandas() -> None:
     """Let pyarrow find pandas absent, unless something already imported it.

@@ -28,7 +28,6 @@ Invariants:
 from __future__ import annotations
 
 import itertools
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,14 +38,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import PARALLEL_ROWS, THREADS
 from .arrow_digest import element_bytes
 
 __all__ = ["canonical_order", "sort_keys"]
 
 _CORRECT_FROM, _CORRECT_TO = 2, 3  # odf_slice.Op (which imports this module)
 _UNSIGNED = {16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
-_THREADS = os.cpu_count() or 2
-_PARALLEL_UNITS = 1 << 16  # fewer: the keys one after the other (threads cost more than they save)
 T = TypeVar("T")
 
 
@@ -188,7 +186,7 @@ def _sort_rest(group: np.ndarray, pending: list[tuple[np.ndarray, int]],
     words = [group]
     # each array let go of once packed: from the list as taken, a key's when computed
     taken = (pending.pop(0) for _ in range(len(pending)))
-    threads = _THREADS if len(group) >= _PARALLEL_UNITS else 1
+    threads = THREADS if len(group) >= PARALLEL_ROWS else 1
     with ThreadPoolExecutor(threads) as pool:
         computed = _ordered(pool, lambda key: key.ordinals(units), later, threads)
         packed = _packed(itertools.chain(taken, itertools.chain.from_iterable(computed)))

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from ..errors import CoordError, Invalid
 from ..metadata.multiformats import ARROW0_SHA3_256, SHA3_256, Multihash
 from ..metadata.odf39.events import OffsetInterval
-from . import parquet_reader
+from . import PARALLEL_ROWS, THREADS, parquet_reader
 from .arrow_digest import RecordDigest, file_digest
 from .hashing import physical_hash
 from .odf_order import canonical_order
@@ -136,9 +136,9 @@ def build_slice(data: pa.Table, *, system_time: datetime, prev_offset: int | Non
 def _taken(table: pa.Table, rows: pa.Array) -> list[pa.ChunkedArray]:
     """The table's columns with ``rows`` taken from each, columns in parallel threads (Arrow's
     ``take`` releases the GIL; a table's takes its columns one after the other)."""
-    if len(rows) < 1 << 16:  # threads cost more than they save
+    if len(rows) < PARALLEL_ROWS:
         return [column.take(rows) for column in table.columns]
-    with ThreadPoolExecutor(os.cpu_count()) as pool:
+    with ThreadPoolExecutor(THREADS) as pool:
         return list(pool.map(lambda column: column.take(rows), table.columns))
 
 

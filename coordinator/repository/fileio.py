@@ -508,8 +508,8 @@ class HttpFileIO(FileIO):
             if e.code in _ABSENT:
                 return None
             raise HttpError(f"{url}: HTTP {e.code} {e.reason}") from None
-        except TimeoutError:
-            raise HttpError(f"{url}: no answer within {HTTP_TIMEOUT_S:g} s") from None
+        except TimeoutError as e:
+            raise HttpError(f"{url}: {connection_problem(e)}") from None
         except urllib.error.URLError as e:
             raise HttpError(f"{url}: {connection_problem(e.reason)}") from None
         except (OSError, http.client.HTTPException) as e:
