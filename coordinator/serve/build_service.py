@@ -282,6 +282,8 @@ class BuildService:
         finally:
             if used and self._engine is not None:  # a root's poll is no use of the engine
                 self._engine_used = self._clock()
+        with self._lock:  # at once: the records just committed are already read by the API
+            self._failures.pop(dataset_id, None)
         if committed:
             self._committed(dataset_id, committed, message, started, warnings)
             print(f"coord serve: {dataset_id}: {message} ({len(committed)} "
@@ -290,7 +292,6 @@ class BuildService:
             for warning in warnings:
                 print(f"coord serve: warning: {dataset_id}: {warning}", file=sys.stderr, flush=True)
         with self._lock:
-            self._failures.pop(dataset_id, None)
             self._queue.release(dataset_id)
             if committed:
                 self._queue.mark(*self._readers[dataset_id])
