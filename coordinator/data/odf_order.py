@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import PARALLEL_ROWS, THREADS
+from . import PARALLEL_ROWS, THREADS, arrow_of
 from .arrow_digest import element_bytes
 
 __all__ = ["canonical_order", "sort_keys"]
@@ -64,7 +64,7 @@ def canonical_order(table: pa.Table, ops: np.ndarray, event_time: str) -> np.nda
 
     keys = keys_of([event_time], rows)
     if ops.min() != ops.max():
-        keys.append(_Key(pa.array(ops[leaders]), None))
+        keys.append(_Key(arrow_of(ops[leaders]), None))
     keys.extend(keys_of(data, rows))
     if pairs.any():
         # then the correct-to record's event time and values
@@ -103,7 +103,7 @@ class _Key:
         elif 4 * len(rows) >= len(column):  # most rows: cheaper to pick ordinals than values
             found = [(o[rows], bits) for o, bits in _ordinals(column)]
         else:
-            found = _ordinals(column.take(pa.array(rows)))
+            found = _ordinals(column.take(arrow_of(rows)))
         return [(o, bits) for o, bits in found if bits]  # a key equal everywhere orders nothing
 
 
@@ -245,6 +245,7 @@ def _sort_within(group: np.ndarray, ordinal: np.ndarray, bits: int
 
 
 _SIGN = np.uint64(1 << 63)
+_NEGATIVE_ZERO = {32: np.uint32(1 << 31), 64: _SIGN}  # the bits of -0.0
 
 
 def _ordinal(arr: pa.Array) -> tuple[np.ndarray, int]:
@@ -262,7 +263,8 @@ def _ordinal(arr: pa.Array) -> tuple[np.ndarray, int]:
                             copy=False)  # not written to
         return _from_integers(values, valid, 1)
     if pa.types.is_float32(t) or pa.types.is_float64(t):
-        return _float_value(_float_bits(arr).view(f"<f{t.bit_width // 8}"), valid)
+        x = _float_bits(arr).view(f"<f{t.bit_width // 8}")
+        return _float_value(x, valid, np.isnan(x))
     if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
             or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)):
         # distinct values ranked by Arrow's sort (by their bytes), then looked up per row
@@ -293,9 +295,11 @@ def _ordinals(arr: pa.Array) -> list[tuple[np.ndarray, int]]:
     x = raw.view(f"<f{t.bit_width // 8}")
     valid = None if not arr.null_count else pc.is_valid(arr).to_numpy(zero_copy_only=False)
     nan = np.isnan(x)
+    value = _float_value(x, valid, nan)
+    if not nan.any() and not (raw == _NEGATIVE_ZERO[t.bit_width]).any():
+        return [value]  # no ties for the bits to break (most float columns)
     tie = np.where(nan, raw, np.where(x == 0, raw >> np.uint64(t.bit_width - 1), 0))
-    return [_float_value(x, valid), _from_integers(_nulls_zero(tie.astype(np.uint64), valid),
-                                                   None, 0)]
+    return [value, _from_integers(_nulls_zero(tie.astype(np.uint64), valid), None, 0)]
 
 
 def _float_bits(arr: pa.Array) -> np.ndarray:
@@ -304,11 +308,12 @@ def _float_bits(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(arr.buffers()[1], f"<u{width // 8}")[arr.offset:arr.offset + len(arr)]
 
 
-def _float_value(values: np.ndarray, valid: np.ndarray | None) -> tuple[np.ndarray, int]:
-    """The ordinals of floats by value: nulls 0, NaN 1, then the numbers (-0.0 is 0.0)."""
+def _float_value(values: np.ndarray, valid: np.ndarray | None, nan: np.ndarray
+                 ) -> tuple[np.ndarray, int]:
+    """The ordinals of floats by value: nulls 0, NaN 1 (``nan``: where the values are NaN),
+    then the numbers (-0.0 is 0.0)."""
     with np.errstate(invalid="ignore"):  # a float32 signalling NaN is a NaN all the same
         x = values.astype(np.float64, copy=False)
-    nan = np.isnan(x)
     # numbers by value as unsigned integers: 2**63 plus or minus the magnitude's bits, so
     # that values of few significant bits keep their trailing zeros (minus: the magnitude's
     # bits flipped plus one where the sign is set, in place)

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from ..errors import CoordError, Invalid
 from ..metadata.multiformats import ARROW0_SHA3_256, SHA3_256, Multihash
 from ..metadata.odf39.events import OffsetInterval
-from . import PARALLEL_ROWS, THREADS, parquet_reader
+from . import PARALLEL_ROWS, THREADS, arrow_of, parquet_reader
 from .arrow_digest import RecordDigest, file_digest
 from .hashing import physical_hash
 from .odf_order import canonical_order
@@ -125,11 +125,11 @@ def build_slice(data: pa.Table, *, system_time: datetime, prev_offset: int | Non
         pa.field(v.operation_type, pa.int32(), nullable=False),
         pa.field(v.system_time, MS_UTC, nullable=False),
     ]
-    head = [pa.array(np.arange(start, start + n, dtype=np.int64)),
-            pa.array(ops[ordered]),
+    head = [arrow_of(np.arange(start, start + n, dtype=np.int64)),
+            arrow_of(ops[ordered]),
             _instants(system_time, n)]
     in_order = not n or (ordered[0] == 0 and bool((np.diff(ordered) == 1).all()))
-    body = table.columns if in_order else _taken(table, pa.array(ordered))
+    body = table.columns if in_order else _taken(table, arrow_of(ordered))
     return pa.Table.from_arrays(head + body, schema=pa.schema(system + list(table.schema)))
 
 
@@ -166,7 +166,7 @@ def _with_event_time(data: pa.Table, name: str, fallback: datetime | None) -> pa
 def _instants(when: datetime, n: int) -> pa.Array:
     """``n`` times ``when`` as Timestamp(ms, "UTC") (milliseconds floored, as chrono's)."""
     millis = (when - _EPOCH) // timedelta(milliseconds=1)
-    return pa.array(np.full(n, millis, np.int64)).view(MS_UTC)
+    return arrow_of(np.full(n, millis, np.int64)).view(MS_UTC)
 
 
 def _fallback_array(when: datetime, t: pa.DataType, n: int) -> pa.Array:

@@ -22,7 +22,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from ..data import parquet_reader
@@ -333,6 +332,8 @@ def _line_of_row(path: Path, row: int, comment: str | None) -> int | None:
 
 
 def _read_json_lines(path: Path, step: ReadStepJsonLines, name: str) -> pa.Table:
+    import pyarrow.json as pajson  # only here: a CSV pull need not load Arrow's JSON reader
+
     schema, text = _schema(step), _text_options(step)
     explicit = None
     if schema is not None and not step.primitives_as_string:

@@ -55,10 +55,8 @@ def test_a_subcommands_help_imports_none_either():
     assert imported_by("pull", "--help", watched=LIGHT_ONLY + ("yaml",)) == []
 
 
-@pytest.fixture(scope="module")
-def ingested(tmp_path_factory) -> Path:
-    """A workspace with one root dataset (two CSV files, event time from their names), pulled."""
-    home = tmp_path_factory.mktemp("startup")
+def cities_workspace(home: Path, odf: str) -> Path:
+    """A workspace of ``odf`` with one root dataset (two CSV files, event time from their names)."""
     (home / "data").mkdir()
     (home / "data" / "2024-01-01.csv").write_text("city,population\nOslo,709000\nBergen,291000\n")
     (home / "data" / "2024-01-02.csv").write_text("city,population\nOslo,709500\nTromso,77000\n")
@@ -76,9 +74,15 @@ content:
     read: {kind: csv, header: true, schema: [city STRING, population BIGINT]}
     merge: {kind: append}
 """)
-    coord("init", "--odf", "0.18", cwd=home)
+    coord("init", "--odf", odf, cwd=home)
     coord("add", "cities.yaml", cwd=home)
     return home
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory) -> Path:
+    """The 0.18 cities workspace, shared by the tests below (the first one pulls)."""
+    return cities_workspace(tmp_path_factory.mktemp("startup"), "0.18")
 
 
 def test_ingesting_a_csv_never_imports_pandas(ingested):
@@ -86,6 +90,12 @@ def test_ingesting_a_csv_never_imports_pandas(ingested):
     assert imported_by("pull", "cities", cwd=ingested, watched=("pandas", "pyarrow")) == ["pyarrow"]
     listed = coord("list", cwd=ingested).stdout.splitlines()
     assert next(line for line in listed if line.startswith("cities")).split()[4] == "5"  # records
+
+
+def test_a_csv_pull_into_a_current_root_loads_no_json_reader_or_numpy_masks(tmp_path):
+    home = cities_workspace(tmp_path, "0.39")
+    assert imported_by("pull", "cities", cwd=home,
+                       watched=("pyarrow.csv", "pyarrow.json", "numpy.ma")) == ["pyarrow.csv"]
 
 
 @pytest.mark.parametrize("command", [["list"], ["status"], ["pull", "cities"]])
