@@ -32,13 +32,14 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).parent))
 from common import S3_ENV, print_table, start_moto
 
-from coordinator.data.hashing import logical_hash, physical_hash
+from coordinator.data.hashing import logical_hash
 from coordinator.ingest.fetch_feed import plan
 from coordinator.metadata import objects as o
 from coordinator.metadata.timestamps import TimeInterval
 from coordinator.repository import open_url
 from coordinator.repository.publish import publish
 from coordinator.workspace import Workspace
+from coordinator.workspace.fsutil import physical_hash
 
 BUCKET = "bench-feed"
 DS = "org.example.feed"

@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).parent))
 from common import median_time, print_table
 
-from coordinator.data.hashing import canonical_text, logical_hash, physical_hash
+from coordinator.data.hashing import canonical_text, logical_hash
+from coordinator.workspace.fsutil import physical_hash
 
 REPEAT = 5
 

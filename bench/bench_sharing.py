@@ -30,13 +30,14 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).parent))
 from common import S3_ENV, print_table, start_moto
 
-from coordinator.data.hashing import logical_hash, physical_hash
+from coordinator.data.hashing import logical_hash
 from coordinator.metadata import objects as o
 from coordinator.metadata.ids import DatasetRef
 from coordinator.metadata.timestamps import TimeInterval, now_utc
 from coordinator.repository import add_repository, open_url, pull_from_repository, push_dataset
 from coordinator.trust.verify import verify_dataset
 from coordinator.workspace import Workspace
+from coordinator.workspace.fsutil import physical_hash
 
 DS = "org.example.bench"
 OPERATIONS = {"push": "push", "pull": "pull", "verify": "verify --integrity",

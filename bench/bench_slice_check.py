@@ -33,11 +33,12 @@ def build(home: Path, mb: int, slices: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from coordinator.data.hashing import file_logical_hash, physical_hash
+    from coordinator.data.hashing import file_logical_hash
     from coordinator.data.slices import output_slice
     from coordinator.metadata import objects as o
     from coordinator.metadata.timestamps import now_utc
     from coordinator.workspace import Workspace
+    from coordinator.workspace.fsutil import physical_hash
 
     ws = Workspace.init(home)
     ds = ws.dataset(DS)

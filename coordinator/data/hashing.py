@@ -1,4 +1,5 @@
-"""Logical and physical hashes of data slices (profile: ``schemas/DATA-HASHING.md``).
+"""Logical hashes of 0.18 data slices (profile: ``schemas/DATA-HASHING.md``); the physical
+hash, SHA3-256 of a file's bytes, is ``workspace.fsutil.physical_hash``.
 
 The logical hash must not depend on how a slice happens to be stored (row order, chunking,
 Parquet encoding), so it hashes a canonical text of the rows instead of the file bytes:
@@ -21,7 +22,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +33,7 @@ from .canonical import UnsupportedValueError, append_text, numpy_values, offsets
 
 __all__ = [
     "UnsupportedValueError", "canonical_rows", "canonical_text", "file_logical_hash",
-    "logical_hash", "physical_hash", "sha3_of",
+    "logical_hash", "sha3_of",
 ]
 
 # Rows are rendered and sorted in segments of about this many rows (cut where the event time
@@ -115,22 +115,6 @@ def sha3_of(chunks: Iterable[memoryview]) -> bytes:
     """SHA3-256 digest of the concatenated chunks (`canonical_rows`: the logical hash)."""
     h = hashlib.sha3_256()
     for chunk in chunks:
-        h.update(chunk)
-    return h.digest()
-
-
-def physical_hash(
-    source: str | os.PathLike | BinaryIO | pa.NativeFile | pa.Buffer | bytes | memoryview,
-) -> bytes:
-    """SHA3-256 digest of a file's bytes, read in 1 MiB chunks (a path or an open binary file),
-    or of the file's bytes already in memory (a buffer)."""
-    if isinstance(source, (pa.Buffer, bytes, bytearray, memoryview)):
-        return hashlib.sha3_256(source).digest()
-    if isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as f:
-            return physical_hash(f)
-    h = hashlib.sha3_256()
-    while chunk := source.read(1 << 20):
         h.update(chunk)
     return h.digest()
 

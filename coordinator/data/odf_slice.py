@@ -35,9 +35,9 @@ import pyarrow.parquet as pq
 from ..errors import CoordError, Invalid
 from ..metadata.multiformats import ARROW0_SHA3_256, SHA3_256, Multihash
 from ..metadata.odf39.events import OffsetInterval
+from ..workspace.fsutil import physical_hash
 from . import PARALLEL_ROWS, THREADS, arrow_of, parquet_reader
 from .arrow_digest import RecordDigest, file_digest
-from .hashing import physical_hash
 from .odf_order import canonical_order
 from .parquet_arrow_rs import arrow_rs_schema
 

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..data.hashing import physical_hash
 from ..data.odf_schema import grown_schema
 from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
 from ..metadata.multiformats import SHA3_256, Multihash
@@ -54,7 +53,7 @@ from ..store.read import DatasetState
 from ..store.source_state import fetch_state, reference_source_state, root_source
 from ..trust.slice_check import ChangedSlice
 from ..workspace.dataset import DatasetNotFound
-from ..workspace.fsutil import atomic_write, remove
+from ..workspace.fsutil import atomic_write, physical_hash, remove
 from ..workspace.source_state import SourceState
 from .errors import IngestError
 from .history import DatasetHistory

@@ -13,12 +13,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..data.hashing import physical_hash
 from ..data.odf_schema import arrow_columns
 from ..data.slices import compare_schemas
 from ..metadata.objects import DatasetVocabulary
 from ..metadata.schema_evolution import added_columns
 from ..metadata.timestamps import UTC
+from ..workspace.fsutil import physical_hash
 from .convert import ConversionError, TextOptions, convert_column
 from .errors import IngestError
 

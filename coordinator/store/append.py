@@ -33,7 +33,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..data.hashing import physical_hash
 from ..errors import Conflict
 from ..metadata.did import DatasetId
 from ..metadata.multiformats import SHA3_256, Multihash
@@ -47,7 +46,7 @@ from ..metadata.odf39.events import (
     Seed,
 )
 from ..workspace.crash import crash_point
-from ..workspace.fsutil import atomic_write, install, remove
+from ..workspace.fsutil import atomic_write, install, physical_hash, remove
 from ..workspace.lock import DatasetLock, LockedWriter
 from . import layout
 from .read import DatasetState, StoredBlock, StoreError, build, objects_of, read_head, read_state

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..data.hashing import file_logical_hash, physical_hash
+from ..data.hashing import file_logical_hash
 from ..data.slices import output_slice as data_slice
 from ..engine.port import (
     Engine,
@@ -26,6 +26,7 @@ from ..metadata.objects import DatasetVocabulary, LateRows, MetadataBlock, Trans
 from ..metadata.timestamps import now_utc
 from ..workspace import DatasetState, Workspace
 from ..workspace.crash import crash_point
+from ..workspace.fsutil import physical_hash
 from .builds import late_rows_words
 from .change_log import change_log_join_warnings
 from .plan import TransformPlan, plan_transform

@@ -26,16 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from ..data.hashing import file_logical_hash, physical_hash
 from ..metadata.chain import ChainBlock, ChainError, walk
 from ..metadata.flatbuffers_codec import BlockFormatError, decode_block
 from ..metadata.objects import DatasetSource, DatasetSourceDerivative, DatasetVocabulary, DataSlice
 from ..workspace import Dataset, DatasetNotFound, Workspace
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import CurrentOdfDataset
+from ..workspace.fsutil import physical_hash
 from ..workspace.graph import DatasetGraph
 from ..workspace.progress import NoProgress, Progress
 from .authorship import (
@@ -141,6 +138,11 @@ def check_data_file(
         return "data file is missing"
     if expected.physical_hash is not None and (digest or physical_hash(path)) != expected.physical_hash:
         return "physical hash differs from the block's (the file's bytes were changed)"
+    import pyarrow as pa  # only now: verifying 0.39 datasets needs no pyarrow before hashing
+    import pyarrow.parquet as pq
+
+    from ..data.hashing import file_logical_hash
+
     logical = None
     try:
         if expected.physical_hash is not None and not deep:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import io
 import math
 import struct
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -27,7 +26,6 @@ from coordinator.data.hashing import (
     canonical_text,
     file_logical_hash,
     logical_hash,
-    physical_hash,
 )
 
 EMPTY_SHA3 = "a7ffc6f8bf1ed76651c14756a061d662f580ff4de43b49fa82d80a4b80f8434a"
@@ -390,19 +388,6 @@ def test_large_table_batches_agree_with_oracle(small_batches):
         "v": pa.array([f"{i % 97}\t{i}" if i % 5 else None for i in range(n)]),
     })
     assert logical_hash(table).hex() == oracle_hash(table)
-
-
-def test_physical_hash(tmp_path):
-    path = tmp_path / "part.parquet"
-    pq.write_table(pa.table({"x": list(range(400_000))}), path)  # > 1 MiB
-    data = path.read_bytes()
-    assert len(data) > 1 << 20
-    expected = hashlib.sha3_256(data).digest()
-    assert physical_hash(path) == physical_hash(str(path)) == expected
-    assert physical_hash(io.BytesIO(data)) == expected
-    assert physical_hash(pa.BufferReader(data)) == expected
-    with pa.OSFile(str(path)) as f:
-        assert physical_hash(f) == expected
 
 
 # --- Generated tables against the oracle ------------------------------------------------

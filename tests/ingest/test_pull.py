@@ -6,11 +6,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.data.hashing import logical_hash, physical_hash
+from coordinator.data.hashing import logical_hash
 from coordinator.ingest import IngestError, pull_root
 from coordinator.metadata.schema_evolution import SchemaChangeRefused
 from coordinator.metadata.timestamps import IntervalType
 from coordinator.trust.slice_check import ChangedSlice
+from coordinator.workspace.fsutil import physical_hash
 
 from ..support.fake_engine import FakeEngine
 from ..support.tamper import flip_a_byte

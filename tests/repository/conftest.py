@@ -18,11 +18,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.data.hashing import logical_hash, physical_hash
+from coordinator.data.hashing import logical_hash
 from coordinator.metadata import objects as o
 from coordinator.metadata.timestamps import TimeInterval, now_utc
 from coordinator.repository import add_repository
 from coordinator.workspace import Dataset, Workspace
+from coordinator.workspace.fsutil import physical_hash
 
 S3_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
