@@ -16,7 +16,8 @@ Invariants:
   correct-to).
 - Files are checked in parallel threads (hashlib releases the GIL): the physical hashes of a
   dataset take about what SHA3 over its bytes takes on all cores. They start before anything
-  that reads Parquet is imported (pyarrow, ~0.2 s of a verify, is loaded meanwhile).
+  that reads Parquet is imported (pyarrow, ~0.2 s of a verify, is loaded meanwhile), the
+  largest files first.
 - An object named by several blocks (a checkpoint carried on) is checked once, for the oldest.
 - Each problem is one line naming the block's sequence number and hash, the file and what
   differs (``read.Problem``); problems are listed oldest block first, ``refs/head`` first of all.
@@ -49,7 +50,8 @@ def verify_folder(root: Path, *, deep: bool = True) -> list[Problem]:
             build(oldest_first)
         except ChainBroken as e:
             problems.append(e.problem)
-    checks = _object_checks(oldest_first)
+    # largest first, so that no core is left hashing one big file alone at the end
+    checks = sorted(_object_checks(oldest_first), key=lambda c: -c[1].size)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:  # hashing frees the GIL
         hashed = [pool.submit(file_problem, root / _file_of(obj), obj.physical_hash, obj.size)
                   for _, obj in checks]

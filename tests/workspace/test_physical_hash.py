@@ -11,7 +11,7 @@ from coordinator.workspace.fsutil import physical_hash
 
 
 def test_a_file_longer_than_a_read_hashes_as_its_bytes_from_a_path_or_an_open_file(tmp_path):
-    data = os.urandom((16 << 20) + 12345)  # more than one 16 MiB read
+    data = os.urandom((8 << 20) + 12345)  # more than two 4 MiB reads
     path = tmp_path / "part.parquet"
     path.write_bytes(data)
     expected = hashlib.sha3_256(data).digest()
