@@ -393,7 +393,7 @@ def _with_null_markers(raw: np.ndarray, valid: np.ndarray, offsets: bool
     """Fixed-width elements, each null one replaced by the one-byte null marker: all but
     the first byte of each null element dropped, in one copy, then those bytes zeroed
     (measured: twice as fast as masking a copy of the grid row by row)."""
-    n, width = raw.shape
+    width = raw.shape[1]
     nulls = np.flatnonzero(~valid)
     dropped = (nulls[:, None] * width + np.arange(1, width)).reshape(-1)
     out = np.delete(raw.reshape(-1), dropped)

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -114,7 +116,8 @@ def build_slice(data: pa.Table, *, system_time: datetime, prev_offset: int | Non
                                                       top_level=True)) for c in columns])
     table = pa.Table.from_arrays([data[v.event_time], *(data[c] for c in columns)],
                                  names=[v.event_time, *columns]).cast(schema, safe=False)
-    table = table.combine_chunks()
+    table = pa.Table.from_arrays(_columnwise(table, pa.ChunkedArray.combine_chunks),
+                                 schema=table.schema)
     for name in columns:
         _refuse_hidden_struct_nulls(table[name], name)
     ordered = canonical_order(table, ops, v.event_time)
@@ -129,17 +132,19 @@ def build_slice(data: pa.Table, *, system_time: datetime, prev_offset: int | Non
             arrow_of(ops[ordered]),
             _instants(system_time, n)]
     in_order = not n or (ordered[0] == 0 and bool((np.diff(ordered) == 1).all()))
-    body = table.columns if in_order else _taken(table, arrow_of(ordered))
+    rows = arrow_of(ordered)
+    body = table.columns if in_order else _columnwise(table, lambda column: column.take(rows))
     return pa.Table.from_arrays(head + body, schema=pa.schema(system + list(table.schema)))
 
 
-def _taken(table: pa.Table, rows: pa.Array) -> list[pa.ChunkedArray]:
-    """The table's columns with ``rows`` taken from each, columns in parallel threads (Arrow's
-    ``take`` releases the GIL; a table's takes its columns one after the other)."""
-    if len(rows) < PARALLEL_ROWS:
-        return [column.take(rows) for column in table.columns]
+def _columnwise(table: pa.Table, fn: Callable[[pa.ChunkedArray], Any]) -> list[Any]:
+    """``fn`` of each of the table's columns, in parallel threads from ``PARALLEL_ROWS`` rows
+    on (Arrow's ``take`` and ``combine_chunks`` release the GIL; a table's own go column by
+    column: combining a 2 M-row slice's 16 chunks took 150 ms so, 38 ms in two threads)."""
+    if table.num_rows < PARALLEL_ROWS:
+        return [fn(column) for column in table.columns]
     with ThreadPoolExecutor(THREADS) as pool:
-        return list(pool.map(lambda column: column.take(rows), table.columns))
+        return list(pool.map(fn, table.columns))
 
 
 def _with_event_time(data: pa.Table, name: str, fallback: datetime | None) -> pa.Table:
