@@ -23,7 +23,8 @@ Invariants:
   as many bits per pass as fit (the first pass: one key array); while most units stay tied
   pass after pass (repeated records), the bits left are sorted in one Arrow sort instead.
   A key array equal in every unit is left out. Python loops over key arrays and passes,
-  never over rows; when the rows already are in order, nothing is sorted.
+  never over rows; when the rows already are in order, nothing is sorted. Units in different
+  tie groups never trade places, so a pass sorts parts of whole groups in parallel threads.
 """
 from __future__ import annotations
 
@@ -192,8 +193,14 @@ def _sort_rest(group: np.ndarray, pending: list[tuple[np.ndarray, int]],
         packed = _packed(itertools.chain(taken, itertools.chain.from_iterable(computed)))
         words.extend(packed)
     names = [str(i) for i in range(len(words))]
-    return pc.sort_indices(pa.table(words, names=names),
-                           sort_keys=[(name, "ascending") for name in names]).to_numpy()
+    table = pa.table(words, names=names)
+    keys = [(name, "ascending") for name in names]
+
+    def part(bounds: tuple[int, int]) -> np.ndarray:
+        start, end = bounds
+        return pc.sort_indices(table.slice(start, end - start), sort_keys=keys).to_numpy() + start
+
+    return np.concatenate(_by_parts(part, group))
 
 
 def _ordered(pool: ThreadPoolExecutor, fn: Callable[[_Key], T], items: Iterable[_Key],
@@ -239,9 +246,27 @@ def _sort_within(group: np.ndarray, ordinal: np.ndarray, bits: int
         return None, compound
     index_bits = (m - 1).bit_length()
     packed = (compound << np.uint64(index_bits)) | np.arange(m, dtype=np.uint64)
-    packed.sort()
+    _by_parts(lambda bounds: packed[bounds[0]:bounds[1]].sort(), group)  # in place
     return ((packed & np.uint64((1 << index_bits) - 1)).astype(np.int64),
             packed >> np.uint64(index_bits))
+
+
+def _by_parts(sort: Callable[[tuple[int, int]], T], group: np.ndarray) -> list[T]:
+    """``sort`` of consecutive parts of the units that together cover them, each part whole
+    tie groups (``group`` is nondecreasing), in parallel threads: the units are ordered by
+    their group first, so sorting each part sorts them all (numpy's and Arrow's sorts run
+    on one thread and release the GIL). One part when there is one group or few units."""
+    n = len(group)
+    cuts = {0, n}
+    if n >= PARALLEL_ROWS:
+        cuts.update(int(np.searchsorted(group, group[i * n // THREADS]))
+                    for i in range(1, THREADS))
+    bounds = sorted(cuts)
+    parts = list(zip(bounds[:-1], bounds[1:], strict=True))
+    if len(parts) <= 1:
+        return [sort((0, n))]
+    with ThreadPoolExecutor(len(parts)) as pool:
+        return list(pool.map(sort, parts))
 
 
 _SIGN = np.uint64(1 << 63)

@@ -1,7 +1,8 @@
 """The canonical record order of current-ODF slices (data/odf_order.py) where its sort is
 cut into passes: ordinals wider than fit beside the tie groups and row positions (sorted by
 their high bits, then the rest), values that share trailing zero bits (whole seconds, whole
-numbers as floats), and rows repeated many times, so that every key is sorted among ties.
+numbers as floats), rows repeated many times, so that every key is sorted among ties, and
+slices large enough that passes sort parts of whole tie groups in threads.
 
 Each is checked against one Arrow sort over the documented keys (tests/data/test_odf_slice.py's
 ``arrow_sorted``), comparing the stored tables' digests: rows equal on every key hash alike.
@@ -11,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from coordinator.data import PARALLEL_ROWS
 from coordinator.data.arrow_digest import record_digest
+from coordinator.data.odf_order import _by_parts
 from tests.data.test_odf_slice import arrow_sorted, build
 
 MS_UTC = pa.timestamp("ms", tz="UTC")
@@ -60,3 +63,28 @@ def test_rows_repeated_many_times_sort_as_one_arrow_sort():
     })
     repeated = pa.concat_tables([base] * 30)
     assert_arrow_order(repeated.take(pa.array(rng.permutation(repeated.num_rows))))
+
+
+def test_a_large_slice_sorted_in_parts_of_whole_tie_groups_sorts_as_one_arrow_sort():
+    # over PARALLEL_ROWS units, with ties left after the event time (so passes sort parts
+    # in threads) and rows repeated (so the last keys are sorted at once, in parts too)
+    rng = np.random.default_rng(4)
+    distinct = 20_000
+    base = pa.table({
+        "event_time": pa.array(rng.integers(0, 40, distinct) * 3_600_000, MS_UTC),
+        "wide": pa.array(rng.integers(-3, 3, distinct) << 50),
+        "code": pa.array(rng.choice(["AA", "B6", "UA", None], distinct)),
+        "delay": pa.array(rng.integers(-40, 900, distinct) / 4.0),
+    })
+    repeated = pa.concat_tables([base] * 4)
+    assert repeated.num_rows > PARALLEL_ROWS
+    assert_arrow_order(repeated.take(pa.array(rng.permutation(repeated.num_rows))))
+
+
+def test_parts_cover_the_units_and_cut_only_between_tie_groups():
+    group = np.repeat(np.arange(7, dtype=np.uint64), [1, 40_000, 3, 50_000, 9, 30_000, 2])
+    parts = _by_parts(lambda bounds: bounds, group)
+    assert parts[0][0] == 0 and parts[-1][1] == len(group) and len(parts) > 1
+    assert all(a[1] == b[0] for a, b in zip(parts[:-1], parts[1:], strict=True))
+    assert all(group[end - 1] != group[end] for _, end in parts[:-1])
+    assert _by_parts(lambda bounds: bounds, np.zeros(100_000, np.uint64)) == [(0, 100_000)]
