@@ -14,6 +14,10 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 TMP_PREFIX = ".tmp-"
 
@@ -94,7 +98,9 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def physical_hash(source) -> bytes:
+def physical_hash(
+    source: str | os.PathLike | BinaryIO | pa.NativeFile | pa.Buffer | bytes | memoryview,
+) -> bytes:
     """SHA3-256 digest of a file's bytes: a path (read 4 MiB at a time) or an open binary file,
     or bytes already in memory (bytes, a memoryview, a pyarrow Buffer)."""
     if isinstance(source, (str, os.PathLike)):
@@ -104,9 +110,10 @@ def physical_hash(source) -> bytes:
             while n := f.readinto(chunk):
                 h.update(chunk[:n])
         return h.digest()
-    if not hasattr(source, "read"):
-        return hashlib.sha3_256(source).digest()
+    read = getattr(source, "read", None)
+    if read is None:  # bytes in memory (a pyarrow Buffer has the buffer protocol, no read)
+        return hashlib.sha3_256(cast(Any, source)).digest()
     h = hashlib.sha3_256()
-    while data := source.read(1 << 20):
+    while data := read(1 << 20):
         h.update(data)
     return h.digest()
