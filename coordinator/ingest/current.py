@@ -219,7 +219,7 @@ class Odf039Target:
 
         block = self.writer.append(event, system_time=system_time, data=data_file,
                                    beside=write_state)
-        h.committed(block, system_time, watermark, new_data, state)  # type: ignore[arg-type]
+        h.committed(block, watermark, new_data, state)  # type: ignore[arg-type]
         if new_data is not None:
             h.prev_offset = new_data.offset_interval.end
         return block.to_bytes(), table

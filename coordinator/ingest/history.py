@@ -31,7 +31,7 @@ class DatasetHistory:
     source: DatasetSourceRoot | PushSource  # a push source's steps: a 0.39 push (ingest.push)
     vocab: DatasetVocabulary
     watermark: datetime | None
-    last_system_time: datetime | None
+    last_system_time: datetime | None  # of the last block, or the last handed out
     state: SourceState | None  # the fetch step's progress and where to resume (source_state.py)
     data_blocks: list[bytes] = field(default_factory=list)  # blocks with a slice, oldest first
     slices: dict[bytes, DataSlice] = field(default_factory=dict)  # the slice each one records
@@ -49,15 +49,19 @@ class DatasetHistory:
                               slices={b.hash: b.slice for b in s.data_blocks})
 
     def next_system_time(self) -> datetime:
-        """Now, but strictly after the previous block (clocks step back; intervals must not)."""
+        """Now, but strictly after the previous block and any system time handed out before
+        (clocks step back; intervals must not): the block it is for may still be committing
+        when the next one asks (``pipeline._Pull._committer``)."""
         t = now_utc()
         if self.last_system_time is not None and t <= self.last_system_time:
             t = self.last_system_time + timedelta(microseconds=1)
+        self.last_system_time = t
         return t
 
-    def committed(self, block_hash: bytes, system_time: datetime, watermark: datetime | None,
+    def committed(self, block_hash: bytes, watermark: datetime | None,
                   data: DataSlice | None, state: SourceState | None) -> None:
-        self.last_system_time, self.watermark = system_time, watermark
+        """A block was committed (its system time came from ``next_system_time``)."""
+        self.watermark = watermark
         if data is not None:
             self.data_blocks.append(block_hash)
             self.slices[block_hash] = data

@@ -98,7 +98,7 @@ class Odf018Target:
                     num_records=len(table), system_time=system_time))
             del rows
         h = self.writer.commit(block, data_file=data_file, source_state=state)
-        self.history.committed(h, system_time, watermark, block.output_slice, state)
+        self.history.committed(h, watermark, block.output_slice, state)
         return h, table
 
     def set_watermark(self, t: datetime, system_time: datetime) -> bytes:

@@ -376,6 +376,25 @@ def test_a_pull_of_several_blocks_killed_after_one_resumes_within_the_file_exact
     assert verify_folder(ds.root) == []
 
 
+def test_a_slice_refused_while_the_next_is_read_keeps_the_blocks_before_and_a_rerun_adds_the_rest(home):
+    ds = added(home, manifest(home, schema=""))
+    coord_here("config", "set", "ingest.maxSliceBytes", "1MiB", cwd=home)
+    files = [many(home, "a.csv", 100_000)]
+    late = csv(home, "b.csv", [(*r, 0) for r in SECOND], header="id,at,city,offset")
+    refused = coord_here("pull", NAME, cwd=home, check=False)
+    assert refused.returncode != 0
+    assert "column 'offset' is a system column" in refused.stdout + refused.stderr
+    assert 2 <= len(ds.state().slices) and verify_folder(ds.root) == []
+    assert ids(stored(ds)) == list(range(len(stored(ds))))  # the blocks before, whole
+
+    files.append(csv(home, "b.csv", SECOND))
+    assert late == files[-1]
+    coord_here("pull", NAME, cwd=home)
+    assert stored(ds)["offset"].to_pylist() == list(range(100_002))
+    assert ids(stored(ds)) == ids(*(pacsv.read_csv(f) for f in files))
+    assert verify_folder(ds.root) == []
+
+
 def test_a_url_sources_etag_is_the_add_datas_source_state_and_an_unchanged_url_adds_nothing(home, site):
     body = "id,at,city\n" + "".join(",".join(map(str, r)) + "\n" for r in FIRST)
     url = site.put("/cities.csv", body.encode(), etag='"v1"')
