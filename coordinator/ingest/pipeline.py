@@ -292,7 +292,8 @@ class _Pull:
         f = piece.file
         table = slice_layout.with_event_time(table, self.vocab, f.event_time or system_time,
                                              f.name, piece.rows_before)
-        return dataclasses.replace(piece, table=self.target.stored_types(table))
+        with _naming(f.name):
+            return dataclasses.replace(piece, table=self.target.stored_types(table))
 
     def _snapshot_on_disk(self, group: list[FetchedFile]) -> bool:
         """Whether this snapshot is larger than a quarter of a slice (merged in memory, it is
@@ -315,8 +316,7 @@ class _Pull:
         from before the snapshot (see ``snapshot_disk``)."""
         assert self.disk_snapshot is not None
         system_time = self.history.next_system_time()
-        files = [f.name for f in group]
-        name = files[0] if len(files) == 1 else f"{files[0]}..{files[-1]}"
+        name = _names(group)
         tables = (self._prepared(p, system_time).table
                   for p in self._pieces(group, (0, 0), split=self.source.preprocess is None))
         # a quarter slice: a snapshot's changes share one event time, so the hash orders
@@ -395,8 +395,7 @@ class _Pull:
         table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
             else tables[0]
         files = list({id(p.file): p.file for p in pieces}.values())
-        name = files[0].name if len(files) == 1 else f"{files[0].name}..{files[-1].name}"
-        table = self._merge(table, files[-1].event_time or system_time, name)
+        table = self._merge(table, files[-1].event_time or system_time, _names(files))
         self._commit_table(table, files, system_time, state)
 
     def _commit_table(self, table: pa.Table, files: list[FetchedFile], system_time: datetime,
@@ -415,15 +414,17 @@ class _Pull:
         watermark = max((t for t in known if t is not None), default=None)
         if len(table) == 0 and watermark == previous:
             return  # nothing new: no block (the fetch progress is not recorded either)
+        name = _names(files)
         if self.committer is None:
-            self._commit_now(table, system_time, watermark, state)
+            self._commit_now(table, system_time, watermark, state, name)
         else:
             self.in_flight = self.committer.submit(self._commit_now, table, system_time,
-                                                   watermark, state)
+                                                   watermark, state, name)
 
     def _commit_now(self, table: pa.Table, system_time: datetime, watermark: datetime | None,
-                    state: SourceState) -> None:
-        h, stored = self.target.commit(table, system_time, watermark, state, self.scratch)
+                    state: SourceState, name: str) -> None:
+        with _naming(name):
+            h, stored = self.target.commit(table, system_time, watermark, state, self.scratch)
         if len(stored):
             self._advance_states(stored)
         self.blocks.append(h)
@@ -502,6 +503,24 @@ class _Pull:
             self.snapshot_state = merge.projection(
                 pa.concat_tables(parts, promote_options="permissive"), roles)
             self.history.remember_snapshot_state(self.snapshot_state)
+
+
+def _names(files: list[FetchedFile]) -> str:
+    """The files of a slice, for messages: one name, or the first and last."""
+    return files[0].name if len(files) == 1 else f"{files[0].name}..{files[-1].name}"
+
+
+@contextmanager
+def _naming(name: str) -> Iterator[None]:
+    """Records a slice cannot store (a type, a system column's name) are refused in one line
+    that names the files they came from. (A schema change is refused for the slice as a
+    whole, naming the dataset: ``slice_layout.conform``.)"""
+    from ..errors import Invalid
+
+    try:
+        yield
+    except Invalid as e:
+        raise type(e)(f"{name}: {e}") from None
 
 
 def max_slice_bytes(config: IngestConfig) -> int:

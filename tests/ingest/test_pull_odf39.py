@@ -272,6 +272,21 @@ def test_a_dropped_column_is_refused_and_nothing_is_committed(home):
     assert ds.head() == head
 
 
+def test_a_column_no_slice_can_store_is_refused_naming_its_file(home):
+    path = home / "waits.yaml"
+    path.write_text(manifest(home).read_text().replace('"in/*.csv"', '"in/*.parquet"')
+                    .replace("{kind: csv, header: true, schema: [\"id BIGINT\", \"at TIMESTAMP\", "
+                             "\"city STRING\"]}", "{kind: parquet}"))
+    ds = added(home, path)
+    (home / "in").mkdir()
+    pq.write_table(pa.table({"id": [1], "at": pa.array([0], pa.timestamp("s", "UTC")),
+                             "wait": pa.array([60], pa.duration("s"))}), home / "in" / "a.parquet")
+    refused = coord_here("pull", NAME, cwd=home, check=False)
+    assert refused.returncode != 0
+    assert "a.parquet: column 'wait'" in refused.stdout + refused.stderr
+    assert kinds(ds)[-1] != "AddData"
+
+
 def test_a_ledger_adds_only_keys_it_has_not_seen_read_from_earlier_slices(home):
     ds = added(home, manifest(home, merge="{kind: ledger, primaryKey: [id]}"))
     csv(home, "a.csv", FIRST)
@@ -383,7 +398,8 @@ def test_a_slice_refused_while_the_next_is_read_keeps_the_blocks_before_and_a_re
     late = csv(home, "b.csv", [(*r, 0) for r in SECOND], header="id,at,city,offset")
     refused = coord_here("pull", NAME, cwd=home, check=False)
     assert refused.returncode != 0
-    assert "column 'offset' is a system column" in refused.stdout + refused.stderr
+    said = refused.stdout + refused.stderr
+    assert "b.csv: column 'offset' is a system column" in said
     assert 2 <= len(ds.state().slices) and verify_folder(ds.root) == []
     assert ids(stored(ds)) == list(range(len(stored(ds))))  # the blocks before, whole
 
