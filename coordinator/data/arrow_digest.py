@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from ..errors import Invalid
 from ..metadata.multiformats import ARROW0_SHA3_256, Multihash
-from . import parquet_reader, read_ahead
+from . import parquet_reader, read_ahead, validity
 
 __all__ = [
     "MULTICODEC", "RecordDigest", "UnsupportedTypeError", "array_digest", "element_bytes",
@@ -293,7 +293,7 @@ def multibase16(digest: bytes) -> str:
 def _own_validity(arr: pa.Array) -> np.ndarray | None:
     if not arr.null_count:
         return None
-    return pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    return validity(arr)
 
 
 def _combine(parent: np.ndarray | None, own: np.ndarray | None) -> np.ndarray | None:

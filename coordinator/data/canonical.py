@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CoordError
+from . import validity
 
 _NULL = "\\N"
 # Strings escape these bytes as a backslash and this letter (the backslash itself doubles).
@@ -428,4 +429,4 @@ def _valid(arr: pa.Array) -> np.ndarray | None:
     """Which values are not null (None when none are)."""
     if not arr.null_count:
         return None
-    return pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    return validity(arr)

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from . import parquet_reader
+from . import parquet_reader, validity
 from .canonical import UnsupportedValueError, append_text, numpy_values, offsets_and_data, render
 
 __all__ = [
@@ -214,7 +214,7 @@ def _event_time_order(column: pa.ChunkedArray) -> tuple[np.ndarray | None, np.nd
     values = np.concatenate(chunk_values) if chunk_values else np.empty(0, np.int64)
     order = None
     if key.null_count:
-        valid = np.concatenate([pc.is_valid(c).to_numpy(zero_copy_only=False) for c in key.chunks])
+        valid = np.concatenate([validity(c) for c in key.chunks])
         values = np.where(valid, values, 0)
         order = np.lexsort((values, ~valid))  # stable; nulls last
         values, valid = values[order], valid[order]

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import PARALLEL_ROWS, THREADS, arrow_of
+from . import PARALLEL_ROWS, THREADS, arrow_of, validity
 from .arrow_digest import element_bytes
 
 __all__ = ["canonical_order", "sort_keys"]
@@ -277,7 +277,7 @@ def _ordinal(arr: pa.Array) -> tuple[np.ndarray, int]:
     """Unsigned integers in the order a sort key array sorts (equal where its values are
     equal, 0 for a null, the least) and how many bits they take (0 only when all are equal)."""
     t = arr.type
-    valid = None if not arr.null_count else pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    valid = None if not arr.null_count else validity(arr)
     if pa.types.is_boolean(t):
         values = pc.fill_null(arr, False).to_numpy(zero_copy_only=False).astype(np.uint64) + 1
         return _nulls_zero(values, valid), 2
@@ -318,7 +318,7 @@ def _ordinals(arr: pa.Array) -> list[tuple[np.ndarray, int]]:
     # key): no bits at all for a column without -0.0 and NaN.
     raw = _float_bits(arr)
     x = raw.view(f"<f{t.bit_width // 8}")
-    valid = None if not arr.null_count else pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    valid = None if not arr.null_count else validity(arr)
     nan = np.isnan(x)
     value = _float_value(x, valid, nan)
     if not nan.any() and not (raw == _NEGATIVE_ZERO[t.bit_width]).any():

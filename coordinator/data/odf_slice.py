@@ -38,7 +38,7 @@ from ..errors import CoordError, Invalid
 from ..metadata.multiformats import ARROW0_SHA3_256, SHA3_256, Multihash
 from ..metadata.odf39.events import OffsetInterval
 from ..workspace.fsutil import physical_hash
-from . import PARALLEL_ROWS, THREADS, arrow_of, parquet_reader
+from . import PARALLEL_ROWS, THREADS, arrow_of, parquet_reader, validity
 from .arrow_digest import RecordDigest, file_digest
 from .odf_order import canonical_order
 from .parquet_arrow_rs import arrow_rs_schema
@@ -286,7 +286,7 @@ def _refuse_hidden_struct_nulls(column: pa.ChunkedArray, name: str) -> None:
 
 def _check_struct(arr: pa.Array, name: str, parent: np.ndarray | None,
                   anchor: np.ndarray | None) -> None:
-    valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    valid = validity(arr)
     effective = valid if parent is None else parent & valid
     if anchor is not None and not np.array_equal(effective, anchor):
         raise SliceLayoutError(
