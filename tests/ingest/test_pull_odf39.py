@@ -411,6 +411,25 @@ def test_a_slice_refused_while_the_next_is_read_keeps_the_blocks_before_and_a_re
     assert verify_folder(ds.root) == []
 
 
+def test_a_file_unreadable_while_a_slice_commits_keeps_that_slice_and_a_rerun_adds_the_rest(home):
+    ds = added(home)
+    coord_here("config", "set", "ingest.maxSliceBytes", "1MiB", cwd=home)
+    files = [many(home, "a.csv", 100_000)]
+    csv(home, "b.csv", [("x", "2024-01-03T10:00:00Z", "Pune")])
+    refused = coord_here("pull", NAME, cwd=home, check=False)
+    assert refused.returncode != 0 and "b.csv" in refused.stdout + refused.stderr
+    kept = stored(ds)
+    assert len(ds.state().slices) >= 2 and verify_folder(ds.root) == []
+    assert kept["offset"].to_pylist() == list(range(len(kept)))
+    assert ids(kept) == list(range(len(kept)))  # whole slices of a.csv, in file order
+
+    files.append(csv(home, "b.csv", SECOND))
+    coord_here("pull", NAME, cwd=home)
+    assert stored(ds)["offset"].to_pylist() == list(range(100_002))
+    assert ids(stored(ds)) == ids(*(pacsv.read_csv(f) for f in files))
+    assert verify_folder(ds.root) == []
+
+
 def test_a_url_sources_etag_is_the_add_datas_source_state_and_an_unchanged_url_adds_nothing(home, site):
     body = "id,at,city\n" + "".join(",".join(map(str, r)) + "\n" for r in FIRST)
     url = site.put("/cities.csv", body.encode(), etag='"v1"')
