@@ -329,9 +329,10 @@ class _Pull:
         try:
             held = next(changes)
             for table in changes:
-                self._commit_table(held, group, system_time, SourceState(base))
+                self._commit_table(held, group, name, system_time, SourceState(base))
                 held, system_time = table, self.history.next_system_time()
-            self._commit_table(held, group, system_time, SourceState(group[-1].source_state()))
+            self._commit_table(held, group, name, system_time,
+                               SourceState(group[-1].source_state()))
             self.disk_snapshot.current_state()
         except duckdb.Error as e:  # blocks already committed stay; the next pull goes on
             raise IngestError(f"{name}: the out-of-core snapshot merge failed: "
@@ -395,13 +396,14 @@ class _Pull:
         table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
             else tables[0]
         files = list({id(p.file): p.file for p in pieces}.values())
-        table = self._merge(table, files[-1].event_time or system_time, _names(files))
-        self._commit_table(table, files, system_time, state)
+        name = _names(files)
+        table = self._merge(table, files[-1].event_time or system_time, name)
+        self._commit_table(table, files, name, system_time, state)
 
-    def _commit_table(self, table: pa.Table, files: list[FetchedFile], system_time: datetime,
-                      state: SourceState) -> None:
-        """Conform and commit the merged records of ``files``: in the committer thread when
-        there is one (``_committer``), else here."""
+    def _commit_table(self, table: pa.Table, files: list[FetchedFile], name: str,
+                      system_time: datetime, state: SourceState) -> None:
+        """Conform and commit the merged records of ``files`` (``name``: theirs, for
+        messages): in the committer thread when there is one (``_committer``), else here."""
         from . import slice_layout
 
         self._settle()  # the schema, watermark and offsets as of the block before
@@ -414,7 +416,6 @@ class _Pull:
         watermark = max((t for t in known if t is not None), default=None)
         if len(table) == 0 and watermark == previous:
             return  # nothing new: no block (the fetch progress is not recorded either)
-        name = _names(files)
         if self.committer is None:
             self._commit_now(table, system_time, watermark, state, name)
         else:
@@ -526,10 +527,8 @@ def _naming(name: str) -> Iterator[None]:
 def max_slice_bytes(config: IngestConfig) -> int:
     """``ingest.maxSliceBytes``, or for ``auto`` 1/128 of the machine's memory within
     [64 MiB, 128 MiB]: a pull's peak memory is about six times its slice (the slice read,
-    sorted, rendered for the hash and encoded while the next one is read), under 1 GB for a
-    0.18 root. 128 MiB rather than more since the commit went to a thread (``_committer``):
-    1.33 GB of CSV into a 0.18 root peaked at 0.87 GB in 15.5 s with it, at 1.08 GB in 17.7 s
-    with 192 MiB (2026-11-27)."""
+    sorted, rendered for the hash and encoded while the next one is read, ``_committer``),
+    which keeps a 0.18 root's pull under 1 GB (README, "Benchmarks")."""
     configured = config.max_slice_bytes
     if configured is not None:
         return configured
