@@ -202,7 +202,10 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str, piece: _CsvPiece | None)
         raise IngestError(f"{name}: csv separator must be one character, got {step.separator!r}")
     header = bool(step.header)
     by_name = schema is not None and header and step.enforce_schema is False
-    read_opts = dict(encoding=_codec(step.encoding), block_size=1 << 24)
+    # Arrow infers a column's type from the first block: a large one when it must infer, a
+    # smaller one when the types are declared, so more threads share a file (~5% of a pull)
+    block_size = 1 << 22 if schema is not None or (piece is not None and piece.types) else 1 << 24
+    read_opts = dict(encoding=_codec(step.encoding), block_size=block_size)
     # an empty unquoted field is null; a quoted "" is an empty string (or emptyValue)
     convert_opts = dict(null_values=sorted({step.null_value or "", ""}),
                         strings_can_be_null=True, quoted_strings_can_be_null=False)
@@ -252,7 +255,15 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str, piece: _CsvPiece | None)
     typed = "column_types" in convert_opts
     rows_before = piece.rows_before if piece is not None else 0
     try:
-        table = attempt(True)
+        try:
+            table = attempt(True)
+        except pa.ArrowInvalid as e:
+            if "straddl" not in str(e):
+                raise
+            # a record longer than a block: read it all as one block (Arrow's limit is 2 GiB)
+            size = len(data) if data is not None else path.stat().st_size
+            read_opts["block_size"] = min(max(size + 1, 1 << 24), (1 << 31) - 1)
+            table = attempt(True)
         if not typed and step.infer_schema is False:  # every column as text
             table = attempt(True, column_types={n: pa.string() for n in table.column_names})
     except pa.ArrowInvalid:

@@ -123,6 +123,15 @@ def test_csv_multi_line_values(tmp_path):
     assert t.to_pylist() == [{"a": "line one\nline two", "b": 1}]
 
 
+def test_csv_record_longer_than_a_read_block_is_read_whole(tmp_path):
+    # declared types are read in 4 MiB blocks, which a record may overrun once, not twice
+    long = "x" * (9 << 20)
+    t = read_csv(tmp_path, f"id,text\n1,{long}\n2,b\n", header=True,
+                 schema=["id INT", "text STRING"])
+    assert t["id"].to_pylist() == [1, 2]
+    assert [len(v) for v in t["text"].to_pylist()] == [len(long), 1]
+
+
 def test_csv_encoding(tmp_path):
     path = tmp_path / "in.csv"
     path.write_bytes("name\nZürich\n".encode("latin-1"))
