@@ -407,7 +407,8 @@ class _Pull:
         from . import slice_layout
 
         self._settle()  # the schema, watermark and offsets as of the block before
-        table = slice_layout.conform(table, self.history.schema(), self.vocab, self.history.ds.id)
+        table = slice_layout.conform(table, self.history.schema(), self.vocab, self.history.ds.id,
+                                     name)
 
         # the watermark also moves with the source's own times (a snapshot with no changes)
         previous = self.history.watermark
@@ -514,8 +515,8 @@ def _names(files: list[FetchedFile]) -> str:
 @contextmanager
 def _naming(name: str) -> Iterator[None]:
     """Records a slice cannot store (a type, a system column's name) are refused in one line
-    that names the files they came from. (A schema change is refused for the slice as a
-    whole, naming the dataset: ``slice_layout.conform``.)"""
+    that names the files they came from (a schema change names them in its own words:
+    ``slice_layout.conform``)."""
     from ..errors import Invalid
 
     try:

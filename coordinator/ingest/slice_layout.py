@@ -63,11 +63,11 @@ def _as_event_time(col: pa.ChunkedArray, column: str, name: str, rows_before: in
 
 
 def conform(table: pa.Table, previous: pa.Schema | None, vocab: DatasetVocabulary,
-            dataset: str) -> pa.Table:
+            dataset: str, files: str) -> pa.Table:
     """Keep the earlier slices' columns and types (converting a changed type when the values
     allow); new columns come at the end. Whether the schema may change so is
     ``schema_evolution.added_columns``' to decide: a column missing, or whose values do not
-    convert to its earlier type, is refused."""
+    convert to its earlier type, is refused, naming the ``files`` the records came from."""
     if previous is None:
         return table
     change = compare_schemas(previous, table.schema, vocab.system_time)
@@ -82,7 +82,7 @@ def conform(table: pa.Table, previous: pa.Schema | None, vocab: DatasetVocabular
                                      schema=pa.schema([*kept, *change.added]))
     leave_out = [vocab.system_time]
     added_columns(dataset, arrow_columns(previous, leave_out), arrow_columns(conformed.schema, leave_out),
-                  "the new data")
+                  f"the new data in {files}")
     return conformed
 
 

@@ -11,7 +11,7 @@ from tests.store.test_upgrade import SOURCE
 from tests.support.cli import coord_here
 from tests.support.manifests import csv_root_manifest
 
-REFUSAL = ("the new data drops column 'city', String; a schema may only gain optional columns: "
+REFUSAL = ("the new data in b.csv drops column 'city', String; a schema may only gain optional columns: "
            "keep the column and add a new one, or add the changed definition as a new dataset")
 
 UNSAYABLE = SOURCE.replace("{kind: append}",

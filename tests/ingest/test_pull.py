@@ -234,7 +234,7 @@ def test_later_data_missing_an_earlier_column_is_refused(ws):
     write(ws.root / "in" / "a.csv", "id,name\n1,a\n")
     pull_root(ws, DATASET)
     write(ws.root / "in" / "b.csv", "id\n2\n")
-    with pytest.raises(SchemaChangeRefused, match=f"{DATASET}: the new data drops column 'name'"):
+    with pytest.raises(SchemaChangeRefused, match=f"{DATASET}: the new data in b.csv drops column 'name'"):
         pull_root(ws, DATASET)
 
 

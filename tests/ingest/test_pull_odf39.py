@@ -268,7 +268,7 @@ def test_a_dropped_column_is_refused_and_nothing_is_committed(home):
     csv(home, "b.csv", [(i, t) for i, t, _ in SECOND], header="id,at")
     refused = coord_here("pull", NAME, cwd=home, check=False)
     assert refused.returncode != 0
-    assert "the new data drops column 'city', String" in refused.stdout + refused.stderr
+    assert "the new data in b.csv drops column 'city', String" in refused.stdout + refused.stderr
     assert ds.head() == head
 
 

@@ -33,7 +33,7 @@ def test_a_pull_of_data_that_retypes_a_column_names_odf_types(tmp_path, odf):
     (home / "in" / "b.csv").write_text("id,ts,city\nx7,2024-01-02T00:00:00Z,Pune\n")
     refused = coord_here("pull", "cities", cwd=home, check=False)
     assert refused.returncode == 1
-    assert REFUSAL.format(what="data") in refused.stderr
+    assert REFUSAL.format(what="data in b.csv") in refused.stderr
 
 
 def test_add_of_a_read_schema_that_retypes_a_column_names_the_same_types(tmp_path):

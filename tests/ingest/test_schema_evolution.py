@@ -145,7 +145,7 @@ def test_data_whose_values_do_not_convert_to_a_columns_type_is_refused_as_a_rety
     csv(home, "b.csv", "id,ts,city\nx7,2024-01-03T00:00:00Z,Pune\n")
     result = run_coord(home, "pull", "cities", ok=False)
     assert result.exit_code == 1
-    assert f"the new data changes column 'id' from Int64 to String; {REMEDY}" in result.output
+    assert f"the new data in b.csv changes column 'id' from Int64 to String; {REMEDY}" in result.output
     assert head(home, "cities") == before
 
 
