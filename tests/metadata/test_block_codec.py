@@ -295,6 +295,30 @@ def test_blocks_compare_hash_and_print_by_their_fields_as_dataclasses_do(block):
 
 
 @given(blocks)
+def test_blocks_are_frozen_and_built_by_keyword_as_frozen_dataclasses_are(block):
+    sealed, _ = seal(block)
+    for name in ("system_time", "not_a_field"):
+        with pytest.raises(dataclasses.FrozenInstanceError, match=name):
+            setattr(sealed, name, None)
+        with pytest.raises(dataclasses.FrozenInstanceError, match=name):
+            delattr(sealed, name)
+    fields = {f.name: getattr(sealed, f.name) for f in dataclasses.fields(sealed)}
+    assert o.MetadataBlock(**fields) == sealed
+    with pytest.raises(TypeError, match="positional"):
+        o.MetadataBlock(*fields.values())
+    with pytest.raises(TypeError, match="required keyword-only argument: 'system_time'"):
+        o.MetadataBlock(**{k: v for k, v in fields.items() if k != "system_time"})
+
+
+def test_an_odf_object_takes_the_defaults_of_the_fields_not_given():
+    interval = TimeInterval(IntervalType.CLOSED, parse_timestamp("2024-01-01T00:00:00Z"),
+                            parse_timestamp("2024-01-02T00:00:00Z"))
+    data = o.DataSlice(hash=b"h", interval=interval)
+    assert (data.num_records, data.physical_hash) == (0, None)
+    assert data == o.DataSlice(hash=b"h", interval=interval, num_records=0)
+
+
+@given(blocks)
 def test_yaml_block_yaml_block_round_trip_is_byte_stable(block):
     _, data = seal(block)
     text = dump_yaml(manifest_to_dict(decode_block(data)))
