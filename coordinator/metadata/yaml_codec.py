@@ -80,9 +80,16 @@ def from_dict(cls, data: Any, path: str = ""):
     if extra:
         raise DecodeError(_join(path, sorted(extra)[0]), f"unknown field in {cls.__name__}")
     kwargs = {}
+    hints = getattr(cls, "YAML_HINTS", {})  # what a field's likely mistake is, for its error
     for name, f in known.items():
         if name in data and data[name] is not None:
-            kwargs[f.name] = _value_from_yaml(data[name], f.shape, _join(path, name))
+            place = _join(path, name)
+            try:
+                kwargs[f.name] = _value_from_yaml(data[name], f.shape, place)
+            except DecodeError as e:
+                if name not in hints or e.path != place:  # a mistake deeper in is its own
+                    raise
+                raise DecodeError(e.path, f"{e.message} ({hints[name]})") from None
         elif f.required:
             raise DecodeError(_join(path, name), "is required")
     return cls(**kwargs)

@@ -235,6 +235,15 @@ def test_a_mistake_of_the_current_form_is_named_as_its_loader_names_it(tmp_path)
     assert load_error(path) == f"{path}: content.metadata[0].merge.primaryKey: is required"
 
 
+def test_ddl_strings_in_the_schema_field_are_refused_pointing_to_ddl_schema(tmp_path):
+    path = root(tmp_path, read="{kind: Csv, header: true, schema: ['town STRING']}")
+    assert load_error(path) == (
+        f"{path}: content.metadata[0].read.schema: expected a mapping for DataSchema, got list "
+        '(DDL strings such as "id BIGINT" go in ddlSchema; schema takes {fields: [{name, type}]})')
+    path = root(tmp_path, read="{kind: Csv, schema: {fields: [{name: town, type: 7}]}}")
+    assert "ddlSchema" not in load_error(path)  # a mistake inside a schema is named alone
+
+
 def test_the_manifest_reference_shows_the_current_form_with_a_reference_example_that_loads(tmp_path):
     docs = (REPO / "docs" / "manifests.md").read_text(encoding="utf-8")
     current = [b for b in re.findall(r"^```yaml\n(.*?)^```", docs, re.M | re.S) if "\nversion: 1\n" in b]

@@ -160,13 +160,17 @@ class PrepStepPipe:
 PrepStep = PrepStepDecompress | PrepStepPipe
 
 # --- read ----------------------------------------------------------------------------------
-# ``ddlSchema`` holds the older DDL strings (``a: INT``), ``schema`` an ODF DataSchema.
+# ``ddlSchema`` holds the older DDL strings (``a INT``), ``schema`` an ODF DataSchema.
+
+_DDL_HINT = {"schema": 'DDL strings such as "id BIGINT" go in ddlSchema; schema takes '
+                       "{fields: [{name, type}]}"}
 
 
 @odf
 class ReadStepCsv:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "Csv"
+    YAML_HINTS: ClassVar[dict[str, str]] = _DDL_HINT
     ddl_schema: list[str] | None = None
     separator: str | None = None
     encoding: str | None = None
@@ -184,6 +188,7 @@ class ReadStepCsv:
 class ReadStepGeoJson:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "GeoJson"
+    YAML_HINTS: ClassVar[dict[str, str]] = _DDL_HINT
     ddl_schema: list[str] | None = None
     schema: DataSchema | None = None
 
@@ -192,6 +197,7 @@ class ReadStepGeoJson:
 class ReadStepEsriShapefile:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "EsriShapefile"
+    YAML_HINTS: ClassVar[dict[str, str]] = _DDL_HINT
     ddl_schema: list[str] | None = None
     sub_path: str | None = None
     schema: DataSchema | None = None
@@ -201,6 +207,7 @@ class ReadStepEsriShapefile:
 class ReadStepParquet:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "Parquet"
+    YAML_HINTS: ClassVar[dict[str, str]] = _DDL_HINT
     ddl_schema: list[str] | None = None
     schema: DataSchema | None = None
 
@@ -209,6 +216,7 @@ class ReadStepParquet:
 class ReadStepJson:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "Json"
+    YAML_HINTS: ClassVar[dict[str, str]] = _DDL_HINT
     sub_path: str | None = None
     ddl_schema: list[str] | None = None
     date_format: str | None = None
@@ -221,6 +229,7 @@ class ReadStepJson:
 class ReadStepNdJson:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "NdJson"
+    YAML_HINTS: ClassVar[dict[str, str]] = _DDL_HINT
     ddl_schema: list[str] | None = None
     date_format: str | None = None
     encoding: str | None = None
@@ -232,6 +241,7 @@ class ReadStepNdJson:
 class ReadStepNdGeoJson:
     UNION: ClassVar[str] = "ReadStep"
     KIND: ClassVar[str] = "NdGeoJson"
+    YAML_HINTS: ClassVar[dict[str, str]] = _DDL_HINT
     ddl_schema: list[str] | None = None
     schema: DataSchema | None = None
 
