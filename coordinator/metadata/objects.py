@@ -81,7 +81,7 @@ def _init_of(cls):
 
 
 def _odf_frozen(self, name, *value):
-    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+    raise FrozenInstanceError(f"cannot {'assign to' if value else 'delete'} field {name!r}")
 
 
 def _odf_values(obj) -> tuple:
