@@ -245,25 +245,28 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str, piece: _CsvPiece | None)
             raise IngestError(f"{name}: the header has no column {missing[0]!r} of the schema")
 
     def attempt(threads: bool, **extra_convert) -> pa.Table:
-        return pacsv.read_csv(
-            source(),
-            read_options=pacsv.ReadOptions(use_threads=threads, **read_opts),
-            parse_options=parse_opts,
-            convert_options=pacsv.ConvertOptions(**{**convert_opts, **extra_convert}),
-        )
+        def read_csv() -> pa.Table:
+            return pacsv.read_csv(
+                source(),
+                read_options=pacsv.ReadOptions(use_threads=threads, **read_opts),
+                parse_options=parse_opts,
+                convert_options=pacsv.ConvertOptions(**{**convert_opts, **extra_convert}),
+            )
+
+        try:
+            return read_csv()
+        except pa.ArrowInvalid as e:
+            if "straddl" not in str(e):
+                raise
+        # a record longer than a block: read it all as one block (Arrow's limit is 2 GiB)
+        size = len(data) if data is not None else path.stat().st_size
+        read_opts["block_size"] = min(max(size + 1, 1 << 24), (1 << 31) - 1)
+        return read_csv()
 
     typed = "column_types" in convert_opts
     rows_before = piece.rows_before if piece is not None else 0
     try:
-        try:
-            table = attempt(True)
-        except pa.ArrowInvalid as e:
-            if "straddl" not in str(e):
-                raise
-            # a record longer than a block: read it all as one block (Arrow's limit is 2 GiB)
-            size = len(data) if data is not None else path.stat().st_size
-            read_opts["block_size"] = min(max(size + 1, 1 << 24), (1 << 31) - 1)
-            table = attempt(True)
+        table = attempt(True)
         if not typed and step.infer_schema is False:  # every column as text
             table = attempt(True, column_types={n: pa.string() for n in table.column_names})
     except pa.ArrowInvalid:
