@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,6 +22,9 @@ from .sandbox import ENGINE_PACKAGES, bwrap_command, class_archive_path, find_ja
 from .settings import EngineSettings
 
 FREE_SPACE_WARNING = 2 * 1024**3  # Spark's shuffle and a pull's slices need room
+# The first release of each Python line whose tarfile filters hold against nested links
+# (CVE-2025-4517 and its siblings); older ones let a crafted archive write outside its folder.
+ARCHIVE_FIXES: dict[tuple[int, ...], tuple[int, ...]] = {(3, 11): (3, 11, 13), (3, 12): (3, 12, 11), (3, 13): (3, 13, 4)}
 TIMEOUT_S = 20
 
 
@@ -47,6 +51,7 @@ def diagnose(settings: EngineSettings, folder: Path) -> list[Check]:
     container_needed = settings.runtime == "container"
     checks = [
         _python_packages(),
+        _python_archives(tuple(sys.version_info[:3])),
         _java(needed=sandbox_needed),
         _sandbox(settings, needed=sandbox_needed),
         _class_archive(needed=sandbox_needed),
@@ -70,6 +75,19 @@ def _python_packages() -> Check:
         return Check("python packages", CheckStatus.FAIL, f"missing: {', '.join(missing)}",
                      "make install (or pip install -e .)")
     return Check("python packages", CheckStatus.OK, f"the engine's packages: {', '.join(ENGINE_PACKAGES)}")
+
+
+def _python_archives(version: tuple[int, ...]) -> Check:
+    """A warning only: coord unpacks checkpoints by its own rules, not the Python's filters, but
+    other tools on the same Python do not."""
+    named = ".".join(map(str, version))
+    fixed = ARCHIVE_FIXES.get(version[:2])
+    if fixed is not None and version < fixed:
+        return Check("python archives", CheckStatus.WARN,
+                     f"Python {named}'s tarfile filters can be bypassed by crafted archives "
+                     "(CVE-2025-4517); coord does not rely on them",
+                     f"upgrade Python to {'.'.join(map(str, fixed))} or later")
+    return Check("python archives", CheckStatus.OK, f"Python {named}")
 
 
 def _java(*, needed: bool) -> Check:

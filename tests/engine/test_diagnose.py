@@ -3,7 +3,11 @@ only what the configured runtime needs can fail the command."""
 from __future__ import annotations
 
 import json
+import sys
 
+import pytest
+
+from coordinator.engine.diagnose import CheckStatus, _python_archives
 from tests.support.cli import coord
 
 
@@ -48,3 +52,18 @@ def test_the_table_names_each_check_and_its_fix(tmp_path):
     out = coord("system", "diagnose", cwd=tmp_path,
                 env={"COORD_ENGINE_RUNTIME": "auto", "COORD_CONTAINER_HOST": gone}).stdout
     assert "container API" in out and "fix: start Podman's API" in out
+
+
+@pytest.mark.parametrize(("version", "status"), [
+    ((3, 11, 7), CheckStatus.WARN), ((3, 11, 13), CheckStatus.OK), ((3, 12, 10), CheckStatus.WARN),
+    ((3, 12, 11), CheckStatus.OK), ((3, 13, 3), CheckStatus.WARN), ((3, 14, 0), CheckStatus.OK)])
+def test_a_python_whose_archive_filters_have_known_holes_is_named(version, status):
+    check = _python_archives(version)
+    assert check.status is status
+    if status is CheckStatus.WARN:
+        assert "CVE-2025-4517" in check.detail and "upgrade Python" in check.fix
+
+
+def test_diagnose_reports_this_pythons_archive_filters(tmp_path):
+    code, checks = diagnose(tmp_path, {"COORD_ENGINE_RUNTIME": "sandbox"})
+    assert checks["python archives"]["status"] == _python_archives(tuple(sys.version_info[:3])).status

@@ -119,9 +119,10 @@ def write_root(folder: Path, locks: Path, scratch: Path, *, key: Ed25519PrivateK
 
 
 def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written,
-                     query: str = QUERY) -> Written:
+                     query: str = QUERY, checkpoint: bytes | None = None) -> Written:
     """The derivative ``large-cities`` over ``root`` in ``folder``; its records are always
-    ``QUERY``'s, whatever ``query`` its SetTransform says (another one makes a forgery)."""
+    ``QUERY``'s, whatever ``query`` its SetTransform says (another one makes a forgery); each
+    step's checkpoint file holds ``checkpoint`` when given (an author may put anything there)."""
     add_data = root.blocks[-len(BATCHES):]  # the root's AddData blocks
     blocks, data, checkpoints = [], [], []
     with DatasetWriter(folder, locks / "large-cities.lock") as w:
@@ -139,7 +140,7 @@ def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written,
             large = table.filter(pc.greater(table["population"], 1_000_000))
             path, new_data = slice_file(large, when, prev_offset, scratch)
             state = scratch / f"checkpoint-{n}"  # slice_file made the folder
-            state.write_bytes(f"engine state after {add_data[n]}".encode())
+            state.write_bytes(checkpoint or f"engine state after {add_data[n]}".encode())
             new_checkpoint = checkpoint_of(state)
             new_offset = (-1 if input_offset is None else input_offset) + len(batch)
             step = e.ExecuteTransform(

@@ -8,7 +8,9 @@ for each test; the commands run in the test process (``coord_here``) but for the
 and the killed ones, which run as ``coord`` processes."""
 from __future__ import annotations
 
+import io
 import shutil
+import tarfile
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -180,6 +182,30 @@ def test_a_damaged_checkpoint_is_refused_before_it_is_read(ws):
     proc = pull(ws, "large", check=False)
     assert proc.returncode == 1
     assert f"{path}: its bytes hash to" in proc.stdout + proc.stderr
+
+
+def test_a_pulled_derivatives_checkpoint_with_a_link_out_is_refused_and_writes_nothing_outside(
+        fresh, tmp_path):
+    # whoever authors a block chooses its checkpoint file: the hash check alone proves nothing
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w") as tar:
+        link = tarfile.TarInfo("escape")
+        link.type, link.linkname = tarfile.SYMTYPE, str(outside)
+        tar.addfile(link)
+        planted = tarfile.TarInfo("escape/planted")
+        planted.size = 5
+        tar.addfile(planted, io.BytesIO(b"owned"))
+    write_derivative(fresh.meta / "datasets" / "large-cities", fresh.meta / "locks", tmp_path / "d",
+                     written_root(fresh), checkpoint=packed.getvalue())
+    append_rows(fresh.meta / "datasets" / "cities", fresh.meta / "locks", fresh.root / "scratch", MORE)
+    head = CurrentDataset(fresh, "large-cities").head()
+    proc = pull(fresh, "large-cities", check=False)
+    assert proc.returncode == 1
+    assert "'escape' is not a plain file or folder" in proc.stderr
+    assert list(outside.iterdir()) == []
+    assert CurrentDataset(fresh, "large-cities").head() == head
 
 
 def verify(ws: Workspace, name: str, check: bool = True):
