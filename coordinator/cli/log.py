@@ -204,4 +204,6 @@ def _type_words(t) -> str:
 def _query_words(transform) -> str:
     if transform.query is not None:
         return transform.query
+    if transform.queries and len(transform.queries) == 1 and transform.queries[0].alias is None:
+        return transform.queries[0].query  # the stored form of a single query
     return "; ".join(f"{q.alias or 'result'} = {q.query}" for q in transform.queries or ())

@@ -18,6 +18,10 @@ Invariants:
 - An input's did:odf is its Seed's when it exists (a pulled dataset's is its author's), else
   the one the workspace's key and the input's name give it, so it is known before the input
   is written (a batch adds inputs first).
+- Transforms are stored normalized (``events.normalized``: a single ``query`` becomes
+  ``queries: [{query}]``), as the spec says and the reference's pull requires; a chain written
+  before that, with ``query``, is compared in that form, so adding its manifest again changes
+  nothing.
 - ``--replace`` appends what differs from the definition in force (source, vocabulary, each
   descriptive event's newest); nothing differs, no block. A root stays a root. The caller's
   ``check_change`` may refuse it first (``build.schema_change``: a schema the records cannot keep).
@@ -78,7 +82,7 @@ class Definitions:
         source = snapshot.source
         written = self.written.get(snapshot.id)
         if written is not None:
-            return [self._resolved(event) for event in written.metadata]
+            return [e.normalized(self._resolved(event)) for event in written.metadata]
         assert source is not None  # only a reference-form manifest gives push sources
         at = f"{snapshot.id}: source"
         if isinstance(source, DatasetSourceRoot):
@@ -86,7 +90,7 @@ class Definitions:
         else:
             events = [set_transform(source, {i: self.did(i) for i in source.inputs}, at)]
         vocab = set_vocab(snapshot.vocab)
-        return events + ([vocab] if vocab is not None else [])
+        return [e.normalized(event) for event in events] + ([vocab] if vocab is not None else [])
 
     def _resolved(self, event: e.MetadataEvent) -> e.MetadataEvent:
         """A written event, its SetTransform inputs named by did:odf (adapt has checked that
@@ -139,15 +143,15 @@ class Definitions:
 
 
 def _differs(event: e.MetadataEvent, state: DatasetState) -> bool:
-    """Whether ``event`` changes what ``state`` has in force."""
+    """Whether ``event`` (normalized) changes what ``state`` has in force."""
     if isinstance(event, e.SetPollingSource):
-        return event != state.polling_source
+        return state.polling_source is None or event != e.normalized(state.polling_source)
     if isinstance(event, e.SetTransform):
-        return event != state.transform
+        return state.transform is None or event != e.normalized(state.transform)
     if isinstance(event, e.SetVocab):
         return event != state.vocab
     if isinstance(event, e.AddPushSource):
-        return event not in state.push_sources
+        return event not in [e.normalized(source) for source in state.push_sources]
     newest = next((b.block.event for b in reversed(state.blocks)
                    if type(b.block.event) is type(event)), None)
     return event != newest

@@ -350,6 +350,8 @@ def transform_sql(t: s.TransformSql) -> o.TransformSql:
 
 
 def _sql(t: s.TransformSql, at: str, path: str, places: dict[str, str]) -> o.TransformSql:
+    if t.query is not None and t.queries is not None:
+        raise DecodeError(at, "give query or queries, not both")
     tables = None
     if t.temporal_tables is not None:
         tables = [o.TemporalTable(id=table.name, primary_key=list(table.primary_key))

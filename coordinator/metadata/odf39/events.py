@@ -9,7 +9,7 @@ Names follow RFC-013 (``RFC013_NAMES``).
 from __future__ import annotations
 
 import enum
-from dataclasses import field
+from dataclasses import field, replace
 from datetime import datetime
 from typing import ClassVar
 
@@ -18,7 +18,15 @@ from ..multiformats import Multihash
 from ..objects import default_scalar, odf
 from ..shape import U64
 from .data import Base64Bytes, DataSchema, ExtraAttributes
-from .source import FetchStep, MergeStrategy, PrepStep, ReadStep, SourceState, TransformSql
+from .source import (
+    FetchStep,
+    MergeStrategy,
+    PrepStep,
+    ReadStep,
+    SourceState,
+    SqlQueryStep,
+    TransformSql,
+)
 
 RFC013_NAMES = True
 
@@ -242,3 +250,20 @@ UNIONS = {
     ),
     "Attachments": (AttachmentsEmbedded,),
 }
+
+
+def normalized(event: MetadataEvent) -> MetadataEvent:
+    """``event`` as the spec stores it: a transform (a derivative's, or a source's preprocess)
+    never sets ``query``; a single query is ``queries: [{query}]`` (the reference refuses a
+    chain that stores ``query``). Other events, and normalized ones, are returned as they are."""
+    if isinstance(event, SetTransform):
+        return replace(event, transform=_normalized_sql(event.transform))
+    if isinstance(event, (SetPollingSource, AddPushSource)) and event.preprocess is not None:
+        return replace(event, preprocess=_normalized_sql(event.preprocess))
+    return event
+
+
+def _normalized_sql(t: TransformSql) -> TransformSql:
+    if t.query is None or t.queries is not None:  # both given is refused where it is written
+        return t
+    return replace(t, query=None, queries=[SqlQueryStep(query=t.query)])
