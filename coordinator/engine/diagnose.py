@@ -24,7 +24,8 @@ from .settings import EngineSettings
 FREE_SPACE_WARNING = 2 * 1024**3  # Spark's shuffle and a pull's slices need room
 # The first release of each Python line whose tarfile filters hold against nested links
 # (CVE-2025-4517 and its siblings); older ones let a crafted archive write outside its folder.
-ARCHIVE_FIXES: dict[tuple[int, ...], tuple[int, ...]] = {(3, 11): (3, 11, 13), (3, 12): (3, 12, 11), (3, 13): (3, 13, 4)}
+ARCHIVE_FIXES: dict[tuple[int, ...], tuple[int, ...]] = {
+    (3, 11): (3, 11, 13), (3, 12): (3, 12, 11), (3, 13): (3, 13, 4)}
 TIMEOUT_S = 20
 
 
