@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -89,6 +90,15 @@ _verbosity = 0
 def set_verbosity(level: int) -> None:
     global _verbosity
     _verbosity = level
+    notes = logging.getLogger("coordinator")  # the lower layers' notes (INFO): details at -v
+    if level > 0 and not any(isinstance(h, _Details) for h in notes.handlers):
+        notes.addHandler(_Details())
+        notes.setLevel(logging.INFO)
+
+
+class _Details(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        Output().detail(f"coord: {record.getMessage()}")
 
 
 class Output:

@@ -37,13 +37,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.metadata.objects import EngineIdentity
 from coordinator.workspace.config import DEFAULT_SPARK_MASTER
 
 from .client import socket_target
-from .process import LABEL_WORKSPACE, EngineStartError, engine_environment, shared_inputs_dir
+from .process import LABEL_INSTANCE, LABEL_WORKSPACE, EngineStartError, engine_environment, shared_inputs_dir
+
+if TYPE_CHECKING:
+    from coordinator.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +132,11 @@ def default_image() -> str:
     return f"{IMAGE_REPOSITORY}:{version}"
 
 
-def container_name(run_dir: Path) -> str:
-    """One container per run folder: a stale one from a killed coordinator is found by name."""
-    digest = hashlib.sha256(str(run_dir).encode()).hexdigest()[:12]
+def container_name(run_dir: Path, labels: Mapping[str, str] | None = None) -> str:
+    """One container per run folder and owner (its labels): a stale one from a killed
+    coordinator is found by name, and no other workspace's at the same path is."""
+    owner = "".join(f"\0{k}={v}" for k, v in sorted((labels or {}).items()))
+    digest = hashlib.sha256(f"{run_dir}{owner}".encode()).hexdigest()[:12]
     stem = re.sub(r"[^a-zA-Z0-9_.-]", "-", run_dir.name)[:32].strip("-.") or "run"
     return f"odf-engine-{stem}-{digest}"
 
@@ -230,7 +235,7 @@ def start_container(
     image_labels = image.labels or {}
     image_id = image.id if image.id.startswith("sha256:") else f"sha256:{image.id}"
 
-    name = container_name(run_dir)
+    name = container_name(run_dir, labels)
     try:
         _remove(client.containers.get(name))
     except docker.errors.NotFound:
@@ -355,34 +360,34 @@ def _logs(container, log_file: Path | None = None, tail: int = 200) -> str:
     return "\n".join(p for p in parts if p) or "(no output)"
 
 
-def engine_containers(workspace: Path) -> list:
-    """The engine containers (running or not) labelled with that workspace; none when no
-    container API answers within a few seconds. One client: connecting asks the API's version,
-    which Podman takes a second or two to answer."""
+def engine_containers(ws: Workspace) -> list:
+    """The engine containers (running or not) labelled with that workspace (its path and
+    instance id: not a copy's); none when no container API answers within a few seconds. One
+    client: connecting asks the API's version, which Podman takes a second or two to answer."""
     try:
         client = _client(timeout=3)
     except Exception:  # noqa: BLE001 - no API: no containers
         return []
     try:
         client.api.timeout = 10
-        return workspace_containers(client, workspace)
+        return workspace_containers(client, ws.root, ws.instance_id)
     finally:
         client.close()
 
 
-def workspace_containers(client, workspace: Path) -> list:
-    """The containers labelled with that workspace, as ``client`` lists them. A container
+def workspace_containers(client, workspace: Path, instance: str | None = None) -> list:
+    """The containers labelled with that workspace (and instance id, if given), as ``client``
+    lists them. A container
     removed between the listing and its inspection is simply gone: Docker answers that with
     404, which the SDK skips (``ignore_removed``), Podman with 500 "no such container", after
     which the listing is asked again."""
     import docker
 
+    labels = [f"{LABEL_WORKSPACE}={workspace}", *([f"{LABEL_INSTANCE}={instance}"] if instance else [])]
     attempts = 3
     while True:
         try:
-            return client.containers.list(
-                all=True, ignore_removed=True, filters={"label": f"{LABEL_WORKSPACE}={workspace}"}
-            )
+            return client.containers.list(all=True, ignore_removed=True, filters={"label": labels})
         except docker.errors.APIError as e:
             attempts -= 1
             if not attempts or "no such container" not in str(e.explanation or "").lower():

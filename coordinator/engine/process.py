@@ -8,11 +8,14 @@ socket inside the engine's run folder, the only folder the engine may write to. 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import Unavailable
 from ..metadata.objects import EngineIdentity
 from .settings import EngineSettings
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
 
 
 class EngineStartError(Unavailable, RuntimeError):
@@ -36,7 +39,14 @@ class EngineProcess(Protocol):
 
 SHARED_INPUTS_ENV = "ODF_ENGINE_INPUTS_ROOT"  # read by the engine (streaming.inputs_root)
 LABEL_WORKSPACE = "io.odf.coordinator.workspace"
+LABEL_INSTANCE = "io.odf.coordinator.workspace-instance"  # Workspace.instance_id: not a copy's
 LABEL_RUN_ID = "io.odf.coordinator.run-id"
+
+
+def engine_labels(ws: Workspace, run_id: str) -> dict[str, str]:
+    """The labels of an engine started for run ``run_id`` of ``ws``: how a later command of
+    that workspace, and of no copy of it, knows the engine for its own."""
+    return {LABEL_WORKSPACE: str(ws.root), LABEL_INSTANCE: ws.instance_id, LABEL_RUN_ID: run_id}
 
 
 def shared_inputs_dir(settings: EngineSettings, run_dir: Path) -> Path | None:

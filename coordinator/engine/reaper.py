@@ -66,8 +66,8 @@ def engines(ws: Workspace) -> list[Engine]:
     from . import container  # gRPC and the docker SDK: only when engines are looked for
 
     found = []
-    warm_status = warm.status(ws.run_dir)
-    for c in container.engine_containers(ws.root):
+    warm_status = warm.status(ws)
+    for c in container.engine_containers(ws):
         run_id = c.labels.get(LABEL_RUN_ID, "?")
         found.append(Engine("container", c.name, run_id, _alive(ws, run_id), c))
     for pid, lease in _sandbox_processes(ws):

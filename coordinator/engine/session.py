@@ -20,7 +20,7 @@ from ..workspace.config import EngineConfig, OdfVersion
 from ..workspace.graph import DatasetGraph, inputs_in_force
 from ..workspace.runs import LEASE_NAME, run_folder
 from . import factory, warm
-from .process import LABEL_RUN_ID, LABEL_WORKSPACE
+from .process import engine_labels
 from .settings import EngineSettings
 
 if TYPE_CHECKING:  # the port's types: imported when an engine is opened
@@ -83,19 +83,17 @@ def open_engine(ws: Workspace, datasets: Iterable[str],
     if settings.keep_warm and not factory.overridden():
         from .attach import attached_engine
 
-        labels = {LABEL_WORKSPACE: str(ws.root), LABEL_RUN_ID: warm.WARM}
         # It serves every later command of the workspace, so it may read every dataset (and
         # those added later); still not the keys, config, caches or any file outside .coord.
-        held = warm.acquire(ws.run_dir, settings, [ws.meta / layout.DATASETS], labels)
+        held = warm.acquire(ws, settings, [ws.meta / layout.DATASETS])
         if held is not None:
             with held, attached_engine(held.endpoint, folders) as engine:
                 yield engine
             return
         settings = replace(settings, keep_warm=0.0)  # the warm one is busy: one of our own
     with run_folder(ws.run_dir, "engine") as run_dir:
-        labels = {LABEL_WORKSPACE: str(ws.root), LABEL_RUN_ID: run_dir.name}
         with factory.open_engine(settings, run_dir, folders, lease=run_dir / LEASE_NAME,
-                                 labels=labels) as engine:
+                                 labels=engine_labels(ws, run_dir.name)) as engine:
             yield engine
 
 

@@ -31,23 +31,38 @@ Invariants:
   command needs. Otherwise, if no other command is using it, it is replaced by one that can
   read what both needed; if another command is using it, this command starts an engine of its
   own that ends with it (``session.open_engine``), as without keep-warm.
+- A command attaches to, stops or signals only an engine this workspace started: the record
+  must name this workspace's path and instance id (``Workspace.instance_id``, which a copy of
+  the workspace does not share), the engine's socket and run folder must be this warm folder
+  (resolved: a folder whose path leads out of the workspace's ``.coord`` is not used), a
+  sandbox's PID must be a ``bwrap`` running the engine on this folder's leases that started
+  when the record says, and a container must carry this workspace's labels. A record that
+  fails is ignored (a note at ``-v``), as if there were no warm engine: so a ``cp -a`` copy
+  of a workspace, or a crafted record, never stops another workspace's engine or an
+  unrelated process or container.
 """
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import signal
 import time
 import uuid
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
+from ..workspace import Workspace
 from ..workspace.fsutil import atomic_write, remove
+from ..workspace.layout import RUN
 from ..workspace.runs import take_lease
 from .attach import EngineEndpoint
+from .process import LABEL_INSTANCE, LABEL_WORKSPACE, engine_labels
 from .settings import EngineSettings
+
+log = logging.getLogger(__name__)
 
 WARM = "warm"  # the folder in the workspace's run folder, and the run id in engine labels
 LEASES = "leases"
@@ -83,20 +98,24 @@ class WarmLease:
         self.release()
 
 
-def acquire(run_root: Path, settings: EngineSettings, readable: list[Path],
-            labels: Mapping[str, str]) -> WarmLease | None:
-    """The warm engine for a command that reads ``readable``, started if needed; None when
-    another command is using a warm engine this one cannot use (see the module doc)."""
-    folder = run_root / WARM
+def acquire(ws: Workspace, settings: EngineSettings, readable: list[Path]) -> WarmLease | None:
+    """The warm engine of ``ws`` for a command that reads ``readable``, started if needed; None
+    when another command is using a warm engine this one cannot use, or when the warm folder
+    leads out of the workspace (see the module doc)."""
+    folder = _place(ws)
+    if folder is None:
+        log.info("not using a warm engine: %s leads out of the workspace", ws.run_dir / WARM)
+        return None
     leases = folder / LEASES
     leases.mkdir(parents=True, exist_ok=True)
+    labels = engine_labels(ws, WARM)
     guard = os.open(leases, os.O_RDONLY)
     try:
         fcntl.flock(guard, fcntl.LOCK_EX)  # commands decide one at a time (see the module doc)
         fd, path = _take_lease(leases)
         try:
             fingerprint = _fingerprint(settings)
-            current = _running(folder)
+            current = _running(folder, labels)
             if current is not None:
                 endpoint, started = current
                 if started.get("fingerprint") == fingerprint and all(endpoint.can_read(p) for p in readable):
@@ -106,7 +125,7 @@ def acquire(run_root: Path, settings: EngineSettings, readable: list[Path],
                     os.close(fd)
                     path.unlink(missing_ok=True)
                     return None
-                _stop(started)
+                _stop(folder, labels, started)
                 if started.get("fingerprint") == fingerprint:  # the same engine, reading more
                     readable = [*endpoint.readable, *readable]
             endpoint = _start(folder, settings, readable, labels, fingerprint)
@@ -119,15 +138,20 @@ def acquire(run_root: Path, settings: EngineSettings, readable: list[Path],
         os.close(guard)
 
 
-def status(run_root: Path) -> WarmStatus | None:
-    """The warm engine's use, if one is running."""
-    folder = run_root / WARM
-    current = _running(folder, answer=False)
-    if current is None:
+def status(ws: Workspace) -> WarmStatus | None:
+    """The warm engine's use, if one of this workspace is running."""
+    folder = _place(ws)
+    if folder is None or (current := _running(folder, engine_labels(ws, WARM), answer=False)) is None:
         return None
     leases = folder / LEASES
     using = sum(_held(p) for p in leases.iterdir()) if leases.is_dir() else 0
     return WarmStatus(using, float(current[1].get("keep_warm", 0)))
+
+
+def _place(ws: Workspace) -> Path | None:
+    """The warm folder, resolved; None when a link takes it out of the workspace's run folder."""
+    folder = (ws.run_dir / WARM).resolve()
+    return folder if folder == ws.meta.resolve() / RUN / WARM else None
 
 
 def _take_lease(leases: Path) -> tuple[int, Path]:
@@ -149,15 +173,17 @@ def _held(lease: Path) -> bool:
     return False
 
 
-def _running(folder: Path, *, answer: bool = True) -> tuple[EngineEndpoint, dict] | None:
-    """The warm engine's endpoint and start record, if one is there (and, with ``answer``,
-    answers within a few seconds)."""
+def _running(folder: Path, labels: dict[str, str], *,
+             answer: bool = True) -> tuple[EngineEndpoint, dict] | None:
+    """The warm engine's endpoint and start record, if the record names an engine of this
+    workspace that is still there (and, with ``answer``, answers within a few seconds)."""
     try:
         endpoint = EngineEndpoint.read(folder / ENDPOINT)
         started = json.loads((folder / STARTED).read_bytes())
-    except (OSError, ValueError, KeyError, TypeError):
+        ours = _ours(folder, labels, endpoint, started)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if not endpoint.socket_path.exists() or not _process_alive(started):
+    if not ours or not endpoint.socket_path.exists():
         return None
     if answer:
         from .client import EngineClient  # gRPC: only once an engine is needed
@@ -167,12 +193,67 @@ def _running(folder: Path, *, answer: bool = True) -> tuple[EngineEndpoint, dict
             with EngineClient(endpoint.socket_path) as client:
                 client.wait_ready(timeout=ANSWER_TIMEOUT_S)
         except EngineError:
-            _stop(started)  # there but not answering: hung, or on its way out
+            _stop(folder, labels, started)  # there but not answering: hung, or on its way out
             return None
     return endpoint, started
 
 
-def _start(folder: Path, settings: EngineSettings, readable: list[Path], labels: Mapping[str, str],
+def _ours(folder: Path, labels: dict[str, str], endpoint: EngineEndpoint, started: dict) -> bool:
+    """Whether the record names an engine this workspace started that may still run; a record
+    that names anything else is noted and ignored (see the module doc). A container's labels
+    are asked only before it is stopped (``_stop``): its socket in this folder answering is
+    what a command attaches to."""
+    owner = (labels[LABEL_WORKSPACE], labels[LABEL_INSTANCE])
+    if (started.get("workspace"), started.get("instance")) != owner:
+        return _ignored(folder, "it was written in another workspace (a copy's, or before a move)")
+    if endpoint.run_dir != folder or endpoint.socket_path.parent != folder:
+        return _ignored(folder, f"its engine works in {endpoint.run_dir}, not in this workspace")
+    if "pid" not in started:
+        return bool(started.get("container")) or _ignored(folder, "it names no engine")
+    pid = int(started["pid"])
+    argv = _cmdline(pid)
+    if argv is None:
+        return False  # ended: an engine that ended leaves its socket file, which would only time out
+    if not _our_sandbox(pid, argv, folder, started.get("pid_start")):
+        return _ignored(folder, f"process {pid} is not its engine")
+    return True
+
+
+def _ignored(folder: Path, why: str) -> bool:
+    log.info("ignoring the warm engine record %s: %s", folder / STARTED, why)
+    return False
+
+
+def _cmdline(pid: int) -> list[bytes] | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return None
+
+
+def _started_at(pid: int) -> int | None:
+    """When the process started (clock ticks after boot): with the PID, names one process ever."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(b")") + 2:].split()  # after the command name, which may hold anything
+    return int(fields[19])  # field 22 of proc(5); fields[0] is field 3
+
+
+def _our_sandbox(pid: int, argv: list[bytes], folder: Path, started_at: object) -> bool:
+    """Whether ``pid`` is the bwrap of the engine started on ``folder``'s leases at ``started_at``."""
+    try:
+        lease = argv[argv.index(b"--lease") + 1]
+    except (ValueError, IndexError):
+        return False
+    return (Path(os.fsdecode(argv[0])).name == "bwrap" and b"odf_spark_engine.server" in argv
+            and lease == os.fsencode(folder / LEASES) and _started_at(pid) == started_at)
+
+
+def _start(folder: Path, settings: EngineSettings, readable: list[Path], labels: dict[str, str],
            fingerprint: str) -> EngineEndpoint:
     from .runtime import start_engine
     from .sandbox import SandboxEngine
@@ -182,37 +263,24 @@ def _start(folder: Path, settings: EngineSettings, readable: list[Path], labels:
     _remove_work_folders(folder, others_using=False)
     paths = sorted({p.resolve() for p in readable})
     process = start_engine(settings, folder, paths, lease=folder / LEASES, labels=labels)
-    handle = ({"pid": process.process.pid} if isinstance(process, SandboxEngine)
-              else {"container": getattr(process, "name", "")})
-    endpoint = EngineEndpoint(process.socket_path, folder.resolve(), tuple(paths), process.identity)
+    handle: dict[str, Any] = (
+        {"pid": process.process.pid, "pid_start": _started_at(process.process.pid)}
+        if isinstance(process, SandboxEngine) else {"container": getattr(process, "name", "")})
+    endpoint = EngineEndpoint(process.socket_path, folder, tuple(paths), process.identity)
     atomic_write(folder / STARTED, json.dumps({
         "fingerprint": fingerprint, "runtime": process.identity.runtime, "keep_warm": settings.keep_warm,
-        "started": time.time(), **handle}).encode())
+        "started": time.time(), "workspace": labels[LABEL_WORKSPACE], "instance": labels[LABEL_INSTANCE],
+        **handle}).encode())
     endpoint.write(folder / ENDPOINT)
     return endpoint
 
 
-def _process_alive(started: dict) -> bool:
-    """False when the start record names a sandbox process that is gone (an engine that ended
-    leaves its socket file, which would only time out); a container is asked through its socket."""
-    return "pid" not in started or _warm_sandbox(int(started["pid"]))
-
-
-def _warm_sandbox(pid: int) -> bool:
-    """Whether ``pid`` is a warm engine's sandbox (never another process that got its PID)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = f.read().split(b"\0")
-    except OSError:
-        return False
-    return any(a.endswith(f"/{WARM}/{LEASES}".encode()) for a in argv)
-
-
-def _stop(started: dict) -> None:
-    """Stops the warm engine a start record names."""
+def _stop(folder: Path, labels: dict[str, str], started: dict) -> None:
+    """Stops the warm engine a start record names, once it is found to be this workspace's."""
     if "pid" in started:
         pid = int(started["pid"])
-        if _warm_sandbox(pid):
+        argv = _cmdline(pid)
+        if argv is not None and _our_sandbox(pid, argv, folder, started.get("pid_start")):
             try:
                 os.kill(pid, signal.SIGKILL)  # bwrap: the engine's PID namespace ends with it
             except ProcessLookupError:
@@ -224,8 +292,13 @@ def _stop(started: dict) -> None:
             found = container.engine_container(started["container"])
         except container.ContainerEngineError:
             return
-        if found is not None:
-            container.stop_container(found)
+        if found is None:
+            return
+        expected = {**labels, container.LABEL_RUN_DIR: str(folder)}
+        if any((found.labels or {}).get(k) != v for k, v in expected.items()):
+            _ignored(folder, f"container {started['container']} is not its engine")
+            return
+        container.stop_container(found)
 
 
 def _remove_work_folders(folder: Path, *, others_using: bool) -> None:

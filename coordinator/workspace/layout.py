@@ -13,6 +13,7 @@ unchanged, so both sides must name them the same way.
 The workspace's part is relative to ``.coord`` (docs/architecture.md, Workspace)::
 
     config.yaml                  settings (config.py)
+    instance.json                this folder's random id, with where it is (instance.py)
     keys/ed25519.pem             the signing key (folder 0700)
     keys/ed25519.pub             its public key and the SHA3-256 of the .pem it came from
     datasets/<id>/               the sharing layout above
@@ -57,6 +58,7 @@ def checkpoint_dir(block_hash: bytes) -> str:
 # --- the workspace, relative to .coord -----------------------------------------------------------
 
 CONFIG = "config.yaml"
+INSTANCE = "instance.json"
 KEYS = "keys"
 SIGNING_KEY = f"{KEYS}/ed25519.pem"
 PUBLIC_KEY = f"{KEYS}/ed25519.pub"  # its public key, remembered (Workspace.public_key)

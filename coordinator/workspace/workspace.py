@@ -16,6 +16,7 @@ from . import layout
 from .config import Config, OdfVersion
 from .dataset import CheckedBlocks, Dataset
 from .fsutil import atomic_write
+from .instance import instance_id
 
 DIR = ".coord"
 ENV = "COORD_WORKSPACE"
@@ -41,6 +42,7 @@ class Workspace:
         self._checked: dict[str, CheckedBlocks] = {}  # shared by a dataset's Dataset objects
         self._config: tuple[tuple, Config] | None = None  # (file stamp, what it said)
         self._trusted: tuple[Config, dict[bytes, str]] | None = None
+        self._instance: str | None = None
 
     # --- finding and creating ---------------------------------------------------------------
 
@@ -181,6 +183,13 @@ class Workspace:
         path = self.meta / layout.cache_dir(dataset_id)
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    @property
+    def instance_id(self) -> str:
+        """This workspace's random id, which a copy of it does not share (instance.py)."""
+        if self._instance is None:
+            self._instance = instance_id(self.meta)
+        return self._instance
 
     @property
     def run_dir(self) -> Path:
