@@ -5,11 +5,17 @@ the heads it was computed from: a dataset's summary under its head, a derivative
 under its head and its inputs' heads, lineage and the graph under every head, records under
 the head and the question. Reading the heads is one small file per dataset; nothing else is
 read while they stay the same. The one answer that depends on more than heads, a root's
-status (new files in its folder), is kept for ``ROOT_STATUS_S`` at most. The build service's
-state of each dataset (queued, running, failed) is live, never cached.
+status (new files in its folder), is kept for ``ROOT_STATUS_S`` at most.
 
-Invariant: an answer is never older than the heads read at the start of the request, except
-a root's status, by at most ``ROOT_STATUS_S``.
+A dataset the service builds is shown as the service's view of it (``BuildService.view``):
+its head, records and the like as of its last build, with its state and last error from the
+same snapshot, so that a build's new records never show beside the error it cleared. Its
+head in the keys is the view's; a dataset the service does not build (or has not yet) is
+read from its chain.
+
+Invariants: an answer is never older than the heads read at the start of the request (for a
+served dataset, its view taken then), except a root's status, by at most ``ROOT_STATUS_S``;
+a served dataset's head, records and error come from one view.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ from ..metadata.timestamps import format_timestamp
 from ..store.overview import CurrentDatasets, Overview, overview
 from ..workspace import DatasetNotFound, Workspace, layout
 from ..workspace.graph import DatasetGraph
-from .build_service import BuildService
+from .build_service import BuildService, DatasetView
 
 ROOT_STATUS_S = 1.0
 KEPT = 512
@@ -62,15 +68,17 @@ class Answers:
         return heads
 
     async def datasets(self) -> bytes:
-        heads = self.heads()
+        views, heads = self._views(self.heads())
         key = ("datasets", tuple(heads.items()), int(time.monotonic() / ROOT_STATUS_S))
-        listed = await self._answer(key, lambda: [self._dataset(d, heads) for d in heads])
-        return _json([self._with_state(d) for d in listed])
+        listed = await self._answer(key, lambda: [self._dataset(d, heads, views.get(d)) for d in heads])
+        return _json([_with_state(d, views.get(d["id"])) for d in listed])
 
     async def dataset(self, dataset_id: str) -> bytes:
-        heads = self._heads_with(dataset_id)
+        views, heads = self._views(self._heads_with(dataset_id))
+        view = views.get(dataset_id)
         key = ("dataset", dataset_id, tuple(heads.items()), int(time.monotonic() / ROOT_STATUS_S))
-        return _json(self._with_state(await self._answer(key, lambda: self._dataset(dataset_id, heads))))
+        facts = await self._answer(key, lambda: self._dataset(dataset_id, heads, view))
+        return _json(_with_state(facts, view))
 
     async def lineage(self, dataset_id: str, direction: str, depth: int | None,
                       since: datetime | None = None, until: datetime | None = None) -> bytes:
@@ -123,6 +131,13 @@ class Answers:
 
     # --- keeping and computing --------------------------------------------------------------------
 
+    def _views(self, heads: dict[str, str]) -> tuple[dict[str, DatasetView], dict[str, str]]:
+        """The service's views of the datasets in ``heads``, and the heads with each served
+        dataset's replaced by its view's (what the answer shows of it)."""
+        views = {d: v for d in heads if (v := self.service.view(d)) is not None}
+        built = {d: v.summary.head for d, v in views.items() if v.summary is not None and v.summary.head}
+        return views, {**heads, **built}
+
     def _heads_with(self, dataset_id: str) -> dict[str, str]:
         heads = self.heads()
         if dataset_id not in heads:
@@ -156,14 +171,20 @@ class Answers:
 
     # --- one dataset ------------------------------------------------------------------------------
 
-    def _dataset(self, dataset_id: str, heads: dict[str, str]) -> dict:
-        """(Worker thread.) A dataset's facts from its chain, and its status."""
+    def _dataset(self, dataset_id: str, heads: dict[str, str], view: DatasetView | None) -> dict:
+        """(Worker thread.) A dataset's facts from the service's view of it, else from its
+        chain, and its status."""
         def summary() -> tuple[Overview, tuple[str, ...]]:
             current = CurrentDatasets(self.ws)
             graph = DatasetGraph(self.ws, current=current.inputs)
             return overview(self.ws, dataset_id, current), tuple(graph.inputs(dataset_id))
 
-        s, inputs = self._kept_or(("summary", dataset_id, heads[dataset_id]), summary)
+        if view is not None and view.summary is not None:
+            s = view.summary
+            inputs = self._kept_or(("inputs", dataset_id, heads[dataset_id]), lambda: tuple(
+                DatasetGraph(self.ws, current=CurrentDatasets(self.ws).inputs).inputs(dataset_id)))
+        else:
+            s, inputs = self._kept_or(("summary", dataset_id, heads[dataset_id]), summary)
         if s.kind == "root":  # its folder may have new files
             key: tuple = ("status", dataset_id, heads[dataset_id], int(time.monotonic() / ROOT_STATUS_S))
         else:
@@ -179,14 +200,15 @@ class Answers:
             "waitingFor": st.waiting_for, "lateRows": st.late_rows,
         }
 
-    def _with_state(self, facts: dict) -> dict:
-        """The facts with the build service's live state of the dataset."""
-        running = self.service.state(facts["id"])
-        state, failure = running if running is not None else (None, None)
-        return {**facts, "state": state.value if state is not None else "not served",
-                "lastError": None if failure is None else {
-                    "message": failure.message, "attempts": failure.attempts,
-                    "at": format_timestamp(failure.at), "retryInSeconds": failure.retry_in_s}}
+
+
+def _with_state(facts: dict, view: DatasetView | None) -> dict:
+    """The facts with the state and last error of the same view of the dataset."""
+    failure = view.failure if view is not None else None
+    return {**facts, "state": view.state.value if view is not None else "not served",
+            "lastError": None if failure is None else {
+                "message": failure.message, "attempts": failure.attempts,
+                "at": format_timestamp(failure.at), "retryInSeconds": failure.retry_in_s}}
 
 
 def _json(value: object) -> bytes:

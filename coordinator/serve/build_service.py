@@ -23,6 +23,10 @@ Invariants:
   reads it again. An engine job that needs more (provenance of an older query's block, of a
   dataset pulled from a repository) restarts the engine with that too; the next engine
   after an idle stop reads the service's set again.
+- What the API shows of a served dataset, its ``DatasetView`` (state, last error, and the chain's
+  summary as of the last build: head, records...), is one immutable object, replaced whole
+  (``view``): a build's new head and the clearing of its error are seen together, never the
+  new records with the old error.
 - A failing dataset is recorded (message, attempts), held back with exponential backoff
   (1 s, 2 s, 4 s ... up to ``serve.retryMax``) and retried; the others go on meanwhile.
 - ``stop`` lets the current pull finish (its commit completes, or never starts) and returns.
@@ -57,7 +61,7 @@ from ..engine.session import EngineOnDemand, engine_reads
 from ..errors import CoordError, Unavailable
 from ..metadata.timestamps import format_timestamp, now_utc
 from ..repository import pull_source
-from ..store.overview import CurrentDatasets, overview
+from ..store.overview import CurrentDatasets, Overview, overview
 from ..workspace import Workspace
 from ..workspace.config import ServeConfig
 from ..workspace.graph import DatasetGraph
@@ -80,6 +84,15 @@ class Failure:
     attempts: int
     at: datetime
     retry_in_s: float
+
+
+@dataclass(frozen=True)
+class DatasetView:
+    """What the API shows of a served dataset, as of one moment of the service."""
+
+    state: State
+    failure: Failure | None
+    summary: Overview | None  # the chain after the last build; None before one (read the chain)
 
 
 class WorkQueue:
@@ -137,6 +150,9 @@ class BuildService:
         self._queue.mark(*self.managed)  # everything once at start: the chains say what is due
         self._states = dict.fromkeys(self.managed, State.QUEUED)
         self._failures: dict[str, Failure] = {}
+        self._summaries: dict[str, Overview] = {}
+        # what the API reads: replaced whole, under ``_lock``, by ``_set_state``
+        self._views = {d: DatasetView(State.QUEUED, None, None) for d in self.managed}
         now = clock()
         self._next_poll = {d: now + settings.poll_of(d).next_delay(wall()) for d in self.roots}
         self._thread = threading.Thread(target=self._run, name="build-service", daemon=True)
@@ -192,7 +208,11 @@ class BuildService:
             started = time.time()
             result = ingest(engine)
             if result.blocks:
-                self._committed(dataset_id, result.blocks, result.message, started, [])
+                summary = self._summary(dataset_id)
+                with self._lock:
+                    self._summaries[dataset_id] = summary
+                    self._set_state(dataset_id, self._states[dataset_id])
+                self._committed(dataset_id, result.blocks, result.message, started, summary, [])
                 with self._lock:
                     self._queue.mark(*self._readers.get(dataset_id, ()))
                     for reader in self._readers.get(dataset_id, ()):
@@ -202,11 +222,9 @@ class BuildService:
 
         return self.with_engine(job, reads=[dataset_id])
 
-    def state(self, dataset_id: str) -> tuple[State, Failure | None] | None:
-        with self._lock:
-            if dataset_id not in self._states:
-                return None
-            return self._states[dataset_id], self._failures.get(dataset_id)
+    def view(self, dataset_id: str) -> DatasetView | None:
+        """What the API shows of the dataset (None: not served); an immutable snapshot."""
+        return self._views.get(dataset_id)
 
     # --- the worker thread --------------------------------------------------------------------
 
@@ -282,16 +300,11 @@ class BuildService:
         finally:
             if used and self._engine is not None:  # a root's poll is no use of the engine
                 self._engine_used = self._clock()
-        with self._lock:  # at once: the records just committed are already read by the API
+        summary = self._summary(dataset_id) if committed else None
+        with self._lock:  # the new head and the error cleared: one new view (see the module doc)
             self._failures.pop(dataset_id, None)
-        if committed:
-            self._committed(dataset_id, committed, message, started, warnings)
-            print(f"coord serve: {dataset_id}: {message} ({len(committed)} "
-                  f"block{'s' if len(committed) > 1 else ''}, {time.time() - started:.1f} s)",
-                  file=sys.stderr, flush=True)
-            for warning in warnings:
-                print(f"coord serve: warning: {dataset_id}: {warning}", file=sys.stderr, flush=True)
-        with self._lock:
+            if summary is not None:
+                self._summaries[dataset_id] = summary
             self._queue.release(dataset_id)
             if committed:
                 self._queue.mark(*self._readers[dataset_id])
@@ -300,10 +313,19 @@ class BuildService:
                         self._set_state(reader, State.QUEUED)
             queued = dataset_id in self._queue.pending()
             self._set_state(dataset_id, State.QUEUED if queued else State.IDLE)
+        if summary is not None:
+            self._committed(dataset_id, committed, message, started, summary, warnings)
+            print(f"coord serve: {dataset_id}: {message} ({len(committed)} "
+                  f"block{'s' if len(committed) > 1 else ''}, {time.time() - started:.1f} s)",
+                  file=sys.stderr, flush=True)
+            for warning in warnings:
+                print(f"coord serve: warning: {dataset_id}: {warning}", file=sys.stderr, flush=True)
+
+    def _summary(self, dataset_id: str) -> Overview:
+        return overview(self.ws, dataset_id, CurrentDatasets(self.ws))
 
     def _committed(self, dataset_id: str, blocks: list[bytes], message: str, started: float,
-                   warnings: list[str]) -> None:
-        summary = overview(self.ws, dataset_id, CurrentDatasets(self.ws))
+                   summary: Overview, warnings: list[str]) -> None:
         self.bus.publish("commit", {
             "dataset": dataset_id, "head": summary.head, "blocks": [b.hex() for b in blocks],
             "records": summary.num_records,
@@ -319,7 +341,15 @@ class BuildService:
         if not ours or (isinstance(error, EngineError) and error.kind in broken):
             self._close_engine()  # it may be the engine that broke: the retry starts a new one
         message = str(error) if ours else f"internal error: {type(error).__name__}: {error}"
+        try:  # a pull may have committed blocks before it failed
+            summary: Overview | None = self._summary(dataset_id)
+        except (CoordError, OSError):
+            summary = None  # the API reads the chain itself, and says what is wrong with it
         with self._lock:
+            if summary is not None:
+                self._summaries[dataset_id] = summary
+            else:
+                self._summaries.pop(dataset_id, None)
             previous = self._failures.get(dataset_id)
             attempts = previous.attempts + 1 if previous else 1
             delay = min(2.0 ** (attempts - 1), self.settings.retry_max_s)
@@ -330,11 +360,13 @@ class BuildService:
               file=sys.stderr, flush=True)
 
     def _set_state(self, dataset_id: str, state: State) -> None:
-        """(Under ``_lock``.) Record and announce a change of a dataset's state."""
+        """(Under ``_lock``.) Record the dataset's state, publish its view (with its failure
+        and summary as they are now) and announce a change of state."""
+        failure = self._failures.get(dataset_id)
+        self._views[dataset_id] = DatasetView(state, failure, self._summaries.get(dataset_id))
         if self._states.get(dataset_id) is state:
             return
         self._states[dataset_id] = state
-        failure = self._failures.get(dataset_id)
         self.bus.publish("state", {"dataset": dataset_id, "state": state.value,
                                    "error": failure.message if failure else None})
 
