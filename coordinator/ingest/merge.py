@@ -12,13 +12,19 @@
   its own (``SnapshotColumns.ops``).
 - changelog stream (current-ODF roots): the records as given, each with its operation type,
   checked (``check_changelog``: known types, each correct-from directly followed by its
-  correct-to); as the reference, nothing is compared with the state.
+  correct-to of the same key) and checked against the state they change, which the reference
+  does not: a retraction or a correct-from must repeat, value for value (the event time too
+  when the data gives its own), the record held for its key just before it, in the order the
+  slice stores the records (``data.odf_order``, which decides the state); a key not held, or
+  other values, is refused naming the row.
 - upsert stream (current-ODF roots): each key's last record of the batch is an upsert, or a
   deletion if its operation type is retract (no column: all upserts); ``upsert`` is the
   snapshot merge of the state restricted to the batch's keys against the upserts, as the
   reference computes it: a new key an append, a changed row a correct-from/correct-to pair, an
-  unchanged one nothing, a deleted key the state knows a retraction of its values, one it
-  does not know nothing.
+  unchanged one nothing, a deleted key a retraction of the values held. As in the reference a
+  deletion names its key only (the values retracted are the ones held, not the record's), but
+  unlike it a deletion of a key not held just before it (by the state, or by the batch's
+  records before it) is refused naming the row, not dropped.
 
 Keys of any types and arity are mapped to small integer codes (equal key tuples get equal
 codes across tables): an integer key of a narrow range is its own code, other keys go through
@@ -37,6 +43,7 @@ import pyarrow.compute as pc
 from ..data.odf_slice import OPERATION_TYPES, Op, operation_type_problem
 from ..metadata.objects import MergeStrategySnapshot
 from ..metadata.odf39.adapt import StreamMerge
+from ..metadata.timestamps import format_timestamp
 from .errors import IngestError
 
 
@@ -271,16 +278,11 @@ def observed_as_operations(previous: pa.Table | None, changes: pa.Table, roles: 
     before = pa.Table.from_arrays(
         [_column_or_nulls(previous if previous is not None else data.schema.empty_table(),
                           f.name, f.type) for f in data.schema], names=data.schema.names)
-    codes_prev, codes_new = key_codes([before, data], roles.key)
-    size = int(max(codes_prev.max(initial=0), codes_new.max(initial=0))) + 1
-    prev_row = np.full(size, -1, dtype=np.int64)
-    prev_row[codes_prev] = np.arange(len(codes_prev))  # keys of a projection are unique
-    was = prev_row[codes_new]  # per row: its key's row in ``before``, or -1
+    _, was = _state_rows(before, data, roles.key)  # per row: its key's row in ``before``, or -1
     if (orphan := np.flatnonzero((first != Op.APPEND) & (was < 0))).size:
         row = int(orphan[0])
-        key = {k: data[k][row].as_py() for k in roles.key}
-        raise IngestError(f"{name}: row {row + 1}: {observed[row].as_py()!r} of key {key}, which "
-                          "the slices before it do not hold")
+        raise IngestError(f"{name}: row {row + 1}: {observed[row].as_py()!r} of key "
+                          f"{_key(data, roles.key, row)}, which the slices before it do not hold")
     sizes = 1 + (first == Op.CORRECT_FROM)
     rows = np.repeat(np.arange(n), sizes)  # per record, its row in ``changes``
     second = np.arange(len(rows)) - np.repeat(np.cumsum(sizes) - sizes, sizes) == 1
@@ -315,15 +317,57 @@ def check_operations(table: pa.Table, column: str, name: str, paired: bool) -> n
     return ops.astype(np.int32)
 
 
-def check_changelog(table: pa.Table, roles: SnapshotColumns, name: str) -> pa.Table:
+def check_changelog(state: pa.Table | None, table: pa.Table, roles: SnapshotColumns,
+                    event_time_column: str, name: str, own_event_time: bool) -> pa.Table:
     """A changelog stream's records as the merge passes them on: keys and operation types
-    checked, the operation type column required."""
+    checked, the operation type column required, each retraction and correct-from checked
+    against ``state`` (a projection) and the records stored before it (module doc)."""
+    from ..data.odf_order import canonical_order
+
     check_key(table, roles.key, name)
     ops = check_operations(table, roles.observation, name, paired=True)
     if ops is None:
         raise IngestError(f"{name}: a changelog stream gives each record's operation type in "
                           f"column {roles.observation!r} ({OPERATION_TYPES}); it is not in the "
                           f"data (columns: {', '.join(table.column_names)})")
+    data = table.drop_columns([roles.observation])
+    codes, state_row = _state_rows(state, data, roles.key)
+    to = np.flatnonzero(ops == Op.CORRECT_TO)
+    if (moved := to[codes[to] != codes[to - 1]]).size:  # a pair corrects one key's record
+        row = int(moved[0])
+        raise IngestError(f"{name}: row {row + 1}: a correct-to row has the key "
+                          f"{_key(data, roles.key, row)} and its correct-from row another "
+                          f"({_key(data, roles.key, row - 1)})")
+    checked = np.flatnonzero((ops == Op.RETRACT) | (ops == Op.CORRECT_FROM))
+    if not checked.size:
+        return table
+    before = _before(codes, canonical_order(data, ops, event_time_column))
+    held_in_batch = before >= 0
+    held = np.where(held_in_batch, ops[before] != Op.RETRACT, state_row >= 0)[checked]
+    what = np.where(ops[checked] == Op.RETRACT, "retracts", "corrects")
+    if (unheld := checked[~held]).size:
+        row = int(unheld[0])
+        raise IngestError(f"{name}: row {row + 1}: {what[np.flatnonzero(~held)[0]]} the record "
+                          f"of key {_key(data, roles.key, row)}, which the dataset does not hold "
+                          "at that point")
+    # the record each one repeats: a row of the batch, else the state's (after the batch's)
+    at = np.where(held_in_batch, before, len(data) + state_row)[checked]
+    held_table = pa.concat_tables([data, _like(state, data)])
+    columns = [c for c in data.column_names if c not in roles.key
+               and (c != event_time_column or own_event_time)]
+    if not columns:
+        return table
+    differs = np.stack([_differs(held_table[c].take(at), data[c].take(checked)) for c in columns])
+    if (wrong := np.flatnonzero(differs.any(axis=0))).size:
+        i = int(wrong[0])
+        row, column, source = int(checked[i]), columns[int(np.argmax(differs[:, i]))], int(at[i])
+        later = f" (that of row {source + 1}, which the slice stores before it: records of one " \
+            "event time are stored by operation type, appends first; give them distinct event " \
+            "times)" if row < source < len(data) else ""
+        raise IngestError(f"{name}: row {row + 1}: {what[i]} the record of key "
+                          f"{_key(data, roles.key, row)} with {column} "
+                          f"{_shown(data[column][row])}, but the record held for it has "
+                          f"{_shown(held_table[column][source])}{later}")
     return table
 
 
@@ -335,23 +379,73 @@ def upsert(state: pa.Table | None, batch: pa.Table, roles: SnapshotColumns,
     check_key(batch, roles.key, name)
     ops = check_operations(batch, roles.observation, name, paired=False)
     data = batch if ops is None else batch.drop_columns([roles.observation])
-    tables = [data] if state is None else [data, state]
-    codes = key_codes(tables, roles.key)
-    _, from_end = np.unique(codes[0][::-1], return_index=True)
-    last = np.sort(len(codes[0]) - 1 - from_end)  # each key's last record, in batch order
+    codes, state_row = _state_rows(state, data, roles.key)
+    _, from_end = np.unique(codes[::-1], return_index=True)
+    last = np.sort(len(codes) - 1 - from_end)  # each key's last record, in batch order
     if ops is not None:
+        deletions = np.flatnonzero(ops == Op.RETRACT)
+        before = _before(codes, np.arange(len(codes)))[deletions]
+        held = np.where(before >= 0, ops[before] != Op.RETRACT, state_row[deletions] >= 0)
+        if (unheld := deletions[~held]).size:
+            row = int(unheld[0])
+            raise IngestError(f"{name}: row {row + 1}: deletes key "
+                              f"{_key(data, roles.key, row)}, which the dataset does not hold "
+                              "at that point")
         last = last[ops[last] != Op.RETRACT]
-    previous = None if state is None else state.filter(pa.array(np.isin(codes[1], codes[0])))
+    previous = None if state is None else state.take(np.unique(state_row[state_row >= 0]))
     # a deleted key is in ``previous`` and not among the upserts: the snapshot retracts it
     return snapshot(previous, data.take(last), roles, event_time_column, snapshot_time, name,
                     own_event_time)
+
+
+def _state_rows(state: pa.Table | None, data: pa.Table,
+                key: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The key codes of ``data``'s rows, and per row the row of ``state`` (a projection: keys
+    unique) holding its key, -1 where none does."""
+    if state is None:
+        codes = key_codes([data], key)[0]
+        return codes, np.full(len(codes), -1, dtype=np.int64)
+    codes, codes_state = key_codes([data, state], key)
+    row_of = np.full(int(max(codes.max(initial=0), codes_state.max(initial=0))) + 1, -1,
+                     dtype=np.int64)
+    row_of[codes_state] = np.arange(len(codes_state))
+    return codes, row_of[codes]
+
+
+def _before(codes: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Per row, the row of the record of the same key just before it when the rows are taken
+    in ``order`` (a permutation), -1 for a key's first record."""
+    by_key = order[np.argsort(codes[order], kind="stable")]  # each key's rows, in ``order``
+    before = np.full(len(codes), -1, dtype=np.int64)
+    same = codes[by_key[1:]] == codes[by_key[:-1]]
+    before[by_key[1:][same]] = by_key[:-1][same]
+    return before
+
+
+def _key(table: pa.Table, key: list[str], row: int) -> dict:
+    """The key of ``table``'s row ``row``, for messages."""
+    return {k: table[k][row].as_py() for k in key}
+
+
+def _shown(value: pa.Scalar) -> str:
+    """A value for a message: a time as RFC 3339, anything else as Python writes it."""
+    v = value.as_py()
+    return format_timestamp(v) if isinstance(v, datetime) else repr(v)
+
+
+def _like(state: pa.Table | None, data: pa.Table) -> pa.Table:
+    """``state``'s rows with ``data``'s columns and types (nulls for a column it lacks)."""
+    if state is None:
+        return data.schema.empty_table()
+    return pa.Table.from_arrays([_column_or_nulls(state, f.name, f.type) for f in data.schema],
+                                schema=data.schema)
 
 
 def _check_unique(table: pa.Table, codes: np.ndarray, key: list[str], name: str) -> None:
     counts = np.bincount(codes) if len(codes) else np.zeros(0, dtype=np.int64)
     if len(counts) and counts.max() > 1:
         rows = np.nonzero(codes == int(np.argmax(counts)))[0]
-        value = {k: table[k][int(rows[0])].as_py() for k in key}
+        value = _key(table, key, int(rows[0]))
         raise IngestError(f"{name}: rows {int(rows[0]) + 1} and {int(rows[1]) + 1} have the same "
                           f"primary key {value}; a snapshot holds each key once")
 

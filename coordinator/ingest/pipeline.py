@@ -54,7 +54,7 @@ from ..metadata.objects import (
     MergeStrategyLedger,
     MergeStrategySnapshot,
 )
-from ..metadata.odf39.adapt import STREAM_MERGES
+from ..metadata.odf39.adapt import STREAM_MERGES, StreamMerge
 from ..metadata.odf39.source import MergeStrategyChangelogStream, MergeStrategyUpsertStream
 from ..metadata.timestamps import format_timestamp, parse_timestamp
 from ..workspace import DatasetState, Workspace
@@ -469,13 +469,14 @@ class _Pull:
                 self.seen_keys = self.history.read(columns=list(strategy.primary_key))
                 self.seen_keys_loaded = True
             return merge.ledger(table, strategy.primary_key, self.seen_keys)
-        if isinstance(strategy, MergeStrategyChangelogStream):
-            return merge.check_changelog(table, self.history.snapshot_roles(strategy), name)
-        if isinstance(strategy, MergeStrategySnapshot | MergeStrategyUpsertStream):
+        if isinstance(strategy, MergeStrategySnapshot | StreamMerge):
             roles = self.history.snapshot_roles(strategy)
             if not self.snapshot_state_loaded:
                 self.snapshot_state = self.history.snapshot_state(roles)
                 self.snapshot_state_loaded = True
+            if isinstance(strategy, MergeStrategyChangelogStream):
+                return merge.check_changelog(self.snapshot_state, table, roles,
+                                             self.vocab.event_time, name, self.own_event_time)
             if isinstance(strategy, MergeStrategyUpsertStream):
                 return merge.upsert(self.snapshot_state, table, roles, self.vocab.event_time,
                                     snapshot_time, name, self.own_event_time)
@@ -498,8 +499,7 @@ class _Pull:
             keys = committed.select(list(strategy.primary_key))
             parts = [keys] if self.seen_keys is None else [self.seen_keys, keys]
             self.seen_keys = pa.concat_tables(parts, promote_options="permissive")
-        elif isinstance(strategy, MergeStrategySnapshot | MergeStrategyUpsertStream) \
-                and self.snapshot_state_loaded:
+        elif isinstance(strategy, MergeStrategySnapshot | StreamMerge) and self.snapshot_state_loaded:
             roles = self.history.snapshot_roles(strategy)
             parts = [committed] if self.snapshot_state is None else [self.snapshot_state, committed]
             self.snapshot_state = merge.projection(

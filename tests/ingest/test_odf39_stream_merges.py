@@ -1,10 +1,12 @@
 """Stream merges into current-ODF (0.39) roots, as the reference (kamu-cli v0.265,
 ``ingest-datafusion/src/merge_strategies``) writes them: ``UpsertStream`` turns each key's last
 record of a file into an append, a correct-from/correct-to pair or a retraction against the
-state (nothing for an unchanged row or the deletion of a key never seen); ``ChangelogStream``
-stores the records as given, checked. Every expected answer is computed by hand from the
-CSV rows (``upserted``, ``projected``), apart from the ingest path; the state is read back
-through ``coord sql "DS@state"`` and ``coord tail --state``.
+state (nothing for an unchanged row); ``ChangelogStream`` stores the records as given. Both are
+checked against the state they change: a deletion of a key not held, or a changelog's retraction
+or correct-from that does not repeat the record held, is refused naming the row. Every
+expected answer is computed by hand from the CSV rows (``upserted``, ``projected``), apart
+from the ingest path; the state is read back through ``coord sql "DS@state"`` and ``coord tail
+--state``.
 """
 from __future__ import annotations
 
@@ -116,10 +118,9 @@ def state_in_tail(home: Path, name: str) -> dict[int, tuple]:
 # the reference's own cases (test_merge_strategy_upsert_stream.rs), one file per pull
 UPSERT_PULLS = [
     # a key upserted three times (the last as a correct-to) is one append of its last values;
-    # a key appended then retracted in the same file, and a retraction never seen, are nothing
+    # a key appended then retracted in the same file is nothing
     [(APPEND, 1, "Oslo", 1), (APPEND, 1, "Oslo", 2), (CORRECT_TO, 1, "Oslo", 3),
-     (APPEND, 2, "Lima", 2), (APPEND, 3, "Kyiv", 3), (RETRACT, 2, "Lima", 2),
-     (RETRACT, 9, "Nowhere", 0)],
+     (APPEND, 2, "Lima", 2), (APPEND, 3, "Kyiv", 3), (RETRACT, 2, "Lima", 2)],
     # the same values again: nothing; then new values for 1 (twice, the last wins) and a new key
     [(APPEND, 3, "Kyiv", 3), (APPEND, 1, "Oslo", 4), (APPEND, 1, "Oslo", 5), (APPEND, 4, "Pune", 4)],
     # a deletion with other values retracts the values held; an upsert then deletion of 3 too
@@ -127,7 +128,7 @@ UPSERT_PULLS = [
     # a deleted key upserted again is appended; a correct-to alone is an upsert
     [(APPEND, 4, "Pune", 7), (CORRECT_TO, 1, "Oslo", 8)],
     # nothing changes: no block
-    [(APPEND, 4, "Pune", 7), (RETRACT, 3, "Kyiv", 0)],
+    [(APPEND, 4, "Pune", 7)],
 ]
 
 
@@ -203,8 +204,7 @@ def test_an_upsert_whose_own_event_time_alone_changed_is_a_correction(home):
 CHANGE_PULLS = [
     [(APPEND, 1, "Oslo", 1), (APPEND, 2, "Lima", 2), (CORRECT_FROM, 1, "Oslo", 1),
      (CORRECT_TO, 1, "Oslo", 2)],
-    # a retraction of a key never seen is kept, as the reference keeps it
-    [(RETRACT, 2, "Lima", 2), (APPEND, 3, "Kyiv", 3), (RETRACT, 9, "Nowhere", 0)],
+    [(RETRACT, 2, "Lima", 2), (APPEND, 3, "Kyiv", 3)],
     [(CORRECT_FROM, 3, "Kyiv", 3), (CORRECT_TO, 3, "Kyiv", 4), (APPEND, 2, "Lima", 5)],
 ]
 
@@ -298,3 +298,111 @@ def test_pushed_files_are_upserted_one_block_each(home):
         coord("ingest", name, str(csv(home, name, f"{i}.csv", rows)), cwd=home)
         assert units(slices(home, name)[-1]) == upserted(state, rows), f"push {i}"
     assert state_in_sql(home, name) == state == {1: ("Oslo", 8), 4: ("Pune", 7)}
+
+
+# --- checked against the state ------------------------------------------------------------------
+
+HELD = [(APPEND, 1, "Oslo", 1), (APPEND, 2, "Lima", 2), (APPEND, 3, "Kyiv", 3),
+        (RETRACT, 3, "Kyiv", 3)]  # the changelog's first file: 1 and 2 held, 3 retracted
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([(APPEND, 5, "Rome", 5), (RETRACT, 9, "Nowhere", 0)],
+     "row 2: retracts the record of key {'id': 9}, which the dataset does not hold at that point"),
+    ([(RETRACT, 3, "Kyiv", 3)],
+     "row 1: retracts the record of key {'id': 3}, which the dataset does not hold at that point"),
+    ([(RETRACT, 2, "Lima", 99)],
+     "row 1: retracts the record of key {'id': 2} with pop 99, but the record held for it has 2"),
+    ([(CORRECT_FROM, 1, "Bergen", 1), (CORRECT_TO, 1, "Oslo", 5)],
+     "row 1: corrects the record of key {'id': 1} with city 'Bergen', but the record held for it "
+     "has 'Oslo'"),
+    ([(CORRECT_FROM, 9, "Nowhere", 0), (CORRECT_TO, 9, "Nowhere", 1)],
+     "row 1: corrects the record of key {'id': 9}, which the dataset does not hold at that point"),
+    # held by the file's own records: 5 appended with 5, then retracted with other values
+    ([(APPEND, 5, "Rome", 5), (RETRACT, 5, "Rome", 6)],
+     "row 2: retracts the record of key {'id': 5} with pop 6, but the record held for it has 5"),
+    ([(RETRACT, 1, "Oslo", 1), (RETRACT, 1, "Oslo", 1)],
+     "row 2: retracts the record of key {'id': 1}, which the dataset does not hold at that point"),
+    # a slice stores records of one event time by operation type: the append comes first
+    ([(RETRACT, 1, "Oslo", 1), (APPEND, 1, "Oslo", 7)],
+     "row 1: retracts the record of key {'id': 1} with pop 1, but the record held for it has 7 "
+     "(that of row 2, which the slice stores before it: records of one event time are stored by "
+     "operation type, appends first; give them distinct event times)"),
+    ([(CORRECT_FROM, 1, "Oslo", 1), (CORRECT_TO, 2, "Oslo", 5)],
+     "row 2: a correct-to row has the key {'id': 2} and its correct-from row another "
+     "({'id': 1})"),
+])
+def test_a_changelog_record_not_matching_the_state_is_refused_and_nothing_written(home, rows,
+                                                                                  message):
+    csv(home, CHANGES, "0.csv", HELD)
+    coord("pull", CHANGES, cwd=home)
+    head = dataset(home, CHANGES).head()
+    csv(home, CHANGES, "1.csv", rows)
+    refused = coord("pull", CHANGES, cwd=home, check=False)
+    assert refused.stderr.strip().splitlines()[-1] == f"coord: error: {CHANGES}: 1.csv: {message}"
+    assert dataset(home, CHANGES).head() == head
+    assert state_in_sql(home, CHANGES) == projected(HELD)
+
+
+def test_a_changelog_retracting_what_its_own_records_hold_is_taken(home):
+    csv(home, CHANGES, "0.csv", HELD)
+    coord("pull", CHANGES, cwd=home)
+    rows = [(APPEND, 3, "Kyiv", 4), (RETRACT, 3, "Kyiv", 4), (CORRECT_FROM, 2, "Lima", 2),
+            (CORRECT_TO, 2, "Lima", 6), (RETRACT, 1, "Oslo", 1)]
+    csv(home, CHANGES, "1.csv", rows)
+    coord("pull", CHANGES, cwd=home)
+    assert state_in_sql(home, CHANGES) == projected(HELD + rows) == {2: ("Lima", 6)}
+
+
+def test_a_changelog_retraction_repeats_the_event_time_the_data_gives(home):
+    name = "test.timed-changes"
+    coord("add", str(root(home, name, "{kind: ChangelogStream, primaryKey: [id]}",
+                          "['op INT', 'id BIGINT', 'at TIMESTAMP', 'pop BIGINT']",
+                          "    - kind: SetVocab\n      eventTimeColumn: at\n")), cwd=home)
+    csv(home, name, "0.csv", [(APPEND, 1, "2020-01-01T00:00:00Z", 5)], header="op,id,at,pop")
+    coord("pull", name, cwd=home)
+    csv(home, name, "1.csv", [(RETRACT, 1, "2020-02-01T00:00:00Z", 5)], header="op,id,at,pop")
+    refused = coord("pull", name, cwd=home, check=False)
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"coord: error: {name}: 1.csv: row 1: retracts the record of key {{'id': 1}} with at "
+        "2020-02-01T00:00:00Z, but the record held for it has 2020-01-01T00:00:00Z")
+    csv(home, name, "1.csv", [(RETRACT, 1, "2020-01-01T00:00:00Z", 5)], header="op,id,at,pop")
+    coord("pull", name, cwd=home)
+    out = coord("sql", "-c", f'SELECT count(*) AS n FROM "{name}@state"', "-o", "json", cwd=home)
+    assert json.loads(out.stdout) == [{"n": 0}]
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([(APPEND, 5, "Rome", 5), (RETRACT, 9, "Nowhere", 0)],
+     "row 2: deletes key {'id': 9}, which the dataset does not hold at that point"),
+    ([(RETRACT, 2, "Lima", 2)],  # deleted by the file before
+     "row 1: deletes key {'id': 2}, which the dataset does not hold at that point"),
+    ([(RETRACT, 1, "Oslo", 0), (RETRACT, 1, "Oslo", 0)],
+     "row 2: deletes key {'id': 1}, which the dataset does not hold at that point"),
+])
+def test_an_upsert_deleting_a_key_not_held_is_refused_and_nothing_written(home, rows, message):
+    csv(home, UPSERTS, "0.csv", [(APPEND, 1, "Oslo", 1), (APPEND, 2, "Lima", 2)])
+    csv(home, UPSERTS, "1.csv", [(RETRACT, 2, "Lima", 2)])
+    coord("pull", UPSERTS, cwd=home)
+    head = dataset(home, UPSERTS).head()
+    csv(home, UPSERTS, "2.csv", rows)
+    refused = coord("pull", UPSERTS, cwd=home, check=False)
+    assert refused.stderr.strip().splitlines()[-1] == f"coord: error: {UPSERTS}: 2.csv: {message}"
+    assert dataset(home, UPSERTS).head() == head
+    assert state_in_sql(home, UPSERTS) == {1: ("Oslo", 1)}
+
+
+def test_a_pushed_changelog_retracting_a_key_never_held_is_refused_naming_the_file(home):
+    name = "test.pushed-changes"
+    path = home / f"{name}.yaml"
+    path.write_text(root_manifest(name, push_source(
+        "feed", f"{{kind: Csv, header: true, ddlSchema: {COLUMNS}}}",
+        "{kind: ChangelogStream, primaryKey: [id]}")))
+    coord("add", str(path), cwd=home)
+    coord("ingest", name, str(csv(home, name, "0.csv", HELD)), cwd=home)
+    bad = csv(home, name, "1.csv", [(APPEND, 4, "Pune", 4), (RETRACT, 8, "Oslo", 1)])
+    refused = coord("ingest", name, str(bad), cwd=home, check=False)
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"coord: error: {bad}: row 2: retracts the record of key {{'id': 8}}, which the "
+        "dataset does not hold at that point")
+    assert state_in_sql(home, name) == projected(HELD)
