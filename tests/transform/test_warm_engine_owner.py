@@ -67,12 +67,13 @@ def test_a_crafted_record_naming_another_process_leaves_it_running(tmp_path):
 def test_a_crafted_record_naming_another_container_leaves_it_running(tmp_path):
     import docker
 
-    from coordinator.engine.container import api_url
+    from coordinator.engine.container import ULIMITS, api_url
 
     client = docker.DockerClient(base_url=api_url())
     base = next(t for i in client.images.list() for t in i.tags if t.startswith("localhost/odf-base:"))
+    limits = [docker.types.Ulimit(name=n, soft=v, hard=v) for n, v in ULIMITS.items()]  # Podman needs them
     decoy = client.containers.run(base, ["sleep", "600"], name=f"unrelated-{uuid.uuid4().hex[:8]}",
-                                  detach=True, network_mode="none")
+                                  detach=True, network_mode="none", ulimits=limits)
     try:
         rows = workspace(tmp_path, "5s")
         craft_record(tmp_path, container=decoy.name)
