@@ -1,4 +1,4 @@
-"""One query for the HTTP API (``GET /api/sql``), bounded in time, rows and bytes.
+"""One query for the HTTP API (``GET /api/sql``), bounded in time, memory, rows and bytes.
 
 Invariants:
 - The query runs in a process of its own, forked from a server that has DuckDB and Arrow
@@ -10,8 +10,14 @@ Invariants:
   before the rows' JSON would pass ``max_bytes``; ``truncatedBy`` says which (``limit`` or
   ``maxBytes``), ``truncated`` whether rows were left out. The server holds no more than one
   bounded answer per query.
+- The query's process may map at most ``memory`` bytes more than it held when it started
+  (``RLIMIT_DATA``, with Arrow allocating through the system's allocator so that its batches
+  count), and DuckDB holds at most ``DUCKDB_SHARE`` of that (its ``memory_limit``, with no
+  spill folder); the rest is Arrow's batches read ahead, the answer and Python. Past either
+  the query is refused (``Invalid``: ask for less) and the process ends; the server, another
+  process, holds none of it.
 - A refusal keeps its category (a bad query is ``Invalid``, an unknown block ``NotFound``);
-  a process that ends without an answer (out of memory, a crash) is ``Unavailable``.
+  a process that ends without an answer (a crash) is ``Unavailable``.
 """
 from __future__ import annotations
 
@@ -21,16 +27,17 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import CoordError, Unavailable, category
+from ..errors import CoordError, Invalid, Unavailable, category
 from ..metadata.timestamps import parse_timestamp
 from ..workspace import Workspace
-from .sql import SqlError, SqlSession, resolve_as_at, split_script
+from .sql import MemoryExceeded, SqlError, SqlSession, resolve_as_at, split_script
 
 if TYPE_CHECKING:
     from multiprocessing.context import ForkServerContext
 
 # what the fork server imports once, so that a query's process starts at once
 PRELOAD = ["duckdb", "pyarrow", "pyarrow.dataset", "pyarrow.parquet", "coordinator.query.bounded"]
+DUCKDB_SHARE = 0.5  # of a query's memory bound, DuckDB's memory_limit
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class Bounds:
     max_rows: int
     max_bytes: int  # of the rows' JSON
     seconds: float
+    memory: int  # bytes the query's process may take
 
 
 class QueryTimeout(SqlError):
@@ -65,7 +73,8 @@ def bounded_query(root: Path, text: str, bounds: Bounds, as_at: str | None = Non
         except EOFError:
             child.join()
             raise QueryDied(f"the query's process ended without an answer (exit code {child.exitcode}); "
-                            "it may have run out of memory") from None
+                            f"it may have needed more than its {bounds.memory >> 20} MiB of memory "
+                            "(serve.sqlMemory)") from None
     finally:
         child.kill()
         child.join()
@@ -89,8 +98,13 @@ def _answer(send: Connection, root: Path, text: str, bounds: Bounds, as_at: str 
     import traceback
 
     try:
+        _bound_memory(bounds.memory)
         ws = Workspace.open(root)
         outcome: bytes | BaseException = answer_json(ws, text, bounds, as_at, as_of)
+    except (MemoryExceeded, MemoryError):  # DuckDB's share, or the process's bound
+        outcome = Invalid(f"the query needed more than the {bounds.memory >> 20} MiB of memory a query "
+                          "may take (serve.sqlMemory) and was stopped; ask for less (fewer groups, "
+                          "rows or columns, a LIMIT)")
     except CoordError as e:
         # sent as its category with its message: an error class whose __init__ takes more than
         # the message cannot be unpickled, and the category is what the server answers by
@@ -99,6 +113,20 @@ def _answer(send: Connection, root: Path, text: str, bounds: Bounds, as_at: str 
         outcome = RuntimeError(traceback.format_exc())
     send.send(outcome)
     send.close()
+
+
+def _bound_memory(memory: int) -> None:
+    """This process may map at most ``memory`` bytes more than it holds now."""
+    import resource
+
+    import pyarrow as pa
+
+    # Arrow's default pool (mimalloc) reserved its arena in the fork server: what it hands out
+    # from there would not count against the limit, what the system's allocator maps does
+    pa.set_memory_pool(pa.system_memory_pool())
+    with open("/proc/self/status") as status:
+        held = next(int(line.split()[1]) << 10 for line in status if line.startswith("VmData:"))
+    resource.setrlimit(resource.RLIMIT_DATA, (held + memory, held + memory))
 
 
 def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None, as_of: str | None) -> bytes:
@@ -110,7 +138,8 @@ def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None, as_
     rows: list[str] = []
     size, truncated_by = 0, None
     with SqlSession(ws, resolve_as_at(ws, as_at) if as_at else None,
-                    as_of=parse_timestamp(as_of) if as_of else None) as session:
+                    as_of=parse_timestamp(as_of) if as_of else None,
+                    memory_limit=int(bounds.memory * DUCKDB_SHARE)) as session:
         schema, batches = session.batches(statements[0], text)
         for batch in batches:
             for row in batch.to_pylist():

@@ -22,6 +22,12 @@ Invariants:
   more memory than DuckDB's limit fails instead), no scan of Python variables, extensions
   neither installed nor loaded, and the configuration locked. So ``read_csv('/etc/passwd')``,
   ``COPY``, ``ATTACH`` or ``SET`` reach nothing, and no setting, plan or view names a slice.
+- Nothing of the machine shows: DuckDB's home (and the extension and secret folders it
+  derives from it) is ``NO_HOME``, so no setting (``duckdb_settings()``) or error names the
+  user's home; an error naming a slice says ``<workspace>`` for the workspace's folder.
+- A query holds at most its memory bound (DuckDB's ``memory_limit``: a session's
+  ``memory_limit``, else DuckDB's default, 80 % of RAM); past it, having nowhere to spill,
+  it is refused in one line, ``MemoryExceeded``.
 - A current-ODF (0.39) dataset is read the same way: the stored table of its slices (offset,
   op, system_time, event time, then the data columns, as the reference's ``kamu sql`` shows
   it), each file checked before it is read (``checked_current_files``); as at a block, its
@@ -64,11 +70,18 @@ if TYPE_CHECKING:
 # DuckDB statement kinds that only read (DESCRIBE, SHOW and SUMMARIZE parse as SELECT; an
 # EXPLAIN is allowed when the statement it explains is)
 READ_ONLY_KINDS = frozenset({"SELECT"})
+# DuckDB's home for a query: names no folder of this machine (the home of system users that
+# have none), so settings and errors derived from it show nothing of the user's
+NO_HOME = "/nonexistent"
 T = TypeVar("T")
 
 
 class SqlError(Invalid):
     pass
+
+
+class MemoryExceeded(SqlError):
+    """The query needed more memory than its bound."""
 
 
 @dataclass(frozen=True)
@@ -262,7 +275,8 @@ class SqlSession:
     ``extra``: more named in-memory tables a query may read (none of them a dataset's id)."""
 
     def __init__(self, ws: Workspace, as_at: AsAt | None = None,
-                 extra: Mapping[str, pa.Table] | None = None, as_of: datetime | None = None):
+                 extra: Mapping[str, pa.Table] | None = None, as_of: datetime | None = None,
+                 memory_limit: int | None = None):
         import duckdb
 
         self.as_at = as_at
@@ -274,8 +288,14 @@ class SqlSession:
             "autoinstall_known_extensions": False, "autoload_known_extensions": False,
             "temp_directory": "",  # no spill directory: COPY could write into it
             "python_enable_replacements": False,  # FROM a_python_variable would scan it
+            "home_directory": NO_HOME, "extension_directory": f"{NO_HOME}/extensions",
+            "secret_directory": f"{NO_HOME}/secrets",
+            **({"memory_limit": f"{memory_limit >> 20}MiB"} if memory_limit is not None else {}),
         })
         con = self._con
+        # as DuckDB words it ("1.0 GiB"), for the refusal of a query that needs more
+        setting = con.execute("SELECT current_setting('memory_limit')").fetchone()
+        self.memory_limit = str(setting[0]) if setting else "its limit"
         con.execute("SET TimeZone = 'UTC'")
         # DuckDB draws a progress bar on stdout when it takes the process for an interactive
         # one (python -c, a notebook), which would mix it into our output
@@ -325,7 +345,7 @@ class SqlSession:
             for batch in reader:
                 yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
         except (duckdb.Error, OSError) as e:
-            raise SqlError(self._explain(e, statement, script)) from None
+            raise self._refusal(e, statement, script) from None
 
     def _relation(self, statement: Statement, script: str) -> duckdb.DuckDBPyRelation:
         import duckdb
@@ -338,7 +358,7 @@ class SqlSession:
                 self._con.execute(statement.text)
             except duckdb.Error as positioned:
                 error = positioned
-            raise SqlError(self._explain(error, statement, script)) from None
+            raise self._refusal(error, statement, script) from None
 
     def _explained(self, run: Callable[[], T], statement: Statement, script: str) -> T:
         import duckdb
@@ -346,7 +366,7 @@ class SqlSession:
         try:
             return run()
         except (duckdb.Error, OSError) as e:
-            raise SqlError(self._explain(e, statement, script)) from None
+            raise self._refusal(e, statement, script) from None
 
     def run(self, script: str) -> Iterator[pa.Table]:
         """Each statement's result in turn."""
@@ -355,6 +375,16 @@ class SqlSession:
 
     def interrupt(self) -> None:
         self._con.interrupt()
+
+    def _refusal(self, e: Exception, statement: Statement, script: str) -> SqlError:
+        """The one-line error for DuckDB's (or Arrow's) failure ``e``."""
+        import duckdb
+
+        if isinstance(e, duckdb.OutOfMemoryException):
+            return MemoryExceeded(f"the query needed more than {self.memory_limit} of memory (DuckDB's "
+                                  "memory_limit) and was stopped; ask for less (fewer groups, rows or "
+                                  "columns, a LIMIT)")
+        return SqlError(self._explain(e, statement, script))
 
     def _explain(self, e: Exception, statement: Statement, script: str) -> str:
         text = hide_paths(explain_error(e, script, statement.offset), self._root)

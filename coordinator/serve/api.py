@@ -21,10 +21,13 @@ Security (the invariants ``server.py`` sets up and the tests check):
   to it or make it run a query (an ``<img>`` is enough to send a GET). The pages (``/``,
   ``/lineage/DS``, ``/docs``) stay open to links from anywhere; their own requests are
   same-origin;
-- a request body must say its length (else 411), of at most ``MAX_BODY`` (else 413; a push's
-  object upload: the size the push announced, ``smart.py``), so none is read into memory
-  unbounded (an ingest's, ``/ingest``, at most ``MAX_INGEST_BODY``, is streamed to a file in a
-  run folder); ``/api/sql`` runs each query bounded (``query/bounded.py``).
+- a request body must say its length or come chunked (else 411), not both (else 400, as a
+  length of one header may not be the length of the body), and holds at most ``MAX_BODY``
+  bytes (an ingest's, ``/ingest``, at most ``MAX_INGEST_BODY``, streamed to a file in a run
+  folder; a push's object upload: the size the push announced, ``smart.py``): a length above
+  it is refused 413 before the body is read, and the bytes are counted as they arrive, so a
+  body that grows past it is refused 413 at that point, none of the rest read; ``/api/sql``
+  runs each query bounded (``query/bounded.py``).
 """
 from __future__ import annotations
 
@@ -241,7 +244,8 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
             raise TooManyQueries(f"{settings.sql_concurrency} queries are running (serve.sqlConcurrency); "
                                  "try again when one has ended")
         try:
-            return _ok(bounded_query(ws.root, request.q, Bounds(limit, settings.sql_max_bytes, seconds),
+            return _ok(bounded_query(ws.root, request.q, Bounds(limit, settings.sql_max_bytes, seconds,
+                                                                  settings.sql_memory),
                                      request.as_at, request.as_of))
         finally:
             running.release()
@@ -468,6 +472,10 @@ class _Guard:
             redirect.set_cookie(COOKIE, token, httponly=True, samesite="strict")
             await redirect(scope, receive, send)
             return
+        limit = _body_limit(scope)
+        if limit is not None:
+            bounded = _BoundedBody(scope, receive, send, limit)
+            receive, send = bounded.receive, bounded.send
         try:
             await self.app(scope, receive, send)
         except Exception:
@@ -494,18 +502,67 @@ class _Guard:
                 return response
         reads = scope.get("method", "GET") in ("GET", "HEAD", "OPTIONS")  # a WebSocket has none
         if not reads:
+            lengths = [v for k, v in scope["headers"] if k.lower() == b"content-length"]
+            chunked = "transfer-encoding" in headers
+            if lengths and chunked or len(lengths) > 1:
+                return _error(400, "a request gives its body's length once: one Content-Length "
+                                   "or Transfer-Encoding: chunked, not both")
             length = headers.get("content-length", "")
-            if not length.isdigit():
-                return _error(411, "a request with a body must give its Content-Length")
-            limit = MAX_INGEST_BODY if scope["path"].endswith("/ingest") else MAX_BODY
-            if int(length) > limit and not _UPLOAD.fullmatch(scope["path"]):
-                return _error(413, f"a request's body may hold {limit} bytes at most")
+            if not chunked and not length.isdigit():
+                return _error(411, "a request with a body must give its Content-Length (or come chunked)")
+            limit = _body_limit(scope)
+            if limit is not None and not chunked and int(length) > limit:
+                return _error(413, _too_large(limit))
         if scope["path"].startswith("/api/") or not reads or scope["type"] == "websocket":
             sender = _other_site(headers)
             if sender is not None:
                 return _error(403, f"a request from {sender} is refused: the API answers this "
                                    "service's own pages and programs, not other web pages")
         return None
+
+
+def _body_limit(scope: Scope) -> int | None:
+    """The bytes a request's body may hold; None for a push's object upload (bounded by the
+    size the push announced, ``smart.py``) and a request that has no body."""
+    if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS") \
+            or _UPLOAD.fullmatch(scope["path"]):
+        return None
+    return MAX_INGEST_BODY if scope["path"].endswith("/ingest") else MAX_BODY
+
+
+def _too_large(limit: int) -> str:
+    return f"a request's body may hold {limit} bytes at most"
+
+
+class _BoundedBody:
+    """A request's ``receive`` and ``send`` that count its body's bytes as they arrive: at the
+    first past ``limit`` the request is answered 413 (unless its answer has begun) and the
+    route sees the client gone, so nothing more is read; whatever the route answers then
+    is dropped."""
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, limit: int):
+        self._scope, self._receive, self._send, self._limit = scope, receive, send, limit
+        self._received, self._refused, self._started = 0, False, False
+
+    async def receive(self) -> MutableMapping[str, Any]:
+        if self._refused:
+            return {"type": "http.disconnect"}
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self._received += len(message.get("body", b""))
+            if self._received > self._limit:
+                self._refused = True
+                if not self._started:
+                    response = _error(413, _too_large(self._limit))
+                    response.headers["connection"] = "close"  # the rest of the body is not read
+                    await response(self._scope, self._receive, self._send)
+                return {"type": "http.disconnect"}
+        return message
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if not self._refused:
+            self._started = True
+            await self._send(message)
 
 
 def _other_site(headers: dict[str, str]) -> str | None:

@@ -99,6 +99,7 @@ class ServeConfig:
           sqlMaxBytes: 16MiB    #   the rows' JSON at most
           sqlTimeout: 30s       #   parse, plan and run at most (its timeout_s= up to this)
           sqlConcurrency: 2     #   queries running at once (one more is answered 503)
+          sqlMemory: 2GiB       #   memory one query's process may take (DuckDB half of it)
           datasets:
             org.example.prices: {poll: 5s}                    # per root, overrides poll
             org.example.daily: {poll: {cron: "15 6 * * *"}}   # at 06:15 UTC every day
@@ -114,6 +115,7 @@ class ServeConfig:
     sql_max_bytes: int = 16 << 20
     sql_timeout_s: float = 30.0
     sql_concurrency: int = 2
+    sql_memory: int = 2 << 30
 
     def poll_of(self, dataset_id: str) -> Schedule:
         return self.poll_per_dataset.get(dataset_id, self.poll)
@@ -193,7 +195,7 @@ class Config:
                 "datasets": {d: {"poll": p.to_config()} for d, p in self.serve.poll_per_dataset.items()},
                 "sqlMaxRows": self.serve.sql_max_rows, "sqlMaxBytes": self.serve.sql_max_bytes,
                 "sqlTimeout": _seconds(self.serve.sql_timeout_s),
-                "sqlConcurrency": self.serve.sql_concurrency,
+                "sqlConcurrency": self.serve.sql_concurrency, "sqlMemory": self.serve.sql_memory,
             }
         if every_key or self.ingest != IngestConfig():
             doc["ingest"] = {"maxSliceBytes": self.ingest.max_slice_bytes or "auto",
@@ -301,7 +303,7 @@ class Config:
 
 def _serve(section: dict, where: str) -> ServeConfig:
     _known(section, ("poll", "engineIdle", "retryMax", "datasets", "sqlMaxRows", "sqlMaxBytes",
-                     "sqlTimeout", "sqlConcurrency"), "serve.", where)
+                     "sqlTimeout", "sqlConcurrency", "sqlMemory"), "serve.", where)
     per_dataset = {}
     for dataset_id, value in _section(section.get("datasets"), "serve.datasets", where).items():
         key = f"serve.datasets.{dataset_id}.poll"
@@ -320,6 +322,7 @@ def _serve(section: dict, where: str) -> ServeConfig:
         sql_timeout_s=_duration(section.get("sqlTimeout", default.sql_timeout_s), "serve.sqlTimeout", where),
         sql_concurrency=_count(section.get("sqlConcurrency", default.sql_concurrency), "serve.sqlConcurrency",
                                where),
+        sql_memory=_size(section.get("sqlMemory", default.sql_memory), "serve.sqlMemory", where),
     )
 
 

@@ -170,7 +170,7 @@ def test_the_api_s_bounded_query_reads_a_0_39_dataset_as_coord_sql_does(mixed):
     from coordinator.query.bounded import Bounds, bounded_query
 
     answer = json.loads(bounded_query(mixed.ws.root, 'SELECT city FROM "large-cities" ORDER BY "offset"',
-                                      Bounds(max_rows=1, max_bytes=10_000, seconds=60)))
+                                      Bounds(max_rows=1, max_bytes=10_000, seconds=60, memory=1 << 30)))
     assert answer["rows"] == [{"city": "Toronto"}] and answer["truncatedBy"] == "limit"
 
 
