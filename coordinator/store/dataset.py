@@ -10,16 +10,17 @@ Invariants:
   the reference reads); what is this workspace's own (the fetch states, caches) lives under
   ``.coord/cache/<name>/`` as for a 0.18 dataset, and one writer at a time holds
   ``.coord/locks/<name>.lock``.
-- The dataset's ``did:odf`` is the public key of a key derived from the workspace's signing
-  key and the name (``key``), as ``coord upgrade`` derives it: the same workspace and name give
-  the same id, and the workspace key never leaves the workspace.
+- A new dataset's ``did:odf`` is the public key of a fresh key (``new_dataset_key``), as the
+  spec asks (ids are globally unique) and the reference does: a dataset deleted and added again
+  under the same name is a new dataset with a new id. The key is used once, for the Seed, and
+  not kept: blocks are signed with the workspace's key. (``coord upgrade`` alone derives the id
+  from the workspace key and the name, so an upgrade run twice gives the same ids.)
 - ``state`` reads the chain in one pass (``read.read_state``); ``writer`` is the one append
   path (``append.DatasetWriter``), signing each block it makes with the workspace's key (the
   key ``trustedKeys`` and the trust policy speak of, as for a 0.18 dataset).
 """
 from __future__ import annotations
 
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,8 +41,15 @@ if TYPE_CHECKING:
 
 
 def dataset_key_purpose(name: str) -> str:
-    """What the workspace key derives a dataset's key for (``SigningKey.derive``)."""
+    """What the workspace key derives an upgraded dataset's key for (``SigningKey.derive``)."""
     return f"did:odf dataset {name}"
+
+
+def new_dataset_key() -> Ed25519PrivateKey:
+    """A fresh key for a new dataset's ``did:odf`` (see the module's invariants)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.generate()
 
 
 class CurrentDataset:
@@ -102,11 +110,6 @@ class CurrentDataset:
             return self.id
 
     # --- writing ------------------------------------------------------------------------------
-
-    @cached_property
-    def key(self) -> Ed25519PrivateKey:
-        """The key whose public key is the dataset's ``did:odf`` (see the module's invariants)."""
-        return self.ws.signing_key.derive(dataset_key_purpose(self.id))
 
     def writer(self, known: DatasetState | None = None) -> DatasetWriter:
         """The dataset's one writer; ``known``: a state read earlier in this command, taken as

@@ -3,7 +3,7 @@ new datasets are 0.39 (``workspace.catalog`` decides which version; this writes 
 
 A new dataset's chain starts:
 
-    Seed              did:odf of the dataset's key (``CurrentDataset.key``), alias = its name
+    Seed              did:odf of a fresh key (``new_dataset_key``), alias = its name
     SetPollingSource  a root's source        | SetTransform  a derivative's, each input by
     or AddPushSource  (each, as written)     |               its did:odf, aliased by its name
     SetVocab          when not the defaults  |
@@ -16,8 +16,8 @@ Invariants:
   written as ``{datasetRef: <did:odf>, alias: <name>}``. A 0.18-form manifest's definition is
   converted (``odf39.from_odf18``), refusing what 0.39 cannot say.
 - An input's did:odf is its Seed's when it exists (a pulled dataset's is its author's), else
-  the one the workspace's key and the input's name give it, so it is known before the input
-  is written (a batch adds inputs first).
+  that of the fresh key this command made for it, so it is known before the input is written
+  (a batch adds inputs first, with the same key).
 - Transforms are stored normalized (``events.normalized``: a single ``query`` becomes
   ``queries: [{query}]``), as the spec says and the reference's pull requires; a chain written
   before that, with ``query``, is compared in that form, so adding its manifest again changes
@@ -36,6 +36,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ..metadata.did import DatasetId
 from ..metadata.multiformats import Multihash
@@ -48,9 +49,12 @@ from ..workspace.fsutil import fsync_dir, remove
 from ..workspace.runs import run_folder
 from ..workspace.workspace import Workspace
 from .append import DatasetWriter
-from .dataset import CurrentDataset
+from .dataset import CurrentDataset, new_dataset_key
 from .overview import CurrentDatasets
 from .read import DatasetState
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 DESCRIPTIVE = (e.SetInfo, e.SetLicense, e.SetAttachments)
 
@@ -67,12 +71,18 @@ class Definitions:
         self.ws = ws
         self.written = dict(written or {})
         self.check_change = check_change
+        self._new_keys: dict[str, Ed25519PrivateKey] = {}  # of datasets this command creates
 
     def did(self, name: str) -> DatasetId:
         """The id of the 0.39 dataset ``name``: its Seed's when it exists (a pulled dataset's
-        is its author's), else the one this workspace will give it (added in the same run)."""
+        is its author's), else the one it will have (added in the same run)."""
         ds = CurrentDataset(self.ws, name)
-        return ds.state().id if ds.exists() else DatasetId.from_public_key(ds.key)
+        return ds.state().id if ds.exists() else DatasetId.from_public_key(self._new_key(name))
+
+    def _new_key(self, name: str) -> Ed25519PrivateKey:
+        if name not in self._new_keys:
+            self._new_keys[name] = new_dataset_key()
+        return self._new_keys[name]
 
     def check(self, snapshot: DatasetSnapshot) -> None:
         self.events(snapshot)
@@ -130,7 +140,7 @@ class Definitions:
             folder = scratch / "dataset"
             with DatasetWriter(folder, scratch / "dataset.lock", signer=self.ws.signing_key) as w:
                 when = now_utc()
-                w.seed(ds.key, kind, when, alias=ds.id)
+                w.seed(self._new_key(ds.id), kind, when, alias=ds.id)
                 head = [w.append(event, system_time=when) for event in events][-1]
             if ds.root.exists():
                 remove(ds.root)  # a folder without a head: nothing any reader reaches

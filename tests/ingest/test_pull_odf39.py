@@ -19,7 +19,6 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from coordinator.metadata.did import DatasetId
 from coordinator.metadata.manifest import parse_manifest
 from coordinator.metadata.odf39 import events as e
 from coordinator.store.append import CRASH_POINTS
@@ -102,11 +101,11 @@ SECOND = [(3, "2024-01-03T10:00:00Z", "Pune"), (4, "2024-01-04T10:00:00Z", "Kyiv
 # --- add --------------------------------------------------------------------------------------
 
 
-def test_add_starts_a_0_39_chain_seed_named_by_the_datasets_key_then_its_source(home):
+def test_add_starts_a_0_39_chain_seed_named_by_a_fresh_key_then_its_source(home):
     ds = added(home)
     state = ds.state()
     assert kinds(ds) == ["Seed", "SetPollingSource", "SetVocab"]
-    assert state.id == DatasetId.from_public_key(ds.key) and ds.alias() == NAME
+    assert str(state.id).startswith("did:odf:") and ds.alias() == NAME
     assert state.vocab.event_time_column == "at"
     assert not (ds.root / "meta").exists()  # the reference's layout, not 0.18's
     assert verify_folder(ds.root) == []

@@ -19,7 +19,7 @@ from coordinator.metadata.multiformats import Multihash
 from coordinator.metadata.odf39 import events as e
 from coordinator.store import layout
 from coordinator.store.append import CRASH_POINTS
-from coordinator.store.dataset import CurrentDataset
+from coordinator.store.dataset import CurrentDataset, new_dataset_key
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import OdfVersion
@@ -42,7 +42,7 @@ def written_origin(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("origin")
     ws = current_ws(home / "origin")
     ds = CurrentDataset(ws, "cities")
-    write_root(ds.root, ds.lock_path.parent, home / "scratch", key=ds.key, signer=ws.signing_key)
+    write_root(ds.root, ds.lock_path.parent, home / "scratch", key=new_dataset_key(), signer=ws.signing_key)
     return ws.root
 
 
@@ -272,7 +272,8 @@ def test_a_forged_signature_is_refused(pushed, origin, other):
 
 def test_a_local_dataset_with_another_seed_is_refused(pushed, other, tmp_path):
     mine = CurrentDataset(other, "cities")
-    write_root(mine.root, mine.lock_path.parent, tmp_path / "mine", key=mine.key, signer=other.signing_key)
+    write_root(mine.root, mine.lock_path.parent, tmp_path / "mine", key=new_dataset_key(),
+               signer=other.signing_key)
     before = files_of(mine.root)
     done = coord_here("pull", "shared/cities", cwd=with_repo(other, pushed.parent.as_uri()).root, check=False)
     assert done.returncode == 1

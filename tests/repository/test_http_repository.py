@@ -24,7 +24,7 @@ from cryptography.x509.oid import NameOID
 from coordinator.repository import fileio
 from coordinator.repository.fileio import HttpError, HttpFileIO
 from coordinator.store import layout
-from coordinator.store.dataset import CurrentDataset
+from coordinator.store.dataset import CurrentDataset, new_dataset_key
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 
@@ -60,7 +60,8 @@ def origin(tmp_path) -> Workspace:
     """A workspace holding ``cities`` (current ODF, 5 signed blocks), pushed to ``tmp_path/repo``."""
     ws = current_ws(tmp_path / "origin")
     ds = CurrentDataset(ws, "cities")
-    write_root(ds.root, ds.lock_path.parent, tmp_path / "scratch", key=ds.key, signer=ws.signing_key)
+    write_root(ds.root, ds.lock_path.parent, tmp_path / "scratch", key=new_dataset_key(),
+               signer=ws.signing_key)
     coord("push", "cities", "--to", "shared", cwd=with_repo(ws, (tmp_path / "repo").as_uri()).root)
     return ws
 

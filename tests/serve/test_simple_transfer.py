@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from coordinator.store import layout
-from coordinator.store.dataset import CurrentDataset
+from coordinator.store.dataset import CurrentDataset, new_dataset_key
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 
@@ -30,7 +30,7 @@ def make_origin(folder: Path) -> Workspace:
     (ODF 0.18), its build service told to poll once an hour."""
     ws = current_ws(folder / "origin")
     ds = CurrentDataset(ws, "cities")
-    write_root(ds.root, ds.lock_path.parent, folder / "scratch", key=ds.key, signer=ws.signing_key)
+    write_root(ds.root, ds.lock_path.parent, folder / "scratch", key=new_dataset_key(), signer=ws.signing_key)
     make_root(ws, "old")
     config = ws.root / ".coord" / "config.yaml"
     config.write_text(config.read_text() + QUIET)

@@ -23,7 +23,7 @@ import pytest
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39 import source as s
 from coordinator.store.append import DatasetWriter
-from coordinator.store.dataset import CurrentDataset
+from coordinator.store.dataset import CurrentDataset, new_dataset_key
 from coordinator.workspace import Workspace
 from tests.repository.conftest import make_root
 from tests.support.cli import coord, coord_here
@@ -243,7 +243,7 @@ def test_verify_under_trust_require_trusted_refuses_unsigned_0_39_blocks(mixed):
 def signed_by_the_workspace(ws: Workspace) -> CurrentDataset:
     ds = CurrentDataset(ws, "towns")
     with ds.writer() as w:
-        w.seed(ds.key, e.DatasetKind.ROOT, at(0), alias="towns")
+        w.seed(new_dataset_key(), e.DatasetKind.ROOT, at(0), alias="towns")
         w.append(e.SetInfo(description="towns"), system_time=at(1))
     return ds
 

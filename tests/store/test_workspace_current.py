@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.metadata.did import DatasetId
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.signing import SignatureStatus, check_signature
-from coordinator.store.dataset import CurrentDataset
+from coordinator.store.dataset import CurrentDataset, new_dataset_key
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import ConfigError, OdfVersion
 from tests.support.cli import coord, coord_here
+from tests.support.manifests import csv_root_manifest
 from tests.support.odf39_datasets import at, define_derivative, write_root
 
 
@@ -37,7 +37,7 @@ def test_a_config_naming_another_version_is_refused(tmp_path):
 def seeded(ws: Workspace, name: str):
     ds = CurrentDataset(ws, name)
     with ds.writer() as w:
-        w.seed(ds.key, e.DatasetKind.ROOT, at(0), alias=name)
+        w.seed(new_dataset_key(), e.DatasetKind.ROOT, at(0), alias=name)
     return ds
 
 
@@ -48,14 +48,18 @@ def test_a_dataset_in_the_reference_layout_is_a_current_odf_dataset_of_the_works
     assert ds.exists() and ws.dataset("cities").exists()
     assert (ds.root / "refs" / "head").read_text().startswith("f1620")
     assert ds.alias() == "cities"
-    assert ds.state().id == DatasetId.from_public_key(ds.key)
+    assert str(ds.state().id).startswith("did:odf:")
 
 
-def test_the_same_workspace_and_name_give_the_same_did_another_name_another(tmp_path):
+def test_a_dataset_deleted_and_added_again_under_its_name_is_a_new_dataset_with_a_new_id(tmp_path):
     ws = Workspace.init(tmp_path, OdfVersion.V039)
-    first = seeded(ws, "cities").state().id
+    (tmp_path / "cities.yaml").write_text(csv_root_manifest("cities", "data"))
+    coord_here("add", "cities.yaml", cwd=tmp_path)
+    first = CurrentDataset(ws, "cities").state().id
     assert CurrentDataset(Workspace.open(tmp_path), "cities").state().id == first
-    assert seeded(ws, "towns").state().id != first
+    coord_here("delete", "cities", "--yes", cwd=tmp_path)
+    coord_here("add", "cities.yaml", cwd=tmp_path)
+    assert CurrentDataset(ws, "cities").state().id != first
 
 
 def test_a_command_of_0_18_chains_refuses_a_current_odf_dataset_by_name(tmp_path):

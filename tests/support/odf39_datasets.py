@@ -29,7 +29,7 @@ from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39 import source as s
 from coordinator.metadata.signing import SigningKey
 from coordinator.store.append import DatasetWriter, checkpoint_of, data_slice_of
-from coordinator.store.dataset import CurrentDataset
+from coordinator.store.dataset import CurrentDataset, new_dataset_key
 from coordinator.workspace import Workspace
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -195,7 +195,7 @@ def write_table_root(ws: Workspace, name: str, table: pa.Table, scratch: Path) -
     path = scratch / f"{name}-first.parquet"
     new_data = data_slice_of(write_slice(stored, path))
     with ds.writer() as w:
-        w.seed(ds.key, e.DatasetKind.ROOT, at(0), alias=name)
+        w.seed(new_dataset_key(), e.DatasetKind.ROOT, at(0), alias=name)
         w.append(e.SetDataSchema(schema=data_schema(stored.schema)), system_time=at(5))
         w.append(e.AddData(new_data=new_data, new_watermark=pc.max(table["event_time"]).as_py()),
                  system_time=at(5), data=path)
@@ -206,7 +206,7 @@ def define_derivative(ws: Workspace, name: str, inputs: dict[str, DatasetId], qu
     (each input by its did:odf, under the alias the query reads it by)."""
     ds = CurrentDataset(ws, name)
     with ds.writer() as w:
-        w.seed(ds.key, e.DatasetKind.DERIVATIVE, at(0), alias=name)
+        w.seed(new_dataset_key(), e.DatasetKind.DERIVATIVE, at(0), alias=name)
         w.append(e.SetTransform(
             inputs=[e.TransformInput(dataset_ref=str(i), alias=alias) for alias, i in inputs.items()],
             transform=s.TransformSql(engine="spark", query=query)), system_time=at(1))
