@@ -91,3 +91,25 @@ def test_temporal_join_of_a_snapshot_root_through_pull(tmp_path):
     assert got == sorted((t, s, name_at(t, s)) for t, s in HOURS)
     # verify replays each step from its recorded checkpoint and gets the same records
     assert "reproducibility: reproduced" in coord("verify", ENRICHED, cwd=home).stdout
+
+
+REFUSED = {  # a derivative per way of reading the airports otherwise than as of each hour
+    "plain.join": f"SELECT t.event_time, t.station, a.name FROM `{TEMPS}` AS t JOIN `{AIRPORTS}` AS a "
+                  "ON t.station = a.iata",
+    "by.identifier": f"SELECT t.event_time, t.station, a.name FROM `{TEMPS}` AS t "
+                     f"JOIN IDENTIFIER('`{AIRPORTS}`') AS a ON t.station = a.iata",
+    "own.time": QUERY.replace("AS OF t.event_time", "AS OF a.event_time"),
+}
+
+
+def test_a_temporal_table_read_otherwise_is_refused_by_pull_in_one_line(tmp_path):
+    add_pipeline(tmp_path, REFUSED)
+    write_day(tmp_path, 0)
+    coord("pull", TEMPS, AIRPORTS, cwd=tmp_path)
+    for dataset_id in REFUSED:
+        failed = coord("pull", dataset_id, cwd=tmp_path, check=False)
+        assert failed.returncode != 0
+        [line] = [x for x in failed.stderr.splitlines() if "temporal table" in x]
+        assert dataset_id in line and f"temporal table {AIRPORTS}" in line and "step 0" in line
+        assert "__odf" not in failed.stderr
+        assert records(tmp_path, dataset_id) == []

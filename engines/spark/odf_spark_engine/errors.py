@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pyspark.errors import AnalysisException, ParseException, StreamingQueryException
 
@@ -20,6 +21,9 @@ _NO_WATERMARK_HINT = (
     " output of one, or window_time(window) of an earlier window (not window.end)."
 )
 _PARSE_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
+# Where Spark's analysis error says it is, in the SQL Spark planned: the SourcePosition says it
+# in the user's.
+_ANALYSIS_POSITION = re.compile(r"; line \d+ pos \d+$")
 
 
 class EngineFailure(Exception):
@@ -38,8 +42,10 @@ class EngineFailure(Exception):
         return error
 
 
-def query_failure(exc: Exception, step: int, alias: str, sql: str) -> EngineFailure:
-    """An error raised while planning step ``step`` (text ``sql``) of the user's query."""
+def query_failure(exc: Exception, step: int, alias: str, sql: str,
+                  at: Callable[[int], int] = lambda offset: offset) -> EngineFailure:
+    """An error raised while planning step ``step`` (text ``sql``) of the user's query; ``at``
+    maps an offset in the SQL Spark planned (a rewrite of ``sql``) to one in ``sql``."""
     if isinstance(exc, ParseException):
         message = str(exc).strip()
         position = pb.SourcePosition(step=step, alias=alias)
@@ -48,8 +54,8 @@ def query_failure(exc: Exception, step: int, alias: str, sql: str) -> EngineFail
             position.line, position.column = int(match.group(1)), int(match.group(2))
         return EngineFailure(Kind.INVALID_QUERY, message, position)
     if isinstance(exc, AnalysisException):
-        message = _PLAN_SUFFIX.sub("", str(exc)).strip()
-        return EngineFailure(Kind.INVALID_QUERY, message, _context_position(exc, step, alias, sql))
+        message = _ANALYSIS_POSITION.sub("", _PLAN_SUFFIX.sub("", str(exc)).strip())
+        return EngineFailure(Kind.INVALID_QUERY, message, _context_position(exc, step, alias, sql, at))
     return EngineFailure(Kind.INTERNAL, f"{type(exc).__name__}: {exc}")
 
 
@@ -68,16 +74,16 @@ def run_failure(exc: Exception) -> EngineFailure:
     return EngineFailure(Kind.INTERNAL, f"{type(exc).__name__}: {exc}")
 
 
-def _context_position(exc: AnalysisException, step: int, alias: str, sql: str):
+def _context_position(exc: AnalysisException, step: int, alias: str, sql: str, at: Callable[[int], int]):
     contexts = [c for c in exc.getQueryContext() if c.startIndex() >= 0]
     if not contexts:
         return pb.SourcePosition(step=step, alias=alias, column=-1)
-    start = contexts[0].startIndex()
+    start, stop = at(contexts[0].startIndex()), at(contexts[0].stopIndex())
     line_start = sql.rfind("\n", 0, start) + 1
     return pb.SourcePosition(
         step=step,
         alias=alias,
         line=sql.count("\n", 0, start) + 1,
         column=start - line_start,
-        fragment=contexts[0].fragment(),
+        fragment=sql[start:stop + 1],
     )

@@ -93,8 +93,8 @@ class _Walk:
                 self.ctes[definition.id()] = list(_scala(definition.child().output()))
             self.plan(node.plan())
             return
-        if kind == "View" and node.desc().identifier().table() in self.inputs:
-            name = node.desc().identifier().table()
+        if kind == "View" and temporal.input_of(node.desc().identifier().table()) in self.inputs:
+            name = temporal.input_of(node.desc().identifier().table())
             for attr in _scala(node.output()):
                 self.origins[_id(attr)] = {(name, attr.name()): Use("copy")}
             return

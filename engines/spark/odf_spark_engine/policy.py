@@ -11,7 +11,8 @@ alone. Each step is checked twice:
      ADD JAR, CREATE FUNCTION, USE, CACHE, INSERT, EXECUTE IMMEDIATE, CALL ...), no
      ``TRANSFORM ... USING`` script, no ``TABLESAMPLE``;
    - every relation is a declared input, an earlier step or a CTE of the query, named by one
-     identifier: no path relation (``text.`/a/file```), no catalog table;
+     identifier: no path relation (``text.`/a/file```), no catalog table; a temporal table
+     (temporal.py) is no relation of its own: its joins read it by a private view name;
    - table-valued functions are only the generators (TABLE_FUNCTIONS);
    - no function of DENIED_FUNCTIONS is called;
    - no typed literal is a special datetime value (``TIMESTAMP 'now'``, ``DATE 'today'``):
@@ -20,6 +21,9 @@ alone. Each step is checked twice:
 2. Its *analysed* plan:
    - every leaf reads a declared input (the same source as one of the input views), or is a
      VALUES list, a one-row or a ``range`` relation;
+   - a temporal table's private view is only the right side of an inner or left join whose
+     validity interval compares it with the event time column of a streamed input, that
+     column itself (through renames only), not a value computed from it or the table's own;
    - no expression is one of DENIED_FUNCTIONS (this catches the ones written without
      parentheses, ``current_date``, ``user``) or is marked non-deterministic by Spark;
    - ``aes_encrypt`` has a constant IV (or the ECB mode, which takes none): without one it
@@ -50,6 +54,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
+from . import temporal
 from .errors import EngineFailure, Kind
 from .generated import engine_pb2 as pb
 
@@ -136,14 +141,17 @@ class Step:
 
 class Policy:
     """The policy for one transform's steps in ``session``, whose input views are ``inputs``
-    (view name -> frame). Call ``check_statement`` before ``session.sql`` and ``check_plan``
-    on its result; ``add_step`` makes a step's alias a relation the later steps may read."""
+    (view name -> frame; a temporal table of ``tables`` by its private view name). Call
+    ``check_statement`` before ``session.sql`` and ``check_plan`` on its result; ``add_step``
+    makes a step's alias a relation the later steps may read."""
 
-    def __init__(self, session: SparkSession, inputs: dict[str, DataFrame]):
+    def __init__(self, session: SparkSession, inputs: dict[str, DataFrame],
+                 tables: temporal.Tables = temporal.NONE):
         session.conf.set("spark.sql.variable.substitute", "false")
         self._session = session
         self._walker = _Walker(session)
         self._clock = _SpecialDatetimes(session)
+        self._tables = tables
         self._relations = set(inputs)
         self._inputs = {name: _analysed(frame) for name, frame in inputs.items()}
         self._steps: set[str] = set()  # aliases of the steps already checked
@@ -180,7 +188,9 @@ class Policy:
         """The analysed plan: what the leaves read and what the expressions compute. The
         engine's input views (their marker filter is not the user's) and the views of earlier
         steps (checked when they were planned) are not entered."""
-        for node, checked in self._walker.nodes(_analysed(frame), self._checked):
+        plan = _analysed(frame)
+        _TemporalJoins(self._tables, self._walker, self._checked, step).check(plan)
+        for node, checked in self._walker.nodes(plan, self._checked):
             if checked:
                 continue
             if node.children().isEmpty() and _class(node) not in SAFE_LEAVES:
@@ -222,13 +232,122 @@ class Policy:
         if len(parts) == 1 and (parts[0] in self._relations or parts[0] in ctes):
             return
         name = ".".join(f"`{p}`" if not p.isidentifier() else p for p in parts)
+        if (table := ".".join(parts)) in self._tables.keys:
+            raise step.refuse(f"temporal table {table} is read only as of each event's time: "
+                              f"JOIN `{table}` FOR SYSTEM_TIME AS OF <the streamed input's event time "
+                              "column> AS alias ON ...")
         if len(parts) == 2 and parts[0].lower() in PATH_FORMATS:
             raise step.refuse(f"path relation {name} is not allowed: read the declared inputs")
         hint = ""
         if ".".join(parts) in self._relations:
             hint = f" (to read the input {'.'.join(parts)}, quote its name: `{'.'.join(parts)}`)"
-        known = ", ".join(sorted(self._relations))
+        known = ", ".join(sorted({temporal.input_of(r) for r in self._relations}))
         raise step.refuse(f"relation {name} is not a declared input or an earlier step ({known}){hint}")
+
+
+# ----- temporal joins ------------------------------------------------------------------------
+
+# Nodes whose output attribute (same exprId) is one of their children's, unchanged.
+_SAME_ROWS_OR_FEWER = {"Project", "Aggregate"}
+
+
+class _TemporalJoins:
+    """Each temporal table's private view in an analysed plan is the right side of an inner or
+    left join, and the ``AS OF`` column of that join's validity interval (temporal.py writes it
+    first in the condition) is a streamed input's event time column, through renames only."""
+
+    def __init__(self, tables: temporal.Tables, walker: _Walker, checked: Callable[[Any], bool], step: Step):
+        self._tables, self._walker, self._checked, self._step = tables, walker, checked, step
+        self._private = {view: name for name, view in tables.views.items()}
+        self._ctes: dict[int, Any] = {}  # CTE id -> its definition's plan
+
+    def check(self, plan) -> None:
+        if not self._private:
+            return
+        views = joins = 0
+        for node, _ in self._walker.nodes(plan, self._checked):
+            kind = _class(node)
+            if kind == "WithCTE":
+                self._ctes.update((d.id(), d.child()) for d in _scala(node.cteDefs()))
+            if kind == "View" and node.desc().identifier().table() in self._private:
+                views += 1
+            elif kind == "Join" and (table := self._table(node.right())) is not None:
+                self._check_join(node, table)
+                joins += 1
+        if views != joins:  # the rewrite only writes the private names as a join's right side
+            raise self._step.refuse("a temporal table is read only as of each event's time "
+                                    "(JOIN ... FOR SYSTEM_TIME AS OF <event time> ...)")
+
+    def _table(self, node) -> str | None:
+        while _class(node) == "SubqueryAlias":
+            node = node.child()
+        if _class(node) == "View":
+            return self._private.get(node.desc().identifier().table())
+        return None
+
+    def _check_join(self, join, table: str) -> None:
+        if join.joinType().toString() not in ("Inner", "LeftOuter"):
+            raise self._step.invalid(f"temporal table {table}: a temporal join is an inner or left join")
+        time = self._as_of(join)
+        if time is None or not self._is_event_time(join.left(), time):
+            text = "a time that is not a column" if time is None else _user_text(time)
+            columns = ", ".join(sorted(set(self._tables.event_times.values())))
+            raise self._step.refuse(
+                f"temporal table {table} joined AS OF {text}: join it as of the event time column of "
+                f"a streamed input ({columns}), so that each event meets the versions in force at its time")
+
+    def _as_of(self, join):
+        """The ``AS OF`` attribute of the join's validity interval (None if it is no attribute)."""
+        if not join.condition().isDefined():
+            return None
+        interval = join.condition().get()
+        if _class(interval) == "And" and _class(interval.left()) == "And":
+            interval = interval.left()  # (interval) AND (the user's condition)
+        if _class(interval) != "And" or _class(interval.left()) != "GreaterThanOrEqual":
+            return None
+        time = interval.left().left()  # (time >= valid_from) AND (...)
+        # temporal.py casts the AS OF column to the interval's timestamps
+        if _class(time) == "Cast" and _class(time.child()) == "AttributeReference":
+            time = time.child()
+        return time if _class(time) == "AttributeReference" else None
+
+    def _is_event_time(self, node, attribute) -> bool:
+        """Whether ``attribute`` of ``node``'s output is a streamed input's event time column."""
+        kind, wanted = _class(node), attribute.exprId().id()
+        if kind == "View":
+            name = node.desc().identifier().table()
+            if name in self._tables.event_times:
+                return (any(a.exprId().id() == wanted for a in _scala(node.output()))
+                        and attribute.name() == self._tables.event_times[name])
+            return name not in self._private and self._is_event_time(node.child(), attribute)
+        if kind in _SAME_ROWS_OR_FEWER:
+            listed = node.projectList() if kind == "Project" else node.aggregateExpressions()
+            for named in _scala(listed):
+                if named.exprId().id() == wanted:
+                    inner = named.child() if _class(named) == "Alias" else named
+                    return _class(inner) == "AttributeReference" and self._from_children(node, inner)
+            return False
+        if kind in ("Union", "CTERelationRef"):  # the column at the same place in every branch
+            place = [a.exprId().id() for a in _scala(node.output())].index(wanted)
+            branches = [self._ctes[node.cteId()]] if kind == "CTERelationRef" else _scala(node.children())
+            return all(self._is_event_time(branch, list(_scala(branch.output()))[place])
+                       for branch in branches)
+        return self._from_children(node, attribute)
+
+    def _from_children(self, node, attribute) -> bool:
+        wanted = attribute.exprId().id()
+        for child in _scala(node.children()):
+            if any(a.exprId().id() == wanted for a in _scala(child.output())):
+                return self._is_event_time(child, attribute)
+        return False
+
+
+def _user_text(expression) -> str:
+    """The SQL the user wrote for ``expression`` (Spark keeps its place in the step)."""
+    origin = expression.origin()
+    if origin.sqlText().isDefined() and origin.startIndex().isDefined() and origin.stopIndex().isDefined():
+        return origin.sqlText().get()[origin.startIndex().get(): origin.stopIndex().get() + 1]
+    return expression.sql()
 
 
 # ----- constants that are not constant ------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from . import temporal
 from .generated import engine_pb2 as pb
 from .lineage import _class, _id, _is_subquery, analysed_plan
 from .policy import _expressions, _scala
@@ -72,8 +73,8 @@ class _Walk:
                     self.copies[_id(attr)] = self.copies[_id(defined)]
                 self.sources[_id(attr)] = self.sources.get(_id(defined), frozenset())
             return
-        if kind == "View" and node.desc().identifier().table() in self.inputs:
-            self.input = node.desc().identifier().table()
+        if kind == "View" and temporal.input_of(node.desc().identifier().table()) in self.inputs:
+            self.input = temporal.input_of(node.desc().identifier().table())
             for attr in _scala(node.output()):
                 self.copies[_id(attr)] = attr.name()
                 self.sources[_id(attr)] = frozenset([attr.name()])

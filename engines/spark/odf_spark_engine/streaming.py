@@ -546,26 +546,28 @@ def build_query(
 def run_steps(
     session: SparkSession, inputs: dict[str, DataFrame], transform: pb.Transform, tables: temporal.Tables
 ) -> DataFrame:
-    """Registers the inputs as views (by name) and plans the query steps over them, each one's
-    temporal joins rewritten (temporal.py) and then checked by the SQL policy (policy.py)
-    before and after Spark analyses it; returns the output step's frame (each aliased step
-    becomes a view for the later ones), without the temporal views' hidden columns."""
-    for name, frame in inputs.items():
+    """Registers the inputs as views (by name; a temporal table by its private view name) and
+    plans the query steps over them, each one's temporal joins rewritten (temporal.py) and
+    then checked by the SQL policy (policy.py) before and after Spark analyses it; returns the
+    output step's frame (each aliased step becomes a view for the later ones), without the
+    temporal views' hidden columns."""
+    views = {tables.view(name): frame for name, frame in inputs.items()}
+    for name, frame in views.items():
         frame.createOrReplaceTempView(quote(name))
-    policy = Policy(session, inputs)
+    policy = Policy(session, views, tables)
     output_step = _output_step(transform)
     output = None
     for index, step in enumerate(transform.queries):
         where = Step(index, step.alias)
-        sql = step.query
+        rewritten = temporal.Rewritten(step.query)
         try:
-            sql = temporal.rewrite(session, step.query, tables, where.invalid)
-            policy.check_statement(sql, where)
-            frame = session.sql(sql).drop(*temporal.HIDDEN)
+            rewritten = temporal.rewrite(session, step.query, tables, where)
+            policy.check_statement(rewritten.sql, where)
+            frame = session.sql(rewritten.sql).drop(*temporal.HIDDEN)
         except EngineFailure:
             raise
         except Exception as exc:
-            raise query_failure(exc, index, step.alias, sql) from exc
+            raise query_failure(exc, index, step.alias, step.query, rewritten.user_offset) from exc
         policy.check_plan(frame, where)
         if index == output_step:
             output = frame

@@ -12,12 +12,19 @@ user's temporal join becomes a plain join with it plus the interval condition.
   observation column says the removed value, snapshot merges) ends the previous version and is
   then dropped, so a removed key matches nothing until it comes back. ``__odf_valid_from`` and
   ``__odf_valid_to`` (null: still valid) are hidden: each step's result drops them.
-- The rewrite, on Spark's lexer tokens (comments and strings are single tokens):
-  ``JOIN dim FOR SYSTEM_TIME AS OF e.event_time AS d ON cond`` becomes
-  ``JOIN dim AS d ON (interval) AND (cond)``; ``FROM e, LATERAL TABLE (dim(e.event_time)) AS d``
-  (the 0.18-era form) becomes ``FROM e JOIN dim AS d ON (interval)``. Only inner and left
-  joins; ``AS OF`` names the event time column of a streamed input; a temporal table read any
-  other way is refused, because its history as a plain table depends on when the call ran.
+- The rewrite, on Spark's own parse tree of the step (SqlBaseParser: comments, strings and
+  keywords used as names are what Spark reads them as): ``JOIN dim FOR SYSTEM_TIME AS OF
+  e.event_time AS d ON cond`` becomes ``JOIN <view> AS d ON (interval) AND (cond)``; ``FROM e,
+  LATERAL TABLE (dim(e.event_time)) AS d`` (the 0.18-era form) becomes ``FROM e JOIN <view> AS
+  d ON (interval)``. Only inner and left joins. ``<view>`` is the temporal table's private view
+  (``Tables.views``): its name holds a digest of the transform's queries, so no query can name
+  it, and the table is registered under no other name.
+- The rest is the SQL policy's, on Spark's plans (policy.py): the table's own name read any
+  other way (``FROM``, ``JOIN``, ``IDENTIFIER('...')``, a subquery) is refused, and each
+  private view must be the right side of a join whose ``AS OF`` column is, unchanged, the event
+  time column of a streamed input: read otherwise, a temporal table's history depends on when
+  the call ran and an event could meet versions from its future.
+- Errors speak of the user's SQL: positions are mapped back through ``Rewritten.user_offset``.
 - Readiness (streaming.py): an event is fed to Spark only once every temporal table's
   watermark has reached its event time; until then it waits in ``pending/`` in the checkpoint.
   Every version a ready event can match has then arrived, so the result depends neither on how
@@ -25,6 +32,7 @@ user's temporal join becomes a plain join with it plus the interval condition.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -43,24 +51,17 @@ HIDDEN = (VALID_FROM, VALID_TO)
 SEQ = "__odf_seq"  # arrival order of a history row
 TIME = pa.timestamp("us", tz="UTC")
 
-# Tokens that end a join condition when met outside parentheses.
-CONDITION_END = {
-    "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "SEMI", "ANTI", "WHERE", "GROUP",
-    "HAVING", "ORDER", "LIMIT", "OFFSET", "WINDOW", "UNION", "EXCEPT", "INTERSECT", "MINUS",
-    "CLUSTER", "DISTRIBUTE", "SORT", "COMMA", "LATERAL", "PIVOT", "UNPIVOT", "QUALIFY",
-    "SEMICOLON", "RIGHT_PAREN", "EOF",
-}
-# Words that cannot be a relation's alias written without AS.
-NOT_ALIAS = CONDITION_END | {"ON", "USING", "AS", "OUTER"}
+PRIVATE = "__odf_temporal_"  # view names: PRIVATE + digest of the transform's queries + ":" + input
 
 
 @dataclass(frozen=True)
 class Tables:
-    """The transform's temporal tables (view name -> primary key) and the event time columns
-    of its streamed inputs, the only columns ``AS OF`` may name."""
+    """The transform's temporal tables (input -> primary key), the private view name each is
+    read by, and the event time column of each streamed input (what ``AS OF`` may name)."""
 
     keys: dict[str, tuple[str, ...]]
-    event_times: frozenset[str]
+    event_times: dict[str, str]
+    views: dict[str, str]
 
     @staticmethod
     def of(transform: pb.Transform, inputs) -> Tables:
@@ -79,157 +80,230 @@ class Tables:
                 lacking = ", ".join(missing) or "in its primary key"
                 raise EngineFailure(Kind.INVALID_QUERY, f"temporal table {name}: no column {lacking} "
                                                         f"(it has {', '.join(columns)})")
-        event_times = frozenset(i.vocab.event_time_column or "event_time" for i in inputs
-                                if i.dataset_id not in keys)
+        event_times = {i.dataset_id: i.vocab.event_time_column or "event_time" for i in inputs
+                       if i.dataset_id not in keys}
         if keys and not event_times:
             raise EngineFailure(Kind.INVALID_QUERY, "every input is a temporal table: a temporal join "
                                                     "needs a streamed input to join them with")
-        return Tables(keys, event_times)
+        # A query cannot name a view whose name holds a digest of the query's own text.
+        digest = hashlib.sha256("\0".join(q.query for q in transform.queries).encode()).hexdigest()[:16]
+        return Tables(keys, event_times, {name: f"{PRIVATE}{digest}:{name}" for name in keys})
+
+    def view(self, name: str) -> str:
+        """The name input ``name`` is registered by."""
+        return self.views.get(name, name)
 
 
-NONE = Tables({}, frozenset())  # for the batch uses that have no temporal tables
+NONE = Tables({}, {}, {})  # for the batch uses that have no temporal tables
+
+
+def input_of(view: str) -> str:
+    """The input a view name stands for (a temporal table's private view: the table)."""
+    return view.split(":", 1)[1] if view.startswith(PRIVATE) and ":" in view else view
 
 
 # ----- the rewrite ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _Token:
-    kind: str  # Spark's symbolic token name: JOIN, IDENTIFIER, LEFT_PAREN, ...
-    text: str
-    start: int  # character offsets in the statement, stop inclusive
-    stop: int
+class Rewritten:
+    """A step's SQL (``user``) and what Spark plans (``sql``): ``user`` with the ``edits``
+    (start, stop exclusive, replacement; in ``user``, ascending) applied."""
+
+    user: str
+    edits: tuple[tuple[int, int, str], ...] = ()
 
     @property
-    def name(self) -> str:
-        """The identifier it spells (backquotes removed)."""
-        if self.kind == "BACKQUOTED_IDENTIFIER":
-            return self.text[1:-1].replace("``", "`")
-        return self.text
-
-
-def rewrite(session, sql: str, tables: Tables, refuse) -> str:
-    """``sql`` with its temporal joins turned into joins with the temporal views; ``refuse``
-    makes the one-line failure of this step from a message."""
-    if not tables.keys:
+    def sql(self) -> str:
+        sql = self.user
+        for start, stop, text in reversed(self.edits):
+            sql = sql[:start] + text + sql[stop:]
         return sql
-    tokens = _tokens(session, sql)
-    edits: list[tuple[int, int, str]] = []  # (start, stop exclusive, replacement)
-    joined: set[int] = set()  # indexes of the relation tokens the rewrite handled
-    for i, token in enumerate(tokens):
-        if token.kind == "FOR" and [t.kind for t in tokens[i + 1:i + 4]] == ["SYSTEM_TIME", "AS", "OF"]:
-            relation = tokens[i - 1]
-            _check_table(relation, tables, refuse, "FOR SYSTEM_TIME AS OF")
-            _check_join(tokens, i - 2, relation, refuse)
-            time, after = _time(tokens, i + 4, tables, refuse)
-            edits.append((token.start, tokens[after - 1].stop + 1, ""))
-            _add_condition(tokens, after, relation, time, edits, refuse)
-            joined.add(i - 1)
-        elif token.kind == "LATERAL" and [t.kind for t in tokens[i + 1:i + 3]] == ["TABLE", "LEFT_PAREN"]:
-            relation = tokens[i + 3]
-            _check_table(relation, tables, refuse, "LATERAL TABLE")
-            if tokens[i + 4].kind != "LEFT_PAREN":
-                raise refuse(f"LATERAL TABLE ({relation.text}(...)): give the event time as its argument")
-            time, after = _time(tokens, i + 5, tables, refuse)
-            if [t.kind for t in tokens[after:after + 2]] != ["RIGHT_PAREN", "RIGHT_PAREN"]:
-                raise refuse(f"LATERAL TABLE ({relation.text}(...)): its one argument is the event time")
-            before = tokens[i - 1]
-            if before.kind == "COMMA":  # FROM e, LATERAL TABLE (...): an inner join
-                edits.append((before.start, tokens[after + 1].stop + 1, f" JOIN {relation.text}"))
-            else:
-                _check_join(tokens, i - 1, relation, refuse)
-                edits.append((token.start, tokens[after + 1].stop + 1, relation.text))
-            _add_condition(tokens, after + 2, relation, time, edits, refuse)
-            joined.add(i + 3)
-    for i, token in enumerate(tokens):
-        if token.name in tables.keys and i not in joined and tokens[i + 1].kind != "DOT":
-            raise refuse(f"input {token.name} is a temporal table: join it with "
-                         f"`JOIN {token.text} FOR SYSTEM_TIME AS OF <event time> AS alias ON ...`")
-    for start, stop, text in sorted(edits, reverse=True):
-        sql = sql[:start] + text + sql[stop:]
-    return sql
+
+    def user_offset(self, offset: int) -> int:
+        """Where ``offset`` of ``sql`` is in ``user`` (inside an added text: where it was added)."""
+        shift = 0
+        for start, stop, text in self.edits:
+            if offset < start + shift:
+                break
+            if offset < start + shift + len(text):
+                return start
+            shift += len(text) - (stop - start)
+        return offset - shift
 
 
-def _tokens(session, sql: str) -> list[_Token]:
-    """The tokens Spark's parser reads (not spaces and comments), EOF last."""
+def rewrite(session, sql: str, tables: Tables, step) -> Rewritten:
+    """``sql`` with its temporal joins made joins of the temporal tables' private views with
+    the validity interval; ``step`` (policy.Step) makes the one-line failures. A statement
+    that does not parse is left as it is, for Spark's parser to report."""
+    if not tables.keys:
+        return Rewritten(sql)
+    found = _parse(session, sql)
+    if found is None:
+        return Rewritten(sql)
+    tree, parser = found
+    xpath = session.sparkContext._jvm.org.antlr.v4.runtime.tree.xpath.XPath
+    edits: list[tuple[int, int, str]] = []
+    for clause in xpath.findAll(tree, "//temporalClause", parser):
+        primary = clause.getParent()
+        named = primary.getChild(0).getChild(0)  # temporalTableIdentifierReference > identifierReference
+        written = _text(sql, named)
+        table = _table(session, named, written, tables, step, "FOR SYSTEM_TIME AS OF")
+        if clause.getChild(clause.getChildCount() - 4).getText().upper() not in {"SYSTEM_TIME", "TIMESTAMP"}:
+            raise step.invalid(f"temporal table {table}: join it as of a time (FOR SYSTEM_TIME AS OF ...), "
+                               "not a version")
+        time = _text(sql, clause.getChild(clause.getChildCount() - 1))
+        join = _join(sql, primary, table, step)
+        edits.append((_start(named), _stop(clause), _aliased(tables.views[table], primary, written)))
+        edits += _condition(join, primary, time, _alias(sql, primary, written), table, step)
+    for call in xpath.findAll(tree, "//tableFunctionCall", parser):
+        holder = call.getParent()  # the call with its alias
+        primary = holder.getParent()
+        lateral = _previous(primary)
+        if _text(sql, call.getChild(0)).upper() != "TABLE" or lateral is None \
+                or lateral.getText().upper() != "LATERAL":
+            continue
+        inner = _call(call)
+        written = "" if inner is None else _text(sql, inner.getChild(0))
+        if inner is None or inner.getChildCount() != 4:
+            raise step.invalid(f"LATERAL TABLE ({written or '...'}(<event time>)): name a temporal table "
+                               "and give the event time as its one argument")
+        table = _table(session, inner.getChild(0), written, tables, step, "LATERAL TABLE")
+        time = _text(sql, inner.getChild(2))
+        view, alias = _aliased(tables.views[table], holder, written), _alias(sql, holder, written)
+        if _rule(primary.getParent()) == "Relation":  # FROM e, LATERAL TABLE (...): an inner join
+            comma = _previous(primary.getParent())
+            if comma is None or comma.getText() != ",":
+                raise step.invalid(f"temporal table {table}: join it (FROM e, LATERAL TABLE "
+                                   f"({written}(e.event_time)) AS alias)")
+            edits.append((_start(comma), _stop(call), f" JOIN {view}"))
+            edits.append((_stop(holder), _stop(holder), f" ON {_interval(time, alias)}"))
+        else:
+            join = _join(sql, primary, table, step)
+            edits.append((_start(lateral), _stop(call), view))
+            edits += _condition(join, holder, time, alias, table, step)
+    return Rewritten(sql, tuple(sorted(edits)))
+
+
+def _parse(session, sql: str):
+    """Spark's parse tree of ``sql`` and its parser, or None where it has a syntax error."""
     jvm = session.sparkContext._jvm
-    parser, antlr = jvm.org.apache.spark.sql.catalyst.parser, jvm.org.antlr.v4.runtime
-    lexer = parser.SqlBaseLexer(parser.UpperCaseCharStream(antlr.CharStreams.fromString(sql)))
-    lexer.removeErrorListeners()  # a statement that does not lex fails in Spark's parser
-    stream = antlr.CommonTokenStream(lexer)
-    stream.fill()
-    vocabulary, channel = lexer.getVocabulary(), antlr.Token.DEFAULT_CHANNEL
-    tokens = []
-    for k in range(stream.size()):
-        token = stream.get(k)
-        if token.getChannel() == channel:
-            kind = vocabulary.getSymbolicName(token.getType()) or "EOF"
-            tokens.append(_Token(kind, token.getText(), token.getStartIndex(), token.getStopIndex()))
-    return tokens
+    spark_parser, antlr = jvm.org.apache.spark.sql.catalyst.parser, jvm.org.antlr.v4.runtime
+    lexer = spark_parser.SqlBaseLexer(spark_parser.UpperCaseCharStream(antlr.CharStreams.fromString(sql)))
+    lexer.removeErrorListeners()
+    parser = spark_parser.SqlBaseParser(antlr.CommonTokenStream(lexer))
+    parser.removeErrorListeners()
+    tree = parser.singleStatement()
+    return None if parser.getNumberOfSyntaxErrors() else (tree, parser)
 
 
-def _check_table(relation: _Token, tables: Tables, refuse, syntax: str) -> None:
-    if relation.name not in tables.keys:
+def _rule(node) -> str:
+    return node.getClass().getSimpleName().removesuffix("Context")
+
+
+def _start(node) -> int:
+    token = node.getSymbol() if _rule(node) == "TerminalNodeImpl" else node.getStart()
+    return token.getStartIndex()
+
+
+def _stop(node) -> int:
+    """Just after the node's last character."""
+    token = node.getSymbol() if _rule(node) == "TerminalNodeImpl" else node.getStop()
+    return token.getStopIndex() + 1
+
+
+def _text(sql: str, node) -> str:
+    """The user's text of a node, comments and spacing inside it as written."""
+    return sql[_start(node):_stop(node)]
+
+
+def _previous(node):
+    """The sibling before ``node`` (None for the first)."""
+    parent = node.getParent()
+    index = next(i for i in range(parent.getChildCount()) if parent.getChild(i).equals(node))
+    return parent.getChild(index - 1) if index else None
+
+
+def _table(session, named, written: str, tables: Tables, step, syntax: str) -> str:
+    """The temporal table the relation ``named`` (written ``written``) names."""
+    if written.upper().startswith("IDENTIFIER"):
+        raise step.invalid(f"{syntax} {written}: name the temporal table by its id in backquotes")
+    seq = session._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(written)
+    parts = [seq.apply(i) for i in range(seq.size())]
+    if len(parts) != 1 or parts[0] not in tables.keys:
         listed = ", ".join(sorted(tables.keys))
-        raise refuse(f"{syntax} {relation.text}: not a temporal table of this transform "
-                     f"(temporalTables lists {listed})")
+        raise step.invalid(f"{syntax} {written}: not a temporal table of this transform "
+                           f"(temporalTables lists {listed}; name it by its id in backquotes)")
+    return parts[0]
 
 
-def _check_join(tokens: list[_Token], i: int, relation: _Token, refuse) -> None:
-    """The temporal table after ``tokens[i]`` must be the right side of an inner or left join."""
-    if tokens[i].kind != "JOIN":
-        raise refuse(f"temporal table {relation.text}: join it (JOIN ... FOR SYSTEM_TIME AS OF ...)")
-    kind = tokens[i - 1].kind if i > 0 else ""
-    if kind == "OUTER" and i > 1:
-        kind = tokens[i - 2].kind
-    if kind in {"RIGHT", "FULL", "CROSS", "SEMI", "ANTI", "NATURAL"}:
-        raise refuse(f"temporal table {relation.text}: a temporal join is an inner or left join, not {kind}")
+def _call(call):
+    """The one argument of ``TABLE(...)`` if it is a function call (``table(time)``), else None."""
+    if call.getChildCount() != 4:  # TABLE ( argument )
+        return None
+    node = call.getChild(2)
+    while node.getChildCount() == 1:
+        node = node.getChild(0)
+    return node if _rule(node) == "FunctionCall" else None
 
 
-def _time(tokens: list[_Token], i: int, tables: Tables, refuse) -> tuple[str, int]:
-    """The event time reference at ``i`` (a possibly qualified column) and the index after it."""
-    parts, j = [tokens[i]], i + 1
-    while tokens[j].kind == "DOT" and tokens[j + 1].kind != "EOF":
-        parts.append(tokens[j + 1])
-        j += 2
-    text = "".join(t.text for t in tokens[i:j])
-    if parts[-1].name not in tables.event_times or parts[-1].kind in {"STRING_LITERAL", "INTEGER_VALUE"}:
-        names = ", ".join(sorted(tables.event_times))
-        raise refuse(f"AS OF {text}: name the event time column of the streamed input ({names})")
-    return text, j
+def _join(sql: str, primary, table: str, step):
+    """The join whose right side is ``primary``: an inner or left join."""
+    join = primary.getParent()
+    if _rule(join) != "JoinRelation":
+        raise step.invalid(f"temporal table {table}: join it (JOIN `{table}` FOR SYSTEM_TIME AS OF ...)")
+    first = join.getChild(0)  # NATURAL, or the join type (no text for a plain JOIN)
+    kind = first.getText().upper()
+    if kind not in {"", "INNER", "LEFT", "LEFTOUTER"}:
+        written = " ".join(_text(sql, first).upper().split())
+        raise step.invalid(f"temporal table {table}: a temporal join is an inner or left join, not {written}")
+    return join
 
 
-def _add_condition(tokens: list[_Token], i: int, relation: _Token, time: str, edits, refuse) -> None:
-    """Adds the validity interval to the join condition of the relation whose alias (if any)
-    starts at ``i``; a join without ON gets one."""
-    alias = None
-    if tokens[i].kind == "AS":
-        alias, i = tokens[i + 1], i + 2
-    elif tokens[i].kind not in NOT_ALIAS:
-        alias, i = tokens[i], i + 1
-    table = (alias or relation).text
-    interval = (f"({time} >= {table}.`{VALID_FROM}` AND "
-                f"({table}.`{VALID_TO}` IS NULL OR {time} < {table}.`{VALID_TO}`))")
-    if tokens[i].kind == "USING":
-        raise refuse(f"temporal table {relation.text}: give the join condition with ON, not USING")
-    if tokens[i].kind != "ON":
-        edits.append((tokens[i - 1].stop + 1, tokens[i - 1].stop + 1, f" ON {interval}"))
-        return
-    end, depth = i + 1, 0
-    while True:
-        kind = tokens[end].kind
-        if kind == "LEFT_PAREN":
-            depth += 1
-        elif kind == "RIGHT_PAREN" and depth:
-            depth -= 1
-        elif depth == 0 and kind in CONDITION_END and not (
-            kind in {"LEFT", "RIGHT"} and tokens[end + 1].kind == "LEFT_PAREN"  # left(s, n)
-        ):
-            break
-        end += 1
-    on = tokens[i]
-    edits.append((on.stop + 1, on.stop + 1, f" {interval} AND ("))
-    edits.append((tokens[end - 1].stop + 1, tokens[end - 1].stop + 1, ")"))
+def _has_criteria(join) -> int:
+    last = join.getChild(join.getChildCount() - 1)
+    return 1 if _rule(last) == "JoinPostfix" else 0
+
+
+def _table_alias(holder):
+    """The alias clause of a relation (no children where the query gives none)."""
+    return next(holder.getChild(i) for i in range(holder.getChildCount())
+                if _rule(holder.getChild(i)) == "TableAlias")
+
+
+def _aliased(view: str, holder, written: str) -> str:
+    """The private view, under the name the query uses where it gives no alias."""
+    return f"`{view}`" + ("" if _table_alias(holder).getChildCount() else f" AS {written}")
+
+
+def _alias(sql: str, holder, written: str) -> str:
+    """The name the query's conditions use for the temporal table (its alias, else its name)."""
+    alias = _table_alias(holder)
+    if not alias.getChildCount():
+        return written
+    named = alias.getChild(1 if _rule(alias.getChild(0)) == "TerminalNodeImpl" else 0)  # after AS
+    return _text(sql, named)
+
+
+def _interval(time: str, alias: str) -> str:
+    # The cast: an AS OF column of another type is the policy's to refuse, by its name, not
+    # Spark's, by the interval's columns, which the user never wrote.
+    time = f"CAST(({time}) AS TIMESTAMP)"
+    return (f"({time} >= {alias}.`{VALID_FROM}` AND "
+            f"({alias}.`{VALID_TO}` IS NULL OR {time} < {alias}.`{VALID_TO}`))")
+
+
+def _condition(join, primary, time: str, alias: str, table: str, step) -> list[tuple[int, int, str]]:
+    """The edits that put the validity interval in the join's condition (a join without one gets ON)."""
+    interval = _interval(time, alias)
+    if not _has_criteria(join):
+        return [(_stop(primary), _stop(primary), f" ON {interval}")]
+    criteria = join.getChild(join.getChildCount() - 1).getChild(0)
+    if _rule(criteria) != "JoinCriteria" or criteria.getChild(0).getText().upper() != "ON":
+        raise step.invalid(f"temporal table {table}: give the join condition with ON, not USING")
+    condition = criteria.getChild(1)
+    return [(_start(condition), _start(condition), f"{interval} AND ("),
+            (_stop(condition), _stop(condition), ")")]
 
 
 # ----- history and view -----------------------------------------------------------------------
