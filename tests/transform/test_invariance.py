@@ -51,9 +51,11 @@ def orders(home) -> pd.DataFrame:
 
 
 def tree(home) -> dict[str, str]:
-    """Every file of the workspace but the commands' run folders, by path: its SHA3-256."""
+    """Every file of the workspace but the commands' run folders and its instance id (which a
+    copied workspace draws anew when it first starts an engine), by path: its SHA3-256."""
     return {str(p.relative_to(home)): hashlib.sha3_256(p.read_bytes()).hexdigest()
-            for p in sorted(home.rglob("*")) if p.is_file() and ".coord/run" not in str(p)}
+            for p in sorted(home.rglob("*"))
+            if p.is_file() and ".coord/run" not in str(p) and p.name != "instance.json"}
 
 
 def test_a_derivative_pulled_in_three_steps_is_the_same_computed_in_one(home):
