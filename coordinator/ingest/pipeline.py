@@ -279,8 +279,10 @@ class _Pull:
         return isinstance(self.source.merge, (MergeStrategySnapshot, *STREAM_MERGES))
 
     def _prepared(self, piece: _Piece, system_time: datetime) -> _Piece:
-        """The piece through the preprocess query, with its event time column."""
+        """The piece through the preprocess query, with its event time column, its times
+        checked (``bounds``)."""
         from . import slice_layout
+        from .bounds import check_horizon, check_source_time, check_time_range
 
         table = piece.table
         if self.source.preprocess is not None:
@@ -289,9 +291,16 @@ class _Pull:
             assert self.engine is not None  # pull_root refuses the step without one
             table = run_preprocess(self.engine(), self.history.ds.id, table, self.source.preprocess)
         self.own_event_time = self.vocab.event_time in table.column_names
-        f = piece.file
+        f, event_time = piece.file, [self.vocab.event_time]
+        check_time_range(table, f.name, piece.rows_before)
         table = slice_layout.with_event_time(table, self.vocab, f.event_time or system_time,
                                              f.name, piece.rows_before)
+        if self.own_event_time:  # text read as times just now
+            check_time_range(table, f.name, piece.rows_before, event_time)
+        elif f.event_time is not None:  # every record has the time given for the file
+            check_source_time(f.event_time, system_time, self.config.event_time_horizon_s, f.name)
+        check_horizon(table, event_time[0], system_time, self.config.event_time_horizon_s, f.name,
+                      piece.rows_before)
         with _naming(f.name):
             return dataclasses.replace(piece, table=self.target.stored_types(table))
 
@@ -405,12 +414,16 @@ class _Pull:
         """Conform and commit the merged records of ``files`` (``name``: theirs, for
         messages): in the committer thread when there is one (``_committer``), else here."""
         from . import slice_layout
+        from .bounds import check_source_time
 
         self._settle()  # the schema, watermark and offsets as of the block before
         table = slice_layout.conform(table, self.history.schema(), self.vocab, self.history.ds.id,
                                      name)
-
         # the watermark also moves with the source's own times (a snapshot with no changes)
+        for f in files:
+            if f.event_time is not None:
+                check_source_time(f.event_time, system_time, self.config.event_time_horizon_s,
+                                  f.name)
         previous = self.history.watermark
         known = [previous, slice_layout.max_event_time(table, self.vocab) if len(table) else None,
                  *(f.event_time for f in files)]

@@ -104,7 +104,7 @@ class ServeConfig:
             org.example.prices: {poll: 5s}                    # per root, overrides poll
             org.example.daily: {poll: {cron: "15 6 * * *"}}   # at 06:15 UTC every day
 
-    A duration is a number of seconds or a number with ``ms``, ``s``, ``m`` or ``h``; a poll
+    A duration is a number of seconds or a number with ``ms``, ``s``, ``m``, ``h`` or ``d``; a poll
     is a duration or ``{cron: EXPRESSION}`` (5 fields, UTC)."""
 
     poll: Schedule = Schedule(every_s=30.0)
@@ -135,6 +135,8 @@ class IngestConfig:
           maxSliceBytes: 128MiB   # the most data one block of an append or ledger pull holds
           engine: coordinator     # who reads the files: coordinator, spark, or auto
           engineThreshold: 4GiB   # with auto: files at least this large are read by Spark
+          eventTimeHorizon: 1d    # a record whose event time is further ahead of the clock is
+                                  # refused (it would hold the watermark there for good)
 
     A pull with more new data commits several blocks (``docs/architecture.md``, Bounded
     memory). A size is a number of bytes or a number with KB, MB, GB, KiB, MiB or GiB;
@@ -145,6 +147,7 @@ class IngestConfig:
     max_slice_bytes: int | None = None  # None: auto
     engine: IngestEngine = IngestEngine.COORDINATOR
     engine_threshold: int = 4 << 30
+    event_time_horizon_s: float = 86400.0
 
     def reads_in_engine(self, size: int) -> bool:
         """Whether a file of ``size`` bytes is read by the SQL engine."""
@@ -200,7 +203,8 @@ class Config:
         if every_key or self.ingest != IngestConfig():
             doc["ingest"] = {"maxSliceBytes": self.ingest.max_slice_bytes or "auto",
                              "engine": self.ingest.engine.value,
-                             "engineThreshold": self.ingest.engine_threshold}
+                             "engineThreshold": self.ingest.engine_threshold,
+                             "eventTimeHorizon": _seconds(self.ingest.event_time_horizon_s)}
         return doc
 
     @staticmethod
@@ -327,7 +331,8 @@ def _serve(section: dict, where: str) -> ServeConfig:
 
 
 def _ingest(section: dict, where: str) -> IngestConfig:
-    _known(section, ("maxSliceBytes", "engine", "engineThreshold"), "ingest.", where)
+    _known(section, ("maxSliceBytes", "engine", "engineThreshold", "eventTimeHorizon"), "ingest.",
+           where)
     value = section.get("maxSliceBytes", "auto")
     engine = section.get("engine", IngestEngine.COORDINATOR.value)
     if engine not in {e.value for e in IngestEngine}:
@@ -338,7 +343,10 @@ def _ingest(section: dict, where: str) -> IngestConfig:
         max_slice_bytes=None if value == "auto" else _size(value, "ingest.maxSliceBytes", where),
         engine=IngestEngine(engine),
         engine_threshold=IngestConfig.engine_threshold if threshold is None
-        else _size(threshold, "ingest.engineThreshold", where))
+        else _size(threshold, "ingest.engineThreshold", where),
+        event_time_horizon_s=_duration(section.get("eventTimeHorizon",
+                                                   IngestConfig.event_time_horizon_s),
+                                       "ingest.eventTimeHorizon", where))
 
 
 def _schedule(value: object, key: str, where: str) -> Schedule:
@@ -355,12 +363,12 @@ def _schedule(value: object, key: str, where: str) -> Schedule:
     return Schedule(cron=" ".join(expression.split()))
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
 
 def _duration(value: object, key: str, where: str, *, zero: bool = False) -> float:
-    """Seconds from ``30``, ``30s``, ``500ms``, ``5m`` or ``1h``; it must be positive (or, with
+    """Seconds from ``30``, ``30s``, ``500ms``, ``5m``, ``1h`` or ``1d``; it must be positive (or, with
     ``zero``, may be 0)."""
     match = _DURATION.match(str(value)) if isinstance(value, int | float | str) else None
     seconds = float(match.group(1)) * _UNIT[match.group(2)] if match else -1.0

@@ -6,6 +6,7 @@ with a message, never 500. Answers are computed apart: the records by pyarrow's 
 """
 from __future__ import annotations
 
+import io
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -20,11 +21,35 @@ from coordinator.workspace import Workspace
 
 from ..support.cli import coord
 from ..support.engines import ENV
-from ..support.push import HIGH_SCORES, LEADERBOARD, SCORE_COLUMNS, TEMPS, scores
+from ..support.push import (
+    HIGH_SCORES,
+    LEADERBOARD,
+    SCORE_COLUMNS,
+    TEMPS,
+    push_source,
+    root_manifest,
+    scores,
+)
 from .conftest import Served, add_root, init_workspace, serving
 
 URL = "/api/datasets/{}/ingest"
 NDJSON = {"Content-Type": "application/x-ndjson"}
+PARQUET = {"Content-Type": "application/vnd.apache.parquet"}
+CHANGES = root_manifest("changes", push_source(
+    "feed", "{kind: Csv, header: true, ddlSchema: ['op INT', 'id BIGINT', 'city STRING']}",
+    "{kind: ChangelogStream, primaryKey: [id]}"))
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+# player-scores' records, the second in the year 20000 (which Python's datetime cannot hold)
+YEAR_20000 = parquet_bytes(pa.table({
+    "match_time": pa.array([946684800 * 10**6, 568971820800 * 10**6], pa.timestamp("us", "UTC")),
+    "match_id": [1, 2], "player_id": ["A", "B"], "score": [1, 2]}))
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +60,9 @@ def served(tmp_path_factory) -> Iterator[Served]:
     add_root(home, "old", "old-in")
     coord("config", "set", "odf", "0.39", cwd=home)
     shutil.copy(LEADERBOARD / "player-scores.yaml", home)
-    for name, text in (("high-scores", HIGH_SCORES), ("temps", TEMPS)):
+    for name, text in (("high-scores", HIGH_SCORES), ("temps", TEMPS), ("changes", CHANGES)):
         (home / f"{name}.yaml").write_text(text)
-    coord("add", "player-scores.yaml", "high-scores.yaml", "temps.yaml", cwd=home)
+    coord("add", "player-scores.yaml", "high-scores.yaml", "temps.yaml", "changes.yaml", cwd=home)
     with serving(home, "--allow-writes", env={ENV: "fake"}) as s:
         yield s
 
@@ -83,6 +108,12 @@ def test_the_event_time_header_and_the_source_name_parameter(served):
      "player-scores has no push source 'x' (its push sources: 'default')"),
     ("player-scores", b'{"match_time": "2000-01-09", "match_id": "nine", "player_id": "Z", '
      b'"score": 1}\n', NDJSON, {}, 400, "the request's body:1:"),
+    ("player-scores", b'{"match_time": "9999-12-31T00:00:00Z", "match_id": 9, "player_id": "Z", '
+     b'"score": 1}\n', NDJSON, {}, 400, "the request's body: row 1: event time 'match_time' "
+     "9999-12-31T00:00:00Z is more than 1 day ahead of the clock"),
+    ("player-scores", YEAR_20000, PARQUET, {}, 400, "the request's body: row 2: column "
+     "'match_time': 20000-01-01 00:00:00.000Z is out of range: times must lie in the years 1 "
+     "to 9999"),
 ])
 def test_bad_requests_are_4xx_with_a_message_and_commit_nothing(served, dataset, body, headers,
                                                                params, status, message):
@@ -98,3 +129,16 @@ def test_a_read_only_service_refuses_a_push(tmp_path):
     with serving(home) as s:
         r = s.post(URL.format("any"), content=b"{}", headers=NDJSON)
         assert r.status_code == 403 and "--allow-writes" in r.json()["error"]
+
+
+def test_a_changelog_retraction_of_a_key_not_held_is_a_400_and_commits_nothing(served):
+    r = served.post(URL.format("changes"), content=b"op,id,city\n0,1,Oslo\n",
+                    headers={"Content-Type": "text/csv"})
+    assert r.status_code == 200, r.text
+    before = served.dataset("changes")["head"]
+    r = served.post(URL.format("changes"), content=b"op,id,city\n1,1,Oslo\n1,9,Nowhere\n",
+                    headers={"Content-Type": "text/csv"})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] == ("the request's body: row 2: retracts the record of key {'id': 9}, "
+                                 "which the dataset does not hold at that point")
+    assert served.dataset("changes")["head"] == before
