@@ -181,7 +181,7 @@ class Config:
         }
         if self.engine.image is not None:
             engine["image"] = self.engine.image
-        if self.engine.keep_warm_s != DEFAULT_KEEP_WARM_S:
+        if every_key or self.engine.keep_warm_s != DEFAULT_KEEP_WARM_S:
             engine["keepWarm"] = _seconds(self.engine.keep_warm_s)
         doc: dict[str, Any] = {
             # a 0.18 workspace's file keeps the form it always had

@@ -216,6 +216,7 @@ def test_keep_warm_is_two_minutes_unless_set_and_zero_turns_it_off(ws):
     off = ws.config().set("engine.keepWarm", "0")
     assert off.engine.keep_warm_s == 0 and off.to_dict()["engine"]["keepWarm"] == "0s"
     assert ws.config().set("engine.keepWarm", "5m").engine.keep_warm_s == 300
+    assert ws.config().get("engine.keepWarm") == "120s"  # a setting at its default is there to get
 
 
 def test_both_engine_runtimes_default_to_one_spark_master():
