@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import Invalid
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from rich.console import Console
@@ -175,9 +177,11 @@ class Output:
             sys.stdout.flush()
             write_records(data, "csv", sys.stdout.buffer)
         else:
+            from ..query.values import cell_text, python_rows
+
             shown = data if max_rows is None else data.slice(0, max_rows)
-            self.table(data.column_names, (tuple(null if v is None else str(v) for v in row.values())
-                                           for row in shown.to_pylist()))
+            self.table(data.column_names, (tuple(null if v is None else cell_text(v) for v in row.values())
+                                           for row in python_rows(shown)))
 
     # -- stderr -----------------------------------------------------------------------------
 
@@ -240,14 +244,24 @@ def _cell(text: str) -> str:
 
 
 def write_records(data: pa.Table, format: str, sink: Any) -> None:
-    """Arrow records to a binary SINK as csv (with a header line), json or parquet."""
+    """Arrow records to a binary SINK as csv (with a header line; ``csv_table``), json or
+    parquet (a column Parquet has no type for is refused naming it, before anything is written)."""
     if format == "csv":
         import pyarrow.csv as pacsv
 
-        pacsv.write_csv(data, sink)
+        from ..query.values import csv_table
+
+        pacsv.write_csv(csv_table(data), sink)
     elif format == "parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
+        for field in data.schema:
+            try:
+                pq.ParquetWriter(io.BytesIO(), pa.schema([field])).close()
+            except pa.ArrowNotImplementedError:
+                raise Invalid(f"-o parquet: column {field.name} is {field.type}, which Parquet cannot hold; "
+                              f'cast it in the query (CAST("{field.name}" AS VARCHAR))') from None
         pq.write_table(data, sink)
     else:
         sink.write(_records_json(data).encode() + b"\n")
@@ -255,8 +269,9 @@ def write_records(data: pa.Table, format: str, sink: Any) -> None:
 
 def _records_json(data: pa.Table) -> str:
     from ..query.tail import json_value
+    from ..query.values import python_rows
 
-    return json.dumps(data.to_pylist(), indent=2, default=json_value)
+    return json.dumps(python_rows(data), indent=2, default=json_value)
 
 
 class RichProgress:

@@ -131,6 +131,7 @@ def _bound_memory(memory: int) -> None:
 
 def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None, as_of: str | None) -> bytes:
     from .tail import json_value
+    from .values import python_rows
 
     statements = split_script(text)
     if len(statements) != 1:
@@ -142,7 +143,7 @@ def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None, as_
                     memory_limit=int(bounds.memory * DUCKDB_SHARE)) as session:
         schema, batches = session.batches(statements[0], text)
         for batch in batches:
-            for row in batch.to_pylist():
+            for row in python_rows(batch):
                 encoded = json.dumps(row, default=json_value)
                 if len(rows) == bounds.max_rows:
                     truncated_by = "limit"

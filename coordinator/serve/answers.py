@@ -117,6 +117,7 @@ class Answers:
         from ..metadata.timestamps import parse_timestamp
         from ..query.tail import json_value, state_tail
         from ..query.tail import tail as last_records
+        from ..query.values import python_rows
 
         head = self._heads_with(dataset_id)[dataset_id]
         event_time = parse_timestamp(as_of) if as_of is not None else None
@@ -124,7 +125,7 @@ class Answers:
         def compute() -> bytes:
             ds = self.ws.dataset(dataset_id)
             data = state_tail(ds, n, as_at, event_time) if state else last_records(ds, n, as_at)
-            body = {"dataset": dataset_id, "records": data.to_pylist()}
+            body = {"dataset": dataset_id, "records": python_rows(data)}
             return json.dumps(body, default=json_value).encode()
 
         return await self._answer(("tail", dataset_id, head, n, as_at, state, event_time), compute)

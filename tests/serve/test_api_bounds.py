@@ -1,7 +1,8 @@
 """What a hostile client of ``/api/sql`` cannot do to a running ``coord serve``: take memory
 without bound (a query's process is bounded by ``serve.sqlMemory``), pass a body past the
-request bound (counted as it arrives, however it is framed), or learn where the machine keeps
-the user's home or the workspace (DuckDB's settings)."""
+request bound (counted as it arrives, however it is framed), learn where the machine keeps
+the user's home or the workspace (DuckDB's settings), or have a value DuckDB returns break
+the answer (nested values, infinite timestamps, NaN: a 200 with valid JSON)."""
 from __future__ import annotations
 
 import asyncio
@@ -144,3 +145,11 @@ def test_no_duckdb_setting_names_the_home_folder_or_the_workspace(served):
 def test_an_error_of_duckdb_s_extension_list_names_no_home_folder(served):
     r = served.get("/api/sql", params={"q": "SELECT * FROM duckdb_extensions()"})
     assert str(Path.home()) not in r.text and str(served.home) not in r.text
+
+
+def test_sql_answers_nested_values_infinite_timestamps_and_non_finite_floats_as_json(served):
+    r = served.get("/api/sql", params={"q": "SELECT [1, 2] AS l, {'a': 1} AS s, TIMESTAMP 'infinity' AS t, "
+                                            "DATE '-infinity' AS d, 'nan'::DOUBLE AS n, INTERVAL 3 DAY AS i"})
+    assert r.status_code == 200, r.text
+    assert json.loads(r.text, parse_constant=lambda name: pytest.fail(f"not JSON: {name}"))["rows"] == [
+        {"l": [1, 2], "s": {"a": 1}, "t": "infinity", "d": "-infinity", "n": "nan", "i": "P0M3DT0S"}]
