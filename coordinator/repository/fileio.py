@@ -29,8 +29,11 @@ one the server encodes anyway is refused). Connecting, and each read of a body, 
 ``HTTP_TIMEOUT_S`` seconds of silence. A web server lists no folders and takes no writes: a
 listing (only ODF 0.18's checkpoint folders need one) and every write are ``ReadOnlyRepository``,
 and push refuses such a repository before it reads anything (``FileIO.read_only``). When
-``COORD_TOKEN`` is set, every HTTP request carries it as ``Authorization: Bearer`` (a ``coord
-serve --token-file`` answers nothing without it), as the smart protocol's client sends it.
+``COORD_TOKEN`` is set, a request carries it as ``Authorization: Bearer`` (a ``coord serve
+--token-file`` answers nothing without it), as the smart protocol's client sends it, but only
+to the origin (scheme, host and port) of the URL the user named: a URL elsewhere gets no token.
+A redirect is followed only to an http(s) URL of the same origin (``http_opener``), so the
+token never follows one elsewhere; any other is an ``HttpError`` naming where it led.
 """
 from __future__ import annotations
 
@@ -45,7 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote, urlparse
+from urllib.parse import quote, urlparse, urlsplit
 
 import pyarrow.fs as pafs
 
@@ -343,9 +346,35 @@ def http_opener():
     """The process's one urllib opener, with one TLS context: urlopen's default makes a context
     per HTTPS connection, loading the CA bundle each time (~50 ms of CPU a request)."""
     import ssl
+    import urllib.error
     import urllib.request
 
-    return urllib.request.build_opener(urllib.request.HTTPSHandler(context=ssl.create_default_context()))
+    class SameOrigin(urllib.request.HTTPRedirectHandler):
+        """Follows a redirect within the request's origin only: urllib's own follows one to any
+        host (and to ftp://), with every header, ``Authorization`` too."""
+
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            if origin(newurl) is None or origin(newurl) != origin(req.full_url):
+                raise urllib.error.HTTPError(req.full_url, code, f"{msg}, redirected to {newurl[:200]}, "
+                                             "another origin (scheme, host, port): not followed",
+                                             headers, fp)
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    return urllib.request.build_opener(urllib.request.HTTPSHandler(context=ssl.create_default_context()),
+                                       SameOrigin())
+
+
+def origin(url: str) -> tuple[str, str, int] | None:
+    """What a token is scoped to: an http(s) URL's scheme, host and port (None: not such a URL)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or out of range
+        return None
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return scheme, parts.hostname, port or (443 if scheme == "https" else 80)
 
 
 def connection_problem(reason: object) -> str:
@@ -484,13 +513,14 @@ class HttpFileIO(FileIO):
 
     def __init__(self, root: str):
         super().__init__(root)
-        self.headers = token_headers()  # sent with every request
+        self.token = token_headers()  # for the root's origin only
 
     def url(self, path: str) -> str:
         return f"{self.root}/{quote(path)}"
 
     def request_headers(self, path: str) -> dict[str, str]:
-        return self.headers
+        """The headers a request for ``path`` carries besides the token."""
+        return {}
 
     def _request(self, method: str, path: str) -> HTTPResponse | None:
         """The server's 200 answer (None: 404 or 410), else a one-line HttpError."""
@@ -499,8 +529,10 @@ class HttpFileIO(FileIO):
         import urllib.request  # here: http.client and ssl cost an import only HTTP needs
 
         url = self.url(path)
+        token = self.token if origin(url) == origin(self.root) else {}
         request = urllib.request.Request(url, method=method, headers={
-            "User-Agent": "odf-coordinator", "Accept-Encoding": "identity", **self.request_headers(path)})
+            "User-Agent": "odf-coordinator", "Accept-Encoding": "identity", **token,
+            **self.request_headers(path)})
         try:
             response = http_opener().open(request, timeout=HTTP_TIMEOUT_S)
         except urllib.error.HTTPError as e:

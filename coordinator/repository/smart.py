@@ -9,19 +9,29 @@ from the transfer URLs the server hands out. The WebSocket is opened with the he
 ``x-odf-smtp-version: 1`` and, when ``COORD_TOKEN`` is set, ``Authorization: Bearer``.
 
 Invariants: nothing the server sends is trusted. A frame is bounded (``MAX_FRAME``) before it
-is parsed as JSON; the tar is bounded entry by entry (``MAX_BLOCK``) and in number; each
-block's bytes are hashed against the name they come under before they are decoded, and the
+is parsed as JSON; the tar is inflated as it is read, never past ``MAX_UNPACKED`` bytes in
+all (a gzip bomb is refused in one line, nothing kept), bounded entry by entry (``MAX_BLOCK``)
+and in number, and each entry is hashed against the name it comes under as it arrives, before
+the next is read and before anything decodes it; a pull holds one batch at a time (it asks
+for a second only when the first request brought none), so the bound is the pull's too. The
 pull then runs the same checks and the one append path as from a folder
 (``current.pull_current``); every object is downloaded no further than the size its checked
 block records and hashed before anything parses it. The protocol carries no signatures: ours
 are fetched beside it from the node's ``/{dataset}/signatures/{hash}`` (absent on a kamu node).
+
+``COORD_TOKEN`` goes to the origin (scheme, host, port) of the URL the user named only: the
+WebSocket there, our signature routes there, and a transfer URL only when the node names one
+at that same origin (``HttpFileIO``); a transfer URL elsewhere (a bucket's presigned URL) gets
+the headers the node gave for it and nothing else.
 """
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import re
 import tarfile
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +51,9 @@ VERSION = "1"
 TAR_GZ = "application/tar+gzip"
 MAX_FRAME = 256 << 20  # a frame's JSON: a metadata batch is a JSON array of byte values
 MAX_BLOCKS = 1 << 20  # entries of one metadata batch
+# A metadata batch inflated (its tar: headers and blocks), for a pull (which holds one batch)
+# and for a push coord serve takes: a chain's metadata, ~1 KiB a block, with room to spare.
+MAX_UNPACKED = 256 << 20
 HASH = re.compile(r"f1620[0-9a-f]{64}")
 
 
@@ -50,6 +63,11 @@ class SmartProtocolError(SyncError, Unavailable):
 
 class NotAccepted(SmartProtocolError):
     """The node has no such upload route (404, 405)."""
+
+
+class BatchTooLarge(SmartProtocolError):
+    """A metadata batch inflates past ``MAX_UNPACKED`` bytes (a gzip bomb, or a chain too long
+    to move in one batch)."""
 
 
 # --- frames both sides share ----------------------------------------------------------------
@@ -68,9 +86,11 @@ def pack_blocks(blocks: list[tuple[Multihash, bytes]]) -> dict[str, Any]:
             "payload": list(buffer.getvalue())}
 
 
-def unpack_blocks(batch: Any, where: str) -> list[tuple[Multihash, bytes]]:
-    """The (name, stored bytes) of a ``MetadataBlocksBatch``, in its order; each entry bounded
-    and named by a hash (the caller hashes the bytes against it before decoding them)."""
+def unpack_blocks(batch: Any, where: str) -> Iterator[tuple[Multihash, bytes]]:
+    """The (name, stored bytes) of a ``MetadataBlocksBatch``'s entries in its order, each one
+    given as soon as it is inflated and hashed against its name, before the next is read;
+    bounded one by one (``MAX_BLOCK``), in number (``MAX_BLOCKS``) and together
+    (``MAX_UNPACKED``)."""
     if not isinstance(batch, dict) or batch.get("media_type") != TAR_GZ or batch.get("encoding") != "raw":
         raise SmartProtocolError(f"{where}: the metadata batch is not a raw {TAR_GZ} (nothing was "
                                  "transferred)")
@@ -81,20 +101,46 @@ def unpack_blocks(batch: Any, where: str) -> list[tuple[Multihash, bytes]]:
         payload = bytes(given)
     except (TypeError, ValueError):
         raise SmartProtocolError(f"{where}: the metadata batch's payload is not an array of bytes") from None
-    found: list[tuple[Multihash, bytes]] = []
     try:
-        with tarfile.open(fileobj=io.BytesIO(payload), mode="r:gz") as tar:
-            for entry in tar:
-                if len(found) >= MAX_BLOCKS or not entry.isfile() or not HASH.fullmatch(entry.name) \
+        # "r|": a stream, read once, front to back, through the bound
+        with tarfile.open(fileobj=_Inflated(payload, where), mode="r|") as tar:
+            for count, entry in enumerate(tar):
+                if count >= MAX_BLOCKS or not entry.isfile() or not HASH.fullmatch(entry.name) \
                         or entry.size > MAX_BLOCK:
                     raise SmartProtocolError(f"{where}: metadata batch entry {entry.name[:80]!r}: not a "
                                              f"block named by its hash, of at most {MAX_BLOCK} bytes")
                 stored = tar.extractfile(entry)
                 assert stored is not None  # a regular file
-                found.append((Multihash.parse(entry.name), stored.read()))
-    except (tarfile.TarError, OSError, EOFError) as e:
+                name, data = Multihash.parse(entry.name), stored.read()
+                if Multihash.sha3_256(data) != name:
+                    raise SmartProtocolError(f"{where}: metadata batch entry {entry.name}: its bytes do "
+                                             "not hash to its name (nothing was transferred)")
+                tar.members.clear()  # type: ignore[attr-defined]  # tarfile keeps every header it reads
+                yield name, data
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
         raise SmartProtocolError(f"{where}: the metadata batch is no valid tar+gzip ({e})") from None
-    return found
+
+
+class _Inflated(io.RawIOBase):
+    """A batch's tar, inflated as tarfile reads it; ``BatchTooLarge`` past ``MAX_UNPACKED``
+    bytes, before more is inflated."""
+
+    def __init__(self, payload: bytes, where: str):
+        super().__init__()
+        self.gzip = gzip.GzipFile(fileobj=io.BytesIO(payload), mode="rb")
+        self.left, self.where = MAX_UNPACKED, where
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self.gzip.read(min(len(buffer), self.left + 1))  # GzipFile inflates no more than asked
+        self.left -= len(chunk)
+        if self.left < 0:
+            raise BatchTooLarge(f"{self.where}: the metadata batch holds more than "
+                                f"{MAX_UNPACKED >> 20} MiB unpacked; refused (nothing was transferred)")
+        buffer[:len(chunk)] = chunk
+        return len(chunk)
 
 
 def transfer_plan(blocks: int, block_bytes: int, objects: list[ObjectRef]) -> dict[str, int]:
@@ -229,6 +275,7 @@ class SmartPull(CurrentRemote):
         """The node's head from a pull request starting after ``begin_after``; its blocks kept.
         None: the node's chain does not hold ``begin_after``."""
         self.close()
+        self.blocks = {}  # one batch held at a time
         self.session = Session(self.url, "pull")
         tag, content = result(self.session.ask(
             {"begin_after": str(begin_after) if begin_after else None, "stop_at": None,
@@ -238,9 +285,11 @@ class SmartPull(CurrentRemote):
                 return None
             raise SmartProtocolError(f"{self.url}: the node refused the pull: {str(content)[:300]}")
         answer = self.session.ask({}, "metadata request")  # DatasetPullMetadataRequest
-        batch = unpack_blocks(field(answer, "blocks", self.url, "metadata request"), self.url)
-        self.blocks = {layout.block_file(name): stored for name, stored in batch}
-        return batch[-1][0] if batch else begin_after
+        head = begin_after
+        for name, stored in unpack_blocks(field(answer, "blocks", self.url, "metadata request"), self.url):
+            self.blocks[layout.block_file(name)] = stored
+            head = name
+        return head
 
     def read(self, rel: str, limit: int, what: str) -> bytes | None:
         if rel.startswith("blocks/"):
@@ -290,7 +339,7 @@ class _TransferIO(HttpFileIO):
         return self.transfers[path][0] if path in self.transfers else super().url(path)
 
     def request_headers(self, path: str) -> dict[str, str]:
-        return {**self.headers, **self.transfers[path][1]} if path in self.transfers else self.headers
+        return self.transfers[path][1] if path in self.transfers else {}
 
 
 @contextmanager

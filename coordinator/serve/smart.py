@@ -10,7 +10,10 @@ Invariants:
   (``api._Guard``: loopback only, or the bearer token; a page of another site is refused);
   ``/push`` and its uploads only with ``--allow-writes`` (else 403);
 - a pull answers from one reading of the chain: the interval it plans is the one it sends;
-- a push stages what it receives in its own folder (``run/push/<id>-<session>``): an upload is
+- a push stages what it receives in its own folder (``run/push/<id>-<session>``): its blocks
+  written one by one as the batch inflates, each hashed against its name, the batch refused
+  past ``MAX_UNPACKED`` bytes unpacked (an ``Err`` naming the bound, then close code 1009, the
+  WebSocket's "too big"; the service goes on); an upload is
   taken only if the session asked for it, no larger than announced, and hashing to its name;
   our extension, a pushed block's signature (``PUT /{dataset}/signatures/{hash}``, which the
   protocol lacks), is optional, bounded, and checked against its block like any pulled one;
@@ -46,6 +49,7 @@ from ..repository.smart import (
     HASH,
     VERSION,
     VERSION_HEADER,
+    BatchTooLarge,
     SmartProtocolError,
     object_rel,
     pack_blocks,
@@ -199,14 +203,7 @@ def add_routes(app: FastAPI, ws: Workspace, allow_writes: bool) -> None:
             request = await _receive(socket)
             if not isinstance(request, dict) or "new_blocks" not in request:
                 raise _Refused("expected a DatasetPushMetadataRequest")
-            blocks = unpack_blocks(request["new_blocks"], f"push to {dataset}")
-            if not blocks:
-                raise _Refused("the push brings no block")
-            for name, stored in blocks:
-                atomic_write(session.folder / layout.block_file(name), stored)
-                session.optional.add(layout.signature_file(name))
-                uploads.expect(session, layout.signature_file(name), MAX_SIGNATURE)
-            atomic_write(session.folder / layout.HEAD, str(blocks[-1][0]).encode())
+            await asyncio.to_thread(_stage, session, uploads, request["new_blocks"])
             await socket.send_text(json.dumps({"Ok": {}}))
             phase = ("Push", "ObjectsRequest")
             truncated = True
@@ -244,7 +241,7 @@ def add_routes(app: FastAPI, ws: Workspace, allow_writes: bool) -> None:
             pass
         except (_Refused, SmartProtocolError, ValueError) as e:
             await socket.send_text(json.dumps(_err(phase, str(e))))
-            await socket.close(1008, str(e)[:120])
+            await socket.close(1009 if isinstance(e, BatchTooLarge) else 1008, str(e)[:120])
         finally:
             uploads.end(session)
 
@@ -328,6 +325,20 @@ def _plan(ds: CurrentDataset, request: Any) -> tuple[dict[str, Any], list[Multih
     plan = transfer_plan(len(sent), sum((ds.root / layout.block_file(b.hash)).stat().st_size
                                         for b in sent), objects)
     return {"Ok": {"transfer_plan": plan}}, [b.hash for b in sent]
+
+
+def _stage(session: _Push, uploads: _Uploads, batch: Any) -> None:
+    """Write each pushed block to the session's folder as the batch inflates (one held at a
+    time), then the last one's name as its head; their signatures are awaited."""
+    head = None
+    for name, stored in unpack_blocks(batch, f"push to {session.dataset}"):
+        atomic_write(session.folder / layout.block_file(name), stored)
+        session.optional.add(layout.signature_file(name))
+        uploads.expect(session, layout.signature_file(name), MAX_SIGNATURE)
+        head = name
+    if head is None:
+        raise _Refused("the push brings no block")
+    atomic_write(session.folder / layout.HEAD, str(head).encode())
 
 
 def _batch(root: Path, blocks: list[Multihash]) -> dict[str, Any]:
