@@ -341,34 +341,32 @@ def check_changelog(state: pa.Table | None, table: pa.Table, roles: SnapshotColu
     checked = np.flatnonzero((ops == Op.RETRACT) | (ops == Op.CORRECT_FROM))
     if not checked.size:
         return table
-    before = _before(codes, canonical_order(data, ops, event_time_column))
-    held_in_batch = before >= 0
-    held = np.where(held_in_batch, ops[before] != Op.RETRACT, state_row >= 0)[checked]
-    what = np.where(ops[checked] == Op.RETRACT, "retracts", "corrects")
-    if (unheld := checked[~held]).size:
-        row = int(unheld[0])
-        raise IngestError(f"{name}: row {row + 1}: {what[np.flatnonzero(~held)[0]]} the record "
-                          f"of key {_key(data, roles.key, row)}, which the dataset does not hold "
-                          "at that point")
-    # the record each one repeats: a row of the batch, else the state's (after the batch's)
-    at = np.where(held_in_batch, before, len(data) + state_row)[checked]
+    # per checked row, the record held for its key just before it: the batch's row stored
+    # before it, else the state's row (placed after the batch's in ``held_table``)
+    before = _before(codes, canonical_order(data, ops, event_time_column))[checked]
+    in_batch = before >= 0
+    held = np.where(in_batch, ops[before] != Op.RETRACT, state_row[checked] >= 0)
+    at = np.where(in_batch, before, len(data) + state_row[checked])
     held_table = pa.concat_tables([data, _like(state, data)])
     columns = [c for c in data.column_names if c not in roles.key
                and (c != event_time_column or own_event_time)]
-    if not columns:
+    differs = np.stack([_differs(held_table[c].take(at), data[c].take(checked))
+                        for c in columns]) if columns else np.zeros((0, len(checked)), bool)
+    bad = ~held | differs.any(axis=0)
+    if not bad.any():
         return table
-    differs = np.stack([_differs(held_table[c].take(at), data[c].take(checked)) for c in columns])
-    if (wrong := np.flatnonzero(differs.any(axis=0))).size:
-        i = int(wrong[0])
-        row, column, source = int(checked[i]), columns[int(np.argmax(differs[:, i]))], int(at[i])
-        later = f" (that of row {source + 1}, which the slice stores before it: records of one " \
-            "event time are stored by operation type, appends first; give them distinct event " \
-            "times)" if row < source < len(data) else ""
-        raise IngestError(f"{name}: row {row + 1}: {what[i]} the record of key "
-                          f"{_key(data, roles.key, row)} with {column} "
-                          f"{_shown(data[column][row])}, but the record held for it has "
-                          f"{_shown(held_table[column][source])}{later}")
-    return table
+    i = int(np.argmax(bad))
+    row = int(checked[i])
+    what = f"{name}: row {row + 1}: {'retracts' if ops[row] == Op.RETRACT else 'corrects'} the " \
+        f"record of key {_key(data, roles.key, row)}"
+    reordered = " (a slice stores a key's records by event time, then operation type, appends " \
+        "first, not in the file's order; give them event times in the order they happen)" \
+        if _before(codes, np.arange(len(codes)))[row] != before[i] else ""
+    if not held[i]:
+        raise IngestError(f"{what}, which the dataset does not hold at that point{reordered}")
+    column = columns[int(np.argmax(differs[:, i]))]
+    raise IngestError(f"{what} with {column} {_shown(data[column][row])}, but the record held "
+                      f"for it has {_shown(held_table[column][int(at[i])])}{reordered}")
 
 
 def upsert(state: pa.Table | None, batch: pa.Table, roles: SnapshotColumns,

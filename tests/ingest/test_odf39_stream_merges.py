@@ -313,6 +313,9 @@ HELD = [(APPEND, 1, "Oslo", 1), (APPEND, 2, "Lima", 2), (APPEND, 3, "Kyiv", 3),
      "row 1: retracts the record of key {'id': 3}, which the dataset does not hold at that point"),
     ([(RETRACT, 2, "Lima", 99)],
      "row 1: retracts the record of key {'id': 2} with pop 99, but the record held for it has 2"),
+    # the first row refused is named, whatever is wrong with the rows after it
+    ([(RETRACT, 2, "Lima", 99), (RETRACT, 9, "Nowhere", 0)],
+     "row 1: retracts the record of key {'id': 2} with pop 99, but the record held for it has 2"),
     ([(CORRECT_FROM, 1, "Bergen", 1), (CORRECT_TO, 1, "Oslo", 5)],
      "row 1: corrects the record of key {'id': 1} with city 'Bergen', but the record held for it "
      "has 'Oslo'"),
@@ -326,8 +329,8 @@ HELD = [(APPEND, 1, "Oslo", 1), (APPEND, 2, "Lima", 2), (APPEND, 3, "Kyiv", 3),
     # a slice stores records of one event time by operation type: the append comes first
     ([(RETRACT, 1, "Oslo", 1), (APPEND, 1, "Oslo", 7)],
      "row 1: retracts the record of key {'id': 1} with pop 1, but the record held for it has 7 "
-     "(that of row 2, which the slice stores before it: records of one event time are stored by "
-     "operation type, appends first; give them distinct event times)"),
+     "(a slice stores a key's records by event time, then operation type, appends first, not in "
+     "the file's order; give them event times in the order they happen)"),
     ([(CORRECT_FROM, 1, "Oslo", 1), (CORRECT_TO, 2, "Oslo", 5)],
      "row 2: a correct-to row has the key {'id': 2} and its correct-from row another "
      "({'id': 1})"),
