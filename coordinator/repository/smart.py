@@ -49,7 +49,10 @@ from .remote import MAX_BLOCK, RemoteDataset, SyncError
 VERSION_HEADER = "x-odf-smtp-version"
 VERSION = "1"
 TAR_GZ = "application/tar+gzip"
-MAX_FRAME = 256 << 20  # a frame's JSON: a metadata batch is a JSON array of byte values
+# A frame's JSON. A metadata batch is a JSON array of byte values, which parses into a Python
+# list of 8 bytes an entry: 64 MiB of "0," is at most 256 MiB of list (with 256 MiB a frame, 1 GiB),
+# and still carries some 18 MiB of gzip, tens of thousands of blocks.
+MAX_FRAME = 64 << 20
 MAX_BLOCKS = 1 << 20  # entries of one metadata batch
 # A metadata batch inflated (its tar: headers and blocks), for a pull (which holds one batch)
 # and for a push coord serve takes: a chain's metadata, ~1 KiB a block, with room to spare.
