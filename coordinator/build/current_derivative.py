@@ -417,7 +417,7 @@ def passes_on_retractions(engine: Engine, plan: CurrentPlan) -> bool:
                   f"FROM {i.alias} WHERE ...")
         if mapping.operator is not None:
             raise RetractionsRefused(
-                f"{refused}, which the query's {mapping.operator} cannot handle (issue 34): derive "
+                f"{refused}, which the query's {mapping.operator} cannot handle yet: derive "
                 f"from it with projections and filters only ({select}), or from an input that "
                 "only appends")
         if mapping.input != i.alias:
@@ -429,23 +429,23 @@ def passes_on_retractions(engine: Engine, plan: CurrentPlan) -> bool:
             raise RetractionsRefused(
                 f"{refused}, which the query cannot pass on: it filters on {', '.join(filtered)}, "
                 "so a retraction or correction could be kept without the record it undoes or "
-                "dropped with it kept (issue 34); filter on the event time and data columns only")
+                "dropped with it kept; filter on the event time and data columns only")
         consumed = (op, offset, plan.vocab.system_time)  # checked above, or dropped
         for column, read in mapping.sources.items():
             if column not in consumed and (used := [c for c in system if c in read]):
                 raise RetractionsRefused(
                     f"{refused}, which the query cannot pass on: its column {column} is computed "
                     f"from {', '.join(used)}, so a retraction would not carry the values of the "
-                    "record it retracts (issue 34); compute the output's columns from the event "
+                    "record it retracts; compute the output's columns from the event "
                     "time and data columns only")
         if mapping.copies.get(op) != i.vocab.operation_type:
             raise RetractionsRefused(
-                f"{refused}, which the query cannot pass on: the output does not carry op "
-                f"(issue 34); select the input's op and offset unchanged ({select})")
+                f"{refused}, which the query cannot pass on: the output does not carry op; "
+                f"select the input's op and offset unchanged ({select})")
         if mapping.copies.get(offset) != i.vocab.offset:
             raise RetractionsRefused(
                 f"{refused}; the output carries op but not offset, which puts its records in the "
-                "input's order (issue 34): select the input's offset unchanged too "
+                "input's order: select the input's offset unchanged too "
                 f"({select})")
         return True
     return False

@@ -231,7 +231,8 @@ def _upload_part(io, part: Part, dataset: Parts, path: str, progress: Progress) 
     if dataset.op is not None:
         if pc.any(pc.not_equal(table[dataset.op], 0)).as_py():
             raise PublishError(f"{part.file} (block {part.block}) holds retractions or corrections "
-                               "(op != 0), which a File Feed part cannot carry yet (issue 34)")
+                               "(op != 0), which a File Feed part cannot carry yet; publish a "
+                               "dataset that only appends")
         table = table.select(kept)
     sink = pa.BufferOutputStream()
     if path.endswith(".csv"):

@@ -168,7 +168,7 @@ def test_an_input_with_retractions_is_refused_and_nothing_is_committed(ws):
     assert proc.returncode == 1
     # the root's chain says nothing of retractions: its data does
     assert "input cities can hold retractions and corrections (block 5 holds op != 0)" in proc.stderr
-    assert "the output does not carry op (issue 34)" in proc.stderr
+    assert "the output does not carry op;" in proc.stderr
     assert CurrentDataset(ws, "large").head() == head
 
 
