@@ -54,7 +54,7 @@ from ..metadata.objects import (
     MergeStrategyLedger,
     MergeStrategySnapshot,
 )
-from ..metadata.odf39.adapt import REWRITTEN_READS, STREAM_MERGES, StreamMerge
+from ..metadata.odf39.adapt import STREAM_MERGES, StreamMerge
 from ..metadata.odf39.source import MergeStrategyChangelogStream, MergeStrategyUpsertStream
 from ..metadata.timestamps import format_timestamp, parse_timestamp
 from ..workspace import DatasetState, Workspace
@@ -109,16 +109,18 @@ def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = Non
 
 def push_root(ws: Workspace, dataset_id: str, files: list[FetchedFile], *,
               target: TargetOpener, progress: Progress | None = None,
-              engine: EngineSource | None = None) -> IngestResult:
+              engine: EngineSource | None = None,
+              reshape: Callable[[FetchedFile], FetchedFile] = lambda f: f) -> IngestResult:
     """Ingest ``files`` through the push source ``target`` holds (``ingest.push``): each file is
     read, preprocessed, merged and committed as one block of its own, or none when the merge
-    leaves nothing new, exactly as a pull's steps do."""
+    leaves nothing new, exactly as a pull's steps do; ``reshape`` rewrites a file for the read
+    step first."""
     with target(ws, dataset_id, None) as into:
         if into.history.source.preprocess is not None and engine is None:
             raise IngestError(f"{dataset_id}: the source has a preprocess step, which needs the "
                               "SQL engine; none was given to this ingest")
         with run_folder(ws.run_dir, f"ingest-{dataset_id}") as scratch:
-            return _Pull(ws, into, scratch, progress or NoProgress(), engine).push(files)
+            return _Pull(ws, into, scratch, progress or NoProgress(), engine).push(map(reshape, files))
 
 
 def _set_watermark(target: Target, t: datetime) -> IngestResult:
@@ -266,8 +268,7 @@ class _Pull:
 
         if self.config.engine is IngestEngine.COORDINATOR or not in_engine.can_read(self.source.read):
             return True
-        # a prepared or rewritten file's size, which decides, is known only then
-        if self.source.prepare or isinstance(self.history.given_read, REWRITTEN_READS):
+        if self.source.prepare:  # a prepared file's size, which decides, is known only then
             return False
         return not any(self.config.reads_in_engine(f.path.stat().st_size) for f in group)
 
@@ -325,22 +326,29 @@ class _Pull:
         assert self.disk_snapshot is not None
         system_time = self.history.next_system_time()
         name = _names(group)
-        tables = (self._prepared(p, system_time).table
-                  for p in self._pieces(group, (0, 0), split=self.source.preprocess is None))
+        read_times: list[datetime] = []  # each piece's latest event time, as the diff reads it
+
+        def tables() -> Iterator[pa.Table]:
+            for p in self._pieces(group, (0, 0), split=self.source.preprocess is None):
+                table = self._prepared(p, system_time).table
+                read_times.extend(t for t in [self._read_time(table)] if t is not None)
+                yield table
+
         # a quarter slice: a snapshot's changes share one event time, so the hash orders
         # each block's rows by their whole text, which holds the block several times over
-        changes = self.disk_snapshot.diff(tables, self.vocab.event_time,
+        changes = self.disk_snapshot.diff(tables(), self.vocab.event_time,
                                           group[-1].event_time or system_time, name,
                                           self.max_slice_bytes // 4, lambda: self.own_event_time)
         import duckdb
 
         try:
-            held = next(changes)
+            held = next(changes)  # the whole snapshot is read by then
+            read = max(read_times, default=None)
             for table in changes:
-                self._commit_table(held, group, name, system_time, SourceState(base))
+                self._commit_table(held, group, name, system_time, SourceState(base), read)
                 held, system_time = table, self.history.next_system_time()
             self._commit_table(held, group, name, system_time,
-                               SourceState(group[-1].source_state()))
+                               SourceState(group[-1].source_state()), read)
             self.disk_snapshot.current_state()
         except duckdb.Error as e:  # blocks already committed stay; the next pull goes on
             raise IngestError(f"{name}: the out-of-core snapshot merge failed: "
@@ -353,7 +361,6 @@ class _Pull:
         """The group's records in order, from file ``skip[0]`` on, less that file's first
         ``skip[1]`` (which an earlier pull ingested); large files in pieces if ``split``."""
         from .prepare import prepare
-        from .reshape import rewritten
 
         skip_files, skip_rows = skip
         self.progress.start(sum(f.path.stat().st_size for f in group[skip_files:]),
@@ -361,7 +368,6 @@ class _Pull:
         try:
             for i, f in enumerate(group[skip_files:], start=skip_files):
                 path = prepare(f.path, self.source.prepare, self.scratch, f.name)
-                path = rewritten(path, self.history.given_read, self.scratch, f.name)
                 tables = self._read(path, f.name, split)
                 drop = skip_rows if i == skip_files else 0
                 rows, held = 0, None  # the file's records read so far; the piece not yet given
@@ -407,13 +413,28 @@ class _Pull:
             else tables[0]
         files = list({id(p.file): p.file for p in pieces}.values())
         name = _names(files)
+        read = self._read_time(table)
         table = self._merge(table, files[-1].event_time or system_time, name)
-        self._commit_table(table, files, name, system_time, state)
+        self._commit_table(table, files, name, system_time, state, read)
+
+    def _read_time(self, table: pa.Table) -> datetime | None:
+        """The latest event time of a snapshot's or a stream batch's records as read, before
+        the merge: its block's watermark moves to it even where the merge keeps none of them
+        (a snapshot or push that only removes keys: a current-ODF retraction carries the
+        removed record's event time), so the watermark says when the block's removals took
+        effect (``query.state``'s AS OF). None for the other merges."""
+        from . import slice_layout
+
+        if not self._file_a_block() or not len(table):
+            return None
+        return slice_layout.max_event_time(table, self.vocab)
 
     def _commit_table(self, table: pa.Table, files: list[FetchedFile], name: str,
-                      system_time: datetime, state: SourceState) -> None:
+                      system_time: datetime, state: SourceState, read: datetime | None = None) -> None:
         """Conform and commit the merged records of ``files`` (``name``: theirs, for
-        messages): in the committer thread when there is one (``_committer``), else here."""
+        messages): in the committer thread when there is one (``_committer``), else here;
+        ``read``: the latest event time the merge read (``_read_time``), counted in the
+        watermark of a block with records."""
         from . import slice_layout
         from .bounds import check_source_time
 
@@ -426,7 +447,7 @@ class _Pull:
                 check_source_time(f.event_time, system_time, self.config.event_time_horizon_s,
                                   f.name)
         previous = self.history.watermark
-        known = [previous, slice_layout.max_event_time(table, self.vocab) if len(table) else None,
+        known = [previous, *((slice_layout.max_event_time(table, self.vocab), read) if len(table) else ()),
                  *(f.event_time for f in files)]
         watermark = max((t for t in known if t is not None), default=None)
         if len(table) == 0 and watermark == previous:

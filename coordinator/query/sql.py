@@ -59,7 +59,7 @@ from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, Workspace
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import BlockNotFound
-from .state import STATE_SUFFIX, StateKey, no_state, quoted, state_key, state_sql
+from .state import STATE_SUFFIX, StateKey, Written, no_state, quoted, state_key, state_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -134,6 +134,7 @@ class DatasetRead:
     files: list[Path]
     source: DatasetSource | PushSource | None  # None: a current-ODF derivative (no key either)
     key: StateKey | None
+    written: tuple[Written, ...] = ()  # a current-ODF dataset's slices, for its state's AS OF
 
 
 def dataset_reads(ws: Workspace, as_at: AsAt | None = None) -> dict[str, DatasetRead]:
@@ -189,7 +190,11 @@ def current_read(ds: CurrentDataset, stop: bytes | None = None,
     if not slices:
         return None
     source, key = current_definition(ds)
-    return DatasetRead(checked_current_files(ds, slices), source, key)
+    watermarks = {b.block.sequence_number: getattr(b.block.event, "new_watermark", None)
+                  for b in ds.state().blocks}
+    written = tuple(Written(r.slice.offset_interval.end - r.slice.offset_interval.start + 1,
+                            watermarks[r.sequence_number]) for r in slices)
+    return DatasetRead(checked_current_files(ds, slices), source, key, written)
 
 
 def current_definition(ds: CurrentDataset) -> tuple[DatasetSource | PushSource | None, StateKey | None]:
@@ -304,7 +309,7 @@ class SqlSession:
             con.register(name, arrow_dataset(name, read.files, self._root))
             if read.key is not None:  # a view: computed only when a query reads it
                 con.execute(f"CREATE TEMP VIEW {quoted(name + STATE_SUFFIX)} AS "
-                            f"{state_sql(quoted(name), read.key, as_of)}")
+                            f"{state_sql(quoted(name), read.key, as_of, written=read.written)}")
         for name, table in (extra or {}).items():
             con.register(name, table)
         con.execute("SET enable_external_access = false")

@@ -17,19 +17,39 @@ Invariants:
 - A current-ODF snapshot root's state is ODF's projection of its records as the reference
   computes it: per key the record of the highest offset (its stored order), left out if it
   is a retraction (op 1); a correction's correct-to record comes after its correct-from.
-- As of an event time T (ODF's AS OF, "what was true at T"), only records with event time
-  <= T count. The system time is bounded separately, by the read's ``--as-at`` (ODF's AS AT,
-  "what was known at T"): the records of the blocks committed by then, nothing else.
+- As of an event time T (ODF's AS OF, "what was true at T"), only the records that took
+  effect at or before T count, and a record takes effect at its event time, with one
+  exception: a current-ODF retraction or correct-from repeats the record it removes, event
+  time included (ODF's rule), so its own event time is when that record appeared, not when it
+  was removed; it takes effect at the watermark of the block that wrote it (``AddData``'s
+  ``newWatermark``: the latest of the watermark before, the event time of the records the
+  block read, those its merge kept none of too, and the event time its fetch gave, as
+  ``ingest.pipeline`` sets it). A block with no watermark (none set yet) has its removals
+  counted from the start. Watermarks never go back along a chain, so the removals that count
+  are exactly those of the slices before the first block whose watermark is after T
+  (``removals_counted``). Per merge: a snapshot's removals take effect at the snapshot's
+  time (its fetch's event time, else the latest event time of its rows, or the one it was
+  pushed with); an upsert stream's deletion is stored as a retraction of the values held,
+  so it takes effect at the latest event time of its push (changes of other moments go in
+  other pushes); a changelog's retraction given its own event time must repeat the
+  retracted one, so a push of retractions alone takes effect at the watermark before it
+  (``coord pull --set-watermark`` moves it first), while one pushed with ``--event-time``
+  carries that time, as its block's watermark does. A 0.18 removal (``D``) carries the
+  snapshot's event time (its fetch's, else the pull's system time): its own is right. The system
+  time is bounded separately, by the read's ``--as-at`` (ODF's AS AT, "what was known at T"):
+  the records of the blocks committed by then, nothing else.
 - It is one DuckDB query (a window over the key, ``QUALIFY``), never a loop per row; row
   order within the scan is DuckDB's streaming ``row_number() OVER ()``, which keeps the
   order of the Arrow dataset (slices oldest first).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ..data.odf_slice import Op
 from ..errors import Invalid
 from ..ingest.merge import SnapshotColumns
 from ..metadata.objects import (
@@ -64,6 +84,26 @@ class StateKey:
     by_offset: bool = False  # latest = last stored (ODF 0.39 operation types), not by event time
 
 
+@dataclass(frozen=True)
+class Written:
+    """One slice of a current-ODF change log, as its state as of an event time needs it: how
+    many records it holds and the watermark of the block that wrote it (None: none set)."""
+
+    records: int
+    watermark: datetime | None
+
+
+def removals_counted(written: Sequence[Written], as_of: datetime) -> int:
+    """How many records, from the first stored, the slices before the first block with a
+    watermark after ``as_of`` hold: their removals took effect by then (the module doc)."""
+    counted = 0
+    for w in written:
+        if w.watermark is not None and w.watermark > as_of:
+            break
+        counted += w.records
+    return counted
+
+
 def state_key(source: DatasetSource | PushSource, vocab: DatasetVocabulary,
               operation_type: str | None = None) -> StateKey | None:
     """The state a dataset of that definition has, or None (no primary key);
@@ -86,12 +126,22 @@ def no_state(dataset: str, source: DatasetSource | PushSource | None) -> str:
             f'records on (only snapshot and ledger roots have one); its records are "{dataset}"')
 
 
-def state_sql(relation: str, key: StateKey, as_of: datetime | None = None, last: int | None = None) -> str:
+def state_sql(relation: str, key: StateKey, as_of: datetime | None = None, last: int | None = None,
+              written: Sequence[Written] = ()) -> str:
     """The DuckDB query of the state of the change log ``relation`` (a quoted name), as of
-    event time ``as_of`` if given; with ``last``, the last rows by the stored order of their
-    versions, in that order (else in no order: a table, sorting it costs a third more)."""
+    event time ``as_of`` if given (``written``: a current-ODF change log's slices, oldest
+    first, which place its removals in time); with ``last``, the last rows by the stored order
+    of their versions, in that order (else in no order: a table, sorting it costs a third more)."""
     event, system = quoted(key.event_time), quoted(key.system_time)
-    bound = f" WHERE {event} <= TIMESTAMPTZ '{format_timestamp(as_of)}'" if as_of is not None else ""
+    bound = ""
+    if as_of is not None:
+        bound = f"{event} <= TIMESTAMPTZ '{format_timestamp(as_of)}'"
+        if key.by_offset and key.observation is not None:  # a removal by its block's watermark
+            # (ROW numbers the stored records from 1: the first n are ROW <= n)
+            bound = (f"CASE WHEN {quoted(key.observation)} IN ({int(Op.RETRACT)}, "
+                     f"{int(Op.CORRECT_FROM)}) THEN {ROW} <= {removals_counted(written, as_of)} "
+                     f"ELSE {bound} END")
+        bound = f" WHERE {bound}"
     order = f"{ROW} DESC" if key.by_offset else f"{event} DESC, {system} DESC, {ROW} DESC"
     latest = (f"SELECT * FROM (SELECT *, row_number() OVER () AS {ROW} FROM {relation}){bound} "
               f"QUALIFY row_number() OVER (PARTITION BY {', '.join(map(quoted, key.key))} "

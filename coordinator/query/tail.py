@@ -110,7 +110,7 @@ def state_tail(ds: Dataset, n: int, as_at: str | None = None, as_of: datetime | 
     with duckdb.connect(config={"temp_directory": ""}) as con:  # no spill folder in the current one
         con.execute("SET TimeZone = 'UTC'")
         con.register("changes", arrow_dataset(ds.id, read.files, str(ds.ws.root)))
-        return con.sql(state_sql("changes", key, as_of, last=n)).to_arrow_table()
+        return con.sql(state_sql("changes", key, as_of, last=n, written=read.written)).to_arrow_table()
 
 
 def _current_state_read(ds: Dataset, as_at: str | None) -> tuple[
