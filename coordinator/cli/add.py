@@ -20,7 +20,7 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     from ..ingest.schema_ddl import check_read_schema
     from ..metadata.manifest import ManifestError, manifest_files, read_manifest
     from ..metadata.objects import DatasetSnapshot
-    from ..metadata.odf39.adapt import NEEDS_039, STREAM_MERGES
+    from ..metadata.odf39.adapt import NEEDS_039, STREAM_MERGES, account_inputs, local_name
     from ..transform.definition import derivative_problem
     from ..workspace import catalog
     from ..workspace.config import OdfVersion
@@ -30,6 +30,7 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     show = Output()
     snapshots = []
     written = {}  # reference-form manifests' snapshots as written: what a 0.39 dataset keeps
+    current_form = []  # the manifests of those, for 0.39 datasets
     new_odf = ws.config().odf
     for file in manifest_files(paths):
         # either form; a current-form one as the 0.18 snapshot (stream merges kept: below)
@@ -47,8 +48,12 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
                 if isinstance(merge, STREAM_MERGES):
                     raise loaded.error("content.source.merge", f"merge kind {merge.KIND} is not "
                                        f"supported by ODF 0.18 workspaces ({NEEDS_039})")
+            if loaded.adapted is not None:  # what a 0.18 dataset cannot hold is refused here
+                loaded = read_manifest(file)
             for note in loaded.notes:  # what a 0.18 dataset has no place for
                 show.note(note)
+        elif loaded.adapted is not None:
+            current_form.append((loaded, loaded.adapted))
         try:
             for source in [snapshot.source, *pushed]:
                 check_read_schema(source)
@@ -58,6 +63,17 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
         if problem is not None:
             raise loaded.error(*problem)
         snapshots.append(snapshot)
+    adding = {s.id for s in snapshots}
+    for loaded, adapted in current_form:
+        for place, ref in account_inputs(adapted.written):
+            name = local_name(ref)
+            if name not in adding and not ws.dataset(name).exists():
+                raise ManifestError(loaded.name, place, f"{ref} is the dataset {name} of the account "
+                                    f"{ref.rpartition('/')[0]}; this workspace (which has no accounts) "
+                                    f"has no dataset {name}: add {name} first (coord add its "
+                                    "manifest, or coord pull it from a repository)")
+        for note in loaded.notes:  # an input of an account read as the workspace's dataset
+            show.note(note)
     with ExitStack() as stack:
         def readable() -> list[str]:  # a changed query is validated against its inputs, old and new
             from ..store.overview import CurrentDatasets

@@ -97,12 +97,12 @@ class CurrentHistory(DatasetHistory):
             raise DatasetNotFound(ds.id)
         source: DatasetSourceRoot | PushSource
         if push is not None:
-            source = push
+            source, given_read = push, push.given
         elif s.polling_source is None:
             raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
                               "nothing to fetch")
         else:
-            source = root_source(ds.id, s)
+            source, given_read = root_source(ds.id, s), s.polling_source.read
         vocab = vocab_of(s.vocab)
         hashes = {str(b.hash) for b in s.blocks}
         if ds.state_dir.is_dir():
@@ -123,7 +123,8 @@ class CurrentHistory(DatasetHistory):
             slices={r.block_hash: r.slice for r in s.slices},  # type: ignore[misc]
             vocabulary=vocabulary,
             schema_in_force=s.schema.schema if s.schema is not None else None,
-            prev_offset=s.last_offset)
+            prev_offset=s.last_offset,
+            given_read=given_read)
 
     def schema(self) -> pa.Schema | None:
         """The newest slice's stored schema less offset and operation type (what the next

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..metadata.odf39.adapt import PushSource, StreamMerge
+    from ..metadata.odf39.source import ReadStep
     from .merge import SnapshotColumns
 
 
@@ -35,6 +36,9 @@ class DatasetHistory:
     state: SourceState | None  # the fetch step's progress and where to resume (source_state.py)
     data_blocks: list[bytes] = field(default_factory=list)  # blocks with a slice, oldest first
     slices: dict[bytes, DataSlice] = field(default_factory=dict)  # the slice each one records
+    # a 0.39 source's read step as written (the pipeline rewrites the files of a Json or
+    # NdGeoJson one before reading them: ``reshape``); None for a 0.18 source
+    given_read: ReadStep | None = None
 
     @staticmethod
     def load(ds: Dataset, s: DatasetState | None) -> DatasetHistory:

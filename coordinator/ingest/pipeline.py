@@ -54,7 +54,7 @@ from ..metadata.objects import (
     MergeStrategyLedger,
     MergeStrategySnapshot,
 )
-from ..metadata.odf39.adapt import STREAM_MERGES, StreamMerge
+from ..metadata.odf39.adapt import REWRITTEN_READS, STREAM_MERGES, StreamMerge
 from ..metadata.odf39.source import MergeStrategyChangelogStream, MergeStrategyUpsertStream
 from ..metadata.timestamps import format_timestamp, parse_timestamp
 from ..workspace import DatasetState, Workspace
@@ -109,18 +109,16 @@ def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = Non
 
 def push_root(ws: Workspace, dataset_id: str, files: list[FetchedFile], *,
               target: TargetOpener, progress: Progress | None = None,
-              engine: EngineSource | None = None,
-              reshape: Callable[[FetchedFile], FetchedFile] = lambda f: f) -> IngestResult:
+              engine: EngineSource | None = None) -> IngestResult:
     """Ingest ``files`` through the push source ``target`` holds (``ingest.push``): each file is
     read, preprocessed, merged and committed as one block of its own, or none when the merge
-    leaves nothing new, exactly as a pull's steps do; ``reshape`` rewrites a file for the read
-    step first."""
+    leaves nothing new, exactly as a pull's steps do."""
     with target(ws, dataset_id, None) as into:
         if into.history.source.preprocess is not None and engine is None:
             raise IngestError(f"{dataset_id}: the source has a preprocess step, which needs the "
                               "SQL engine; none was given to this ingest")
         with run_folder(ws.run_dir, f"ingest-{dataset_id}") as scratch:
-            return _Pull(ws, into, scratch, progress or NoProgress(), engine).push(map(reshape, files))
+            return _Pull(ws, into, scratch, progress or NoProgress(), engine).push(files)
 
 
 def _set_watermark(target: Target, t: datetime) -> IngestResult:
@@ -268,7 +266,8 @@ class _Pull:
 
         if self.config.engine is IngestEngine.COORDINATOR or not in_engine.can_read(self.source.read):
             return True
-        if self.source.prepare:  # a prepared file's size, which decides, is known only then
+        # a prepared or rewritten file's size, which decides, is known only then
+        if self.source.prepare or isinstance(self.history.given_read, REWRITTEN_READS):
             return False
         return not any(self.config.reads_in_engine(f.path.stat().st_size) for f in group)
 
@@ -361,6 +360,7 @@ class _Pull:
         """The group's records in order, from file ``skip[0]`` on, less that file's first
         ``skip[1]`` (which an earlier pull ingested); large files in pieces if ``split``."""
         from .prepare import prepare
+        from .reshape import rewritten
 
         skip_files, skip_rows = skip
         self.progress.start(sum(f.path.stat().st_size for f in group[skip_files:]),
@@ -368,6 +368,7 @@ class _Pull:
         try:
             for i, f in enumerate(group[skip_files:], start=skip_files):
                 path = prepare(f.path, self.source.prepare, self.scratch, f.name)
+                path = rewritten(path, self.history.given_read, self.scratch, f.name)
                 tables = self._read(path, f.name, split)
                 drop = skip_rows if i == skip_files else 0
                 rows, held = 0, None  # the file's records read so far; the piece not yet given

@@ -17,11 +17,8 @@ As the reference does (kamu-cli v0.265: ``ingest_command.rs``, ``WriterSourceEve
   is read whole (a push has no fetch state to resume a file from), and the block is committed
   by the one append path, so a crash leaves the dataset as it was before that input.
 
-A ``Json`` input (an array of records, or one under ``subPath``) is rewritten as NdJson and
-an ``NdGeoJson`` one as a GeoJSON collection before the read step (0.18's readers, which the
-pipeline runs, have neither): the lines are joined as bytes; a JSON document is checked and
-its array found by DuckDB, whose array reader gives each element's text to a line (no Python
-object per record), so the read step names a bad record by its place in the array as a row.
+A ``Json`` or ``NdGeoJson`` input is rewritten as NdJson before the read step, as a polled
+file is (``reshape``).
 """
 from __future__ import annotations
 
@@ -38,7 +35,6 @@ from ..metadata.odf39 import source as s
 from ..metadata.odf39.adapt import PushSource, push_source
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import DatasetNotFound
-from ..workspace.runs import run_folder
 from .errors import IngestError
 from .fetched import FetchedFile
 
@@ -106,22 +102,17 @@ def push(ws: Workspace, dataset_id: str, inputs: list[PushedInput], *,
     from .pipeline import push_root
 
     _check_target(ws, dataset_id)
-    chosen: list[PushSource] = []
 
     def choose(state: DatasetState) -> PushSource:
         event = select_source(dataset_id, state, source_name)
         if input_format is not None:
             event = dataclasses.replace(event, read=compatible_read(event.read, input_format))
-        chosen.append(push_source(event, f"{dataset_id}: push source {event.source_name!r}"))
-        return chosen[-1]
+        return push_source(event, f"{dataset_id}: push source {event.source_name!r}")
 
-    with run_folder(ws.run_dir, f"push-{dataset_id}") as scratch:
-        files = [FetchedFile(i.path, i.name, event_time, None) for i in inputs]
-        # the source is chosen under the dataset's writer lock (open_current), then each
-        # file is reshaped for it as it comes
-        return push_root(ws, dataset_id, files, target=partial(open_current, push=choose),
-                         progress=progress, engine=engine,
-                         reshape=lambda f: _reshaped(f, chosen[-1], scratch))
+    files = [FetchedFile(i.path, i.name, event_time, None) for i in inputs]
+    # the source is chosen under the dataset's writer lock (open_current)
+    return push_root(ws, dataset_id, files, target=partial(open_current, push=choose),
+                     progress=progress, engine=engine)
 
 
 def _check_target(ws: Workspace, dataset_id: str) -> None:
@@ -165,79 +156,3 @@ def compatible_read(step: s.ReadStep, fmt: InputFormat) -> s.ReadStep:
     if kind is s.ReadStepCsv:
         return s.ReadStepCsv(schema=schema, ddl_schema=ddl, header=schema is None and ddl is None)
     return kind(schema=schema, ddl_schema=ddl)
-
-
-def _reshaped(f: FetchedFile, source: PushSource, scratch: Path) -> FetchedFile:
-    """``f`` as the read step the pipeline runs takes it (module doc)."""
-    if isinstance(source.given, s.ReadStepNdGeoJson):
-        out = scratch / f"{len(list(scratch.iterdir()))}.geojson"
-        with open(f.path, "rb") as src:
-            features = [line.strip() for line in src if line.strip()]
-        out.write_bytes(b'{"type":"FeatureCollection","features":[' + b",".join(features) + b"]}")
-        return dataclasses.replace(f, path=out)
-    if isinstance(source.given, s.ReadStepJson):
-        out = scratch / f"{len(list(scratch.iterdir()))}.ndjson"
-        _json_as_ndjson(f, source.given.sub_path or None, out)
-        return dataclasses.replace(f, path=out)
-    return f
-
-
-def _json_as_ndjson(f: FetchedFile, sub_path: str | None, out: Path) -> None:
-    """The array of records of the JSON document ``f`` (at ``sub_path``, keys joined by dots)
-    written to ``out`` as NdJson, a line per element in their order, each as DuckDB writes
-    the JSON it read (numbers as they were written). DuckDB parses the whole document once,
-    which checks it (its array reader alone stops quietly at a truncated end) and says where
-    the array is; an array under ``sub_path`` is written out as a document of its own (a
-    second parse); then the array reader hands out the elements' texts, joined by Arrow."""
-    import duckdb
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    parts = sub_path.split(".") if sub_path else []
-    # JSON Pointers (RFC 6901) to each object on the way and to the array
-    pointers = ["/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts[:i + 1])
-                for i in range(len(parts))]
-    with duckdb.connect() as con:
-        con.execute("SET enable_progress_bar = false")  # on stdout under python -c
-        try:  # the types of the document, each object on the way and the array: one parse
-            [(found,)] = con.execute("SELECT json_type(content, $2) FROM read_text($1)",
-                                     [str(f.path), ["$", *pointers]]).fetchall()
-        except duckdb.Error as err:
-            raise IngestError(f"{f.name}: not JSON: {_json_problem(err)}") from None
-        if any(t != "OBJECT" for t in found[:-1]) or found[-1] is None:
-            raise IngestError(f"{f.name}: no {sub_path!r} in the document")
-        if found[-1] != "ARRAY":
-            raise IngestError(f"{f.name}: expected an array of records"
-                              + (f" at {sub_path!r}" if sub_path else ""))
-        path = f.path
-        if parts:
-            path = out.with_suffix(".json")
-            # one value as it is: minified JSON holds neither a raw newline nor a control
-            # character such as the delimiter, so nothing needs quoting
-            con.execute("COPY (SELECT json_extract(content, $2)::VARCHAR FROM read_text($1)) TO "
-                        f"'{_sql_text(path)}' (FORMAT csv, HEADER false, QUOTE '', ESCAPE '', "
-                        "DELIMITER '\x1f')", [str(f.path), pointers[-1]])
-        size = max(path.stat().st_size, 1 << 24)  # an element may be as large as the file
-        reader = con.sql(
-            "SELECT coalesce(j::VARCHAR, 'null') FROM read_json($1, format = 'array', records = "
-            "false, columns = {'j': 'JSON'}, maximum_object_size = $2)",
-            params=[str(path), min(size, (1 << 32) - 1)]).to_arrow_reader(1 << 16)
-        with open(out, "wb") as sink:
-            before = b""  # a line ends where the next one starts: no newline after the last
-            for batch in reader:
-                if batch.num_rows:
-                    lines = pa.ListArray.from_arrays(pa.array([0, batch.num_rows], pa.int32()),
-                                                     batch.column(0).cast(pa.string()))
-                    sink.write(before)
-                    sink.write(pc.binary_join(lines, pa.scalar("\n"))[0].as_buffer())
-                    before = b"\n"
-
-
-def _sql_text(path: Path) -> str:
-    return str(path).replace("'", "''")
-
-
-def _json_problem(err: Exception) -> str:
-    """DuckDB's words for a document that is not JSON, without the text it quotes."""
-    first = str(err).splitlines()[0].split(": ", 1)[-1]
-    return first.split("  Input:", 1)[0].split(" You may want", 1)[0].strip()

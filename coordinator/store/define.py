@@ -12,8 +12,9 @@ A new dataset's chain starts:
 Invariants:
 
 - A reference-form manifest (``{kind: DatasetSnapshot, version: 1, ...}``) gives its 0.39 events
-  as written, in its order; only a SetTransform's inputs, which it names by dataset name, are
-  written as ``{datasetRef: <did:odf>, alias: <name>}``. A 0.18-form manifest's definition is
+  as written, in its order; only a SetTransform's inputs, which it names by dataset name (or
+  ``account/name``: the workspace's ``name``), are written as ``{datasetRef: <did:odf>,
+  alias: <its alias, else the name>}``. A 0.18-form manifest's definition is
   converted (``odf39.from_odf18``), refusing what 0.39 cannot say.
 - An input's did:odf is its Seed's when it exists (a pulled dataset's is its author's), else
   that of the fresh key this command made for it, so it is known before the input is written
@@ -42,6 +43,7 @@ from ..metadata.did import DatasetId
 from ..metadata.multiformats import Multihash
 from ..metadata.objects import DatasetSnapshot, DatasetSourceDerivative, DatasetSourceRoot
 from ..metadata.odf39 import events as e
+from ..metadata.odf39.adapt import local_name
 from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
 from ..metadata.timestamps import now_utc
 from ..workspace.catalog import AddAction, AddResult, CatalogConflict
@@ -104,10 +106,11 @@ class Definitions:
 
     def _resolved(self, event: e.MetadataEvent) -> e.MetadataEvent:
         """A written event, its SetTransform inputs named by did:odf (adapt has checked that
-        each is a dataset name, aliased by that name or not at all)."""
+        each is a dataset name or ``account/name``); the query reads each by its alias."""
         if not isinstance(event, e.SetTransform):
             return event
-        inputs = [e.TransformInput(dataset_ref=str(self.did(i.dataset_ref)), alias=i.dataset_ref)
+        inputs = [e.TransformInput(dataset_ref=str(self.did(local_name(i.dataset_ref))),
+                                   alias=i.alias or local_name(i.dataset_ref))
                   for i in event.inputs]
         return dataclasses.replace(event, inputs=inputs)
 

@@ -17,7 +17,13 @@ turns one into the other:
   Seed, a SetDataSchema, data events, an input named by ``did:odf`` or by an alias.
 - For a 0.39 dataset (``target="0.39"``) a stream merge (``ChangelogStream``, ``UpsertStream``),
   which the 0.18 model has no kind for, stays the current form's object in the adapted source:
-  only 0.39 code paths (ingest into a 0.39 root, its state) are given such a source.
+  only 0.39 code paths (ingest into a 0.39 root, its state) are given such a source. A
+  ``Json`` or ``NdGeoJson`` read becomes an ``NdJson`` one (the pipeline rewrites the file
+  first: ``ingest.reshape``); an input may have an alias other than its name (the query
+  reads it so; a temporal table named by the alias is that input) and may be named
+  ``account/name``, which is the workspace's dataset ``name`` (a workspace has no accounts;
+  noted). What coord cannot do for it either is refused in the same way, in words
+  that do not speak of ODF 0.18.
 - Descriptive events (SetInfo, SetLicense, SetAttachments) change no data and have no place
   in 0.18: they are left out, each with a note for the user (``Adapted.notes``).
 - Every place of the result, as the 0.18 loader and ``coord add`` name them
@@ -27,8 +33,8 @@ turns one into the other:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields, replace
 
 from .. import objects as o
 from ..yaml_codec import DecodeError
@@ -38,18 +44,22 @@ from . import source as s
 
 
 class NotSupported(DecodeError):
-    """Something the current form holds that an ODF 0.18 workspace cannot hold yet."""
+    """Something the current form holds that an ODF 0.18 workspace (``by``) cannot hold yet."""
 
-    def __init__(self, path: str, what: str, hint: str):
-        super().__init__(path, f"{what} is not supported by ODF 0.18 workspaces yet ({hint})")
+    def __init__(self, path: str, what: str, hint: str, by: str = "ODF 0.18 workspaces"):
+        super().__init__(path, f"{what} is not supported by {by} yet ({hint})")
+        self.what, self.hint = what, hint
+
+    def for_039(self) -> NotSupported:
+        """The same refusal for a 0.39 dataset, which is coord's to hold, not 0.18's."""
+        return NotSupported(self.path, self.what, self.hint, "coord")
 
 
 @dataclass(frozen=True)
 class PushSource:
     """An ``AddPushSource`` as the ingest pipeline's steps (0.18 read, preprocess and merge);
     a push has no fetch and no prepare step. A ``Json`` or ``NdGeoJson`` read (which 0.18 has
-    not) is read as ``NdJson`` or ``GeoJson`` once the file is rewritten so (``given`` says
-    which the file is)."""
+    not) is read as ``NdJson`` once the file is rewritten so (``given`` says which the file is)."""
 
     name: str
     given: s.ReadStep  # the read step as written
@@ -96,6 +106,13 @@ NEEDS_039 = "a 0.39 dataset merges them: make the workspace with coord init --od
 def adapt_snapshot(snapshot: e.DatasetSnapshot, target: str = "0.18") -> Adapted:
     """The 0.18 snapshot of ``snapshot`` for a dataset of ODF ``target`` (a 0.39 one keeps
     stream merges); raises ``NotSupported`` (or ``DecodeError``) naming the place in the file."""
+    try:
+        return _adapted(snapshot, target)
+    except NotSupported as err:
+        raise err.for_039() if target == "0.39" else err from None
+
+
+def _adapted(snapshot: e.DatasetSnapshot, target: str) -> Adapted:
     places = {"content.id": "content.name"}
     notes: list[tuple[str, str]] = []
     source: o.DatasetSource | None = None
@@ -118,7 +135,7 @@ def adapt_snapshot(snapshot: e.DatasetSnapshot, target: str = "0.18") -> Adapted
             _check_kind(snapshot.kind, event, at)
             places["content.source"] = at
             source = (_root(event, at, places, target) if isinstance(event, e.SetPollingSource)
-                      else _derivative(event, at, places))
+                      else _derivative(event, at, places, notes, target))
         elif isinstance(event, e.SetVocab):
             if "content.vocab" in places:
                 raise NotSupported(at, "a second SetVocab",
@@ -126,6 +143,8 @@ def adapt_snapshot(snapshot: e.DatasetSnapshot, target: str = "0.18") -> Adapted
             places["content.vocab"] = at
             vocab = _vocab(event, at)
         elif isinstance(event, DESCRIPTIVE):
+            if target == "0.39":
+                continue  # a 0.39 dataset keeps it as written
             notes.append((at, f"{event.KIND} left out: an ODF 0.18 workspace has no place for "
                               "descriptive metadata (it changes no data)"))
         else:
@@ -159,10 +178,14 @@ def _root(event: e.SetPollingSource, at: str, places: dict[str, str],
     preprocess = None
     if event.preprocess is not None:
         preprocess = _sql(event.preprocess, f"{at}.preprocess", "content.source.preprocess", places)
+    read = event.read
+    if isinstance(read, REWRITTEN_READS) and target != "0.39":
+        raise NotSupported(f"{at}.read", f"read kind {read.KIND}",
+                           "a 0.39 dataset reads it: make the workspace with coord init --odf 0.39")
     return o.DatasetSourceRoot(
         fetch=_fetch(event.fetch, f"{at}.fetch"),
         prepare=None if event.prepare is None else [_prepare(step) for step in event.prepare],
-        read=_read(event.read, f"{at}.read", places),
+        read=_read(as_ndjson(read), f"{at}.read", places),
         preprocess=preprocess,
         merge=_merge(event.merge, f"{at}.merge", target),  # type: ignore[arg-type]  # see module
     )
@@ -178,15 +201,23 @@ def push_source(event: e.AddPushSource, at: str = "source",
     preprocess = None
     if event.preprocess is not None:
         preprocess = _sql(event.preprocess, f"{at}.preprocess", "content.source.preprocess", places)
-    read = event.read
-    if isinstance(read, s.ReadStepJson):
-        read = s.ReadStepNdJson(ddl_schema=read.ddl_schema, date_format=read.date_format,
-                                encoding=read.encoding, timestamp_format=read.timestamp_format,
-                                schema=read.schema)
-    elif isinstance(read, s.ReadStepNdGeoJson):
-        read = s.ReadStepGeoJson(ddl_schema=read.ddl_schema, schema=read.schema)
-    return PushSource(event.source_name, event.read, _read(read, f"{at}.read", places),
+    return PushSource(event.source_name, event.read, _read(as_ndjson(event.read), f"{at}.read", places),
                       preprocess, _merge(event.merge, f"{at}.merge", target))  # type: ignore[arg-type]
+
+
+# read steps the pipeline takes once the file is rewritten as NdJson (``ingest.reshape``)
+REWRITTEN_READS = (s.ReadStepJson, s.ReadStepNdGeoJson)
+
+
+def as_ndjson(read: s.ReadStep) -> s.ReadStep:
+    """The ``NdJson`` read of the file a ``Json`` or ``NdGeoJson`` one is rewritten as (in
+    UTF-8: the rewrite decodes it), else ``read``."""
+    if isinstance(read, s.ReadStepJson):
+        return s.ReadStepNdJson(ddl_schema=read.ddl_schema, date_format=read.date_format,
+                                timestamp_format=read.timestamp_format, schema=read.schema)
+    if isinstance(read, s.ReadStepNdGeoJson):
+        return s.ReadStepNdJson(ddl_schema=read.ddl_schema, schema=read.schema)
+    return read
 
 
 def _fetch(step: s.FetchStep, at: str) -> o.FetchStep:
@@ -199,6 +230,11 @@ def _fetch(step: s.FetchStep, at: str) -> o.FetchStep:
         order = None if step.order is None else o.SourceOrdering[step.order.name]
         return o.FetchStepFilesGlob(path=step.path, event_time=_event_time(step.event_time),
                                     cache=_cache(step.cache), order=order)
+    if isinstance(step, s.FetchStepContainer):  # what it needs is not a kind but a program
+        raise NotSupported(at, f"the Container fetch (image {step.image})",
+                           "it needs a container runtime to run the image as a source, which "
+                           "coord does not do: run it yourself and read what it writes with a "
+                           "FilesGlob source")
     raise NotSupported(at, f"fetch kind {step.KIND}", "coord fetches Url and FilesGlob sources")
 
 
@@ -324,24 +360,48 @@ def _describe(t: d.DataType) -> str:
 # --- derivatives -------------------------------------------------------------------------------
 
 
-def _derivative(event: e.SetTransform, at: str, places: dict[str, str]) -> o.DatasetSourceDerivative:
-    inputs = []
+def _derivative(event: e.SetTransform, at: str, places: dict[str, str],
+                notes: list[tuple[str, str]], target: str) -> o.DatasetSourceDerivative:
+    inputs, by_alias = [], {}
     for k, given in enumerate(event.inputs):
         where = f"{at}.inputs[{k}]"
         ref = given.dataset_ref
         if ref.startswith("did:"):
             raise NotSupported(f"{where}.datasetRef", f"an input named by its id ({ref})",
                                "name it by its dataset name")
-        if "/" in ref:
-            raise NotSupported(f"{where}.datasetRef", f"an input of another account ({ref})",
-                               "name a dataset of this workspace")
+        name = local_name(ref)
+        if name != ref:
+            if target != "0.39":
+                raise NotSupported(f"{where}.datasetRef", f"an input of another account ({ref})",
+                                   "name a dataset of this workspace")
+            notes.append((f"{where}.datasetRef", f"{ref} is read as this workspace's dataset "
+                                                 f"{name} (a workspace has no accounts)"))
         if given.alias is not None and given.alias != ref:
-            raise NotSupported(f"{where}.alias", f"an alias ({given.alias}) other than the input's name",
-                               f"the query reads each input by its name: `{ref}`")
-        inputs.append(ref)
+            if target != "0.39":
+                raise NotSupported(f"{where}.alias", f"an alias ({given.alias}) other than the "
+                                   "input's name", f"the query reads each input by its name: `{ref}`")
+            by_alias[given.alias] = name
+        inputs.append(name)
         places[f"content.source.inputs[{k}]"] = f"{where}.datasetRef"
     transform = _sql(event.transform, f"{at}.transform", "content.source.transform", places)
+    if transform.temporal_tables and by_alias:  # one named by its input's alias is that input
+        transform = replace(transform, temporal_tables=[
+            replace(table, id=by_alias.get(table.id, table.id)) for table in transform.temporal_tables])
     return o.DatasetSourceDerivative(inputs=inputs, transform=transform)
+
+
+def local_name(ref: str) -> str:
+    """The workspace dataset an input's ``datasetRef`` (a name or ``account/name``) names."""
+    return ref.rpartition("/")[2]
+
+
+def account_inputs(snapshot: e.DatasetSnapshot) -> Iterator[tuple[str, str]]:
+    """Each input named ``account/name``: its place in the file and its ``datasetRef``."""
+    for i, event in enumerate(snapshot.metadata):
+        if isinstance(event, e.SetTransform):
+            for k, given in enumerate(event.inputs):
+                if local_name(given.dataset_ref) != given.dataset_ref:
+                    yield f"content.metadata[{i}].inputs[{k}].datasetRef", given.dataset_ref
 
 
 def transform_sql(t: s.TransformSql) -> o.TransformSql:
