@@ -16,22 +16,34 @@ transform layer does not import it):
   as the view named by the input's alias. Each file is checked against its block (size, then
   SHA3-256) before anything reads it. The previous checkpoint is a file checked the same way,
   then unpacked into the step's scratch folder (``store.checkpoint``).
-- Retractions and corrections (issue 34). An input *can hold* them when its chain says so
+- Retractions and corrections. An input *can hold* them when its chain says so
   (``retraction_origin``: a root whose merge in force is snapshot, changelogStream or
-  upsertStream; a derivative with such an input, which passes them on or was refused) or its
-  new data holds op != 0 (whatever made it). Deciding by the chain refuses a query on the
-  root's first pull, before any retraction arrives, rather than on the day one does. Before
-  Execute, a step with such an input asks the engine for the query's ``RowMapping``
-  (``passes_on_retractions``): only projections, filters and aliases over that input whose
-  output copies its op and its offset unchanged may read it; any other query is refused
-  (``RetractionsRefused``, one line naming the input, why it can hold them and the operator,
-  or that the output does not carry op, or carries op without offset). Offset is required
-  because the engine orders its output by event time: without the input's offsets the order
-  of a record and its retraction, or of the two halves of a correction, is lost. The filters
-  and the output's columns (op and offset apart) may read the event time and the data columns,
-  never op, offset or system_time: a retraction carries the values of the record it retracts
-  (its event time too), so a filter on values keeps both or neither and a column computed
-  from values is the same in both; from the system columns they would differ.
+  upsertStream; a derivative with such an input) or its new data holds op != 0 (whatever made
+  it). Deciding by the chain picks a step's way on the root's first pull, before any
+  retraction arrives, rather than on the day one does. Before anything runs, a step with such
+  an input asks the engine for the query's ``RowMapping`` (``step_mode``), and takes one of
+  two ways (``StepMode``):
+  - PASS_ON: projections, filters and aliases over that input whose output copies its op and
+    its offset unchanged run incrementally in Execute, each record passed on as it comes.
+    Offset is required because the engine orders its output by event time: without the
+    input's offsets the order of a record and its retraction, or of the two halves of a
+    correction, is lost.
+  - RECOMPUTE: any other query (aggregates, windows, DISTINCT, joins, unions, ORDER BY ...
+    LIMIT, subqueries, chains of them) runs once as a batch over the rows each input's change
+    log describes up to the step (``row_changes.current_rows``: a file per input, its view),
+    and the step writes the records that take the rows the derivative's own change log
+    describes to the query's answer (``row_changes.changes``: appends and retractions). So
+    after every step the derivative's rows are its query over its inputs' rows, whatever
+    arrived late, changed or went away; no row waits for a watermark and none is dropped as
+    late. Such a step keeps no checkpoint, and a derivative that took it once takes it from
+    then on (its last step names no checkpoint). It costs the inputs' whole history each
+    step; temporal tables over an input that retracts are refused (their versions need the
+    time each removal took effect).
+  In either way the filters and the output's columns may read the event time and the data
+  columns, never op, offset or system_time (``RetractionsRefused``): a retraction carries the
+  values of the record it retracts (its event time too), so a filter on values keeps both or
+  neither and a column computed from values is the same in both; from the system columns
+  they would differ, and the rows a change log describes have none.
 - The engine's output (event time, data, an ``op`` column it carries) is the new slice through
   ``odf_slice.build_slice``: offsets after the dataset's last, the block's system time. A
   query that passes retractions on has its output put in the input's order first
@@ -52,6 +64,7 @@ transform layer does not import it):
 """
 from __future__ import annotations
 
+import enum
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -65,6 +78,7 @@ import pyarrow.parquet as pq
 
 from ..data.odf_schema import data_schema, grown_schema
 from ..data.odf_slice import Op, Vocabulary, build_slice, write_slice
+from ..data.row_changes import changes, current_rows
 from ..engine.port import (
     Engine,
     EngineError,
@@ -73,6 +87,7 @@ from ..engine.port import (
     ExecuteInput,
     InputSchema,
     LineageRequest,
+    PreprocessRequest,
     RowMappingRequest,
 )
 from ..errors import Conflict, CoordError, Invalid
@@ -125,8 +140,17 @@ class InputRefused(CoordError):
 
 
 class RetractionsRefused(InputRefused):
-    """An input that can hold retractions or corrections, read by a query that cannot pass
-    them on (it aggregates, joins, ... or its output does not carry the input's op and offset)."""
+    """An input that can hold retractions or corrections, read by a query that cannot take
+    them (it filters on or computes from the system columns, or carries op without offset, or
+    reads it as a temporal table)."""
+
+
+class StepMode(enum.Enum):
+    """How a step runs (the module's docstring, "Retractions and corrections")."""
+
+    APPEND_ONLY = "append-only"  # no input can hold retractions: Execute, incrementally
+    PASS_ON = "pass-on"  # row by row over an input that can: Execute, its op and offset carried
+    RECOMPUTE = "recompute"  # the query over the inputs' rows, the difference written
 
 
 # The merges whose roots retract and correct records, as the README names them.
@@ -356,7 +380,7 @@ class StepOutput:
     event: ExecuteTransform
     schema: SetDataSchema | None  # to append before the event: new or grown
     data_path: Path | None
-    checkpoint_dir: Path  # the engine's new checkpoint folder
+    checkpoint_dir: Path | None  # the engine's new checkpoint folder (None: a recomputed step)
     late_rows: int
 
 
@@ -367,8 +391,11 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     ``scratch``. The event names no new checkpoint: a pull packs ``checkpoint_dir`` and names
     that file; a replay keeps the folder for its next step."""
     v = plan.vocab
+    mode = step_mode(engine, plan)  # before any data is processed
+    if mode is StepMode.RECOMPUTE:
+        return recompute_step(engine, plan, system_time=system_time, scratch=scratch)
+    passing_on = mode is StepMode.PASS_ON
     inputs = [i.execute_input() for i in plan.inputs]
-    passing_on = passes_on_retractions(engine, plan)  # before any data is processed
     step = EngineStep(plan.transaction_id(), plan.dataset.id, inputs,
                       plan.transform, engine_vocab(v), prev_checkpoint_dir, plan.prev_transform)
     result, checkpoint_dir = execute_step(engine, step, scratch, system_time=system_time,
@@ -398,28 +425,31 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     return StepOutput(event, schema, data_path, checkpoint_dir, result.late_rows)
 
 
-def passes_on_retractions(engine: Engine, plan: CurrentPlan) -> bool:
-    """Whether the step's query passes on an input's retractions and corrections: True when an
-    input it reads can hold them (``InputStep.retracting``) and the query is projections and
-    filters over it whose output copies its op and offset and whose filters read none of its
-    system columns (the engine's ``RowMapping``);
-    False when no input it reads can hold them. Any other query is refused
-    (``RetractionsRefused``), in one line naming the input and what cannot handle them."""
+def step_mode(engine: Engine, plan: CurrentPlan) -> StepMode:
+    """How the step runs: APPEND_ONLY when no input it reads can hold retractions or
+    corrections (``InputStep.retracting``) and no earlier step was recomputed; PASS_ON when the
+    query is projections and filters over such an input whose output copies its op and offset
+    (the engine's ``RowMapping``); RECOMPUTE for any other query, and for every step after a
+    recomputed one. A query reading such an input's system columns, or it as a temporal table,
+    is refused (``RetractionsRefused``), in one line naming the input and why."""
+    recomputed = (last := plan.state.rules.last_data) is not None and last.new_checkpoint is None
     retracting = [(i, why) for i in plan.inputs if (why := i.retracting()) is not None]
     if not retracting:
-        return False
+        return StepMode.RECOMPUTE if recomputed else StepMode.APPEND_ONLY
     mapping = engine.derive_row_mapping(RowMappingRequest(**_over_schemas(plan)))
+    temporal = {t.id for t in plan.transform.temporal_tables or ()}
     for i, why in retracting:
         # (the pull and verify name the dataset before it)
         refused = f"input {i.dataset.id} can hold retractions and corrections ({why})"
+        if i.alias in temporal:
+            raise RetractionsRefused(
+                f"{refused}, which a temporal table cannot take yet: join it as of the event time "
+                "from a ledger root, or join its current rows plainly")
         op, offset = plan.vocab.operation_type, plan.vocab.offset
         select = (f"SELECT {_as(i.vocab.operation_type, op)}, {_as(i.vocab.offset, offset)}, ... "
                   f"FROM {i.alias} WHERE ...")
-        if mapping.operator is not None:
-            raise RetractionsRefused(
-                f"{refused}, which the query's {mapping.operator} cannot handle yet: derive "
-                f"from it with projections and filters only ({select}), or from an input that "
-                "only appends")
+        if mapping.operator is not None or recomputed:
+            return StepMode.RECOMPUTE
         if mapping.input != i.alias:
             continue  # the query does not read it
         # a retraction carries its record's values, not its op, offset or system time: what
@@ -439,16 +469,69 @@ def passes_on_retractions(engine: Engine, plan: CurrentPlan) -> bool:
                     "record it retracts; compute the output's columns from the event "
                     "time and data columns only")
         if mapping.copies.get(op) != i.vocab.operation_type:
-            raise RetractionsRefused(
-                f"{refused}, which the query cannot pass on: the output does not carry op; "
-                f"select the input's op and offset unchanged ({select})")
+            return StepMode.RECOMPUTE  # values only: computed over the input's rows
         if mapping.copies.get(offset) != i.vocab.offset:
             raise RetractionsRefused(
                 f"{refused}; the output carries op but not offset, which puts its records in the "
                 "input's order: select the input's offset unchanged too "
                 f"({select})")
-        return True
-    return False
+        return StepMode.PASS_ON
+    return StepMode.RECOMPUTE if recomputed else StepMode.APPEND_ONLY
+
+
+def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
+                   scratch: Path) -> StepOutput:
+    """The step as RECOMPUTE runs it: the query once over each input's rows up to the step,
+    and the records that take the derivative's rows there (module docstring)."""
+    v = plan.vocab
+    scratch.mkdir(parents=True, exist_ok=True)
+    views: dict[str, Path] = {}
+    for i in plan.inputs:
+        views[i.alias] = scratch / f"rows-{len(views)}.parquet"
+        pq.write_table(current_rows(_records(i.dataset, i.state.slices), i.vocab), views[i.alias])
+    answer_path = scratch / "answer.parquet"
+    try:
+        engine.preprocess(PreprocessRequest(
+            transaction_id=plan.transaction_id(), dataset_id=plan.dataset.id, input_path=None,
+            transform=plan.transform, output_path=answer_path, views=views))
+    except EngineError as e:
+        system = {i.vocab.operation_type for i in plan.inputs} | {i.vocab.offset for i in plan.inputs}
+        if e.kind is EngineErrorKind.INVALID_QUERY and any(c in e.message for c in system):
+            raise EngineError(e.kind, f"{e.message} (the query runs over the rows its inputs' "
+                                      "change logs describe, which have no op or offset)",
+                              e.position) from None
+        raise
+    answer = pq.read_table(answer_path)
+    answer = answer.drop_columns([c for c in (v.system_time, v.offset, v.operation_type)
+                                  if c in answer.column_names])
+    held = plan.state.slices
+    before = (current_rows(_records(plan.dataset, held), v).select(answer.column_names)
+              if held else answer.schema.empty_table())
+    new_data: DataSlice | None = None
+    data_path = schema = None
+    prev_offset = plan.state.last_offset
+    written = changes(before, answer, v.operation_type)
+    if written.num_rows:
+        stored, schema = _fitted(plan, build_slice(written, system_time=system_time,
+                                                   prev_offset=prev_offset, vocabulary=v))
+        data_path = scratch / "slice.parquet"
+        new_data = data_slice_of(write_slice(stored, data_path, v))
+    watermarks = [i.state.watermark for i in plan.inputs]
+    watermark = min(watermarks) if all(w is not None for w in watermarks) else None  # type: ignore[type-var]
+    before_watermark = plan.state.watermark
+    if before_watermark is not None and (watermark is None or watermark < before_watermark):
+        watermark = before_watermark  # never back, never gone (the chain rules)
+    event = ExecuteTransform(
+        query_inputs=[i.query_input() for i in plan.inputs],
+        prev_checkpoint=plan.prev_checkpoint.physical_hash if plan.prev_checkpoint else None,
+        prev_offset=prev_offset, new_data=new_data, new_watermark=watermark)
+    return StepOutput(event, schema, data_path, None, 0)
+
+
+def _records(ds: CurrentDataset, slices: tuple[SliceRecord, ...]) -> pa.Table:
+    """Every record of ``slices`` (each file checked against its block)."""
+    return pa.concat_tables([pq.read_table(f) for f in checked_current_files(ds, slices)],
+                            promote_options="permissive")
 
 
 def _as(column: str, name: str) -> str:
@@ -517,9 +600,12 @@ def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engin
         if late and plan.transform.late_rows is LateRows.FAIL:
             raise LateRowsRefused(f"{late_rows_words(name, inputs, late)}; its transform says "
                                   "lateRows: fail, so nothing was committed")
-        packed = scratch / "checkpoint.tar"
-        pack_checkpoint(out.checkpoint_dir, packed)
-        event = replace(out.event, new_checkpoint=checkpoint_of(packed))
+        packed = None
+        event = out.event
+        if out.checkpoint_dir is not None:
+            packed = scratch / "checkpoint.tar"
+            pack_checkpoint(out.checkpoint_dir, packed)
+            event = replace(out.event, new_checkpoint=checkpoint_of(packed))
         if _changes_nothing(event, plan):  # a query changed with nothing new to read, say
             return TransformResult(name, "up to date")
         crash_point("engine-answered")

@@ -10,13 +10,22 @@ the inputs are read, which is the 0.39 step's (``current_derivative``):
   scratch folder of the command: nothing in the workspace changes.
 - An input that no longer holds that block (its chain was replaced) is refused, as is a chain
   whose query changed after steps ran (one step runs one query).
-- Records are compared without their ``offset`` and ``system_time``: offsets number the
-  records in the order the steps made them, the one step numbers them in its own.
+- What is compared is the rows each change log describes (``row_changes.current_rows``:
+  appends and correct-tos add a row, retractions and correct-froms take one away), without
+  ``offset`` and ``system_time``: the rule every derivative keeps is that its rows are its
+  query over its inputs' rows, whichever records took it there (a recomputed derivative
+  retracts and appends as its inputs change; one step over everything only appends).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..data.odf_slice import Vocabulary
+from ..data.row_changes import current_rows
 from ..engine.port import Engine
 from ..errors import Invalid
 from ..metadata.odf39.events import ExecuteTransform, SetDataSchema, SetTransform
@@ -67,11 +76,22 @@ def check_current_invariance(ws: Workspace, name: str, engine: Callable[[], Engi
                  if isinstance(b.block.event, SetDataSchema | ExecuteTransform))
     plan = CurrentPlan(ds, up_to(state, first), engine_transform(in_force), steps, None, None)
     running = engine()
+    scratch = running.workdir(f"invariance-{plan.transaction_id()}")
     out = run_current_step(running, plan, system_time=last.block.system_time, prev_checkpoint_dir=None,
-                           scratch=running.workdir(f"invariance-{plan.transaction_id()}"))
+                           scratch=scratch)
     v = plan.vocab
-    comparison = compare_records(checked_current_files(ds, state.slices),
-                                 [out.data_path] if out.data_path is not None else [],
-                                 v.system_time, v.event_time, offset=v.offset)
+    committed = _rows(checked_current_files(ds, state.slices), v, scratch / "committed-rows.parquet")
+    one_step = _rows([out.data_path] if out.data_path is not None else [], v,
+                     scratch / "one-step-rows.parquet")
+    comparison = compare_records(committed, one_step, v.system_time, v.event_time, offset=v.offset)
     return judged(name, len(executed), comparison, last.block.event.new_watermark,
                   out.event.new_watermark)
+
+
+def _rows(files: list[Path], v: Vocabulary, target: Path) -> list[Path]:
+    """The rows the records in ``files`` describe, written to ``target`` (none: no file)."""
+    if not files:
+        return []
+    pq.write_table(current_rows(pa.concat_tables([pq.read_table(f) for f in files],
+                                                 promote_options="permissive"), v), target)
+    return [target]

@@ -186,14 +186,15 @@ class EngineClient:
         return MigrateResult(reply.migrated.state_carried, reply.migrated.message)
 
     def preprocess(self, request: PreprocessRequest) -> int:
-        """Runs a root's preprocess query over ``input_path`` (the view ``input``) into
+        """Runs the query once over ``input_path`` (the view ``input``) and ``views`` into
         ``output_path``; returns the number of records."""
         reply = self._call(
             self._stub.Preprocess,
             pb.PreprocessRequest(
                 transaction_id=request.transaction_id, dataset_id=request.dataset_id,
-                input_path=str(request.input_path), transform=_transform(request.transform),
+                input_path=_path(request.input_path), transform=_transform(request.transform),
                 output_path=str(request.output_path),
+                views=[pb.BatchView(name=name, path=str(path)) for name, path in request.views.items()],
             ),
         )
         if reply.HasField("error"):

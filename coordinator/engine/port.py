@@ -108,11 +108,15 @@ class MigrateRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class PreprocessRequest:
+    """A query once as a batch: a root's preprocess over ``input_path``, or a derivative's
+    query over its inputs' current rows (``views``: a Parquet file per view name)."""
+
     transaction_id: str
-    dataset_id: str  # the root dataset
-    input_path: Path  # one Parquet file, read as the view ``input``; read only
-    transform: TransformSql  # the root's preprocess query
+    dataset_id: str  # the dataset (for logs)
+    input_path: Path | None  # one Parquet file, read as the view ``input``; read only
+    transform: TransformSql  # the root's preprocess query, or the derivative's
     output_path: Path  # where the result goes: one Parquet file
+    views: dict[str, Path] = field(default_factory=dict)  # more files, each a view by its name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,7 +287,7 @@ class Engine(Protocol):
         """A checkpoint for ``next_transform`` from one of ``prev_transform``."""
 
     def preprocess(self, request: PreprocessRequest) -> int:
-        """Runs a root's preprocess query over ``input_path`` (the view ``input``) into
+        """Runs the query once over ``input_path`` (the view ``input``) and ``views`` into
         ``output_path``; returns the number of records."""
 
     def read_source(self, request: ReadSourceRequest) -> list[Path]:

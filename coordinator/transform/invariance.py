@@ -225,13 +225,16 @@ def compare_records(committed: list[Path], one_step: list[Path], system_time: st
 
 def _side(con: duckdb.DuckDBPyConnection, name: str, files: list[Path],
           left_out: tuple[str, ...]) -> dict[str, str]:
-    """The view ``name`` over ``files`` without the ``left_out`` columns; its columns and their
-    types (none and no view without files)."""
+    """The view ``name`` over ``files`` without the ``left_out`` columns they have; its columns
+    and their types (none and no view without files)."""
     if not files:
         return {}
     listed = ", ".join("'" + str(f).replace("'", "''") + "'" for f in files)
-    con.sql(f"CREATE VIEW {name} AS SELECT * EXCLUDE ({', '.join(map(_quote, left_out))}) "
-                f"FROM read_parquet([{listed}], union_by_name = true)")
+    read = f"read_parquet([{listed}], union_by_name = true)"
+    present = {row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {read}").fetchall()}
+    excluded = [c for c in left_out if c in present]
+    con.sql(f"CREATE VIEW {name} AS SELECT * "
+            + (f"EXCLUDE ({', '.join(map(_quote, excluded))}) " if excluded else "") + f"FROM {read}")
     return {row[0]: row[1] for row in con.sql(f"DESCRIBE {name}").fetchall()}
 
 

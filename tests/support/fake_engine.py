@@ -149,7 +149,10 @@ class FakeEngine:
         return MigrateResult(True, "watermarks and consumed slices carried over")
 
     def preprocess(self, request: PreprocessRequest) -> int:
-        table = _run(request.transform, {"input": pq.read_table(request.input_path)})
+        tables = {name: pq.read_table(path) for name, path in request.views.items()}
+        if request.input_path is not None:
+            tables["input"] = pq.read_table(request.input_path)
+        table = _run(request.transform, tables)
         pq.write_table(table, request.output_path)
         return table.num_rows
 

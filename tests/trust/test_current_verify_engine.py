@@ -75,7 +75,7 @@ def test_records_its_query_does_not_make_are_not_invariant(ws, tmp_path):
     assert only_committed["city"].to_pylist() == ["Toronto"]
     assert "not invariant: 1 record differ" in proc.stdout
     [row] = only_committed.select(["event_time", "city", "population"]).to_pylist()
-    assert (f"only committed: op=0 event_time={row['event_time']:%Y-%m-%dT%H:%M:%S}Z "
+    assert (f"only committed: event_time={row['event_time']:%Y-%m-%dT%H:%M:%S}Z "
             f"city={row['city']} population={row['population']}") in proc.stdout
 
 

@@ -1,7 +1,9 @@
-"""A root dataset's preprocess step: the query once, as a batch, over the view ``input``.
+"""A query once, as a batch: a root dataset's preprocess step over the view ``input``, or a
+derivative recomputed over its inputs' current rows (a view per input, by its alias).
 
-Unlike Execute there is no stream state: the ingest step hands over one file of freshly read
-records, and the result goes back as one Parquet file, columns as the query made them.
+Unlike Execute there is no stream state: the coordinator hands over Parquet files (freshly
+read records, or the rows an input's change log describes), and the result goes back as one
+Parquet file, columns as the query made them.
 """
 from __future__ import annotations
 
@@ -21,10 +23,11 @@ from .streaming import check_transform, run_steps
 def preprocess(spark: SparkSession, request: pb.PreprocessRequest) -> pb.PreprocessResult:
     check_transform(request.transform)
     if request.transform.temporal_tables:
-        raise EngineFailure(Kind.UNSUPPORTED, "a root's preprocess reads only `input`: "
-                                              "it has no temporal tables")
+        raise EngineFailure(Kind.UNSUPPORTED, "a query run as a batch over current rows has no "
+                                              "temporal tables")
     session = spark.newSession()
-    frames = {"input": session.read.parquet(request.input_path)}
+    frames = {"input": session.read.parquet(request.input_path)} if request.input_path else {}
+    frames.update({view.name: session.read.parquet(view.path) for view in request.views})
     output = run_steps(session, frames, request.transform, temporal.NONE)
     schema = to_arrow_schema(output.schema, timezone="UTC")
     try:
