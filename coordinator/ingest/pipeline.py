@@ -335,9 +335,10 @@ class _Pull:
 
         # a quarter slice: a snapshot's changes share one event time, so the hash orders
         # each block's rows by their whole text, which holds the block several times over
-        changes = self.disk_snapshot.diff(tables(), self.vocab.event_time,
-                                          group[-1].event_time or system_time, name,
-                                          self.max_slice_bytes // 4, lambda: self.own_event_time)
+        changes = self.disk_snapshot.diff(
+            tables(), self.vocab.event_time,
+            lambda: group[-1].event_time or max(read_times, default=None) or system_time, name,
+            self.max_slice_bytes // 4, lambda: self.own_event_time)
         import duckdb
 
         try:
@@ -415,7 +416,7 @@ class _Pull:
         files = list({id(p.file): p.file for p in pieces}.values())
         name = _names(files)
         read = self._read_time(table)
-        table = self._merge(table, files[-1].event_time or system_time, name)
+        table = self._merge(table, files[-1].event_time or read or system_time, name)
         self._commit_table(table, files, name, system_time, state, read)
 
     def _read_time(self, table: pa.Table) -> datetime | None:

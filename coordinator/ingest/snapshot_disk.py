@@ -131,12 +131,14 @@ class DiskSnapshot:
 
     # --- one snapshot -------------------------------------------------------------------------
 
-    def diff(self, tables: Iterator[pa.Table], event_time_column: str, snapshot_time: datetime,
-             name: str, batch_bytes: int, own_event_time: Callable[[], bool]) -> Iterator[pa.Table]:
+    def diff(self, tables: Iterator[pa.Table], event_time_column: str,
+             snapshot_time: Callable[[], datetime], name: str, batch_bytes: int,
+             own_event_time: Callable[[], bool]) -> Iterator[pa.Table]:
         """The change events turning the state into the snapshot read as ``tables``, in
         tables of about ``batch_bytes`` (a correction's two records in one). Call
-        ``current_state`` once they are committed. ``own_event_time``: once ``tables`` are
-        read, whether they had their own event time (``merge.compare_columns``)."""
+        ``current_state`` once they are committed. Once ``tables`` are read:
+        ``own_event_time``, whether they had their own event time (``merge.compare_columns``);
+        ``snapshot_time``, the event time of a 0.18 removal (``D``)."""
         current = self.scratch / "snapshot.parquet"
         schema, rows = self._write_snapshot(tables, current, name)
         compare = compare_columns(schema, self.roles, event_time_column, name, own_event_time())
@@ -158,7 +160,7 @@ class DiskSnapshot:
             table = _conform(batch, target)
             removed = pc.equal(table.column(0), self.roles.removed)
             if not self.roles.ops and pc.any(removed).as_py():  # a removal's time: the snapshot's
-                times = pc.if_else(removed, pa.scalar(snapshot_time, target.field(i).type),
+                times = pc.if_else(removed, pa.scalar(snapshot_time(), target.field(i).type),
                                            table.column(i))
                 table = table.set_column(i, target.field(i), times)
             pending.append(table)

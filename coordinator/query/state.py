@@ -35,9 +35,10 @@ Invariants:
   retracted one, so a push of retractions alone takes effect at the watermark before it
   (``coord pull --set-watermark`` moves it first), while one pushed with ``--event-time``
   carries that time, as its block's watermark does. A 0.18 removal (``D``) carries the
-  snapshot's event time (its fetch's, else the pull's system time): its own is right. The system
-  time is bounded separately, by the read's ``--as-at`` (ODF's AS AT, "what was known at T"):
-  the records of the blocks committed by then, nothing else.
+  snapshot's event time (its fetch's, else the latest of its rows', else the pull's system
+  time): its own is right. The system time is bounded separately, by the read's
+  ``--as-at`` (ODF's AS AT, "what was known at T"): the records of the blocks committed by
+  then, nothing else.
 - It is one DuckDB query (a window over the key, ``QUALIFY``), never a loop per row; row
   order within the scan is DuckDB's streaming ``row_number() OVER ()``, which keeps the
   order of the Arrow dataset (slices oldest first).

@@ -11,6 +11,7 @@ first record), and the pushed records of a stream replayed by hand in push order
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -38,7 +39,7 @@ TIMES = ["2002-12-31T00:00:00Z", "2003-01-01T00:00:00Z", "2003-02-15T00:00:00Z",
          "2003-04-01T00:00:00Z", "2003-05-15T12:00:00Z", "2003-07-01T00:00:00Z",
          "2003-08-15T00:00:00Z", "2003-10-01T00:00:00Z", "2004-01-01T00:00:00Z"]
 
-SNAPSHOT, LEDGER = "ref.cities", "ref.cities.ledger"
+SNAPSHOT, LEDGER, DATED = "ref.cities", "ref.cities.ledger", "ref.cities.dated"
 PUSHED, UPSERTED, CHANGED = "ref.cities.pushed", "ref.cities.upserts", "ref.cities.changes"
 POLLED_UPSERTS, POLLED_CHANGES = "ref.cities.upserts.polled", "ref.cities.changes.polled"
 SCHEMA = '["city STRING", "region STRING", "population BIGINT"]'
@@ -47,13 +48,17 @@ FROM_PATH = r"eventTime: {kind: FromPath, pattern: '(\d{4}-\d{2}-\d{2})'}"
 
 
 def write_inputs(home: Path) -> None:
-    """The snapshots as Parquet files, the stream records as CSV files, one per moment (the
-    upserts with their own event time column, ``changed``)."""
-    for folder in ("snaps", "upserts", "changes"):
+    """The snapshots as Parquet files, also with their day as a column of their own
+    (``reported``), the stream records as CSV files, one per moment (the upserts with their
+    own event time column, ``changed``)."""
+    for folder in ("snaps", "dated", "upserts", "changes"):
         (home / folder).mkdir()
     for day, rows in SNAPSHOTS.items():
-        pq.write_table(pa.table(dict(zip(COLUMNS, map(list, zip(*rows, strict=True)), strict=True))),
-                       home / "snaps" / f"cities-{day}.parquet")
+        table = pa.table(dict(zip(COLUMNS, map(list, zip(*rows, strict=True)), strict=True)))
+        pq.write_table(table, home / "snaps" / f"cities-{day}.parquet")
+        reported = pa.array([datetime.fromisoformat(f"{day}T00:00:00+00:00")] * len(rows),
+                            pa.timestamp("ms", tz="UTC"))
+        pq.write_table(table.append_column("reported", reported), home / "dated" / f"cities-{day}.parquet")
     for day, rows in UPSERTS.items():
         (home / "upserts" / f"{day}.csv").write_text(
             "op,city,region,population,changed\n" + "".join(f"{o},{c},{r},{p},{day}T00:00:00Z\n"
@@ -85,7 +90,8 @@ def add(home: Path, name: str, text: str) -> None:
 @pytest.fixture(scope="module", params=["0.39", "0.18"])
 def polled(request, tmp_path_factory) -> Path:
     """A workspace of each format with the snapshot root and the ledger, each fed the
-    snapshot files (their day from the file's name: one block per snapshot)."""
+    snapshot files (their day from the file's name: one block per snapshot), and a snapshot
+    root fed them with their day as a column of their own."""
     home = tmp_path_factory.mktemp(f"polled-{request.param}")
     coord_here("init", "--odf", request.param, cwd=home)
     write_inputs(home)
@@ -93,7 +99,10 @@ def polled(request, tmp_path_factory) -> Path:
                                  schema=SCHEMA))
     add(home, LEDGER, manifest(LEDGER, "snaps/*.parquet", "{kind: ledger, primaryKey: [city]}",
                                schema=SCHEMA))
-    coord_here("pull", SNAPSHOT, LEDGER, cwd=home)
+    dated = SCHEMA[:-1] + ', "reported TIMESTAMP"]'
+    add(home, DATED, manifest(DATED, "dated/*.parquet", "{kind: snapshot, primaryKey: [city]}", "",
+                              dated) + "  vocab: {eventTimeColumn: reported}\n")
+    coord_here("pull", SNAPSHOT, LEDGER, DATED, cwd=home)
     return home
 
 
@@ -183,6 +192,11 @@ def test_a_snapshot_roots_state_as_of_a_time_is_the_snapshot_in_force_then(polle
 
 
 @pytest.mark.parametrize("as_of", TIMES)
+def test_a_snapshot_with_its_own_event_times_state_as_of_a_time_is_the_snapshot_in_force_then(polled, as_of):
+    assert state(polled, DATED, as_of) == in_force(polled, as_of)
+
+
+@pytest.mark.parametrize("as_of", TIMES)
 def test_a_ledgers_state_as_of_a_time_is_each_keys_first_record_by_then(polled, as_of):
     assert state(polled, LEDGER, as_of) == first_seen(polled, as_of)
 
@@ -216,6 +230,36 @@ def test_tail_state_as_of_a_time_agrees_with_sql(polled, streams, as_of):
     for dataset, expected in ((PUSHED, in_force(streams, as_of)), (UPSERTED, replayed(UPSERTS, as_of)),
                               (CHANGED, replayed(CHANGES, as_of))):
         assert tail_state(streams, dataset, as_of) == expected, dataset
+
+
+LARGE = "ref.places"
+
+
+@pytest.mark.parametrize("odf", ["0.39", "0.18"])
+def test_a_snapshot_diffed_out_of_core_places_its_removals_at_its_own_day(tmp_path, odf):
+    """Two snapshots larger than a quarter slice (uncompressed: diffed on disk), each row
+    carrying its snapshot's day; the second drops every seventh place."""
+    coord_here("init", "--odf", odf, cwd=tmp_path)
+    coord_here("config", "set", "ingest.maxSliceBytes", "1MiB", cwd=tmp_path)
+    (tmp_path / "big").mkdir()
+    for day, step in (("2003-01-01", 1), ("2003-07-01", 7)):
+        kept = [i for i in range(30_000) if step == 1 or i % step]
+        reported = datetime.fromisoformat(f"{day}T00:00:00+00:00")
+        table = pa.table({"name": [f"place {i}" for i in kept], "population": [i * 3 for i in kept],
+                          "reported": pa.array([reported] * len(kept), pa.timestamp("ms", tz="UTC"))})
+        pq.write_table(table, tmp_path / "big" / f"{day}.parquet", compression="none", use_dictionary=False)
+    schema = '["name STRING", "population BIGINT", "reported TIMESTAMP"]'
+    add(tmp_path, LARGE, manifest(LARGE, "big/*.parquet", "{kind: snapshot, primaryKey: [name]}", "",
+                                  schema) + "  vocab: {eventTimeColumn: reported}\n")
+    coord_here("pull", LARGE, cwd=tmp_path)
+    for as_of in ("2003-06-30T00:00:00Z", "2003-07-01T00:00:00Z"):
+        counted = coord("sql", "-o", "json", "--as-of", as_of, "-c",
+                        f'SELECT count(*) AS n, sum(population) AS people FROM "{LARGE}@state"', cwd=tmp_path)
+        expected = duckdb.sql(f"""
+            SELECT count(*), sum(population) FROM read_parquet('{tmp_path}/big/*.parquet')
+            WHERE reported = (SELECT max(reported) FROM read_parquet('{tmp_path}/big/*.parquet')
+                              WHERE reported <= TIMESTAMPTZ '{as_of}')""").fetchall()
+        assert [tuple(json.loads(counted.stdout)[0].values())] == expected, as_of
 
 
 README_AIRPORTS = {  # README, "State: ...": a rename and a deletion, then an insertion
