@@ -148,7 +148,9 @@ def test_a_gzip_bomb_for_a_metadata_batch_is_refused_with_the_pull_s_memory_boun
     assert proc.returncode == 1 and len(lines) == 1, err.read_text()
     assert f"odf+{url}/cities: the metadata batch holds more than {MAX_UNPACKED >> 20} MiB unpacked" \
         in lines[0]
-    assert usage.ru_maxrss * 1024 < 2 * MAX_UNPACKED  # imports: ~130 MiB; the bomb: 1 GiB
+    # imports ~130 MiB, at most the bound's blocks held, the allocator's slack on a loaded
+    # machine (650 MiB seen once, 180 MiB quiet); the bomb unbounded: over 1 GiB
+    assert usage.ru_maxrss * 1024 < 3 * MAX_UNPACKED
     assert not CurrentDataset(other, "cities").exists()
 
 
