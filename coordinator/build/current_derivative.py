@@ -225,6 +225,32 @@ class InputStep:
                 return f"block {r.sequence_number} holds op != 0"
         return None
 
+    def as_temporal_table(self, scratch: Path) -> ExecuteInput:
+        """The input as a temporal table's new history (the engine's versions, temporal.py):
+        a retraction ends its key's version at its block's watermark, the time the removal
+        took effect (``query.state``: the record repeats the removed one's event time); a
+        correct-from is left out, its correct-to being the version after it. Copies of the
+        slices in ``scratch``; the records' values are unchanged."""
+        given = self.execute_input()
+        v = self.vocab
+        effective = {b.block.sequence_number: b.block.event.new_watermark for b in self.state.blocks
+                     if isinstance(b.block.event, AddData | ExecuteTransform)}
+        scratch.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for r, path in zip(self.slices, given.data_paths, strict=True):
+            table = pq.read_table(path)
+            table = table.filter(pc.not_equal(table[v.operation_type], Op.CORRECT_FROM))
+            at = effective.get(r.sequence_number)
+            if at is not None:
+                times = table[v.event_time]
+                column = table.schema.get_field_index(v.event_time)
+                removed = pc.equal(table[v.operation_type], Op.RETRACT)
+                table = table.set_column(column, table.schema.field(column),
+                                         pc.if_else(removed, pa.scalar(at, times.type), times))
+            paths.append(scratch / f"versions-{r.slice.physical_hash}.parquet")
+            pq.write_table(table, paths[-1])
+        return replace(given, data_paths=paths, removal=(v.operation_type, str(int(Op.RETRACT))))
+
     def schema(self) -> pa.Schema | None:
         """The schema of the input's newest slice (None: it has no data yet)."""
         newest = checked_current_files(self.dataset, self.state.slices[-1:])
@@ -395,7 +421,9 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     if mode is StepMode.RECOMPUTE:
         return recompute_step(engine, plan, system_time=system_time, scratch=scratch)
     passing_on = mode is StepMode.PASS_ON
-    inputs = [i.execute_input() for i in plan.inputs]
+    temporal = {t.id for t in plan.transform.temporal_tables or ()}
+    inputs = [i.as_temporal_table(scratch) if i.alias in temporal and i.retracting() is not None
+              else i.execute_input() for i in plan.inputs]
     step = EngineStep(plan.transaction_id(), plan.dataset.id, inputs,
                       plan.transform, engine_vocab(v), prev_checkpoint_dir, plan.prev_transform)
     result, checkpoint_dir = execute_step(engine, step, scratch, system_time=system_time,
@@ -442,9 +470,7 @@ def step_mode(engine: Engine, plan: CurrentPlan) -> StepMode:
         # (the pull and verify name the dataset before it)
         refused = f"input {i.dataset.id} can hold retractions and corrections ({why})"
         if i.alias in temporal:
-            raise RetractionsRefused(
-                f"{refused}, which a temporal table cannot take yet: join it as of the event time "
-                "from a ledger root, or join its current rows plainly")
+            continue  # its history becomes versions (``InputStep.as_temporal_table``)
         op, offset = plan.vocab.operation_type, plan.vocab.offset
         select = (f"SELECT {_as(i.vocab.operation_type, op)}, {_as(i.vocab.offset, offset)}, ... "
                   f"FROM {i.alias} WHERE ...")
@@ -484,6 +510,11 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
     """The step as RECOMPUTE runs it: the query once over each input's rows up to the step,
     and the records that take the derivative's rows there (module docstring)."""
     v = plan.vocab
+    if plan.transform.temporal_tables:
+        raise RetractionsRefused(
+            f"{plan.dataset.id}: a temporal join is computed as events arrive, and its query "
+            "over an input that retracts needs recomputing, which temporal tables cannot take "
+            "yet; read only the temporal table from a dataset that retracts")
     scratch.mkdir(parents=True, exist_ok=True)
     views: dict[str, Path] = {}
     for i in plan.inputs:

@@ -9,8 +9,9 @@ user's temporal join becomes a plain join with it plus the interval condition.
   order (``__odf_seq``).
 - The view. Per key, a version is valid from its event time until the next version's event
   time (ties go to the later arrival: its predecessor's interval is empty); a removal (the
-  observation column says the removed value, snapshot merges) ends the previous version and is
-  then dropped, so a removed key matches nothing until it comes back. ``__odf_valid_from`` and
+  observation column says the removed value: a 0.18 snapshot's `D`, a 0.39 input's op 1, which
+  the coordinator dates at its block's watermark) ends the previous version and is then
+  dropped, so a removed key matches nothing until it comes back. ``__odf_valid_from`` and
   ``__odf_valid_to`` (null: still valid) are hidden: each step's result drops them.
 - The rewrite, on Spark's own parse tree of the step (SqlBaseParser: comments, strings and
   keywords used as names are what Spark reads them as): ``JOIN dim FOR SYSTEM_TIME AS OF
@@ -346,7 +347,9 @@ def view_of(history: pa.Table, message: pb.ExecuteInput, key: tuple[str, ...],
     view = history.drop_columns([SEQ]).append_column(VALID_FROM, valid_from)
     view = view.append_column(VALID_TO, _next_of_same_key(history, key, valid_from))
     if message.observation_column and message.observation_column in view.column_names:
-        removed = pc.equal(view[message.observation_column], message.removed_value or "D")
+        # a 0.18 snapshot's observation column (text), or a 0.39 input's op (a number)
+        observed = pc.cast(view[message.observation_column], pa.string())
+        removed = pc.equal(observed, message.removed_value or "D")
         view = view.filter(pc.invert(pc.fill_null(removed, False)))
     data = view.select(schema.names).cast(schema)
     kept = [*carried, *HIDDEN]
