@@ -68,6 +68,7 @@ def test_syntax_error_position(engine_client):
         validate(engine_client, sql(query))
     assert failure.value.kind is EngineErrorKind.INVALID_QUERY
     assert "PARSE_SYNTAX_ERROR" in failure.value.message
+    assert "\n" not in failure.value.message and "== SQL ==" not in failure.value.message  # one line
     assert failure.value.position.line == 2
 
 

@@ -47,7 +47,9 @@ def query_failure(exc: Exception, step: int, alias: str, sql: str,
     """An error raised while planning step ``step`` (text ``sql``) of the user's query; ``at``
     maps an offset in the SQL Spark planned (a rewrite of ``sql``) to one in ``sql``."""
     if isinstance(exc, ParseException):
-        message = str(exc).strip()
+        # the sentence, on one line: the position goes in the SourcePosition, and Spark's
+        # "== SQL ==" picture of the statement would repeat the query in the error
+        message = " ".join(str(exc).split("== SQL ==")[0].split())
         position = pb.SourcePosition(step=step, alias=alias)
         match = _PARSE_POSITION.search(message)
         if match:
