@@ -12,7 +12,8 @@ computed or downloaded and no data file is opened, so this module imports no Arr
   checked (only a download could tell); a File Feed is listed (its new complete updates).
 - A dataset pulled from a repository is updated from there; the repository is not contacted.
 - A current-ODF (0.39) derivative is behind by its inputs' blocks after the one its newest
-  ``ExecuteTransform`` consumed (``newBlockHash`` per input), its query changed when a
+  ``ExecuteTransform`` consumed (``newBlockHash`` per input) that a step would read (data or
+  a watermark move: ``_news_for_readers``, the pull's own rule), its query changed when a
   ``SetTransform`` follows its last step; a 0.39 root's source is probed as a 0.18 one's,
   from the fetch state kept beside its chain (``store.source_state``).
 """
@@ -25,9 +26,11 @@ from dataclasses import dataclass, field
 from ..ingest.errors import IngestError
 from ..ingest.fetch import probe
 from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep
-from ..metadata.odf39.events import ExecuteTransform, SetTransform
+from ..metadata.odf39.events import AddData, ExecuteTransform, SetTransform
 from ..store.dataset import CurrentDataset
 from ..store.overview import CurrentDatasets
+from ..store.read import DatasetState as CurrentState
+from ..store.read import StoredBlock
 from ..store.source_state import fetch_state, root_source
 from ..transform.builds import consumed_until, last_run_query
 from ..workspace import Dataset, DatasetState, Workspace
@@ -179,9 +182,29 @@ def _current(ws: Workspace, current: CurrentDatasets, name: str, st: DatasetStat
             st.waiting_for.append(input_name)
         last = consumed.get(str(upstream.id))
         seen = next((b.block.sequence_number for b in upstream.blocks if b.hash == last), -1)
-        if new := sum(1 for b in upstream.blocks if b.block.sequence_number > seen):
+        # the blocks its pull would read: those with data or a watermark move (the others
+        # make no step, so counting them would leave it behind for good)
+        if new := len(_news_for_readers(upstream, seen)):
             st.new_input[input_name] = new
     _input_reasons(st, query_changed=bool(steps) and transforms > steps)
+
+
+def _news_for_readers(state: CurrentState, after: int) -> list[StoredBlock]:
+    """The blocks after sequence number ``after`` (-1: all) that a reader's next step takes
+    something from: those adding data and those moving the watermark. A reader's step over an
+    input that brings only other blocks (a schema, a source, a step of its own that wrote
+    nothing and kept its watermark) has nothing to read and commits nothing, so they do not
+    make the reader behind."""
+    news: list[StoredBlock] = []
+    watermark = None
+    for stored in state.blocks:
+        event = stored.block.event
+        if not isinstance(event, AddData | ExecuteTransform):
+            continue
+        moved, watermark = event.new_watermark != watermark, event.new_watermark
+        if stored.block.sequence_number > after and (event.new_data is not None or moved):
+            news.append(stored)
+    return news
 
 
 def _input_reasons(st: DatasetStatus, *, query_changed: bool) -> None:
