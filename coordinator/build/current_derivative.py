@@ -87,6 +87,7 @@ from ..engine.port import (
     ExecuteInput,
     InputSchema,
     LineageRequest,
+    PendingRows,
     PreprocessRequest,
     RowMappingRequest,
 )
@@ -132,6 +133,7 @@ from ..transform.record_lineage import lineage_difference, lineage_of
 from ..trust.verify import Problem
 from ..workspace import Workspace
 from ..workspace.crash import crash_point
+from .pending_rows import pending_words, record_pending
 
 
 class InputRefused(CoordError):
@@ -408,6 +410,8 @@ class StepOutput:
     data_path: Path | None
     checkpoint_dir: Path | None  # the engine's new checkpoint folder (None: a recomputed step)
     late_rows: int
+    # inputs' rows the engine holds back after the step, each named by its workspace dataset
+    pending_rows: tuple[PendingRows, ...] = ()
 
 
 def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
@@ -450,7 +454,11 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
         prev_checkpoint=plan.prev_checkpoint.physical_hash if plan.prev_checkpoint else None,
         prev_offset=prev_offset, new_data=new_data,
         new_watermark=watermark)
-    return StepOutput(event, schema, data_path, checkpoint_dir, result.late_rows)
+    names = {i.alias: i.dataset.id for i in plan.inputs}
+    pending = tuple(replace(p, input=names.get(p.input, p.input),
+                            waiting_for=tuple(names.get(t, t) for t in p.waiting_for))
+                    for p in result.pending_rows)
+    return StepOutput(event, schema, data_path, checkpoint_dir, result.late_rows, pending)
 
 
 def step_mode(engine: Engine, plan: CurrentPlan) -> StepMode:
@@ -646,9 +654,11 @@ def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engin
         h = w.append(event, system_time=system_time, data=out.data_path, checkpoint=packed)
         if lineage is not None:
             record_version(ds, state, h, lineage)
+        record_pending(ws, name, h, list(out.pending_rows))
     n = event.new_data.offset_interval.end - event.new_data.offset_interval.start + 1 \
         if event.new_data else 0
-    message = f"{n:,} new records" + (f"; {late_rows_words(name, inputs, late)}" if late else "")
+    message = "; ".join([f"{n:,} new records", *([late_rows_words(name, inputs, late)] if late else []),
+                         *(pending_words(p) for p in out.pending_rows)])
     return TransformResult(name, message, h.to_bytes(), n, event.new_watermark, late)
 
 

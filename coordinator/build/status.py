@@ -14,8 +14,9 @@ computed or downloaded and no data file is opened, so this module imports no Arr
 - A current-ODF (0.39) derivative is behind by its inputs' blocks after the one its newest
   ``ExecuteTransform`` consumed (``newBlockHash`` per input) that a step would read (data or
   a watermark move: ``_news_for_readers``, the pull's own rule), its query changed when a
-  ``SetTransform`` follows its last step; a 0.39 root's source is probed as a 0.18 one's,
-  from the fetch state kept beside its chain (``store.source_state``).
+  ``SetTransform`` follows its last step, and input rows wait while its engine held some back
+  after its last step (a temporal join's events, ``build.pending_rows``); a 0.39 root's source
+  is probed as a 0.18 one's, from the fetch state kept beside its chain (``store.source_state``).
 """
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..engine.port import PendingRows
 from ..ingest.errors import IngestError
 from ..ingest.fetch import probe
+from ..metadata.multiformats import Multihash
 from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep
 from ..metadata.odf39.events import AddData, ExecuteTransform, SetTransform
 from ..store.dataset import CurrentDataset
@@ -36,6 +39,7 @@ from ..transform.builds import consumed_until, last_run_query
 from ..workspace import Dataset, DatasetState, Workspace
 from ..workspace.graph import DatasetGraph
 from ..workspace.source_state import SourceState, SourceStateError
+from .pending_rows import recorded_pending
 
 
 class Reason(enum.Enum):
@@ -44,6 +48,7 @@ class Reason(enum.Enum):
     SOURCE_CHANGED = "source changed"
     NEVER_PULLED = "never pulled"
     WAITING = "waiting for input data"
+    ROWS_WAITING = "input rows wait for a watermark"
     NOT_CHECKED = "not checked"
 
 
@@ -60,6 +65,8 @@ class DatasetStatus:
     waiting_for: list[str] = field(default_factory=list)  # inputs without any data yet
     unchecked: str = ""  # NOT_CHECKED: the remote URL, repository or error that stopped the check
     late_rows: int = 0  # derivative: rows its steps dropped for arriving behind a watermark, in all
+    # derivative: input rows its engine holds back after its newest step, by input (ROWS_WAITING)
+    pending: list[PendingRows] = field(default_factory=list)
 
     @property
     def up_to_date(self) -> bool:
@@ -162,10 +169,11 @@ def _current(ws: Workspace, current: CurrentDatasets, name: str, st: DatasetStat
         return
     consumed: dict[str, object] = {}  # input did -> the newest of its blocks a step consumed
     steps = transforms = 0  # the positions of the last ExecuteTransform and SetTransform
+    last_step: Multihash | None = None
     for i, stored in enumerate(state.blocks, 1):
         event = stored.block.event
         if isinstance(event, ExecuteTransform):
-            steps = i
+            steps, last_step = i, stored.hash
             for q in event.query_inputs:
                 if q.new_block_hash is not None:
                     consumed[str(q.dataset_id)] = q.new_block_hash
@@ -186,6 +194,8 @@ def _current(ws: Workspace, current: CurrentDatasets, name: str, st: DatasetStat
         # make no step, so counting them would leave it behind for good)
         if new := len(_news_for_readers(upstream, seen)):
             st.new_input[input_name] = new
+    if last_step is not None:
+        st.pending = recorded_pending(ws, name, last_step)
     _input_reasons(st, query_changed=bool(steps) and transforms > steps)
 
 
@@ -215,5 +225,7 @@ def _input_reasons(st: DatasetStatus, *, query_changed: bool) -> None:
         return
     if st.new_input:
         st.reasons.append(Reason.NEW_INPUT)
+    if st.pending:
+        st.reasons.append(Reason.ROWS_WAITING)
     if query_changed:
         st.reasons.append(Reason.QUERY_CHANGED)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..build.pending_rows import pending_json, pending_words
 from .context import complete_dataset, workspace
 from .output import Output, count
 
@@ -23,6 +24,7 @@ _SHORT = {
     "SOURCE_CHANGED": "source changed",
     "NEVER_PULLED": "never pulled",
     "WAITING": "waiting",
+    "ROWS_WAITING": "rows waiting",
     "NOT_CHECKED": "not checked",
 }
 
@@ -54,6 +56,8 @@ def _reason_words(st: DatasetStatus, reason: Reason) -> str:
         return f"waiting for data from {', '.join(st.waiting_for)}"
     if reason is Reason.NOT_CHECKED:
         return f"not checked ({st.unchecked})"
+    if reason is Reason.ROWS_WAITING:
+        return "; ".join(pending_words(p) for p in st.pending)
     return reason.value
 
 
@@ -67,7 +71,7 @@ def status_json(st: DatasetStatus) -> dict:
             "reasons": reason_codes(st),
             "newInputBlocks": st.new_input, "newFiles": st.new_files, "recordsOfFirstFileIn": st.partly_in,
             "waitingFor": st.waiting_for, "notChecked": st.unchecked or None, "lateRows": st.late_rows,
-            "words": status_words(st)}
+            "pendingRows": pending_json(st.pending), "words": status_words(st)}
 
 
 def _camel(name: str) -> str:

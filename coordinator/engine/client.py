@@ -45,6 +45,7 @@ from .port import (
     LineageRequest,
     MigrateRequest,
     MigrateResult,
+    PendingRows,
     PreprocessRequest,
     ProvenanceRequest,
     ProvenanceResult,
@@ -357,6 +358,10 @@ def _execute_result(result, output_path: Path) -> ExecuteResult:
         ddl=result.schema.ddl,
         output_path=output_path if result.num_records else None,
         late_rows=result.late_rows,
+        pending_rows=tuple(
+            PendingRows(p.input, p.rows, tuple(p.waiting_for),
+                        from_epoch_nanos(p.watermark.ToNanoseconds()) if p.HasField("watermark") else None)
+            for p in result.pending_rows),
     )
 
 

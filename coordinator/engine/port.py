@@ -163,6 +163,17 @@ class ProvenanceResult:
 
 
 @dataclass(frozen=True)
+class PendingRows:
+    """An input's rows the engine holds back in its checkpoint after a call (proto:
+    ``PendingRows``): a temporal join's events whose time the tables' watermark has not reached."""
+
+    input: str  # the input's name in the request
+    rows: int
+    waiting_for: tuple[str, ...]  # the temporal tables whose watermark holds them
+    watermark: datetime | None  # that watermark (None: one of them has none yet)
+
+
+@dataclass(frozen=True)
 class ExecuteResult:
     num_records: int
     output_watermark: datetime | None  # None when unknown
@@ -170,6 +181,7 @@ class ExecuteResult:
     ddl: str
     output_path: Path | None  # None when num_records == 0
     late_rows: int = 0  # rows a stateful operator dropped for arriving behind its watermark
+    pending_rows: tuple[PendingRows, ...] = ()  # held back after the call, by input
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from ..build import status as status_service
+from ..build.pending_rows import pending_json
 from ..lineage import datasets as lineage_service
 from ..metadata.timestamps import format_timestamp
 from ..store.overview import CurrentDatasets, Overview, overview
@@ -198,7 +199,7 @@ class Answers:
             "lastUpdated": format_timestamp(s.last_updated),
             "outOfDate": not st.up_to_date, "reasons": [r.value for r in st.reasons],
             "newInput": st.new_input, "newFiles": st.new_files, "partlyIn": st.partly_in,
-            "waitingFor": st.waiting_for, "lateRows": st.late_rows,
+            "waitingFor": st.waiting_for, "lateRows": st.late_rows, "pendingRows": pending_json(st.pending),
         }
 
 

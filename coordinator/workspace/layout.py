@@ -78,6 +78,8 @@ CHECKED_SLICES = "checked-slices.json"  # data files found good, by file state (
 TAKEN_FILES = "taken-files.json"  # files a filesGlob source took, by size and mtime (ingest.taken_files)
 # a 0.39 derivative's field lineage, one file per block that starts a version (store.field_lineage)
 FIELD_LINEAGE = "field-lineage"
+# the rows a 0.39 derivative's engine holds back after its newest step (build.pending_rows)
+PENDING_ROWS = "pending-rows.json"
 
 
 def cache_dir(dataset_id: str, *inside: str) -> str:

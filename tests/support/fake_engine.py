@@ -136,8 +136,9 @@ class FakeEngine:
         (request.new_checkpoint_dir / STATE_FILE).write_text(json.dumps(state, indent=1))
         if table.num_rows:
             pq.write_table(table, request.output_data_path)
+        # it refuses temporal tables, the only rows an engine holds back: none ever wait
         return ExecuteResult(table.num_rows, output_watermark, table.schema, _ddl(table.schema),
-                             request.output_data_path if table.num_rows else None)
+                             request.output_data_path if table.num_rows else None, pending_rows=())
 
     def migrate(self, request: MigrateRequest) -> MigrateResult:
         _run_streaming(request.next_transform, {}, plan_only=True)

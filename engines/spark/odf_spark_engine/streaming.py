@@ -236,7 +236,8 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
     if late.rows:
         yield _log(f"{late.rows} row(s) arrived behind the watermark and were dropped", "WARN")
 
-    result = pb.ExecuteResult(num_records=num_records, schema=schema, late_rows=late.rows)
+    result = pb.ExecuteResult(num_records=num_records, schema=schema, late_rows=late.rows,
+                              pending_rows=_pending_rows(inputs, tables, state, held))
     if watermark is not None:
         result.output_watermark.FromDatetime(watermark)
     yield pb.ExecuteResponse(result=result)
@@ -249,6 +250,26 @@ class _Held:
 
     ready: datetime | None
     checkpoint: Path
+
+
+def _pending_rows(streamed: list[StreamInput], tables: temporal.Tables, state,
+                  held: _Held | None) -> list[pb.PendingRows]:
+    """The streamed inputs' rows left waiting in the new checkpoint for the temporal tables,
+    and which tables hold them: those without a watermark, else those at the least one."""
+    if held is None:
+        return []
+    marks = {name: state.input_watermark(name) for name in tables.keys}
+    holding = sorted(n for n, w in marks.items() if w is None) or sorted(
+        n for n, w in marks.items() if w == held.ready)
+    found = []
+    for stream_input in streamed:
+        rows = temporal.pending_count(held.checkpoint, stream_input.dataset_id)
+        if rows:
+            message = pb.PendingRows(input=stream_input.dataset_id, rows=rows, waiting_for=holding)
+            if held.ready is not None:
+                message.watermark.FromDatetime(held.ready)
+            found.append(message)
+    return found
 
 
 def _feed_input(

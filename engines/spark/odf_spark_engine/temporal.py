@@ -387,6 +387,12 @@ def pending_file(checkpoint_dir: Path, dataset_id: str) -> Path:
     return checkpoint_dir / PENDING_DIR / f"{_file_name(dataset_id)}.parquet"
 
 
+def pending_count(checkpoint_dir: Path, dataset_id: str) -> int:
+    """The input's rows waiting in the checkpoint for the temporal tables (from the file's footer)."""
+    pending = pending_file(checkpoint_dir, dataset_id)
+    return pq.ParquetFile(pending).metadata.num_rows if pending.is_file() else 0
+
+
 def split_ready(table: pa.Table, event_time: str, ready: datetime | None) -> tuple[pa.Table, pa.Table]:
     """The rows whose event time the temporal tables' watermark ``ready`` has reached, and the
     rest (all of them while a temporal table has no watermark). Rows without an event time
