@@ -32,6 +32,7 @@ from .block import block
 from .completions import completions
 from .config import config
 from .delete import delete
+from .diff import diff
 from .ingest import ingest
 from .init import init
 from .lineage import lineage_
@@ -75,7 +76,7 @@ def cli(ctx: click.Context, workspace: str | None, debug: bool, quiet: bool, ver
 
 
 COMMANDS: tuple[click.Command, ...] = (
-    init, add, list_, status_, log, schema, tail, pull, ingest, lineage_, provenance_, sql, verify_,
+    init, add, list_, status_, log, schema, tail, diff, pull, ingest, lineage_, provenance_, sql, verify_,
     repo, push, publish_, trust_, config, system, block, serve, reset, delete, upgrade, completions,
 )
 for command in COMMANDS:

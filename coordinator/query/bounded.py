@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -34,6 +35,8 @@ from .sql import MemoryExceeded, SqlError, SqlSession, resolve_as_at, split_scri
 
 if TYPE_CHECKING:
     from multiprocessing.context import ForkServerContext
+
+    import pyarrow as pa
 
 # what the fork server imports once, so that a query's process starts at once
 PRELOAD = ["duckdb", "pyarrow", "pyarrow.dataset", "pyarrow.parquet", "coordinator.query.bounded"]
@@ -129,32 +132,37 @@ def _bound_memory(memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (held + memory, held + memory))
 
 
-def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None, as_of: str | None) -> bytes:
+def json_rows(batches: Iterable[pa.RecordBatch | pa.Table], max_rows: int | None,
+              max_bytes: int | None) -> tuple[list[str], str | None]:
+    """Each row's JSON, batch by batch as they come, stopping at ``max_rows`` rows or before
+    the rows' JSON (joined by ", ") would pass ``max_bytes``; and ``limit`` or ``maxBytes``
+    if it stopped so (None: every row)."""
     from .tail import json_value
     from .values import python_rows
 
+    rows: list[str] = []
+    size = 0
+    for batch in batches:
+        for row in python_rows(batch):
+            encoded = json.dumps(row, default=json_value)
+            if max_rows is not None and len(rows) == max_rows:
+                return rows, "limit"
+            if max_bytes is not None and size + len(encoded) + 2 > max_bytes:
+                return rows, "maxBytes"
+            rows.append(encoded)
+            size += len(encoded) + 2  # and its ", "
+    return rows, None
+
+
+def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None, as_of: str | None) -> bytes:
     statements = split_script(text)
     if len(statements) != 1:
         raise SqlError(f"give exactly one query, not {len(statements)}")
-    rows: list[str] = []
-    size, truncated_by = 0, None
     with SqlSession(ws, resolve_as_at(ws, as_at) if as_at else None,
                     as_of=parse_timestamp(as_of) if as_of else None,
                     memory_limit=int(bounds.memory * DUCKDB_SHARE)) as session:
         schema, batches = session.batches(statements[0], text)
-        for batch in batches:
-            for row in python_rows(batch):
-                encoded = json.dumps(row, default=json_value)
-                if len(rows) == bounds.max_rows:
-                    truncated_by = "limit"
-                elif size + len(encoded) + 2 > bounds.max_bytes:
-                    truncated_by = "maxBytes"
-                if truncated_by:
-                    break
-                rows.append(encoded)
-                size += len(encoded) + 2  # and its ", "
-            if truncated_by:
-                break
+        rows, truncated_by = json_rows(batches, bounds.max_rows, bounds.max_bytes)
     head = json.dumps({"columns": schema.names})[:-1]
     tail = json.dumps({"truncated": truncated_by is not None, "truncatedBy": truncated_by})[1:]
     return f'{head}, "rows": [{", ".join(rows)}], {tail}'.encode()

@@ -43,7 +43,7 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -414,15 +414,17 @@ class SqlSession:
         return self.as_at.describe() if self.as_at else "yet"
 
 
-def arrow_dataset(name: str, files: list[Path], root: str) -> Any:
-    """The slices as one lazy Arrow dataset, their columns united by name; an unreadable slice
-    is refused naming the dataset (``root``, the workspace's folder, left out)."""
+def arrow_dataset(name: str, files: list[Path], root: str, schema_of: Sequence[Path] | None = None) -> Any:
+    """The slices as one lazy Arrow dataset, their columns united by name (those of
+    ``schema_of``'s slices if given: two versions of a dataset read under one schema); an
+    unreadable slice is refused naming the dataset (``root``, the workspace's folder, left out)."""
     import pyarrow as pa
     import pyarrow.dataset as pds
     import pyarrow.parquet as pq
 
     try:
-        schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+        schema = pa.unify_schemas([pq.read_schema(f) for f in (files if schema_of is None else schema_of)],
+                                  promote_options="permissive")
         return pds.dataset([str(f) for f in files], schema=schema, format="parquet")
     except (OSError, pa.ArrowException) as e:
         raise SqlError(f"dataset {name}: its slices cannot be read ({hide_paths(str(e), root)}); "

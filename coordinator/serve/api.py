@@ -157,6 +157,33 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
             raise Invalid("as_of reads a state: give state=true")
         return _ok(await answers.tail(validate_dataset_id(dataset_id), n, as_at, state, as_of))
 
+    @app.get("/api/datasets/{dataset_id}/diff",
+             summary="The rows added, removed and changed between two versions (as coord diff -o json)")
+    def diff(dataset_id: str,
+             from_: str | None = Query(None, alias="from", max_length=100,
+                                       description="block hash prefix or RFC 3339 system time "
+                                                   "(default: the block before the last change)"),
+             to: str | None = Query(None, max_length=100, description="the same (default: the head)"),
+             from_as_of: str | None = Query(None, max_length=100,
+                                            description="RFC 3339 event time the from version is read as of"),
+             to_as_of: str | None = Query(None, max_length=100,
+                                          description="RFC 3339 event time the to version is read as of"),
+             limit: int | None = Query(None, ge=1, description="rows at most (default 1000, up to "
+                                                               "serve.sqlMaxRows)")) -> Response:
+        from ..metadata.timestamps import parse_timestamp
+        from ..query.diff import API_NAMES, document
+        from ..query.diff import diff as rows_changed
+
+        # bounded as /api/sql's answers are: at most a limit of rows and serve.sqlMaxBytes of them
+        rows = min(1000, settings.sql_max_rows) if limit is None else limit
+        if rows > settings.sql_max_rows:
+            raise Invalid(f"limit: at most {settings.sql_max_rows} rows (the service's serve.sqlMaxRows)")
+        found = rows_changed(_existing(ws, dataset_id), from_, to,
+                             parse_timestamp(from_as_of) if from_as_of else None,
+                             parse_timestamp(to_as_of) if to_as_of else None, limit=rows + 1,
+                             named=API_NAMES)
+        return _ok(document(found, rows, settings.sql_max_bytes))
+
     @app.get("/api/datasets/{dataset_id}/schema",
              summary="The schema in force (column, type, nullability) and the newest slice's columns")
     def schema(dataset_id: str, history: bool = Query(
