@@ -14,8 +14,9 @@ Invariants:
   rows its change log describes (``row_changes.current_rows``'s rule: appends and correct-tos
   add a row, retractions and correct-froms take one away, a multiset of whole rows). The
   system columns (offset, operation type, system time) and a 0.18 snapshot's observation
-  column say how a row arrived, not what it is: they are left out; the event time is a column
-  of the row like any other.
+  column say how a row arrived, not what it is: they are left out. The event time is kept: a
+  whole row includes it (as ``current_rows`` counts it); a row matched by key shows it but
+  is not marked changed by it alone (see ``_by_key``).
 - When both versions have the same primary key, rows are matched by it: a key only in B is
   added, only in A removed, in both with some column different (nulls equal nulls) changed,
   with the names of the columns that differ. Otherwise (no key, or the key changed between
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from ..data.odf_slice import Vocabulary
     from .sql import DatasetRead
 
 CHANGES = ("added", "removed", "changed")
@@ -164,11 +166,11 @@ def diff(ds: Dataset, old: str | None = None, new: str | None = None, old_as_of:
     versions = [Version(blocks[i] if i < len(blocks) else None, as_of)
                 for i, as_of in ((a, a_as_of), (b, new_as_of))]
     reads = [_read(ds, v) for v in versions]
-    keys = [r.key if r is not None else _defined_key(ds) for r in reads]
+    keys = [r.key if r is not None else _definition(ds)[1] for r in reads]
     for given, k, option in ((old_as_of, keys[0], named.old_as_of), (new_as_of, keys[1], named.new_as_of),
                              (a_as_of, keys[0], named.new_as_of)):
         if given is not None and k is None:
-            raise NoState(f"{option}: {no_state(ds.id, _source(ds))}")
+            raise NoState(f"{option}: {no_state(ds.id, _definition(ds)[0])}")
     if reads[0] is None and reads[1] is None:  # no data in either: nothing to compare
         return Diff(ds.id, versions[0], versions[1], keys[1].key if keys[1] is not None else None,
                     dict.fromkeys(CHANGES, 0), _no_rows())
@@ -202,24 +204,16 @@ def _read(ds: Dataset, version: Version) -> DatasetRead | None:
     return None if version.block is None else dataset_read(ds, stop=version.block.stop)
 
 
-def _source(ds: Dataset) -> Any:
+def _definition(ds: Dataset) -> tuple[Any, StateKey | None]:
+    """The dataset's source in force now and the key it gives (a version without data has no
+    read to tell its key)."""
     if ds.ws.odf_of(ds.id) is OdfVersion.V039:
         from ..store.dataset import CurrentDataset
         from .sql import current_definition
 
-        return current_definition(CurrentDataset(ds.ws, ds.id))[0]
-    return ds.state().source
-
-
-def _defined_key(ds: Dataset) -> StateKey | None:
-    """The key of the dataset's definition now: a version without data has no read to tell."""
-    if ds.ws.odf_of(ds.id) is OdfVersion.V039:
-        from ..store.dataset import CurrentDataset
-        from .sql import current_definition
-
-        return current_definition(CurrentDataset(ds.ws, ds.id))[1]
+        return current_definition(CurrentDataset(ds.ws, ds.id))
     state = ds.state()
-    return state_key(state.source, state.vocab)
+    return state.source, state_key(state.source, state.vocab)
 
 
 def _connection() -> duckdb.DuckDBPyConnection:
@@ -241,16 +235,24 @@ def _register(con: duckdb.DuckDBPyConnection, ds: Dataset, reads: list[DatasetRe
     return list(con.sql("SELECT * FROM b_log").columns)
 
 
+def _vocabulary(ds: Dataset) -> Vocabulary:
+    """A current-ODF dataset's system columns' names (its ``SetVocab``, else the defaults)."""
+    from ..data.odf_slice import DEFAULT_VOCABULARY as V
+    from ..data.odf_slice import Vocabulary
+    from ..store.dataset import CurrentDataset
+
+    v = CurrentDataset(ds.ws, ds.id).state().vocab
+    if v is None:
+        return V
+    return Vocabulary(v.offset_column or V.offset, v.operation_type_column or V.operation_type,
+                      v.system_time_column or V.system_time, v.event_time_column or V.event_time)
+
+
 def _system_columns(ds: Dataset) -> set[str]:
     """How a row arrived, not what it is: the offset, operation type and system time."""
     if ds.ws.odf_of(ds.id) is OdfVersion.V039:
-        from ..data.odf_slice import DEFAULT_VOCABULARY as V
-        from ..store.dataset import CurrentDataset
-
-        vocab = CurrentDataset(ds.ws, ds.id).state().vocab
-        named = (vocab.offset_column, vocab.operation_type_column, vocab.system_time_column) \
-            if vocab else (None, None, None)
-        return {n or d for n, d in zip(named, (V.offset, V.operation_type, V.system_time), strict=True)}
+        v = _vocabulary(ds)
+        return {v.offset, v.operation_type, v.system_time}
     return {ds.state().vocab.system_time}
 
 
@@ -270,16 +272,9 @@ def _rows_sql(log: str, key: StateKey | None, as_of: datetime | None, read: Data
         return f"SELECT *, 1 AS {_SIGN} FROM {log}"
     from ..data.odf_slice import Op
 
-    return (f"SELECT *, CASE WHEN {quoted(_op_column(ds))} IN ({int(Op.APPEND)}, {int(Op.CORRECT_TO)}) "
+    op = quoted(_vocabulary(ds).operation_type)
+    return (f"SELECT *, CASE WHEN {op} IN ({int(Op.APPEND)}, {int(Op.CORRECT_TO)}) "
             f"THEN 1 ELSE -1 END AS {_SIGN} FROM {log}")
-
-
-def _op_column(ds: Dataset) -> str:
-    from ..data.odf_slice import DEFAULT_VOCABULARY
-    from ..store.dataset import CurrentDataset
-
-    vocab = CurrentDataset(ds.ws, ds.id).state().vocab
-    return (vocab.operation_type_column if vocab else None) or DEFAULT_VOCABULARY.operation_type
 
 
 def _pack(alias: str, columns: list[str]) -> str:
