@@ -31,6 +31,7 @@ from ..workspace.progress import PullProgress
 
 if TYPE_CHECKING:
     from ..engine.port import Engine
+    from ..ingest.pipeline import IngestResult
     from ..transform.execute import TransformResult
 
 class PullStatus(StrEnum):
@@ -80,9 +81,8 @@ def pull_one(
     if isinstance(state.source, DatasetSourceRoot):
         from ..ingest.pipeline import pull_root
 
-        ingested = pull_root(ws, dataset_id, progress=progress, state=state,
-                             set_watermark=set_watermark, engine=engine)
-        return PullOutcome(dataset_id, ingested.message, ingested.blocks)
+        return _ingested(pull_root(ws, dataset_id, progress=progress, state=state,
+                                   set_watermark=set_watermark, engine=engine))
     if set_watermark is not None:
         raise Invalid(f"{dataset_id} is a derivative: its watermark follows its inputs")
     from ..transform.execute import pull_derivative  # gRPC: only for derivatives
@@ -111,14 +111,19 @@ def _pull_current(ws: Workspace, dataset_id: str, engine: Callable[[], Engine], 
             from ..metadata.odf39.adapt import push_source
 
             target = partial(open_current, push=lambda s: push_source(s.push_sources[0]))
-        ingested = pull_root(ws, dataset_id, progress=progress, set_watermark=set_watermark,
-                             engine=engine, target=target)
-        return PullOutcome(dataset_id, ingested.message, ingested.blocks)
+        return _ingested(pull_root(ws, dataset_id, progress=progress, set_watermark=set_watermark,
+                                   engine=engine, target=target))
     if set_watermark is not None:
         raise Invalid(f"{dataset_id} is a derivative: its watermark follows its inputs")
     from .current_derivative import pull_current_derivative  # gRPC: only for derivatives
 
     return _derived(pull_current_derivative(ws, dataset_id, engine, progress=progress, known=state))
+
+
+def _ingested(result: IngestResult) -> PullOutcome:
+    """What a root's pull (of either ODF version) did, as a pull outcome."""
+    behind = [result.behind.words(result.dataset_id)] if result.behind else []
+    return PullOutcome(result.dataset_id, result.message, result.blocks, warnings=behind)
 
 
 def _derived(result: TransformResult) -> PullOutcome:
@@ -174,9 +179,38 @@ def pull_datasets(
             except (CoordError, OSError) as e:
                 not_pulled[dataset_id] = dataset_id
                 outcome = PullOutcome(dataset_id, str(e), status=PullStatus.FAILED, error=e)
+            if set_watermark is not None and dataset_id in ids and outcome.status is PullStatus.PULLED:
+                outcome.warnings += _held_readers(ws, graph, dataset_id, set_watermark, set(ids))
             report(outcome)
             outcomes.append(outcome)
     return outcomes
+
+
+def _held_readers(ws: Workspace, graph: DatasetGraph, dataset_id: str, watermark: datetime,
+                  also_set: set[str]) -> list[str]:
+    """One line per reader of ``dataset_id`` whose watermark cannot follow its new
+    ``watermark``: a derivative's is never past its least input's, so another input behind it
+    (or without one) holds it, and a temporal join's events wait for that table. The inputs
+    this command sets too (``also_set``) do not hold it."""
+    from ..metadata.timestamps import format_timestamp
+    from ..store.overview import CurrentDatasets, overview
+
+    current = CurrentDatasets(ws)
+    lines = []
+    for reader in graph.readers(dataset_id):
+        held = []
+        for other in graph.inputs(reader):
+            if other == dataset_id or other in also_set:
+                continue
+            at = overview(ws, other, current).watermark
+            if at is None:
+                held.append(f"{other} has no watermark yet")
+            elif at < watermark:
+                held.append(f"{other}'s is {format_timestamp(at)}")
+        if held:
+            lines.append(f"the watermark of {reader} will not follow it to {format_timestamp(watermark)}: "
+                         f"{'; '.join(held)}")
+    return lines
 
 
 def _failed_input(ws: Workspace, graph: DatasetGraph, dataset_id: str,

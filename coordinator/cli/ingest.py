@@ -52,6 +52,8 @@ def ingest(ctx, dataset, files, from_stdin, input_format, source_name, event_tim
                       input_format=InputFormat(input_format.lower()) if input_format else None,
                       event_time=when, engine=engine.get)
     show.text(f"{dataset}: {result.message}")
+    if result.behind is not None:
+        show.warning(f"{dataset}: {result.behind.words(dataset)}")
     if not recursive:
         return
     from ..store.overview import CurrentDatasets

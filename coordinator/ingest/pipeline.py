@@ -77,6 +77,23 @@ if TYPE_CHECKING:
 EngineSource = Callable[[], "Engine"]  # the command's engine, started on the first call
 
 
+@dataclass(frozen=True)
+class BehindWatermark:
+    """Records an ingest added dated before the root's watermark as it stood before them: its
+    readers may have passed that time already (a window dropping them as late, a temporal
+    join's events keeping the version they met)."""
+
+    rows: int
+    oldest: datetime  # the earliest event time among them
+    watermark: datetime  # the root's watermark when the first of them came
+
+    def words(self, dataset_id: str) -> str:
+        rows, were = (f"{self.rows:,} records", "were") if self.rows != 1 else ("1 record", "was")
+        return (f"{rows} of {dataset_id} {were} dated behind its watermark "
+                f"{format_timestamp(self.watermark)} (the oldest {format_timestamp(self.oldest)}); "
+                "readers that already passed that time may leave them out (see coord status)")
+
+
 @dataclass
 class IngestResult:
     dataset_id: str
@@ -86,6 +103,7 @@ class IngestResult:
     message: str  # "3 new records", "up to date", ...
     blocks: list[bytes] = field(default_factory=list)  # every block committed, in order
     notes: list[str] = field(default_factory=list)  # the source's news (a feed's invalid updates)
+    behind: BehindWatermark | None = None  # records dated behind the watermark, if any
 
 
 def pull_root(ws: Workspace, dataset_id: str, *, progress: Progress | None = None,
@@ -173,6 +191,7 @@ class _Pull:
         self.split = not self._file_a_block() and self.source.preprocess is None
         self.blocks: list[bytes] = []  # committed, in order
         self.records = 0  # in those blocks
+        self.behind: BehindWatermark | None = None  # those of them dated behind the watermark
         self.committer: ThreadPoolExecutor | None = None  # see _committer
         self.in_flight: Future[None] | None = None
 
@@ -223,7 +242,7 @@ class _Pull:
         blocks = self.blocks
         message = "; ".join([self._message(blocks, self.records), *notes])
         return IngestResult(self.history.ds.id, blocks[-1] if blocks else None, self.records,
-                            self.history.watermark, message, blocks, notes)
+                            self.history.watermark, message, blocks, notes, self.behind)
 
     def _message(self, blocks: list[bytes], records: int) -> str:
         if not blocks:
@@ -449,6 +468,7 @@ class _Pull:
                 check_source_time(f.event_time, system_time, self.config.event_time_horizon_s,
                                   f.name)
         previous = self.history.watermark
+        self._count_behind(table, previous)
         known = [previous, *((slice_layout.max_event_time(table, self.vocab), read) if len(table) else ()),
                  *(f.event_time for f in files)]
         watermark = max((t for t in known if t is not None), default=None)
@@ -459,6 +479,30 @@ class _Pull:
         else:
             self.in_flight = self.committer.submit(self._commit_now, table, system_time,
                                                    watermark, state, name)
+
+    def _count_behind(self, table: pa.Table, watermark: datetime | None) -> None:
+        """Count the records of ``table`` that add a value dated before ``watermark`` (a
+        removal or a correction's old half repeats the old record's time: not late)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if watermark is None or not len(table):
+            return
+        if isinstance(self.source.merge, MergeStrategySnapshot | StreamMerge):
+            roles = self.history.snapshot_roles(self.source.merge)
+            observed = table[roles.observation]
+            adds = pc.is_in(observed, pa.array([roles.added, roles.changed], observed.type))
+            table = table.filter(pc.fill_null(adds, True))
+        times = pc.cast(table[self.vocab.event_time], pa.timestamp("us", tz="UTC"))
+        late = pc.filter(times, pc.fill_null(pc.less(times, pa.scalar(watermark, times.type)), False))
+        if not len(late):
+            return
+        oldest = pc.min(late).as_py()
+        before = self.behind
+        self.behind = BehindWatermark(
+            len(late) + (before.rows if before else 0),
+            min(oldest, before.oldest) if before else oldest,
+            before.watermark if before else watermark)
 
     def _commit_now(self, table: pa.Table, system_time: datetime, watermark: datetime | None,
                     state: SourceState, name: str) -> None:
