@@ -298,10 +298,10 @@ class _Writer:
         """The source a 0.18 block sets, and after the first one the vocabulary."""
         at = f"{self.ds.id}: source"
         if isinstance(b.source, DatasetSourceRoot):
-            w.append(polling_source(b.source, at), system_time=when)
+            w.append(e.normalized(polling_source(b.source, at)), system_time=when)
         elif isinstance(b.source, DatasetSourceDerivative):
             ids = {name: i.id for name, i in self.inputs.items()}
-            w.append(set_transform(b.source, ids, at), system_time=when)
+            w.append(e.normalized(set_transform(b.source, ids, at)), system_time=when)
         if first and (v := set_vocab(self.old.vocab)) is not None:
             w.append(v, system_time=when)
 

@@ -78,6 +78,10 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         for p in report.problems:
             show.line(f"    problem: {p}")
         _show_authorship(show, report)
+        if report.odf == "0.39":  # only current-ODF chains are exchanged with the reference
+            show.line(f"  reference rules: {'FAILED' if report.reference_problems else 'ok'}")
+            for p in report.reference_problems:
+                show.line(f"    problem: {p}")
         show.line(f"  reproducibility: {report.reproducibility}")
         for p in report.replay_problems:
             show.line(f"    problem: {p}")
@@ -157,6 +161,8 @@ def _report_json(report: VerifyReport, compatibility: bytes | None) -> dict:
                        "problems": [str(p) for p in report.authorship_problems]},
         "reproducibility": {"verdict": report.reproducibility,
                             "problems": [str(p) for p in report.replay_problems]},
+        "referenceRules": {"ok": not report.reference_problems,
+                           "problems": [str(p) for p in report.reference_problems]},
         "compatibilityRecorded": compatibility.hex() if compatibility is not None else None,
     }
 

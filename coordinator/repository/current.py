@@ -164,7 +164,7 @@ def pull_current(
         mine = len(local) - 1 - position[junction] if junction is not None else len(local)
         message = _compare(ref, name, state, new, junction, mine)
         try:  # the chain rules, against the local state, before any data is downloaded
-            build([StoredBlock(b.name, b.block) for b in new], state)
+            build([StoredBlock(b.name, b.block) for b in new], state, strict=True)
         except ChainBroken as e:
             raise SyncError(f"{ref}: {e} (nothing was pulled)") from None
         authored = [_LocalBlock(b.hash.digest, _signer_of(ds.root, b.hash)) for b in local]

@@ -19,9 +19,10 @@ from pathlib import Path
 from ..errors import CoordError
 from ..metadata.chain import ChainBlock
 from ..metadata.ids import DatasetRef
+from ..metadata.multiformats import Multihash
 from ..store import layout as layout39
 from ..store.dataset import CurrentDataset
-from ..store.read import StoredBlock, objects_of
+from ..store.read import StoredBlock, objects_of, refused_by_reference
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, DatasetNotFound, Workspace, layout
 from ..workspace.config import OdfVersion
@@ -34,7 +35,7 @@ from .current import CurrentRemote, OtherVersion
 from .current import uploads as current_uploads
 from .fileio import HttpFileIO, RefConflict, token_headers
 from .registry import BadRepositoryArgument, open_remote, parse_target, remember, remembered, remote_path
-from .remote import MAX_REF, Diverged, RemoteDataset
+from .remote import MAX_REF, Diverged, RemoteDataset, SyncError
 from .transfer import Job, run_parallel
 
 
@@ -131,11 +132,7 @@ def _smart_push(ws: Workspace, dataset_id: str, target: DatasetRef, progress: Pr
     node = CurrentRemote(RemoteDataset(HttpFileIO(base), name))
     remote_head = node.read_head()[0]  # the simple protocol's refs/head (a 404: no dataset yet)
     ds = CurrentDataset(ws, dataset_id)
-    blocks = list(ds.state().blocks)  # oldest first, every block checked
-    hashes = [b.hash for b in blocks]
-    if remote_head is not None and remote_head not in hashes:
-        raise _diverged(target, dataset_id, str(remote_head))
-    new = blocks[hashes.index(remote_head) + 1:] if remote_head else blocks
+    _, new = _new_blocks(ds, target, remote_head)
     if not new:
         remember(ws, dataset_id, "push", target)
         return PushResult(dataset_id, target, 0, 0, 0, f"{target} is up to date")
@@ -228,6 +225,31 @@ def _odf18_plan(ws: Workspace, dataset_id: str, target: DatasetRef, remote: Remo
                  (lambda: remote.swap_head(new[-1].hash, token)) if new else None)
 
 
+class RefusedByReference(SyncError):
+    """A current-ODF chain holding a block the reference's pull refuses (one coord wrote before
+    it followed that rule): nothing that pulls could take it, so it is not pushed."""
+
+
+def _new_blocks(ds: CurrentDataset, target: DatasetRef,
+                remote_head: Multihash | None) -> tuple[list[StoredBlock], list[StoredBlock]]:
+    """The local chain (oldest first, every block checked) and the blocks of it the remote at
+    ``remote_head`` lacks; refuses a remote that diverged, and a chain the reference refuses
+    when there is something to push (the reference and coord's pull both refuse it, so the
+    repository would hold a dataset no one can pull)."""
+    blocks = list(ds.state().blocks)
+    hashes = [b.hash for b in blocks]
+    if remote_head is not None and remote_head not in hashes:
+        raise _diverged(target, ds.id, str(remote_head))
+    new = blocks[hashes.index(remote_head) + 1:] if remote_head else blocks
+    refused = refused_by_reference(blocks) if new else []
+    if refused:
+        raise RefusedByReference(
+            f"{ds.id}: {refused[0]}: the reference (and coord's pull) refuses such a block, so "
+            f"no one could pull it from {target}; nothing was pushed. Its blocks cannot change: "
+            f"define the dataset again under a new name (coord add), pull it, and push that")
+    return blocks, new
+
+
 def _current_plan(ws: Workspace, dataset_id: str, target: DatasetRef, remote: RemoteDataset,
                   repair: bool) -> _Plan | None:
     """A current-ODF dataset: objects, signatures and blocks, ``info/alias`` (the folder's name
@@ -238,11 +260,7 @@ def _current_plan(ws: Workspace, dataset_id: str, target: DatasetRef, remote: Re
         raise OtherVersion(f"{target} holds an ODF 0.18 dataset and {dataset_id} is current ODF "
                            "(0.39) (nothing was pushed): push it to another NAME")
     remote_head, token = current.read_head()
-    blocks = list(ds.state().blocks)  # oldest first, every block checked
-    hashes = [b.hash for b in blocks]
-    if remote_head is not None and remote_head not in hashes:
-        raise _diverged(target, dataset_id, str(remote_head))
-    new = blocks[hashes.index(remote_head) + 1:] if remote_head else blocks
+    blocks, new = _new_blocks(ds, target, remote_head)
     if not new and not repair:
         return None
 

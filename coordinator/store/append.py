@@ -143,7 +143,7 @@ class DatasetWriter(LockedWriter):
         """Append a sealed block (``sealed.stored`` decodes to ``sealed.block``) with its
         signature document, if it has one (checked by whoever fetched it)."""
         stored = StoredBlock(sealed.hash, sealed.block)
-        after = build([stored], self._state)  # the chain rules, before anything is written
+        after = build([stored], self._state, strict=True)  # the chain rules, before anything is written
         data_slice, new_checkpoint = objects_of(sealed.block)
         if data_slice is not None:
             self._place(data, layout.data_file(data_slice.physical_hash), data_slice.size, "data")

@@ -9,7 +9,8 @@ Invariants:
 - The blocks read are then checked oldest first with the chain rules (``odf39.chain``); the
   state is built in that same pass, so a ``DatasetState`` exists only for a chain that obeys
   them. ``build(blocks, before)`` advances a state by more blocks with the same rules and steps
-  (the writer's appends).
+  (the writer's appends). A workspace's own chain is read taking what coord's earlier versions
+  wrote (``odf39.chain``'s ``legacy``); a block appended or pulled is checked ``strict``.
 - Reading imports no Arrow (the data layer is imported by ``verify`` only).
 - Every problem is one line: ``block <n> (<hash>): <what>`` (``Problem``), the wording of
   ``ChainRuleError``.
@@ -26,7 +27,7 @@ from ..metadata.did import DatasetId
 from ..metadata.flatbuffers_codec import BlockFormatError
 from ..metadata.multiformats import MultiformatError, Multihash
 from ..metadata.odf39 import codec
-from ..metadata.odf39.chain import ChainRuleError, ChainState
+from ..metadata.odf39.chain import ChainRuleError, ChainState, reference_refusals
 from ..metadata.odf39.events import (
     AddData,
     AddPushSource,
@@ -135,8 +136,12 @@ class DatasetState:
         return self.checkpoints[-1].checkpoint if self.checkpoints else None
 
 
-def build(oldest_first: list[StoredBlock], before: DatasetState | None = None) -> DatasetState:
-    """The state after ``oldest_first`` (continuing ``before``), checked with the chain rules."""
+def build(oldest_first: list[StoredBlock], before: DatasetState | None = None, *,
+          strict: bool = False) -> DatasetState:
+    """The state after ``oldest_first`` (continuing ``before``), checked with the chain rules.
+    ``strict`` for blocks from elsewhere (a pull) and new ones (an append): every rule the
+    reference checks; without, blocks a workspace holds, which may be what coord's earlier
+    versions wrote and the reference refuses (``odf39.chain``'s ``legacy``)."""
     rules = before.rules if before else ChainState()
     blocks = list(before.blocks) if before else []
     slices = list(before.slices) if before else []
@@ -146,7 +151,7 @@ def build(oldest_first: list[StoredBlock], before: DatasetState | None = None) -
     for stored in oldest_first:
         block, n = stored.block, stored.block.sequence_number
         try:
-            rules = rules.append(stored.hash, block)
+            rules = rules.append(stored.hash, block, legacy=not strict)
         except ChainRuleError as e:
             raise ChainBroken(Problem(e.sequence_number, stored.hash, e.reason)) from None
         blocks.append(stored)
@@ -183,6 +188,18 @@ def build(oldest_first: list[StoredBlock], before: DatasetState | None = None) -
     defaults: dict[str, Any] = dict(polling_source=None, transform=None, vocab=None,
                                     schema=None, watermark=None, source_state=None)
     return DatasetState(**{**defaults, **fields, **common})
+
+
+def refused_by_reference(oldest_first: list[StoredBlock]) -> list[Problem]:
+    """The blocks of a workspace's chain that coord reads but the reference's pull refuses
+    (what coord's earlier versions wrote: ``odf39.chain.reference_refusals``), oldest first;
+    none for a chain coord does not read either (a problem of its own: ``ChainBroken``)."""
+    named = {b.block.sequence_number: b.hash for b in oldest_first}
+    try:
+        refused = reference_refusals((b.hash, b.block) for b in oldest_first)
+    except ChainRuleError:
+        return []
+    return [Problem(e.sequence_number, named[e.sequence_number], e.reason) for e in refused]
 
 
 def blocks_named(state: DatasetState, prefix: str) -> list[StoredBlock]:
@@ -240,7 +257,8 @@ def walk(root: Path) -> tuple[list[StoredBlock], Problem | None]:
 
 
 def read_state(root: Path) -> DatasetState | None:
-    """The dataset in ``root`` (None: no block yet); ``ChainBroken`` names the first problem."""
+    """The dataset in ``root``, a folder of coord's own workspace (None: no block yet);
+    ``ChainBroken`` names the first problem."""
     newest_first, problem = walk(root)
     if problem is not None:
         raise ChainBroken(problem)

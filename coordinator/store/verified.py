@@ -11,6 +11,9 @@ Invariants:
 - Authorship is judged by ``trust.authorship`` under the workspace's policy: a dataset the
   reference wrote has no signatures, so its blocks are unsigned history, which the default
   policy accepts (and the report says).
+- A block coord reads but the reference's pull refuses (what coord's earlier versions wrote,
+  ``odf39.chain``: a transform's single ``query``) is no integrity problem: the report lists it
+  apart (``reference_problems``), and it fails the verify, as the dataset cannot be shared.
 - A derivative's steps are replayed by the function the caller gives (``replay``: the build
   layer's ``replay_current``, which sits above this one), only once integrity holds; without
   one the report says "not checked", and nothing starts an engine.
@@ -26,7 +29,8 @@ from ..workspace import Workspace
 from . import signatures
 from .dataset import CurrentDataset
 from .overview import CurrentDatasets, InputNotFound
-from .read import walk
+from .read import Problem as ReadProblem
+from .read import refused_by_reference, walk
 from .verify import verify_folder
 
 
@@ -46,6 +50,18 @@ class CurrentVerifier:
                               replay=self._replay)
 
 
+# what a block the reference refuses is told, after the rule: why it is there, what to do
+REFUSED = ("; the reference's pull refuses this block (coord wrote such blocks before it followed "
+           "the rule), so the dataset cannot be shared: define it again under a new name (coord "
+           "add) and pull it")
+
+
+def _reported(p: ReadProblem, remedy: str = "") -> Problem:
+    """A folder's problem as a report names it: ``block <n> (<multihash>)`` or ``refs/head``."""
+    return Problem(p.block_hash.to_bytes() if p.block_hash else b"", p.reason + remedy,
+                   str(p).removesuffix(f": {p.reason}") if p.block_hash else "refs/head")
+
+
 # Re-runs every step of the named derivative from its inputs; the blocks that differ.
 CurrentReplay = Callable[[str], list[Problem]]
 
@@ -62,9 +78,8 @@ def verify_current(ws: Workspace, name: str, *, integrity_only: bool, deep: bool
     signed = signatures.signed_blocks(ws, root, newest_first[::-1])
     report = VerifyReport(name, odf="0.39")
     report.blocks = signed  # type: ignore[assignment]
-    report.problems = [Problem(p.block_hash.to_bytes() if p.block_hash else b"", p.reason,
-                               str(p).removesuffix(f": {p.reason}") if p.block_hash else "refs/head")
-                       for p in verify_folder(root, deep=deep)]
+    report.problems = [_reported(p) for p in verify_folder(root, deep=deep)]
+    report.reference_problems = [_reported(p, REFUSED) for p in refused_by_reference(newest_first[::-1])]
     report.problems += [Problem(b.hash, f"{signatures.signature_name(b)}: signature does not match the block",
                                 signatures.block_name(b)) for b in signed if b.invalid]
     age = {b.hash: i for i, b in enumerate(signed)}

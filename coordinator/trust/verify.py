@@ -84,17 +84,23 @@ class VerifyReport:
     authorship_problems: list[Problem] = field(default_factory=list)  # signers the policy refuses
     reproducibility: str = ""
     replay_problems: list[Problem] = field(default_factory=list)  # blocks that did not reproduce
+    # sound blocks the reference's pull refuses (a 0.39 chain coord wrote before it followed
+    # that rule): the dataset cannot be shared, though its bytes are its author's
+    reference_problems: list[Problem] = field(default_factory=list)
     odf: str = "0.18"  # the ODF version the dataset is stored in
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.authorship_problems and not self.replay_problems
+        return not (self.problems or self.authorship_problems or self.replay_problems
+                    or self.reference_problems)
 
     @property
     def first_problem(self) -> Problem | None:
         """The oldest integrity problem (the bytes are not the author's: nothing else can be
-        trusted), else the oldest block that did not reproduce, else the first refused signer."""
-        problems = self.problems or self.replay_problems or self.authorship_problems
+        trusted), else the oldest block that did not reproduce, else the first refused signer,
+        else the oldest block the reference refuses."""
+        problems = (self.problems or self.replay_problems or self.authorship_problems
+                    or self.reference_problems)
         return problems[0] if problems else None
 
 

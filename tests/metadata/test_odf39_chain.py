@@ -11,7 +11,7 @@ from coordinator.metadata.odf39 import codec
 from coordinator.metadata.odf39 import data as d
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39 import source as s
-from coordinator.metadata.odf39.chain import ChainRuleError, ChainState, check_chain
+from coordinator.metadata.odf39.chain import ChainRuleError, ChainState, check_chain, reference_refusals
 from tests.metadata.odf39_vectors import NOON, seeded_dataset_id, sha3
 
 SCHEMA = e.SetDataSchema(schema=d.DataSchema(fields=[d.DataField(name="a", type=d.DataTypeInt64())]))
@@ -44,7 +44,8 @@ ROOT = [SOURCE, SCHEMA,
 
 TRANSFORM = e.SetTransform(inputs=[e.TransformInput(dataset_ref=str(IN1), alias="a"),
                                    e.TransformInput(dataset_ref=str(IN2), alias="b")],
-                           transform=s.TransformSql(engine="spark", query="SELECT * FROM a"))
+                           transform=s.TransformSql(engine="spark",
+                                                    queries=[s.SqlQueryStep(query="SELECT * FROM a")]))
 STEP1 = e.ExecuteTransform(query_inputs=[
     e.ExecuteTransformInput(dataset_id=IN1, new_block_hash=sha3(b"a1"), new_offset=4),
     e.ExecuteTransformInput(dataset_id=IN2, new_block_hash=sha3(b"b1")),
@@ -145,7 +146,8 @@ def test_an_add_data_changing_nothing_is_refused():
 
 def test_a_read_step_with_both_schemas_is_refused():
     both = s.ReadStepNdJson(ddl_schema=["a BIGINT"], schema=SCHEMA.schema)
-    refused(chain(dataclasses.replace(SOURCE, read=both)), "both a DDL schema and an ODF schema", 1)
+    refused(chain(dataclasses.replace(SOURCE, read=both)),
+            "Cannot specify both DDL and ODF schemas at once", 1)
 
 
 def test_execute_transform_needs_a_set_transform_before_it():
@@ -169,9 +171,10 @@ def test_an_input_must_carry_on_from_the_previous_step():
 def test_set_transform_inputs_must_be_ids_with_aliases():
     by_name = e.SetTransform(inputs=[e.TransformInput(dataset_ref="input1", alias="a")],
                              transform=TRANSFORM.transform)
-    refused(chain(by_name, kind=e.DatasetKind.DERIVATIVE), "must be a did:odf id", 1)
+    rule = "Transform inputs must be resolved to dataset IDs and specify aliases"
+    refused(chain(by_name, kind=e.DatasetKind.DERIVATIVE), rule, 1)
     no_alias = e.SetTransform(inputs=[e.TransformInput(dataset_ref=str(IN1))], transform=TRANSFORM.transform)
-    refused(chain(no_alias, kind=e.DatasetKind.DERIVATIVE), "needs an alias", 1)
+    refused(chain(no_alias, kind=e.DatasetKind.DERIVATIVE), rule, 1)
 
 
 def test_a_block_can_be_checked_against_the_state_of_its_chain_before_commit():
@@ -183,3 +186,141 @@ def test_a_block_can_be_checked_against_the_state_of_its_chain_before_commit():
     assert state.append(codec.seal(nxt).hash, nxt).sequence_number == 5
     with pytest.raises(ChainRuleError):
         ChainState().append(codec.seal(nxt).hash, nxt)
+
+
+# --- the rules added from the reference's validators (kamu-cli v0.265.0) ----------------------
+
+QUERY_A = s.SqlQueryStep(query="SELECT * FROM a")
+WIDER = e.SetDataSchema(schema=d.DataSchema(fields=[
+    *SCHEMA.schema.fields, d.DataField(name="b", type=d.DataTypeOption(inner=d.DataTypeString()))]))
+
+
+def with_transform(**changes) -> e.SetTransform:
+    return dataclasses.replace(TRANSFORM, transform=dataclasses.replace(TRANSFORM.transform, **changes))
+
+
+def derivative(*events):
+    return chain(*events, kind=e.DatasetKind.DERIVATIVE)
+
+
+def with_schema(*fields: d.DataField) -> e.SetDataSchema:
+    return e.SetDataSchema(schema=d.DataSchema(fields=list(fields)))
+
+
+def test_a_transform_stored_as_query_is_refused():
+    refused(derivative(with_transform(query="SELECT * FROM a", queries=None)),
+            "Transform queries must be normalized", 1)
+
+
+def test_a_transform_stored_as_query_is_taken_as_legacy_and_listed_as_refused_by_the_reference():
+    blocks = derivative(with_transform(query="SELECT * FROM a", queries=None), SCHEMA, STEP1)
+    check_chain(blocks, legacy=True)
+    [refusal] = reference_refusals(blocks)
+    assert (refusal.sequence_number, refusal.reason) == (1, "Transform queries must be normalized")
+
+
+def test_a_transform_with_query_and_queries_is_refused_even_as_legacy():
+    with pytest.raises(ChainRuleError, match="Transform queries must be normalized"):
+        check_chain(derivative(with_transform(query="SELECT * FROM a")), legacy=True)
+
+
+def test_a_transform_without_a_query_is_refused():
+    refused(derivative(with_transform(queries=[])), "Transform must have at least one query", 1)
+
+
+def test_a_transform_whose_last_query_has_an_alias_is_refused():
+    refused(derivative(with_transform(queries=[s.SqlQueryStep(alias="out", query="SELECT 1")])),
+            "Last query in a transform must have no alias", 1)
+
+
+def test_a_transform_with_an_unaliased_query_before_the_last_is_refused():
+    refused(derivative(with_transform(queries=[QUERY_A, QUERY_A])),
+            "all queries except the last one must have aliases", 1)
+
+
+def test_a_preprocess_stored_as_query_is_refused():
+    source = dataclasses.replace(SOURCE, preprocess=s.TransformSql(engine="spark", query="SELECT 1"))
+    refused(chain(source), "Transform queries must be normalized", 1)
+
+
+def test_a_transform_naming_an_input_twice_is_refused():
+    twice = dataclasses.replace(TRANSFORM, inputs=[TRANSFORM.inputs[0], TRANSFORM.inputs[0]])
+    refused(derivative(twice), f"Transform contains duplicate inputs: {IN1}", 1)
+
+
+def test_a_schema_identical_to_the_one_in_force_is_refused():
+    refused(chain(SOURCE, SCHEMA, SCHEMA), "New schema is identical to the current", 3)
+
+
+def test_a_schema_adding_an_optional_column_is_taken():
+    check_chain(chain(SOURCE, SCHEMA, WIDER))
+
+
+def test_a_schema_only_reordering_its_columns_is_taken():
+    check_chain(chain(SOURCE, WIDER, with_schema(*WIDER.schema.fields[::-1])))
+
+
+def test_a_schema_adding_a_required_column_is_refused():
+    required = with_schema(*SCHEMA.schema.fields, d.DataField(name="b", type=d.DataTypeString()))
+    refused(chain(SOURCE, SCHEMA, required),
+            "New schema is not compatible with the current schema: column 'b' is added as required", 3)
+
+
+def test_a_schema_removing_a_column_is_refused():
+    refused(chain(SOURCE, WIDER, SCHEMA), "column 'b' .String.. is removed", 3)
+
+
+def test_a_schema_changing_a_column_type_is_refused():
+    refused(chain(SOURCE, SCHEMA, with_schema(d.DataField(name="a", type=d.DataTypeInt32()))),
+            "column 'a' changes type from Int64 to Int32", 3)
+
+
+def test_a_schema_making_a_column_optional_is_refused():
+    optional = with_schema(d.DataField(name="a", type=d.DataTypeOption(inner=d.DataTypeInt64())))
+    refused(chain(SOURCE, SCHEMA, optional), "column 'a' becomes optional", 3)
+
+
+def test_a_schema_adding_a_required_field_inside_a_struct_is_refused():
+    def point(*names: str) -> e.SetDataSchema:
+        fields = [d.DataField(name=n, type=d.DataTypeInt64()) for n in names]
+        return with_schema(d.DataField(name="p", type=d.DataTypeStruct(fields=fields)))
+    refused(chain(SOURCE, point("x"), point("x", "y")), "column 'p.y' is added as required", 3)
+
+
+def test_disabling_a_polling_source_is_refused():
+    refused(chain(SOURCE, e.DisablePollingSource()), "Disabling sources is not yet fully supported", 2)
+
+
+def test_disabling_a_push_source_is_refused():
+    refused(chain(SOURCE, e.DisablePushSource(source_name="default")),
+            "Disabling sources is not yet fully supported", 2)
+
+
+POLLING = e.SetPollingSource(fetch=s.FetchStepUrl(url="https://example.org/a.csv"),
+                             read=s.ReadStepCsv(), merge=s.MergeStrategyAppend())
+
+
+def test_a_push_source_added_while_a_polling_source_is_active_is_refused():
+    refused(chain(POLLING, SOURCE), "Cannot add a push source while polling source is still active", 2)
+
+
+def test_a_push_source_added_after_a_polling_source_is_taken_as_legacy():
+    check_chain(chain(POLLING, SOURCE), legacy=True)
+
+
+def test_a_polling_source_added_while_a_push_source_is_active_is_refused():
+    refused(chain(SOURCE, POLLING),
+            "Cannot add a polling source while some push sources are still active", 2)
+
+
+def test_a_push_source_added_again_unchanged_is_refused():
+    refused(chain(SOURCE, SOURCE), "New push source is identical to existing", 2)
+
+
+def test_a_push_source_changed_under_its_name_is_taken():
+    check_chain(chain(SOURCE, dataclasses.replace(SOURCE, merge=s.MergeStrategyLedger(primary_key=["a"]))))
+
+
+def test_an_ethereum_source_naming_no_chain_is_refused():
+    eth = dataclasses.replace(POLLING, fetch=s.FetchStepEthereumLogs(), read=s.ReadStepCsv())
+    refused(chain(eth), "Eth source must specify chainId or nodeUrl", 1)

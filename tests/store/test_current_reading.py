@@ -21,7 +21,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.metadata.odf39 import events as e
-from coordinator.metadata.odf39 import source as s
 from coordinator.store.append import DatasetWriter
 from coordinator.store.dataset import CurrentDataset, new_dataset_key
 from coordinator.workspace import Workspace
@@ -33,6 +32,7 @@ from tests.support.odf39_datasets import (
     at,
     rows,
     slice_file,
+    sql,
     write_derivative,
     write_root,
 )
@@ -282,7 +282,7 @@ def test_lineage_resolves_a_0_39_input_by_its_did_to_the_workspace_dataset(mixed
 def test_a_0_39_derivative_whose_query_changed_after_its_last_step_says_so(mixed):
     with DatasetWriter(mixed.derivative.root, mixed.ws.meta / "locks" / "large-cities.lock") as w:
         w.append(e.SetTransform(inputs=[e.TransformInput(dataset_ref=str(mixed.root.id), alias="cities")],
-                                transform=s.TransformSql(engine="datafusion", query="SELECT * FROM cities")),
+                                transform=sql("datafusion", "SELECT * FROM cities")),
                  system_time=at(30))
     assert run_json(mixed, "status", "large-cities")[0]["reasons"] == ["queryChanged"]
 

@@ -18,6 +18,7 @@ from coordinator.metadata.did import DatasetId
 from coordinator.metadata.multiformats import Multihash
 from coordinator.metadata.odf39 import codec
 from coordinator.metadata.odf39 import events as e
+from coordinator.metadata.odf39 import source as s
 from coordinator.store import layout
 from coordinator.store.read import ChainBroken, StoreError, read_head, read_state
 from coordinator.store.verify import verify_folder
@@ -113,7 +114,7 @@ def test_a_root_reads_back_with_its_id_source_schema_slices_and_watermark(root):
 def test_a_derivative_reads_back_with_its_transform_and_chained_checkpoints(derivative, root):
     state = read_state(derivative.root)
     assert state.kind == e.DatasetKind.DERIVATIVE and state.polling_source is None
-    assert state.transform.transform.query == QUERY
+    assert state.transform.transform.queries == [s.SqlQueryStep(query=QUERY)]
     assert state.transform.inputs[0].dataset_ref == str(root.id)
     assert [c.checkpoint.physical_hash for c in state.checkpoints] == list(derivative.checkpoints)
     assert [c.block_hash for c in state.checkpoints] == list(derivative.blocks[-2:])

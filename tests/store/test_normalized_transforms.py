@@ -11,7 +11,7 @@ from coordinator.workspace import Workspace
 from coordinator.workspace.config import OdfVersion
 from tests.support.cli import coord, coord_here
 from tests.support.manifests import derivative_manifest
-from tests.support.odf39_datasets import define_derivative, write_root
+from tests.support.odf39_datasets import define_legacy_derivative, write_root
 
 QUERY = "SELECT event_time, city FROM cities WHERE population > 1000000"
 
@@ -102,7 +102,7 @@ content:
 def test_a_chain_stored_with_query_is_unchanged_by_its_manifest_added_again(tmp_path):
     ws = workspace(tmp_path)
     cities = CurrentDataset(ws, "cities").state().id
-    define_derivative(ws, "large", {"cities": cities}, QUERY)  # as coord add wrote it before
+    define_legacy_derivative(ws, "large", {"cities": cities}, QUERY)  # as coord add wrote it before
     head = CurrentDataset(ws, "large").head()
     (tmp_path / "large.yaml").write_text(derivative_manifest("large", ["cities"], QUERY))
     out = coord_here("add", "--replace", "large.yaml", cwd=tmp_path).stdout

@@ -16,6 +16,7 @@ from coordinator.build.upgrade import UpgradeError, upgrade_dataset, upgrade_ord
 from coordinator.ingest import pull_root
 from coordinator.metadata.manifest import load_manifest
 from coordinator.metadata.odf39 import events as e
+from coordinator.metadata.odf39.source import SqlQueryStep
 from coordinator.store import layout
 from coordinator.store.checkpoint import pack_checkpoint
 from coordinator.store.verify import verify_folder
@@ -61,7 +62,7 @@ def test_the_upgraded_derivative_verifies_and_reads_its_input_by_did(upgraded):
     assert large.state.kind is e.DatasetKind.DERIVATIVE
     assert large.state.transform.inputs == [e.TransformInput(dataset_ref=str(cities.state.id),
                                                              alias="cities")]
-    assert large.state.transform.transform.query == QUERY
+    assert large.state.transform.transform.queries == [SqlQueryStep(query=QUERY)]  # normalized
 
 
 def test_its_records_are_the_018_records(upgraded):

@@ -4,11 +4,12 @@ large cities over it.
 
 Root ``cities``: Seed, SetPollingSource (CSV over a URL, append), SetDataSchema, AddData with
 three records (source state, watermark), AddData with two more. Derivative ``large-cities``:
-Seed, SetTransform (``SELECT ... WHERE population > 1000000`` over the root), SetDataSchema,
-ExecuteTransform over the root's first AddData (a checkpoint), ExecuteTransform over its second
-(``prevOffset`` and ``prevCheckpoint`` carried on, a new checkpoint). The data files are real
-slices (``odf_slice.build_slice`` / ``write_slice``); the derivative's records are the root's
-records filtered as its query says.
+Seed, SetTransform (``SELECT ... WHERE population > 1000000`` over the root, normalized),
+SetDataSchema, ExecuteTransform over the root's first AddData (a checkpoint), ExecuteTransform
+over its second (``prevOffset`` and ``prevCheckpoint`` carried on, a new checkpoint). The data
+files are real slices (``odf_slice.build_slice`` / ``write_slice``); the derivative's records
+are the root's records filtered as its query says. ``append_unchecked`` adds a block no chain
+rule is asked about (as another writer could), for the tests of those rules.
 """
 from __future__ import annotations
 
@@ -24,12 +25,15 @@ from coordinator.data.odf_schema import data_schema
 from coordinator.data.odf_slice import build_slice, write_slice
 from coordinator.metadata.did import DatasetId
 from coordinator.metadata.multiformats import Multihash
+from coordinator.metadata.odf39 import codec
 from coordinator.metadata.odf39 import data as d
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39 import source as s
 from coordinator.metadata.signing import SigningKey
+from coordinator.store import layout
 from coordinator.store.append import DatasetWriter, checkpoint_of, data_slice_of
 from coordinator.store.dataset import CurrentDataset, new_dataset_key
+from coordinator.store.read import walk
 from coordinator.workspace import Workspace
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -74,6 +78,28 @@ class Written:
     blocks: tuple[Multihash, ...]  # oldest first
     data: tuple[Multihash, ...]  # the data files' physical hashes, oldest first
     checkpoints: tuple[Multihash, ...]
+
+
+def sql(engine: str, query: str) -> s.TransformSql:
+    """A one-query transform as the spec stores it and the reference writes it (normalized:
+    ``queries: [{query}]``, never ``query``), as ``coord add`` writes it too."""
+    return s.TransformSql(engine=engine, queries=[s.SqlQueryStep(query=query)])
+
+
+def append_unchecked(folder: Path, event: e.MetadataEvent, *, minutes: int = 1) -> Multihash:
+    """One more block of ``event`` on the dataset in ``folder``, ``minutes`` after its head,
+    written as another writer could: sealed with the codec and linked to the head, its bytes
+    and ``refs/head`` written directly, no chain rule asked (coord's append path would refuse
+    what a test of a rule writes)."""
+    [head, *_], problem = walk(folder)
+    assert problem is None
+    block = e.MetadataBlock(system_time=head.block.system_time + timedelta(minutes=minutes),
+                            prev_block_hash=head.hash,
+                            sequence_number=head.block.sequence_number + 1, event=event)
+    sealed = codec.seal(block)
+    (folder / layout.block_file(sealed.hash)).write_bytes(sealed.stored)
+    (folder / layout.HEAD).write_text(str(sealed.hash))
+    return sealed.hash
 
 
 def rows(batch: list[tuple]) -> pa.Table:
@@ -130,7 +156,7 @@ def write_derivative(folder: Path, locks: Path, scratch: Path, root: Written,
         blocks.append(w.head)
         transform = e.SetTransform(
             inputs=[e.TransformInput(dataset_ref=str(root.id), alias="cities")],
-            transform=s.TransformSql(engine="datafusion", query=query))
+            transform=sql("datafusion", query))
         blocks.append(w.append(transform, system_time=at(1)))
         blocks.append(w.append(SCHEMA, system_time=at(1)))
         prev_offset = prev_checkpoint = prev_block = input_offset = None
@@ -207,6 +233,20 @@ def define_derivative(ws: Workspace, name: str, inputs: dict[str, DatasetId], qu
     ds = CurrentDataset(ws, name)
     with ds.writer() as w:
         w.seed(new_dataset_key(), e.DatasetKind.DERIVATIVE, at(0), alias=name)
-        w.append(e.SetTransform(
-            inputs=[e.TransformInput(dataset_ref=str(i), alias=alias) for alias, i in inputs.items()],
-            transform=s.TransformSql(engine="spark", query=query)), system_time=at(1))
+        w.append(_set_transform(inputs, sql("spark", query)), system_time=at(1))
+
+
+def define_legacy_derivative(ws: Workspace, name: str, inputs: dict[str, DatasetId],
+                             query: str) -> None:
+    """``define_derivative`` as ``coord add`` wrote it before it normalized transforms: the
+    query as ``query`` (written unchecked: the append path now refuses such a block)."""
+    ds = CurrentDataset(ws, name)
+    with ds.writer() as w:
+        w.seed(new_dataset_key(), e.DatasetKind.DERIVATIVE, at(0), alias=name)
+    append_unchecked(ds.root, _set_transform(inputs, s.TransformSql(engine="spark", query=query)))
+
+
+def _set_transform(inputs: dict[str, DatasetId], transform: s.TransformSql) -> e.SetTransform:
+    return e.SetTransform(
+        inputs=[e.TransformInput(dataset_ref=str(i), alias=alias) for alias, i in inputs.items()],
+        transform=transform)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import shutil
 import tarfile
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -31,6 +30,7 @@ from ..support.odf39_datasets import (
     Written,
     append_rows,
     define_derivative,
+    sql,
     write_derivative,
     write_root,
 )
@@ -249,11 +249,11 @@ def test_verify_integrity_only_does_not_replay(ws):
 
 
 def change_query(ws: Workspace, name: str, query: str) -> None:
-    """A new SetTransform on the derivative: the same inputs, ``query``."""
+    """A new SetTransform on the derivative: the same inputs and engine, ``query`` (normalized)."""
     ds = CurrentDataset(ws, name)
     with ds.writer() as w:
         old = w.state.transform
-        w.append(e.SetTransform(inputs=old.inputs, transform=replace(old.transform, query=query)),
+        w.append(e.SetTransform(inputs=old.inputs, transform=sql(old.transform.engine, query)),
                  system_time=w.state.blocks[-1].block.system_time)
 
 

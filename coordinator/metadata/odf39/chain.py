@@ -19,7 +19,23 @@ The rules are the ones the reference (kamu-cli v0.265.0, dataset-impl
   nor disappears;
 - ``ExecuteTransform`` comes after a ``SetTransform`` and lists its inputs' ids in that
   order; each input carries on from where the previous one ended (block hash and offset),
-  and advances its block interval when it advances its offsets.
+  and advances its block interval when it advances its offsets;
+- a transform (a ``SetTransform``'s, a source's ``preprocess``) is normalized: ``queries``,
+  never ``query``; at least one query, the last one without an alias, every other one with;
+- a ``SetDataSchema`` is not the schema in force again, and changes it only as
+  ``schema_change`` allows (a new column optional, none removed or changed);
+- a polling source and push sources are never both added; a push source is not added again
+  unchanged; an Ethereum source names its chain; the reference disables no source
+  (``DisablePollingSource``, ``DisablePushSource``: "not yet fully supported").
+
+Messages are the reference's where it has one (``"Transform queries must be normalized"``).
+
+``legacy``: coord's own earlier versions wrote blocks these rules refuse (a transform's single
+query as ``query``: ``coord add`` until it normalized it; a push source added after a polling
+source: ``coord add --replace``). Where coord reads its own workspace it passes ``legacy=True``
+and such a block is taken (a legacy ``query`` read as ``queries: [{query}]``); a pull, and every
+block coord writes now, is checked without. ``reference_refusals`` lists the blocks a chain
+holds that only ``legacy`` lets through: what ``verify`` and ``push`` report.
 """
 from __future__ import annotations
 
@@ -35,6 +51,8 @@ from ..multiformats import MultiformatError, Multihash
 from .events import (
     AddData,
     AddPushSource,
+    DisablePollingSource,
+    DisablePushSource,
     ExecuteTransform,
     ExecuteTransformInput,
     MetadataBlock,
@@ -42,7 +60,13 @@ from .events import (
     SetDataSchema,
     SetPollingSource,
     SetTransform,
+    normalized_sql,
 )
+from .schema_change import schema_change_problem
+from .source import FetchStepEthereumLogs, TransformSql
+
+NOT_NORMALIZED = "Transform queries must be normalized"
+DISABLING = "Disabling sources is not yet fully supported"
 
 
 class ChainRuleError(ChainError):
@@ -57,6 +81,7 @@ class ChainRuleError(ChainError):
 
 
 DataEvent = AddData | ExecuteTransform
+Source = SetPollingSource | AddPushSource
 
 
 @dataclass(frozen=True)
@@ -66,27 +91,32 @@ class ChainState:
     head: Multihash | None = None
     sequence_number: int = -1
     system_time: datetime | None = None
-    has_schema: bool = False
+    schema: SetDataSchema | None = None  # the newest
     last_data: DataEvent | None = None  # the newest AddData or ExecuteTransform
     inputs: tuple[DatasetId, ...] | None = None  # the newest SetTransform's, in order
+    sources: tuple[Source, ...] = ()  # every source added, oldest first
 
-    def append(self, block_hash: Multihash, block: MetadataBlock) -> ChainState:
-        """The state after ``block``; raises ``ChainRuleError`` if it breaks a rule."""
-        problem = self._problem(block)
+    def append(self, block_hash: Multihash, block: MetadataBlock, *,
+               legacy: bool = False) -> ChainState:
+        """The state after ``block``; raises ``ChainRuleError`` if it breaks a rule
+        (``legacy``: but one coord's own earlier versions broke, see the module doc)."""
+        problem = self._problem(block, legacy)
         if problem:
             raise ChainRuleError(block.sequence_number, block_hash, problem)
         event = block.event
         after = dataclasses.replace(self, head=block_hash, sequence_number=block.sequence_number,
                                     system_time=block.system_time)
         if isinstance(event, SetDataSchema):
-            return dataclasses.replace(after, has_schema=True)
+            return dataclasses.replace(after, schema=event)
         if isinstance(event, SetTransform):
             return dataclasses.replace(after, inputs=tuple(_input_ids(event)))
         if isinstance(event, AddData | ExecuteTransform):
             return dataclasses.replace(after, last_data=event)
+        if isinstance(event, SetPollingSource | AddPushSource):
+            return dataclasses.replace(after, sources=(*self.sources, event))
         return after
 
-    def _problem(self, block: MetadataBlock) -> str | None:
+    def _problem(self, block: MetadataBlock, legacy: bool) -> str | None:
         first = self.head is None
         if isinstance(block.event, Seed) != first:
             return ("the first block must be a Seed" if first
@@ -99,21 +129,58 @@ class ChainState:
         if self.system_time is not None and block.system_time < self.system_time:
             return f"system time goes back from {self.system_time.isoformat()}"
         event = block.event
+        if isinstance(event, DisablePollingSource | DisablePushSource):
+            return DISABLING
         if isinstance(event, SetTransform):
-            return _transform_problem(event)
+            return _transform_problem(event, legacy)
         if isinstance(event, SetPollingSource | AddPushSource):
-            if event.read.ddl_schema is not None and event.read.schema is not None:
-                return "the read step gives both a DDL schema and an ODF schema; keep one"
+            return self._source_problem(event, legacy)
+        if isinstance(event, SetDataSchema):
+            return self._schema_problem(event)
         if isinstance(event, AddData | ExecuteTransform):
             return self._data_problem(event)
         return None
+
+    def _source_problem(self, event: Source, legacy: bool) -> str | None:
+        if event.preprocess is not None:
+            problem = _sql_problem(event.preprocess, legacy)
+            if problem:
+                return problem
+        if event.read.ddl_schema is not None and event.read.schema is not None:
+            return "Cannot specify both DDL and ODF schemas at once"
+        if isinstance(event, SetPollingSource):
+            fetch = event.fetch
+            if (isinstance(fetch, FetchStepEthereumLogs) and fetch.chain_id is None
+                    and fetch.node_url is None):
+                return "Eth source must specify chainId or nodeUrl"
+            if not legacy and any(isinstance(s, AddPushSource) for s in self.sources):
+                return "Cannot add a polling source while some push sources are still active"
+            return None
+        # the newest source that is a polling one or this push source's earlier self decides
+        for before in reversed(self.sources):
+            if isinstance(before, SetPollingSource):
+                return (None if legacy else
+                        "Cannot add a push source while polling source is still active")
+            if before.source_name == event.source_name:
+                return "New push source is identical to existing" if before == event else None
+        return None
+
+    def _schema_problem(self, event: SetDataSchema) -> str | None:
+        before = self.schema
+        if event.schema is None or before is None:
+            # a pre-RFC-016 (Arrow) schema is given no ODF schema at this layer: the reference
+            # compares it only once converted, which needs Arrow (see the report of this rule)
+            return None
+        if before.schema is None:
+            return None
+        return schema_change_problem(before.schema, event.schema)
 
     def _data_problem(self, event: DataEvent) -> str | None:
         kind = type(event).__name__
         if (event.new_data is None and event.new_checkpoint is None and event.new_watermark is None
                 and getattr(event, "new_source_state", None) is None):
             return f"empty {kind}: no data, checkpoint, watermark or source state"
-        if event.new_data is not None and not self.has_schema:
+        if event.new_data is not None and self.schema is None:
             return f"{kind} adds data before any SetDataSchema"
         last = self.last_data
         last_offset = _last_offset(last)
@@ -187,17 +254,33 @@ def _last_offset(event: DataEvent | None) -> int | None:
     return event.new_data.offset_interval.end if event.new_data else event.prev_offset
 
 
-def _transform_problem(event: SetTransform) -> str | None:
+def _transform_problem(event: SetTransform, legacy: bool) -> str | None:
     if not event.inputs:
-        return "SetTransform names no input"
-    if any(i.alias is None for i in event.inputs):
-        return "every SetTransform input needs an alias"
+        return "Transform must have at least one input"
     try:
-        ids = list(_input_ids(event))
-    except MultiformatError as e:
-        return f"every SetTransform input must be a did:odf id ({e})"
-    if len(set(ids)) != len(ids):
-        return "SetTransform names an input twice"
+        ids = [None if i.alias is None else DatasetId.parse(i.dataset_ref) for i in event.inputs]
+    except MultiformatError:
+        ids = [None]
+    if None in ids:
+        return "Transform inputs must be resolved to dataset IDs and specify aliases"
+    twice = sorted({str(i) for i in ids if ids.count(i) > 1})
+    if twice:
+        return f"Transform contains duplicate inputs: {', '.join(twice)}"
+    return _sql_problem(event.transform, legacy)
+
+
+def _sql_problem(t: TransformSql, legacy: bool) -> str | None:
+    """The reference's ``validate_transform``: a transform as the spec stores it."""
+    if t.query is not None:
+        if not legacy or t.queries is not None:  # coord never wrote both
+            return NOT_NORMALIZED
+        t = normalized_sql(t)
+    if not t.queries:
+        return "Transform must have at least one query"
+    if t.queries[-1].alias is not None:
+        return "Last query in a transform must have no alias an will be treated as an output"
+    if any(q.alias is None for q in t.queries[:-1]):
+        return "In a transform all queries except the last one must have aliases"
     return None
 
 
@@ -205,9 +288,23 @@ def _input_ids(event: SetTransform) -> Iterable[DatasetId]:
     return (DatasetId.parse(i.dataset_ref) for i in event.inputs)
 
 
-def check_chain(blocks: Iterable[tuple[Multihash, MetadataBlock]]) -> ChainState:
+def check_chain(blocks: Iterable[tuple[Multihash, MetadataBlock]], *,
+                legacy: bool = False) -> ChainState:
     """Check a whole chain given oldest block first; returns the state after its head."""
     state = ChainState()
     for block_hash, block in blocks:
-        state = state.append(block_hash, block)
+        state = state.append(block_hash, block, legacy=legacy)
     return state
+
+
+def reference_refusals(blocks: Iterable[tuple[Multihash, MetadataBlock]]) -> list[ChainRuleError]:
+    """The blocks of a chain that ``legacy`` lets through and the reference refuses, oldest
+    first; the chain must obey every other rule (``check_chain(..., legacy=True)``)."""
+    state, refused = ChainState(), []
+    for block_hash, block in blocks:
+        try:
+            state.append(block_hash, block)
+        except ChainRuleError as e:
+            refused.append(e)
+        state = state.append(block_hash, block, legacy=True)
+    return refused

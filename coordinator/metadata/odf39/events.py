@@ -257,13 +257,14 @@ def normalized(event: MetadataEvent) -> MetadataEvent:
     never sets ``query``; a single query is ``queries: [{query}]`` (the reference refuses a
     chain that stores ``query``). Other events, and normalized ones, are returned as they are."""
     if isinstance(event, SetTransform):
-        return replace(event, transform=_normalized_sql(event.transform))
+        return replace(event, transform=normalized_sql(event.transform))
     if isinstance(event, (SetPollingSource, AddPushSource)) and event.preprocess is not None:
-        return replace(event, preprocess=_normalized_sql(event.preprocess))
+        return replace(event, preprocess=normalized_sql(event.preprocess))
     return event
 
 
-def _normalized_sql(t: TransformSql) -> TransformSql:
+def normalized_sql(t: TransformSql) -> TransformSql:
+    """``t`` with a single ``query`` as ``queries: [{query}]`` (as it is, given both)."""
     if t.query is None or t.queries is not None:  # both given is refused where it is written
         return t
     return replace(t, query=None, queries=[SqlQueryStep(query=t.query)])
