@@ -520,9 +520,9 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
     v = plan.vocab
     if plan.transform.temporal_tables:
         raise RetractionsRefused(
-            f"{plan.dataset.id}: a temporal join is computed as events arrive, and its query "
-            "over an input that retracts needs recomputing, which temporal tables cannot take "
-            "yet; read only the temporal table from a dataset that retracts")
+            "a temporal join is computed as events arrive, and this query over an input that "
+            "retracts needs recomputing, which temporal tables cannot take yet; read only the "
+            "temporal table from a dataset that retracts")
     scratch.mkdir(parents=True, exist_ok=True)
     views: dict[str, Path] = {}
     for i in plan.inputs:
