@@ -12,6 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
+from coordinator.store.dataset import CurrentDataset
+from coordinator.workspace import Workspace
+
 from ..support.cli import coord
 from .pipeline import manifest
 from .test_derivative_pull import records
@@ -32,7 +35,8 @@ QUERY = f"""SELECT t.event_time, t.station, t.temp, a.name
 FROM `{TEMPS}` AS t LEFT JOIN `{AIRPORTS}` FOR SYSTEM_TIME AS OF t.event_time AS a ON t.station = a.iata"""
 
 
-def add_pipeline(home, more: dict[str, str] | None = None, odf: str = "0.18") -> None:
+def add_pipeline(home, more: dict[str, str] | None = None, odf: str = "0.18",
+                 temps_merge: str = "ledger") -> None:
     """The three datasets, and ``more`` derivatives (id -> query) of the temperatures joined as
     of each hour with the airports."""
     coord("init", "--odf", odf, cwd=home)
@@ -40,7 +44,7 @@ def add_pipeline(home, more: dict[str, str] | None = None, odf: str = "0.18") ->
         TEMPS: {"kind": "root", "fetch": {"kind": "filesGlob", "path": "temps/*.csv", "order": "byName"},
                 "read": {"kind": "csv", "header": True,
                          "schema": ["event_time TIMESTAMP", "station STRING", "temp BIGINT"]},
-                "merge": {"kind": "ledger", "primaryKey": ["event_time", "station"]}},
+                "merge": {"kind": temps_merge, "primaryKey": ["event_time", "station"]}},
         AIRPORTS: {"kind": "root",
                    "fetch": {"kind": "filesGlob", "path": "airports/*.csv", "order": "byName",
                              "eventTime": {"kind": "fromPath", "pattern": r"(\d{4}-\d\d-\d\d)\.csv"}},
@@ -123,3 +127,15 @@ def test_a_temporal_table_read_otherwise_is_refused_by_pull_in_one_line(tmp_path
         assert dataset_id in line and f"temporal table {AIRPORTS}" in line and "step 0" in line
         assert "__odf" not in failed.stderr
         assert records(tmp_path, dataset_id) == []
+
+
+def test_a_temporal_join_whose_streamed_input_retracts_is_refused_in_one_line(tmp_path):
+    add_pipeline(tmp_path, odf="0.39", temps_merge="snapshot")
+    write_day(tmp_path, 0)
+    coord("pull", TEMPS, AIRPORTS, cwd=tmp_path)
+    failed = coord("pull", ENRICHED, cwd=tmp_path, check=False)
+    assert failed.returncode == 1
+    [line] = failed.stderr.splitlines()
+    assert line.startswith(f"coord: error: {ENRICHED}: ") and line.count(ENRICHED) == 1
+    assert "temporal tables cannot take yet" in line
+    assert not CurrentDataset(Workspace.open(tmp_path), ENRICHED).state().slices
