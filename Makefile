@@ -9,7 +9,7 @@ DEMO_DIR ?= demo
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.cache/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install system-deps python-deps proto engine-image test test-fast demo bench lint clean
+.PHONY: install system-deps python-deps proto engine-image install-check test test-fast demo bench lint clean
 
 install: system-deps python-deps proto
 
@@ -46,8 +46,19 @@ engine-image: install
 # four (each worker's engine and the Spark chains then compete for the cores).
 XDIST := -n 3 --dist loadgroup
 
-test: install engine-image lint
+test: install engine-image lint install-check
 	$(PYTHON) -m pytest -q $(XDIST) --durations=20
+
+# A plain `pip install .` (no [dev] extras) in a fresh virtual environment, and a user's first
+# pull with its `coord` (tests/install/plain_pull.sh): what the commands import is declared in
+# pyproject.toml and what they read (the manifests' schemas) is in the package. Out of the tree:
+# the clone's .cache/, reused wheels from pip's cache.
+PLAIN_VENV := $(CURDIR)/.cache/plain-venv
+install-check: proto
+	rm -rf $(PLAIN_VENV) && $(PYTHON) -m venv $(PLAIN_VENV)
+	$(PLAIN_VENV)/bin/pip install -q '$(CURDIR)'
+	rm -rf '$(CURDIR)/build'
+	bash tests/install/plain_pull.sh $(PLAIN_VENV)/bin/coord
 
 # Everything but the tests that run Spark, start engines, need containers or a browser: no
 # engine starts (a test that opens one fails).
@@ -66,4 +77,4 @@ lint:
 	$(PYTHON) -m mypy
 
 clean:
-	rm -rf $(DEMO_DIR) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(DEMO_DIR) .pytest_cache .hypothesis build *.egg-info $(PLAIN_VENV)

@@ -6,7 +6,7 @@ A remote dataset may also be named by its URL (``http://host/path/ds``, ``file:/
 spec's ``DatasetRefRemote`` URL form): its last path component is its id.
 The spec sets no length; an id is at most ``MAX_ID_LENGTH`` characters, because ids become
 file names (``datasets/<id>``, ``locks/<id>.lock``, ``run/ingest-<id>-<8 hex>``) and a file
-name holds 255 bytes (schemas/Common.json says the same).
+name holds 255 bytes (metadata/schemas/Common.json says the same).
 """
 from __future__ import annotations
 

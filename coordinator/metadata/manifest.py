@@ -1,7 +1,7 @@
 """Loading YAML manifests in either form a file may be written in:
 
 - ODF 0.18's, ``apiVersion: 1``, ``kind: <ObjectName>``, ``content: {...}``: checked against the
-  JSON Schemas in ``schemas/`` before any object is built;
+  JSON Schemas in ``metadata/schemas/`` before any object is built;
 - the current ODF's (the reference's), ``kind: <ObjectName>``, ``version: <n>``, ``content``:
   loaded by ``odf39.manifests``; a DatasetSnapshot is then adapted to the 0.18 snapshot a
   workspace holds (``odf39.adapt``) and checked against the same schemas.
@@ -32,7 +32,7 @@ from .odf39.adapt import STREAM_MERGES, Adapted, adapt_snapshot
 from .odf39.manifests import from_document
 from .yaml_codec import DecodeError, from_dict, load_untrusted_yaml, load_yaml, to_dict
 
-SCHEMAS_DIR = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMAS_DIR = Path(__file__).resolve().parent / "schemas"  # package data: a plain install has them
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 # What a manifest may be at most: metadata (queries, schemas, steps), not data. Text cannot be
 # hashed before it is parsed, so these bounds and the loader's (yaml_codec.MAX_DEPTH,
@@ -215,7 +215,7 @@ def manifest_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def validate_document(doc, source_name: str) -> None:
-    """Check a parsed manifest against ``schemas/Manifest.json``; raise the most specific error."""
+    """Check a parsed manifest against ``metadata/schemas/Manifest.json``; raise the most specific error."""
     errors = list(_validator().iter_errors(doc))
     if errors:
         raise _describe(source_name, max(errors, key=_relevance))

@@ -12,7 +12,7 @@ from coordinator.metadata import objects
 from coordinator.metadata.manifest import load_manifest, load_manifests
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMAS = REPO / "schemas"
+SCHEMAS = REPO / "coordinator" / "metadata" / "schemas"
 REFERENCE = REPO / "docs" / "manifests.md"
 SHIPPED = [REPO / "examples" / "datasets", REPO / "tests" / "fixtures" / "manifests"]
 

@@ -1,4 +1,4 @@
-"""The JSON Schemas in schemas/ are valid and stay in sync with the dataclasses in objects.py."""
+"""The JSON Schemas in coordinator/metadata/schemas/ are valid and stay in sync with the dataclasses in objects.py."""
 import json
 from pathlib import Path
 
@@ -9,7 +9,7 @@ from referencing import Registry, Resource
 from coordinator.metadata import objects
 from coordinator.metadata.shape import fields_of
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "coordinator" / "metadata" / "schemas"
 SCHEMA_FILES = sorted(SCHEMAS.glob("*.json"))
 
 
