@@ -22,6 +22,7 @@ from ..metadata.ids import DatasetRef
 from ..metadata.multiformats import Multihash
 from ..store import layout as layout39
 from ..store.dataset import CurrentDataset
+from ..store.overview import CurrentDatasets
 from ..store.read import StoredBlock, objects_of, refused_by_reference
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, DatasetNotFound, Workspace, layout
@@ -323,19 +324,14 @@ def push_datasets(
 
     Like a pull, a push of several keeps going past a dataset that fails; the datasets that
     read it are skipped, so a repository never gets a derivative whose inputs stayed behind."""
-    graph = DatasetGraph(ws)
+    graph = DatasetGraph(ws, current=CurrentDatasets(ws).inputs)  # either version's inputs
     for dataset_id in ids:
         if not graph.exists(dataset_id):
             raise DatasetNotFound(dataset_id)
     failed: dict[str, str] = {}  # dataset -> the failed dataset that stops it
     outcomes = []
-    # a current-ODF dataset's inputs are named by did:odf, which the graph of 0.18 names does
-    # not resolve: it is pushed on its own (-r does not reach its inputs)
-    def follow(dataset_id: str) -> bool:
-        return ws.odf_of(dataset_id) is OdfVersion.V018
-
-    for dataset_id in graph.order(ids, recursive=recursive, follow=follow):
-        inputs = graph.inputs(dataset_id) if follow(dataset_id) else ()
+    for dataset_id in graph.order(ids, recursive=recursive):
+        inputs = graph.inputs(dataset_id)
         blocker = next((failed[i] for i in inputs if i in failed), None)
         if blocker is not None:
             failed[dataset_id] = blocker

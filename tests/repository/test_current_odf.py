@@ -25,7 +25,15 @@ from coordinator.workspace import Workspace
 from coordinator.workspace.config import OdfVersion
 
 from ..support.cli import coord, coord_here
-from ..support.odf39_datasets import BATCHES, at, rows, slice_file, write_derivative, write_root
+from ..support.odf39_datasets import (
+    BATCHES,
+    at,
+    define_derivative,
+    rows,
+    slice_file,
+    write_derivative,
+    write_root,
+)
 from ..support.tamper import flip_a_byte
 from .conftest import BUCKET, make_root, with_repo
 
@@ -307,6 +315,16 @@ def test_several_datasets_of_both_versions_push_in_one_command(origin, tmp_path)
     out = coord_here("push", "cities", "events", "--to", "shared", cwd=origin.root).stdout.splitlines()
     assert sorted(line.split(" (")[0] for line in out) == [
         "cities: pushed 5 blocks to shared/cities", "events: pushed 3 blocks to shared/events"]
+
+
+def test_push_r_brings_a_current_derivatives_inputs_first(origin, tmp_path):
+    cities = CurrentDataset(origin, "cities").state().id
+    define_derivative(origin, "large", {"cities": cities},
+                      "SELECT event_time, city FROM cities WHERE population > 1000000")
+    url = (tmp_path / "repo").as_uri()
+    out = coord_here("push", "-r", "large", "--to", "shared", cwd=with_repo(origin, url).root).stdout
+    assert [line.split(":")[0] for line in out.splitlines()] == ["cities", "large"]
+    assert {p.name for p in (tmp_path / "repo").iterdir()} == {"cities", "large"}
 
 
 def test_a_folder_holding_the_other_version_is_refused_both_ways(origin, tmp_path):
