@@ -230,33 +230,52 @@ def pull_remote(
     (transitively) that this workspace lacks or also keeps from a repository: each from where
     it came, or else from ``ref``'s repository under its own id, the way ``push -r`` puts
     them there. Keeps going past an input that fails, like a local pull."""
+    from ..metadata.did import DatasetId
     from ..repository.fetch_remote import pull_from_repository
+    from ..store.overview import CurrentDatasets
 
     outcomes: list[PullOutcome] = []
-    wanted: list[tuple[str, DatasetRef]] = [(as_name or ref.dataset_id, ref)]
+    # (local name, where from, the did:odf a current-ODF reader reads it by)
+    wanted: list[tuple[str, DatasetRef, str | None]] = [(as_name or ref.dataset_id, ref, None)]
     seen: set[str] = set()
     while wanted:
-        dataset_id, source = wanted.pop(0)
+        dataset_id, source, expected = wanted.pop(0)
         if dataset_id in seen:
             continue
         seen.add(dataset_id)
         try:
             synced = pull_from_repository(ws, source, as_name=dataset_id)
             outcome = PullOutcome(dataset_id, synced.message, signers=synced.signers)
+            if expected is not None and \
+                    CurrentDatasets(ws).state(dataset_id).id != DatasetId.parse(expected):
+                raise Invalid(f"{source} is not the dataset its reader reads ({expected}); pull "
+                              "that one by name")
         except (CoordError, OSError) as e:
             outcome = PullOutcome(dataset_id, str(e), status=PullStatus.FAILED, error=e)
-        follow = recursive and outcome.status is PullStatus.PULLED
-        if follow and ws.odf_of(dataset_id) is not OdfVersion.V018:
-            outcome.warnings.append("its inputs were not pulled: -r follows the inputs of ODF 0.18 "
-                                    "datasets only; pull each input by name")
-            follow = False
         report(outcome)
         outcomes.append(outcome)
-        if not follow:
+        if not (recursive and outcome.status is PullStatus.PULLED):
             continue
-        for input_id in inputs_in_force(ws.dataset(dataset_id).state(), None, None):
+        for input_id, did in _inputs_read(ws, dataset_id):
             origin = pull_source(ws, input_id)
             if origin is None and ws.dataset(input_id).exists():
                 continue  # the workspace's own dataset: it is pulled locally, not replaced
-            wanted.append((input_id, origin or ref.sibling(input_id)))
+            wanted.append((input_id, origin or ref.sibling(input_id), did))
     return outcomes
+
+
+def _inputs_read(ws: Workspace, dataset_id: str) -> list[tuple[str, str | None]]:
+    """The inputs of ``dataset_id`` by local name (a current-ODF input: the name its reader
+    reads it by, where this workspace does not hold it) and, for a current-ODF reader, the
+    did:odf it reads."""
+    if ws.odf_of(dataset_id) is OdfVersion.V018:
+        return [(i, None) for i in inputs_in_force(ws.dataset(dataset_id).state(), None, None)]
+    from ..store.overview import CurrentDatasets
+
+    current = CurrentDatasets(ws)
+    transform = current.state(dataset_id).transform
+    found: list[tuple[str, str | None]] = []
+    for given in transform.inputs if transform else ():
+        name = current.name_of(given.dataset_ref, given.alias)  # the did:odf itself when none
+        found.append(((given.alias or name) if name.startswith("did:") else name, given.dataset_ref))
+    return found

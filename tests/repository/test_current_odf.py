@@ -327,6 +327,32 @@ def test_push_r_brings_a_current_derivatives_inputs_first(origin, tmp_path):
     assert {p.name for p in (tmp_path / "repo").iterdir()} == {"cities", "large"}
 
 
+def test_pull_r_brings_a_current_derivatives_inputs_by_the_id_it_reads(origin, other, tmp_path):
+    cities = CurrentDataset(origin, "cities").state().id
+    define_derivative(origin, "large", {"cities": cities},
+                      "SELECT event_time, city FROM cities WHERE population > 1000000")
+    url = (tmp_path / "repo").as_uri()
+    coord_here("push", "-r", "large", "--to", "shared", cwd=with_repo(origin, url).root)
+    out = coord_here("pull", "-r", "shared/large", cwd=with_repo(other, url).root).stdout
+    assert [line.split(":")[0] for line in out.splitlines() if not line.startswith(" ")] == \
+        ["large", "cities"]
+    assert CurrentDataset(other, "cities").state().id == cities
+
+
+def test_pull_r_refuses_an_input_that_is_another_dataset_than_the_one_read(origin, other, tmp_path):
+    define_derivative(origin, "large", {"cities": CurrentDataset(origin, "cities").state().id},
+                      "SELECT event_time, city FROM cities WHERE population > 1000000")
+    url = (tmp_path / "repo").as_uri()
+    coord_here("push", "large", "--to", "shared", cwd=with_repo(origin, url).root)
+    impostor = current_ws(tmp_path / "impostor")  # another "cities" under the same name
+    write_root(CurrentDataset(impostor, "cities").root, impostor.meta / "locks", tmp_path / "s",
+               key=new_dataset_key(), signer=impostor.signing_key)
+    coord_here("push", "cities", "--to", "shared", cwd=with_repo(impostor, url).root)
+    done = coord_here("pull", "-r", "shared/large", cwd=with_repo(other, url).root, check=False)
+    assert done.returncode == 1
+    assert "shared/cities is not the dataset its reader reads" in done.stdout + done.stderr
+
+
 def test_a_folder_holding_the_other_version_is_refused_both_ways(origin, tmp_path):
     url = (tmp_path / "repo").as_uri()
     make_root(with_repo(origin, url), "events")  # an ODF 0.18 dataset beside the 0.39 one
