@@ -50,9 +50,10 @@ def lineage_document(ws: Workspace, dataset_id: str, *, upstream: bool = True,
             "watermark": format_timestamp(node.watermark) if node.watermark else None,
             "origin": node.origin, "inputs": list(node.inputs), "fields": [], "fieldsFrom": None,
         }
-        # a current-ODF (0.39) dataset's fields are not traced yet: the page shows it without
-        if node.kind != "missing" and ws.odf_of(node.id) is not OdfVersion.V039:
-            columns, entry["fieldsFrom"] = _fields(ws.dataset(node.id), fields_graph)
+        if node.kind != "missing":
+            columns, entry["fieldsFrom"] = (
+                _current_fields(node.id, fields_graph) if ws.odf_of(node.id) is OdfVersion.V039
+                else _fields(ws.dataset(node.id), fields_graph))
             entry["fields"] = [
                 {"name": name, "type": type_,
                  "backward": index(fields_graph.backward(node.id, name)),
@@ -113,6 +114,19 @@ def _fields(ds: Dataset, fields_graph: FieldGraph) -> tuple[list[tuple[str, str 
     if isinstance(source, DatasetSourceRoot) and source.read.schema:
         return [_ddl_column(c) for c in source.read.schema], "readStep"
     versions = fields_graph.versions(ds.id)
+    if versions:
+        return [(o.field, None) for o in versions[-1].lineage.fields], "fieldLineage"
+    return [], None
+
+
+def _current_fields(dataset_id: str, fields_graph: FieldGraph) -> tuple[list[tuple[str, str | None]],
+                                                                         str | None]:
+    """A current-ODF dataset's (name, type) of each column and where they were read from: its
+    newest data file, else the columns its recorded field lineage names."""
+    schema = fields_graph.newest_schema(dataset_id)
+    if schema is not None:
+        return [(f.name, str(f.type)) for f in schema], "data"
+    versions = fields_graph.versions(dataset_id)
     if versions:
         return [(o.field, None) for o in versions[-1].lineage.fields], "fieldLineage"
     return [], None

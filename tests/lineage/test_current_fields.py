@@ -5,6 +5,7 @@ root's source. The expected edges are read off the queries by hand."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -89,3 +90,15 @@ def test_verify_derives_the_kept_lineage_again_and_names_a_block_whose_lineage_d
     assert proc.returncode == 1
     assert (f"block {block.block.sequence_number} ({block.hash}): did not reproduce: the recorded "
             "field lineage of column 'approx' differs from the engine's") in proc.stdout
+
+
+def test_the_lineage_page_shows_each_datasets_fields_and_their_lineage(ws):
+    html = coord("lineage", "approx", "-o", "html", cwd=ws.root).stdout
+    embedded = re.search(r'<script type="application/json" id="lineage-data">(.*?)</script>', html, re.S)
+    assert embedded is not None
+    by_id = {d["id"]: d for d in json.loads(embedded.group(1))["datasets"]}
+    assert {f["name"] for f in by_id["approx"]["fields"]} >= {"event_time", "city", "approx"}
+    assert by_id["approx"]["fieldsFrom"] == "data"
+    approx = next(f for f in by_id["approx"]["fields"] if f["name"] == "approx")
+    assert approx["backward"]  # walked back to big.thousands and cities.population
+    assert {f["name"] for f in by_id["cities"]["fields"]} >= {"city", "population"}
