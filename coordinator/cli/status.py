@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..build.pending_rows import pending_json, pending_words
 from .context import complete_dataset, workspace
 from .output import Output, count
 
@@ -57,6 +56,8 @@ def _reason_words(st: DatasetStatus, reason: Reason) -> str:
     if reason is Reason.NOT_CHECKED:
         return f"not checked ({st.unchecked})"
     if reason is Reason.ROWS_WAITING:
+        from ..build.pending_rows import pending_words  # the workspace layer: not for --help
+
         return "; ".join(pending_words(p) for p in st.pending)
     return reason.value
 
@@ -67,6 +68,8 @@ def reason_codes(st: DatasetStatus) -> list[str]:
 
 
 def status_json(st: DatasetStatus) -> dict:
+    from ..build.pending_rows import pending_json
+
     return {"id": st.dataset_id, "odf": st.odf, "kind": st.kind, "upToDate": st.up_to_date,
             "reasons": reason_codes(st),
             "newInputBlocks": st.new_input, "newFiles": st.new_files, "recordsOfFirstFileIn": st.partly_in,
