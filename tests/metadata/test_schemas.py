@@ -1,4 +1,5 @@
-"""The JSON Schemas in coordinator/metadata/schemas/ are valid and stay in sync with the dataclasses in objects.py."""
+"""The JSON Schemas in coordinator/metadata/schemas/ are valid and stay in sync with the
+dataclasses in objects.py."""
 import json
 from pathlib import Path
 
