@@ -544,8 +544,8 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
     answer = answer.drop_columns([c for c in (v.system_time, v.offset, v.operation_type)
                                   if c in answer.column_names])
     held = plan.state.slices
-    before = (current_rows(_records(plan.dataset, held), v).select(answer.column_names)
-              if held else answer.schema.empty_table())
+    before = _as_answer(current_rows(_records(plan.dataset, held), v), answer.schema) \
+        if held else answer.schema.empty_table()
     new_data: DataSlice | None = None
     data_path = schema = None
     prev_offset = plan.state.last_offset
@@ -565,6 +565,13 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
         prev_checkpoint=plan.prev_checkpoint.physical_hash if plan.prev_checkpoint else None,
         prev_offset=prev_offset, new_data=new_data, new_watermark=watermark)
     return StepOutput(event, schema, data_path, None, 0)
+
+
+def _as_answer(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The derivative's rows in the answer's columns: one a changed query adds is null in them
+    (so every row changes), one it drops is left out (``_fitted`` then refuses the drop)."""
+    return pa.table({f.name: rows[f.name] if f.name in rows.column_names
+                     else pa.nulls(rows.num_rows, f.type) for f in schema})
 
 
 def _records(ds: CurrentDataset, slices: tuple[SliceRecord, ...]) -> pa.Table:
