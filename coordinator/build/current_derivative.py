@@ -11,7 +11,7 @@ transform layer does not import it):
   block up to its head (``until`` in a replay): the slices with offsets after the recorded one,
   and the watermarks those blocks set (0.39 has no SetWatermark: an input's watermark is its
   newest ``AddData``/``ExecuteTransform`` ``newWatermark``). The engine gets them as explicit
-  watermarks under ODF's rule (``inputWatermarks: recorded``, issue 31).
+  watermarks under ODF's rule (``inputWatermarks: recorded``).
 - The engine reads an input's slices as stored (offset, op, system_time, event time, data),
   as the view named by the input's alias. Each file is checked against its block (size, then
   SHA3-256) before anything reads it. The previous checkpoint is a file checked the same way,

@@ -1,4 +1,4 @@
-"""Flagging a plain join with a change-log input (issue 31, item 4).
+"""Flagging a plain join with a change-log input.
 
 A snapshot root's records are change events (the merge's observation column says added,
 changed, removed) and a ledger root keyed on a primary key keeps every version of a key; so a

@@ -5,7 +5,8 @@ empty batch frames of the inputs' schemas, the same SQL policy, no data read).
 The coordinator asks this of a query over an input that holds retractions and corrections
 (op != 0): such records can only pass through a plan in which each output record is one input
 record, computed from that record alone, so that a retraction of an input record is the
-retraction of the output record it made (issue 34).
+retraction of the output record it made. Any other plan over such an input is recomputed
+by the coordinator over the input's current rows instead.
 
 Invariants:
 - A plan is row-wise when every operator from the output down to the one input view it reads
