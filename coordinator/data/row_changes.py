@@ -29,6 +29,12 @@ from .odf_slice import Op, Vocabulary
 _N, _S = '"__odf_rows_count"', '"__odf_rows_sign"'
 
 
+def sign_sql(op: str) -> str:
+    """The SQL of a record's effect on the rows (ODF's rule, the module's invariants): +1 for an
+    append or a correct-to in the quoted column ``op``, -1 for a retraction or a correct-from."""
+    return f"CASE WHEN {op} IN ({int(Op.APPEND)}, {int(Op.CORRECT_TO)}) THEN 1 ELSE -1 END"
+
+
 def current_rows(records: pa.Table, v: Vocabulary) -> pa.Table:
     """The rows ``records`` (one dataset's, in any order) describe, without the system columns;
     in no particular order."""
@@ -36,8 +42,7 @@ def current_rows(records: pa.Table, v: Vocabulary) -> pa.Table:
     if v.operation_type not in records.column_names:
         return records.select(columns)
     cols = ", ".join(_quoted(c) for c in columns)
-    sign = (f"CASE WHEN {_quoted(v.operation_type)} IN ({Op.APPEND}, {Op.CORRECT_TO}) "
-            "THEN 1 ELSE -1 END")
+    sign = sign_sql(_quoted(v.operation_type))
     return _sql(f"SELECT {cols} FROM (SELECT {cols}, unnest(range({_N})) FROM "
                 f"(SELECT {cols}, sum({sign})::BIGINT AS {_N} FROM records GROUP BY ALL) WHERE {_N} > 0)",
                 records=records).cast(records.select(columns).schema)

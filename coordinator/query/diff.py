@@ -270,11 +270,9 @@ def _rows_sql(log: str, key: StateKey | None, as_of: datetime | None, read: Data
         return f"SELECT *, 1 AS {_SIGN} FROM ({rows})"
     if ds.ws.odf_of(ds.id) is not OdfVersion.V039:  # 0.18: records are only ever added
         return f"SELECT *, 1 AS {_SIGN} FROM {log}"
-    from ..data.odf_slice import Op
+    from ..data.row_changes import sign_sql
 
-    op = quoted(_vocabulary(ds).operation_type)
-    return (f"SELECT *, CASE WHEN {op} IN ({int(Op.APPEND)}, {int(Op.CORRECT_TO)}) "
-            f"THEN 1 ELSE -1 END AS {_SIGN} FROM {log}")
+    return f"SELECT *, {sign_sql(quoted(_vocabulary(ds).operation_type))} AS {_SIGN} FROM {log}"
 
 
 def _pack(alias: str, columns: list[str]) -> str:
