@@ -69,6 +69,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -215,6 +216,7 @@ class InputStep:
         file state, as every reader of slices checks them)."""
         return checked_current_files(self.dataset, self.slices)
 
+    @cached_property  # read once a step: the mode and the temporal tables both ask
     def retracting(self) -> str | None:
         """Why this step's part of the input may hold retractions or corrections: its origin,
         else new data that holds some (op != 0: a dataset whose chain does not say it can, a
@@ -426,7 +428,7 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
         return recompute_step(engine, plan, system_time=system_time, scratch=scratch)
     passing_on = mode is StepMode.PASS_ON
     temporal = {t.id for t in plan.transform.temporal_tables or ()}
-    inputs = [i.as_temporal_table(scratch) if i.alias in temporal and i.retracting() is not None
+    inputs = [i.as_temporal_table(scratch) if i.alias in temporal and i.retracting is not None
               else i.execute_input() for i in plan.inputs]
     step = EngineStep(plan.transaction_id(), plan.dataset.id, inputs,
                       plan.transform, engine_vocab(v), prev_checkpoint_dir, plan.prev_transform)
@@ -468,10 +470,11 @@ def step_mode(engine: Engine, plan: CurrentPlan) -> StepMode:
     (the engine's ``RowMapping``); RECOMPUTE for any other query, and for every step after a
     recomputed one. A query reading such an input's system columns, or it as a temporal table,
     is refused (``RetractionsRefused``), in one line naming the input and why."""
-    recomputed = (last := plan.state.rules.last_data) is not None and last.new_checkpoint is None
-    retracting = [(i, why) for i in plan.inputs if (why := i.retracting()) is not None]
+    if (last := plan.state.rules.last_data) is not None and last.new_checkpoint is None:
+        return StepMode.RECOMPUTE  # a recomputed step before: no streaming state to go on from
+    retracting = [(i, why) for i in plan.inputs if (why := i.retracting) is not None]
     if not retracting:
-        return StepMode.RECOMPUTE if recomputed else StepMode.APPEND_ONLY
+        return StepMode.APPEND_ONLY
     mapping = engine.derive_row_mapping(RowMappingRequest(**_over_schemas(plan)))
     temporal = {t.id for t in plan.transform.temporal_tables or ()}
     for i, why in retracting:
@@ -482,7 +485,7 @@ def step_mode(engine: Engine, plan: CurrentPlan) -> StepMode:
         op, offset = plan.vocab.operation_type, plan.vocab.offset
         select = (f"SELECT {_as(i.vocab.operation_type, op)}, {_as(i.vocab.offset, offset)}, ... "
                   f"FROM {i.alias} WHERE ...")
-        if mapping.operator is not None or recomputed:
+        if mapping.operator is not None:
             return StepMode.RECOMPUTE
         if mapping.input != i.alias:
             continue  # the query does not read it
@@ -510,7 +513,7 @@ def step_mode(engine: Engine, plan: CurrentPlan) -> StepMode:
                 "input's order: select the input's offset unchanged too "
                 f"({select})")
         return StepMode.PASS_ON
-    return StepMode.RECOMPUTE if recomputed else StepMode.APPEND_ONLY
+    return StepMode.APPEND_ONLY
 
 
 def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
