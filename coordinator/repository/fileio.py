@@ -2,8 +2,9 @@
 
 Paths are relative to the repository root and ``/``-separated. Data moves through pyarrow
 streams (the local filesystem or ``S3FileSystem``); the one operation pyarrow cannot do, the
-compare-and-swap of a ref, is a lock file plus atomic rename locally and an S3 conditional
-write (``If-None-Match: *`` to create, ``If-Match: <etag>`` to replace) on S3.
+compare-and-swap of a ref, is a lock file (there only while the swap runs) plus atomic rename
+locally and an S3 conditional write (``If-None-Match: *`` to create, ``If-Match: <etag>`` to
+replace) on S3.
 
 URLs: ``file:///path``, ``s3://bucket/prefix`` (AWS) and ``s3+http://host:port/bucket/prefix``
 or ``s3+https://...`` (an S3-compatible store at that endpoint). Credentials come from the
@@ -297,10 +298,11 @@ class LocalFileIO(ArrowFileIO):
         target = Path(self.full_path(path))
         target.parent.mkdir(parents=True, exist_ok=True)
         # The lock serialises pushers on this machine or on a filesystem with working flock
-        # (NFSv4, SMB); the rename makes the new ref appear whole to readers.
-        fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        # (NFSv4, SMB); the rename makes the new ref appear whole to readers. The lock file
+        # exists only while a swap runs: the repository keeps nothing but the reference's files.
+        lock = target.with_name(target.name + ".lock")
+        fd = _lock_file(lock)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             try:  # anything longer than the expected ref differs from it
                 current = self.read_bytes(path, len(expected) if isinstance(expected, bytes) else 0)
             except TooLarge:
@@ -309,7 +311,30 @@ class LocalFileIO(ArrowFileIO):
                 raise RefConflict(path)
             atomic_write(target, data)
         finally:
+            lock.unlink(missing_ok=True)  # still held: a waiter sees it gone and takes a new one
             os.close(fd)
+
+
+def _lock_file(lock: Path) -> int:
+    """A descriptor holding an exclusive ``flock`` on the file named ``lock`` (created if absent).
+    The holder removes the file before it lets go, so a waiter may be granted the lock of a file
+    no longer there: it checks that the name still leads to the file it locked, else tries again
+    (otherwise it and one that created the file anew would both hold "the" lock)."""
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                named = os.stat(lock)
+            except FileNotFoundError:
+                named = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+            return fd
+        os.close(fd)
 
 
 class _LocalOutput:

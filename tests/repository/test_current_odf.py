@@ -150,9 +150,8 @@ def test_a_pushed_dataset_is_the_reference_layout_and_pulls_trusted(origin, othe
     remote = remote_files(repo_url, "cities")
     assert remote[layout.HEAD] == (local.root / layout.HEAD).read_bytes()  # no newline
     assert remote[layout.ALIAS] == b"cities"
-    # the same objects under the same names (a folder repository also keeps the pushers'
-    # lock beside the ref: refs/head.lock, empty)
-    assert {k: v for k, v in remote.items() if k not in (layout.ALIAS, "refs/head.lock")} == {
+    # the same objects under the same names, and nothing else
+    assert {k: v for k, v in remote.items() if k != layout.ALIAS} == {
         k: v for k, v in files_of(local.root).items() if k != layout.ALIAS}
 
     coord_here("trust", "add", origin.public_key.hex(), "--name", "origin", cwd=other.root)
@@ -202,6 +201,19 @@ def test_a_pull_killed_at_any_step_leaves_a_valid_prefix_and_the_next_one_finish
     coord_here("pull", "shared/cities", cwd=other.root)
     assert verify_folder(local.root) == []
     assert files_of(local.root) == files_of(CurrentDataset(origin, "cities").root)
+
+
+def test_a_push_leaves_no_lock_file_beside_the_ref_and_removes_one_left_before(origin, tmp_path):
+    # The reference writes refs/head by renaming a new file over it and keeps nothing beside it;
+    # an earlier coord left an empty refs/head.lock after each push.
+    repo = tmp_path / "repo"
+    coord_here("push", "cities", "--to", "shared", cwd=with_repo(origin, repo.as_uri()).root)
+    assert sorted(p.name for p in (repo / "cities" / "refs").iterdir()) == ["head"]
+
+    (repo / "cities" / "refs" / "head.lock").touch()  # as an earlier version left it
+    add_batch(origin, THIRD, 40, tmp_path / "scratch")
+    coord_here("push", "cities", cwd=origin.root)
+    assert sorted(p.name for p in (repo / "cities" / "refs").iterdir()) == ["head"]
 
 
 def test_a_push_killed_before_the_head_moved_is_finished_by_the_next(origin, tmp_path):

@@ -1,7 +1,11 @@
 """Push and pull through folder and S3 repositories: incremental, concurrent, crash-safe."""
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import threading
+import time
 
 import pytest
 
@@ -25,6 +29,7 @@ from coordinator.repository import (
     push_dataset,
 )
 from coordinator.repository import push as push_module
+from coordinator.repository.fileio import LocalFileIO
 from coordinator.repository.registry import remote_path
 from coordinator.trust.authorship import Authorship
 from coordinator.trust.slice_check import ChangedSlice
@@ -285,6 +290,28 @@ def test_the_ref_is_compare_and_swap(repo_url):
     with pytest.raises(RefConflict):
         remote.swap_head(b"\x02" * 32, token)  # stale: someone moved it since
     assert remote.read_head()[0] == b"\x01" * 32
+
+
+def test_pushers_swap_the_ref_one_at_a_time_though_each_removes_its_lock_file(tmp_path):
+    # A pusher waiting on the lock may be granted it just after its holder removed the file; by
+    # then another may hold a new file of that name: the waiter must wait for that one too.
+    io, lock = LocalFileIO(tmp_path), tmp_path / DS / "refs" / "head.lock"
+    lock.parent.mkdir(parents=True)
+    first = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(first, fcntl.LOCK_EX)  # a pusher in its swap
+    waiter = threading.Thread(target=io.swap_ref, args=(f"{DS}/refs/head", b"waiter's head", None))
+    waiter.start()
+    time.sleep(0.3)  # the waiter is blocked on the first pusher's lock file
+    lock.unlink()  # the first pusher is done: it removes its lock file, then lets go
+    second = os.open(lock, os.O_RDWR | os.O_CREAT)  # another pusher starts its swap meanwhile
+    fcntl.flock(second, fcntl.LOCK_EX)
+    os.close(first)
+    waiter.join(timeout=0.5)
+    assert waiter.is_alive() and not (tmp_path / DS / "refs" / "head").exists()  # still waiting
+    os.close(second)
+    waiter.join(timeout=10)
+    assert (tmp_path / DS / "refs" / "head").read_bytes() == b"waiter's head"
+    assert not lock.exists()
 
 
 def test_a_push_that_loses_the_race_is_told_to_pull_first(ws, other_ws, repo_url, monkeypatch):
