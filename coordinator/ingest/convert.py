@@ -5,6 +5,12 @@ Arrow's own parsers cover most types; what they cannot do is done here, column-a
 (zone-less values are taken as UTC), custom date/time formats, custom NaN/Inf tokens,
 whitespace trimming, and ``DECIMAL(p,s)`` values with more than ``s`` fractional digits.
 
+A timestamp with more fractional digits than its column's unit holds is refused, unless the
+file is read for a current-ODF dataset (``TextOptions.floor_times``): then the digits the unit
+does not hold are dropped, which floors the instant to the unit (a calendar time's fraction
+counts up from its second, before 1970 too), as the reference's readers (arrow-rs, through
+chrono) read such text.
+
 Decimals are read as Spark's CSV reader reads them: rounded half-up (ties away from zero,
 Java's ``RoundingMode.HALF_UP``) to the declared scale. Only a value that does not fit the
 precision is refused. The text is first read exactly into a decimal far wider than the target
@@ -51,6 +57,8 @@ class TextOptions:
     trim_leading: bool = False
     trim_trailing: bool = False
     empty_value: str | None = None  # what a quoted empty string "" becomes
+    # digits of a timestamp finer than its column's unit are dropped (not refused)
+    floor_times: bool = False
 
     def needs_text(self, target: pa.DataType) -> bool:
         """Whether a column of this type must be read as text and converted here."""
@@ -148,7 +156,21 @@ def _converter(target: pa.DataType, opts: TextOptions) -> Callable:
         wide = reading_decimal(target)
         return lambda a: round_half_up(a.cast(wide), target)
     if pa.types.is_timestamp(target):
-        return lambda a: parse_timestamps(a, target, opts.timestamp_format)
+        fmt = opts.timestamp_format
+        floor = opts.floor_times and fmt is None
+
+        def timestamps(a):
+            # floored at once when the first values need it (a failed parse costs several times
+            # a good one), else only if the parse fails
+            if floor and _finer_than(a.slice(0, _PROBE_ROWS), target.unit):
+                return floored_timestamps(a, target)
+            try:
+                return parse_timestamps(a, target, fmt)
+            except pa.ArrowInvalid:
+                if not floor:
+                    raise
+            return floored_timestamps(a, target)
+        return timestamps
     if pa.types.is_date(target) and opts.date_format:
         fmt = opts.date_format
         return lambda a: pc.strptime(a, format=fmt, unit="s").cast(pa.timestamp("s")).cast(target)
@@ -162,6 +184,40 @@ def _converter(target: pa.DataType, opts: TextOptions) -> Callable:
             return a.cast(target)
         return floats
     return lambda a: a.cast(target)
+
+
+_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+_PER_UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3}
+
+
+def floored_timestamps(text, target: pa.DataType):
+    """Text → ``target`` (as ``parse_timestamps``), the digits finer than its unit dropped:
+    each instant floored to the unit. Read in nanoseconds and floored as numbers; text beyond
+    their range (years before 1677 or after 2262) or with more than 9 digits, as text."""
+    if target.unit != "ns":
+        try:
+            nanos = parse_timestamps(text, pa.timestamp("ns", tz="UTC")).cast(pa.int64())
+        except pa.ArrowInvalid:
+            pass
+        else:
+            per = _PER_UNIT_NS[target.unit]
+            whole = pc.divide(nanos, per)  # toward zero: one less where that rounded up
+            whole = pc.if_else(pc.less(nanos, pc.multiply(whole, per)), pc.subtract(whole, 1), whole)
+            return whole.cast(pa.timestamp(target.unit, tz="UTC")).cast(target)
+    return parse_timestamps(floored_to_unit(text, target.unit), target)
+
+
+def _finer_than(text, unit: str) -> bool:
+    """Whether any of the timestamps ``text`` has digits finer than ``unit``."""
+    return bool(pc.any(pc.match_substring_regex(text, rf"\d:\d\d:\d\d\.\d{{{_DIGITS[unit] + 1}}}")).as_py())
+
+
+def floored_to_unit(text, unit: str):
+    """Timestamp text without the fractional digits finer than ``unit`` (``...:56.123456789``
+    is ``...:56.123`` for milliseconds, ``...:56`` for seconds): the instant floored to it."""
+    keep = _DIGITS[unit]
+    pattern = r"(\d:\d\d:\d\d)\.\d+" if keep == 0 else rf"(\d:\d\d:\d\d\.\d{{{keep}}})\d+"
+    return pc.replace_substring_regex(text, pattern=pattern, replacement=r"\1")
 
 
 def parse_timestamps(text, target: pa.DataType, fmt: str | None = None):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..metadata.odf39.adapt import PushSource, StreamMerge
     from ..metadata.odf39.source import ReadStep
     from .merge import SnapshotColumns
+    from .read import ReferenceReading
 
 
 @dataclass
@@ -39,6 +40,14 @@ class DatasetHistory:
     # a 0.39 source's read step as written (the pipeline rewrites the files of a Json or
     # NdGeoJson one before reading them: ``reshape``); None for a 0.18 source
     given_read: ReadStep | None = None
+
+    @property
+    def reference_reading(self) -> ReferenceReading | None:
+        """How the current ODF's reference reads a 0.39 source's files (None: a 0.18 source)."""
+        from .read import ReferenceReading
+
+        given = self.given_read
+        return None if given is None else ReferenceReading(ddl_schema=given.ddl_schema is not None)
 
     @staticmethod
     def load(ds: Dataset, s: DatasetState | None) -> DatasetHistory:

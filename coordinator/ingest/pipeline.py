@@ -423,7 +423,9 @@ class _Pull:
             import pyarrow as pa
 
             return iter([pa.concat_tables(list(tables))])
-        return read_pieces(path, step, name, piece_bytes) if split else iter([read(path, step, name)])
+        reference = self.history.reference_reading  # a current-ODF dataset's file
+        return read_pieces(path, step, name, piece_bytes, reference=reference) if split \
+            else iter([read(path, step, name, reference=reference)])
 
     def _commit(self, pieces: list[_Piece], system_time: datetime, state: SourceState) -> None:
         """Merge, hash, write and commit one slice of ``pieces`` (if there is anything new)."""

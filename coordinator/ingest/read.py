@@ -43,17 +43,18 @@ _CSV_ROW_ERROR = re.compile(r"^(?:In CSV column #(\d+): )?(?:CSV parse error: )?
 _JSON_ROW_ERROR = re.compile(r"^(?:JSON parse error: )?(.*) in row (\d+)$", re.S)
 
 
-def read(path: Path, step: ReadStep, name: str) -> pa.Table:
-    """Read one prepared file; ``name`` is how messages call it (the fetched file's name)."""
+def read(path: Path, step: ReadStep, name: str, *, reference: ReferenceReading | None = None) -> pa.Table:
+    """Read one prepared file; ``name`` is how messages call it (the fetched file's name).
+    ``reference``: a current-ODF dataset's file, read as the reference reads it."""
     try:
         if isinstance(step, ReadStepCsv):
-            return _read_csv(path, step, name, None)
+            return _read_csv(path, step, name, None, reference)
         if isinstance(step, ReadStepJsonLines):
-            return _read_json_lines(path, step, name)
+            return _read_json_lines(path, step, name, reference)
         if isinstance(step, ReadStepGeoJson):
-            return _read_geojson(path, step, name)
+            return _read_geojson(path, step, name, reference)
         if isinstance(step, ReadStepParquet):
-            return _read_parquet(path, step, name)
+            return _read_parquet(path, step, name, reference)
     except ConversionError as e:
         raise IngestError(f"{name}: {e}") from None
     assert isinstance(step, ReadStepEsriShapefile)
@@ -62,7 +63,8 @@ def read(path: Path, step: ReadStep, name: str) -> pa.Table:
                       "ogr2ogr -f GeoJSON /vsistdout/ /vsistdin/")
 
 
-def read_pieces(path: Path, step: ReadStep, name: str, piece_bytes: int) -> Iterator[pa.Table]:
+def read_pieces(path: Path, step: ReadStep, name: str, piece_bytes: int, *,
+                reference: ReferenceReading | None = None) -> Iterator[pa.Table]:
     """The file's records in order, in tables read from about ``piece_bytes`` of the file each,
     so a file larger than memory can be ingested; at least one table, maybe empty.
 
@@ -76,21 +78,40 @@ def read_pieces(path: Path, step: ReadStep, name: str, piece_bytes: int) -> Iter
     try:
         if size > piece_bytes and isinstance(step, ReadStepCsv) and not step.multi_line \
                 and _codec(step.encoding).replace("-", "").lower() in _SPLITTABLE_CODECS:
-            yield from _csv_pieces(path, step, name, piece_bytes)
+            yield from _csv_pieces(path, step, name, piece_bytes, reference)
             return
         if size > piece_bytes and isinstance(step, ReadStepParquet):
-            yield from _parquet_pieces(path, step, name, piece_bytes)
+            yield from _parquet_pieces(path, step, name, piece_bytes, reference)
             return
     except ConversionError as e:
         raise IngestError(f"{name}: {e}") from None
-    yield read(path, step, name)
+    yield read(path, step, name, reference=reference)
 
 
-def _schema(step: ReadStep) -> pa.Schema | None:
-    return parse_schema(step.schema) if step.schema else None
+@dataclass(frozen=True)
+class ReferenceReading:
+    """A current-ODF (0.39) dataset's file, read as the reference (kamu-cli 0.265) reads it:
+    a timestamp's digits finer than its column's unit are dropped, flooring the instant (not
+    refused: ``convert``); with ``ddl_schema`` (the read step's schema is DDL text, its
+    ``ddlSchema``), a ``TIMESTAMP`` column of any precision is parsed from text in
+    milliseconds, UTC, as the reference converts DDL to an ODF schema (a Parquet column is
+    converted as stored, then truncated to milliseconds with the rest of the slice, as the
+    reference's cast does)."""
+
+    ddl_schema: bool
 
 
-def _text_options(step) -> TextOptions:
+def _schema(step: ReadStep, reference: ReferenceReading | None) -> pa.Schema | None:
+    if not step.schema:
+        return None
+    schema = parse_schema(step.schema)
+    if reference is None or not reference.ddl_schema or isinstance(step, ReadStepParquet):
+        return schema
+    return pa.schema([f.with_type(pa.timestamp("ms", tz="UTC")) if pa.types.is_timestamp(f.type) else f
+                      for f in schema])
+
+
+def _text_options(step, reference: ReferenceReading | None) -> TextOptions:
     def fmt(value):
         return to_strftime(value) if value else None
 
@@ -102,6 +123,7 @@ def _text_options(step) -> TextOptions:
         trim_leading=bool(getattr(step, "ignore_leading_white_space", False)),
         trim_trailing=bool(getattr(step, "ignore_trailing_white_space", False)),
         empty_value=getattr(step, "empty_value", None),
+        floor_times=reference is not None,
     )
 
 
@@ -144,7 +166,8 @@ class _CsvPiece:
     types: dict[str, pa.DataType] | None  # without a schema: the first piece's, by column
 
 
-def _csv_pieces(path: Path, step: ReadStepCsv, name: str, piece_bytes: int) -> Iterator[pa.Table]:
+def _csv_pieces(path: Path, step: ReadStepCsv, name: str, piece_bytes: int,
+                reference: ReferenceReading | None) -> Iterator[pa.Table]:
     comment = step.comment.encode() if step.comment else None
     header = b""
     rows = 0
@@ -165,7 +188,7 @@ def _csv_pieces(path: Path, step: ReadStepCsv, name: str, piece_bytes: int) -> I
                 data += f.readline()  # the rest of the line
             if not got and types is not None:
                 return
-            table = _read_csv(path, step, name, _CsvPiece(data, rows, types))
+            table = _read_csv(path, step, name, _CsvPiece(data, rows, types), reference)
             if types is None:  # later pieces are typed like the first (with a schema: as it says)
                 raw = table.column_names if step.header else [f"f{i}" for i in range(table.num_columns)]
                 types = {n: t for n, t in zip(raw, table.schema.types, strict=True)} \
@@ -176,8 +199,9 @@ def _csv_pieces(path: Path, step: ReadStepCsv, name: str, piece_bytes: int) -> I
                 return
 
 
-def _parquet_pieces(path: Path, step: ReadStepParquet, name: str, piece_bytes: int) -> Iterator[pa.Table]:
-    schema = _schema(step)
+def _parquet_pieces(path: Path, step: ReadStepParquet, name: str, piece_bytes: int,
+                    reference: ReferenceReading | None) -> Iterator[pa.Table]:
+    schema = _schema(step, reference)
     try:
         f = parquet_reader(path)
         md = f.metadata
@@ -188,16 +212,17 @@ def _parquet_pieces(path: Path, step: ReadStepParquet, name: str, piece_bytes: i
         tables = (pa.Table.from_batches([b]) for b in batches)
         rows = 0
         for table in tables:
-            yield _parquet_table(table, schema, rows)
+            yield _parquet_table(table, schema, rows, reference)
             rows += table.num_rows
         if not rows:
-            yield _parquet_table(f.schema_arrow.empty_table(), schema, 0)
+            yield _parquet_table(f.schema_arrow.empty_table(), schema, 0, reference)
     except (pa.ArrowInvalid, OSError) as e:
         raise IngestError(f"{name}: not a readable Parquet file: {e}") from None
 
 
-def _read_csv(path: Path, step: ReadStepCsv, name: str, piece: _CsvPiece | None) -> pa.Table:
-    schema, text = _schema(step), _text_options(step)
+def _read_csv(path: Path, step: ReadStepCsv, name: str, piece: _CsvPiece | None,
+              reference: ReferenceReading | None = None) -> pa.Table:
+    schema, text = _schema(step, reference), _text_options(step, reference)
     if step.separator is not None and len(step.separator) != 1:
         raise IngestError(f"{name}: csv separator must be one character, got {step.separator!r}")
     header = bool(step.header)
@@ -345,10 +370,11 @@ def _line_of_row(path: Path, row: int, comment: str | None) -> int | None:
 # --- JSON Lines, GeoJSON -----------------------------------------------------------------------
 
 
-def _read_json_lines(path: Path, step: ReadStepJsonLines, name: str) -> pa.Table:
+def _read_json_lines(path: Path, step: ReadStepJsonLines, name: str,
+                     reference: ReferenceReading | None) -> pa.Table:
     import pyarrow.json as pajson  # only here: a CSV pull need not load Arrow's JSON reader
 
-    schema, text = _schema(step), _text_options(step)
+    schema, text = _schema(step, reference), _text_options(step, reference)
     explicit = None
     if schema is not None and not step.primitives_as_string:
         explicit = pa.schema([pa.field(f.name, _json_reading_type(f.type, text)) for f in schema])
@@ -395,7 +421,8 @@ def _as_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return col if pa.types.is_nested(t) or pa.types.is_string(t) else pc.cast(col, pa.string())
 
 
-def _read_geojson(path: Path, step: ReadStepGeoJson, name: str) -> pa.Table:
+def _read_geojson(path: Path, step: ReadStepGeoJson, name: str,
+                  reference: ReferenceReading | None) -> pa.Table:
     """Features → their properties as columns, plus ``geometry`` as GeoJSON text."""
     try:
         doc = json.loads(path.read_bytes())
@@ -408,29 +435,32 @@ def _read_geojson(path: Path, step: ReadStepGeoJson, name: str) -> pa.Table:
     geometry = pa.array([json.dumps(f.get("geometry"), separators=(",", ":")) for f in features],
                         pa.string())
     table = table.append_column("geometry", geometry)
-    schema = _schema(step)
-    return table if schema is None else _apply_schema(table, schema, TextOptions())
+    schema = _schema(step, reference)
+    return table if schema is None else _apply_schema(table, schema,
+                                                       TextOptions(floor_times=reference is not None))
 
 
 # --- Parquet -----------------------------------------------------------------------------------
 
 
-def _read_parquet(path: Path, step: ReadStepParquet, name: str) -> pa.Table:
+def _read_parquet(path: Path, step: ReadStepParquet, name: str,
+                  reference: ReferenceReading | None) -> pa.Table:
     """The file's columns as stored; a schema selects and converts them (text via ``convert``)."""
-    schema = _schema(step)
+    schema = _schema(step, reference)
     try:
         present = pq.read_schema(path).names
         columns = None if schema is None else [c for c in schema.names if c in present]
         table = pq.read_table(path, columns=columns)
     except (pa.ArrowInvalid, OSError) as e:
         raise IngestError(f"{name}: not a readable Parquet file: {e}") from None
-    return _parquet_table(table, schema, 0)
+    return _parquet_table(table, schema, 0, reference)
 
 
-def _parquet_table(table: pa.Table, schema: pa.Schema | None, rows_before: int) -> pa.Table:
+def _parquet_table(table: pa.Table, schema: pa.Schema | None, rows_before: int,
+                   reference: ReferenceReading | None) -> pa.Table:
     if schema is None:
         return table
     try:
-        return _apply_schema(table, schema, TextOptions())
+        return _apply_schema(table, schema, TextOptions(floor_times=reference is not None))
     except ConversionError as e:
         raise e.shifted(rows_before) from None
