@@ -6,8 +6,9 @@ trailing comma is allowed, so a schema copied from a ``CREATE TABLE`` works. Nam
 `back-quoted`. Types are the spec's DDL types plus common SQL aliases.
 
 ``TIMESTAMP`` is UTC (``timestamp[us, tz=UTC]``; ``TIMESTAMP(p)`` picks the unit from the
-precision). ``UUID`` is kept as its text form (a ``STRING``), since nothing downstream reads
-Arrow's UUID extension type.
+precision). ``TIME`` is in microseconds; ``TIME(p)`` picks the unit the same way (``TIME(3)``:
+milliseconds, what an ODF schema's ``Time`` without a unit means). ``UUID`` is kept as its
+text form (a ``STRING``), since nothing downstream reads Arrow's UUID extension type.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ _SIMPLE = {
     "UUID": pa.string(),
     "DATE": pa.date32(), "TIME": pa.time64("us"), "BINARY": pa.binary(),
 }
-_KNOWN = sorted({*_SIMPLE, "DECIMAL(p,s)", "TIMESTAMP(p)"})
+_KNOWN = sorted({*_SIMPLE, "DECIMAL(p,s)", "TIMESTAMP(p)", "TIME(p)"})
 
 _COLUMN = re.compile(r"^\s*(`[^`]+`|[^\s:`]+)\s*:?\s+(.+?)\s*$")
 _TYPE = re.compile(r"^([A-Za-z]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$")
@@ -75,6 +76,9 @@ def parse_type(text: str, context: str = "schema") -> pa.DataType:
         return (pa.decimal128 if precision <= 38 else pa.decimal256)(precision, scale)
     if word == "TIMESTAMP" and s is None:
         return pa.timestamp(_timestamp_unit(int(p) if p else 6), tz="UTC")
+    if word == "TIME" and p is not None and s is None:
+        unit = _timestamp_unit(int(p), "TIME")
+        return pa.time32(unit) if unit in ("s", "ms") else pa.time64(unit)
     if word in _SIMPLE and (p is None or word in ("VARCHAR", "CHAR")) and s is None:
         return _SIMPLE[word]
     raise _unknown_type(text, context)
@@ -88,8 +92,8 @@ def _unknown_type(text: str, context: str) -> IngestError:
     return IngestError(f"{context}: unknown type {text!r} ({hint}known: {', '.join(_KNOWN)})")
 
 
-def _timestamp_unit(precision: int) -> str:
+def _timestamp_unit(precision: int, word: str = "TIMESTAMP") -> str:
     for unit, max_digits in (("s", 0), ("ms", 3), ("us", 6), ("ns", 9)):
         if precision <= max_digits:
             return unit
-    raise IngestError(f"TIMESTAMP({precision}): precision must be 0..9")
+    raise IngestError(f"{word}({precision}): precision must be 0..9")

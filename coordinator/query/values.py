@@ -175,7 +175,7 @@ def _times(values: pa.Array) -> list[Any]:
     import pyarrow.compute as pc
 
     day = DAY_SECONDS * PER_SECOND[values.type.unit]
-    raw = values.cast(pa.int64())
+    raw = values.cast(pa.int32() if pa.types.is_time32(values.type) else pa.int64())
     latest = pc.max(raw).as_py()
     if latest is None or latest < day:
         return values.to_pylist()

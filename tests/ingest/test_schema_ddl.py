@@ -17,6 +17,13 @@ def test_spec_types_map_to_arrow_types():
     ]
 
 
+def test_a_time_with_a_precision_is_in_the_unit_its_digits_need():
+    schema = parse_schema(["s TIME(0)", "ms TIME(3)", "us TIME(6)", "ns TIME(9)"])
+    assert schema.types == [pa.time32("s"), pa.time32("ms"), pa.time64("us"), pa.time64("ns")]
+    with pytest.raises(IngestError, match=r"TIME\(12\): precision must be 0..9"):
+        parse_schema(["t TIME(12)"])
+
+
 def test_colon_spelling_is_accepted():
     assert parse_schema(["a: INT", "b: STRING"]) == pa.schema([("a", pa.int32()), ("b", pa.string())])
 

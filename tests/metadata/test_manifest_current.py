@@ -155,6 +155,9 @@ def test_an_event_time_from_system_time_is_0_18s_default(tmp_path):
     ("{kind: Decimal, precision: 10, scale: 2}", "DECIMAL(10,2)"),
     ("{kind: Option, inner: Int16}", "SMALLINT"),
     ("{kind: Time, unit: Microsecond}", "TIME"),
+    ("Time", "TIME(3)"),  # no unit: milliseconds (kamu-cli 0.263 on)
+    ("{kind: Time, unit: Nanosecond}", "TIME(9)"),
+    ("Timestamp", "TIMESTAMP(3)"),  # no unit, no timezone: milliseconds, UTC
     ("Binary", "BINARY"),
 ])
 def test_odf_schema_types_become_ddl_types(tmp_path, field_type, ddl):

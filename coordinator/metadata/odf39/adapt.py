@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 
 from .. import objects as o
+from ..schema_evolution import type_text
 from ..yaml_codec import DecodeError
 from . import data as d
 from . import events as e
@@ -313,9 +314,11 @@ _DDL_TYPES: dict[type, str] = {
 }
 _PRECISION = {d.TimeUnit.SECOND: 0, d.TimeUnit.MILLISECOND: 3, d.TimeUnit.MICROSECOND: 6,
               d.TimeUnit.NANOSECOND: 9}
-_UTC = (None, "UTC", "+00:00")  # a timestamp without a timezone is UTC in the current form
+# The reference's defaults (kamu-cli 0.263 on): a Timestamp, Time or Duration without a unit is
+# in milliseconds, a Timestamp without a timezone in UTC.
+_UTC = (None, "UTC", "+00:00")
 _DDL_HINT = ("a 0.18 read schema has BOOLEAN, signed integers, FLOAT, DOUBLE, DECIMAL, STRING, "
-             "BINARY, DATE, TIME in microseconds and TIMESTAMP in UTC")
+             "BINARY, DATE, TIME and TIMESTAMP in UTC")
 
 
 def ddl_lines(schema: d.DataSchema, at: str) -> list[str]:
@@ -344,8 +347,14 @@ def _ddl_type(t: d.DataType, at: str) -> str:
         return f"DECIMAL({inner.precision},{inner.scale})"
     if isinstance(inner, d.DataTypeTimestamp) and inner.timezone in _UTC:
         return f"TIMESTAMP({_PRECISION[inner.unit or d.TimeUnit.MILLISECOND]})"
-    if isinstance(inner, d.DataTypeTime) and inner.unit is d.TimeUnit.MICROSECOND:
-        return "TIME"
+    if isinstance(inner, d.DataTypeTime):
+        unit = inner.unit or d.TimeUnit.MILLISECOND
+        return "TIME" if unit is d.TimeUnit.MICROSECOND else f"TIME({_PRECISION[unit]})"
+    if isinstance(inner, d.DataTypeDuration):
+        raise NotSupported(at, f"the data type {type_text(inner)}",
+                           "no data slice can hold a duration: the reference's logical hash has "
+                           "no encoding for one, nor its CSV reader a way to read one; declare "
+                           "the column Int64, a count of its unit")
     if isinstance(inner, d.DataTypeBinary) and inner.fixed_length is None:
         return "BINARY"
     raise NotSupported(at, f"the data type {_describe(inner)}", _DDL_HINT)
