@@ -18,8 +18,14 @@ append path (``append.DatasetWriter``):
   multihash>.json``, written after the block and before the head moves (``append``'s
   ``beside``): a crash leaves no state of a block the chain does not reach, and the next pull
   removes any such (``CurrentHistory.load``), so each record is ingested exactly once;
-- ``newSourceState`` is what the reference has a kind for (``source_state``); a push
-  (``ingest.push``, through one of the root's push sources) records none and keeps no fetch state.
+- ``newSourceState`` is what the reference has a kind for (``source_state``), and for a glob
+  taken by name, the last file's name as an ``odf/etag``: the reference's own state of a
+  ``FilesGlob`` (kamu-cli ``fetch_service/file.rs``), from which it goes on with the files named
+  after it; a block that ended within a file records none. A push (``ingest.push``, through one
+  of the root's push sources) records none and keeps no fetch state;
+- a root whose workspace keeps no fetch state for it (its cache lost, or a chain written
+  elsewhere) goes on from what its chain records, as the reference does: the newest AddData's
+  ``odf/etag`` of a glob taken by name names the last file taken (``chain_glob_state``).
 
 Records are kept in their stored types from the event time step on (``stored_types``), so
 the ledger's keys seen and the snapshot state (read from earlier slices) and the schema check
@@ -44,17 +50,24 @@ import pyarrow.parquet as pq
 from ..data.odf_schema import grown_schema
 from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
 from ..metadata.multiformats import SHA3_256, Multihash
-from ..metadata.objects import DatasetSourceRoot, DatasetVocabulary, MergeStrategySnapshot
+from ..metadata.objects import (
+    DatasetSourceRoot,
+    DatasetVocabulary,
+    FetchStep,
+    FetchStepFilesGlob,
+    MergeStrategySnapshot,
+    SourceOrdering,
+)
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.adapt import StreamMerge
 from ..store.append import DatasetWriter, data_slice_of
 from ..store.dataset import CurrentDataset
 from ..store.read import DatasetState
-from ..store.source_state import fetch_state, reference_source_state, root_source
+from ..store.source_state import SOURCE_NAME, fetch_state, reference_source_state, root_source
 from ..trust.slice_check import ChangedSlice
 from ..workspace.dataset import DatasetNotFound
 from ..workspace.fsutil import atomic_write, physical_hash, remove
-from ..workspace.source_state import SourceState
+from ..workspace.source_state import FilesGlobState, SourceState, fingerprint
 from .errors import IngestError
 from .history import DatasetHistory
 from .merge import SnapshotColumns
@@ -75,6 +88,39 @@ def open_current(ws: Workspace, dataset_id: str, _known: object = None, *,
     with ds.writer() as w:
         chosen = push(w.state) if push is not None and w.state is not None else None
         yield Odf039Target(ds, w, CurrentHistory.load(ds, w.state, chosen))
+
+
+ETAG = "odf/etag"  # the reference's kind of a URL's ETag, and of the last file a glob took
+
+
+def _by_name(fetch: FetchStep | None) -> bool:
+    """Whether ``fetch`` is a glob taken in the order of its files' names, the only order the
+    reference takes a glob in."""
+    return isinstance(fetch, FetchStepFilesGlob) and fetch.order in (None, SourceOrdering.BY_NAME)
+
+
+def new_source_state(state: SourceState, fetch: FetchStep | None) -> e.SourceState | None:
+    """An AddData's ``newSourceState`` for the fetch state ``state`` of the step ``fetch``."""
+    known = reference_source_state(state)
+    fetched = state.fetched
+    if known is None and state.resume is None and isinstance(fetched, FilesGlobState) \
+            and _by_name(fetch):
+        return e.SourceState(source_name=SOURCE_NAME, kind=ETAG, value=fetched.last_file)
+    return known
+
+
+def chain_glob_state(s: DatasetState, fetch: FetchStep) -> SourceState | None:
+    """The fetch state of a glob taken by name as the chain records it, the reference's way:
+    the newest AddData's ``odf/etag`` names the last file taken (None: that AddData records
+    none, or the source is no such glob)."""
+    if not _by_name(fetch):
+        return None
+    newest = next((b.block.event for b in reversed(s.blocks) if isinstance(b.block.event, e.AddData)),
+                  None)
+    recorded = newest.new_source_state if newest is not None else None
+    if recorded is None or recorded.kind != ETAG or not recorded.value:
+        return None
+    return SourceState(FilesGlobState(fingerprint(fetch), recorded.value))
 
 
 @dataclass
@@ -110,7 +156,9 @@ class CurrentHistory(DatasetHistory):
                 if path.stem not in hashes:
                     remove(path)
         # a push has no fetch state
-        state = fetch_state(ds, s, source.fetch) if isinstance(source, DatasetSourceRoot) else None
+        state = None
+        if isinstance(source, DatasetSourceRoot):
+            state = fetch_state(ds, s, source.fetch) or chain_glob_state(s, source.fetch)
         vocabulary = _vocabulary(s.vocab)
         return CurrentHistory(
             ds=ds,  # type: ignore[arg-type]
@@ -213,8 +261,9 @@ class Odf039Target:
                 h.schema_in_force = grown
             data_file = scratch / "slice.parquet"
             new_data = data_slice_of(write_slice(table, data_file, h.vocabulary))
+        fetch = h.source.fetch if isinstance(h.source, DatasetSourceRoot) else None
         event = e.AddData(prev_offset=h.prev_offset, new_data=new_data, new_watermark=watermark,
-                          new_source_state=reference_source_state(state))
+                          new_source_state=new_source_state(state, fetch))
         def write_state(block: Multihash) -> None:
             atomic_write(self.dataset.state_path(block), state.to_json())
 
