@@ -8,16 +8,14 @@ Text is someone else's as often as not, so loading it is bounded: a key given tw
 deeper than ``MAX_DEPTH`` or more than ``MAX_VALUES`` values (an alias counted as what it
 stands for) is a YAML error at its line, raised while the document is composed, before any
 object is built (the byte size is the caller's bound: manifest.py).
+
+The objects and dicts need no YAML library: the text's loader and dumpers (``yaml_text``) are
+imported when text is first written or read, so a command that only reads chains and shows a
+table (``coord list``, ``coord status``) does not import PyYAML.
 """
 from __future__ import annotations
 
 from typing import Any
-
-import yaml
-from yaml._yaml import CParser
-from yaml.composer import Composer, ComposerError
-from yaml.constructor import SafeConstructor
-from yaml.resolver import Resolver
 
 from ..errors import Invalid
 from .shape import Shape, Union, fields_of, name_matches, rfc013_names, variant_by_kind
@@ -166,43 +164,14 @@ def manifest_to_dict(obj) -> dict:
 def dump_yaml(data, *, plain_times: bool = False) -> str:
     """YAML text of plain data; ``plain_times`` writes RFC 3339 times unquoted, as the ODF 0.39
     reference does (this module reads them back as text either way)."""
-    dumper = _PlainTimesDumper if plain_times else _Dumper
-    return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
+    from .yaml_text import dump
+
+    return dump(data, plain_times=plain_times)
 
 
 def render(obj) -> str:
     """The YAML manifest of an object, as ``coord log`` shows it."""
     return dump_yaml(manifest_to_dict(obj))
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-_YAML_BREAKS = ("\x85", "\u2028", "\u2029", "\r")
-
-
-def _str_presenter(dumper, data: str):
-    if any(ch in data for ch in _YAML_BREAKS):
-        style = '"'  # YAML folds these line breaks in other styles; escape them
-    elif "\n" in data:
-        style = "|"  # multi-line SQL stays readable
-    else:
-        style = None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_Dumper.add_representer(str, _str_presenter)
-
-
-class _PlainTimesDumper(_Dumper):
-    pass
-
-
-_PlainTimesDumper.yaml_implicit_resolvers = {
-    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for ch, resolvers in _Dumper.yaml_implicit_resolvers.items()
-}
 
 
 # Bounds on what a document may make the loader and every later pass (schema check, decoding)
@@ -214,91 +183,14 @@ MAX_VALUES = 20_000  # scalars, mappings and lists, with every alias expanded
 def load_yaml(text: str):
     """Parse YAML keeping timestamps as text (the codec parses them itself, exactly); refuse a
     key given twice, nesting deeper than ``MAX_DEPTH`` and more than ``MAX_VALUES`` values."""
-    return _load(text, _Loader)
+    from .yaml_text import load
+
+    return load(text, aliases=True)
 
 
 def load_untrusted_yaml(text: str):
     """``load_yaml`` for someone else's text, which the stores this reads from never write
     with aliases: an alias is refused."""
-    return _load(text, _NoAliasLoader)
+    from .yaml_text import load
 
-
-def _load(text: str, loader_class: type[_Loader]):
-    loader = loader_class(text)  # what yaml.load does, whose stubs know only PyYAML's loaders
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
-class _Loader(Composer, CParser, SafeConstructor, Resolver):
-    """PyYAML's SafeLoader with libyaml's parser (a tenth of the pure-Python parser's time per
-    byte) under PyYAML's own composer, whose hooks check each node as it is made.
-
-    An alias costs nothing to parse but stands for its anchor's whole tree, which later passes
-    walk in full (a few bytes of nested aliases make billions of values): each alias counts the
-    values of its anchor, so the count is the size of the document those passes see.
-    """
-
-    def __init__(self, stream):
-        CParser.__init__(self, stream)
-        Composer.__init__(self)
-        SafeConstructor.__init__(self)
-        Resolver.__init__(self)
-        self._depth = 0
-        self._values = 0
-        self._sizes: dict[int, int] = {}  # id of an anchored node -> its values, aliases expanded
-
-    def compose_node(self, parent, index):
-        mark = self.peek_event().start_mark
-        if self.check_event(yaml.AliasEvent):
-            node = super().compose_node(parent, index)
-            size = self._sizes.get(id(node))
-            if size is None:  # its anchor is still open: the alias is inside itself
-                raise ComposerError(None, None, "an alias inside its own anchor", mark)
-            self._count(size, mark)
-            return node
-        anchor = self.peek_event().anchor
-        self._depth += 1
-        if self._depth > MAX_DEPTH:
-            raise ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
-        self._count(1, mark)
-        before = self._values - 1
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-        if anchor is not None:
-            self._sizes[id(node)] = self._values - before
-        return node
-
-    def _count(self, values: int, mark) -> None:
-        self._values += values
-        if self._values > MAX_VALUES:
-            raise ComposerError(None, None, f"more than {MAX_VALUES:,} values (an alias counts "
-                                "as the values it stands for)", mark)
-
-    def compose_mapping_node(self, anchor):
-        node = super().compose_mapping_node(anchor)
-        first: dict[tuple[str, str], Any] = {}  # key -> where it is first
-        for key, _ in node.value:
-            if isinstance(key, yaml.ScalarNode):
-                seen = first.setdefault((key.tag, key.value), key.start_mark)
-                if seen is not key.start_mark:
-                    raise ComposerError(None, None, f"duplicate key {key.value!r} (first on line "
-                                        f"{seen.line + 1})", key.start_mark)
-        return node
-
-
-class _NoAliasLoader(_Loader):
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            raise ComposerError(None, None, "aliases are not accepted here", self.peek_event().start_mark)
-        return super().compose_node(parent, index)
-
-
-# drop the implicit timestamp resolver: '2020-01-01' must stay a string for exact parsing
-_Loader.yaml_implicit_resolvers = {
-    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+    return load(text, aliases=False)
