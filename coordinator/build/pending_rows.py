@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..engine.port import PendingRows
-from ..metadata.multiformats import Multihash
 from ..metadata.timestamps import format_timestamp, parse_timestamp
-from ..workspace import Workspace
 from ..workspace import layout as ws_layout
 from ..workspace.fsutil import atomic_write
+
+if TYPE_CHECKING:
+    from ..engine.port import PendingRows
+    from ..metadata.multiformats import Multihash
+    from ..workspace import Workspace
 
 
 def pending_file(ws: Workspace, name: str) -> Path:
@@ -48,6 +51,9 @@ def recorded_pending(ws: Workspace, name: str, block: Multihash) -> list[Pending
         kept = json.loads(pending_file(ws, name).read_text())
         if kept.get("block") != str(block):
             return []
+        # the engine port (some forty request and result types): only when rows wait
+        from ..engine.port import PendingRows
+
         return [PendingRows(e["input"], int(e["rows"]), tuple(e["waitingFor"]),
                             parse_timestamp(e["watermark"]) if e["watermark"] else None)
                 for e in kept["inputs"]]

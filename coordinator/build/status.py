@@ -23,8 +23,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..engine.port import PendingRows
 from ..ingest.errors import IngestError
 from ..ingest.fetch import probe
 from ..metadata.multiformats import Multihash
@@ -35,11 +35,13 @@ from ..store.overview import CurrentDatasets
 from ..store.read import DatasetState as CurrentState
 from ..store.read import StoredBlock
 from ..store.source_state import fetch_state, root_source
-from ..transform.builds import consumed_until, last_run_query
 from ..workspace import Dataset, DatasetState, Workspace
 from ..workspace.graph import DatasetGraph
 from ..workspace.source_state import SourceState, SourceStateError
 from .pending_rows import recorded_pending
+
+if TYPE_CHECKING:  # the engine port is imported by pending_rows when rows wait, not for a type
+    from ..engine.port import PendingRows
 
 
 class Reason(enum.Enum):
@@ -113,6 +115,8 @@ def dataset_status(ws: Workspace, ds: Dataset, graph: DatasetGraph | None = None
 
 def _derivative(graph: DatasetGraph, state: DatasetState, source: DatasetSourceDerivative,
                 st: DatasetStatus) -> None:
+    from ..transform.builds import consumed_until, last_run_query  # 0.18 derivatives' only
+
     chain = state.blocks
     st.late_rows = sum(b.late_rows or 0 for _, b in chain)
     after = consumed_until(chain, len(source.inputs))

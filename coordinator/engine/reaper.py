@@ -9,6 +9,9 @@ then removes the folder. A live command's run folder and engine are never touche
 Engines are found from outside, so that even one whose run folder was deleted by hand shows:
 containers by their labels (``runtime.LABEL_*``), sandboxed engines by the ``bwrap`` process
 whose command line names a lease in the workspace's run folder (its engine dies with it).
+
+Every command calls ``reap``, and nearly always there is nothing to reap: the engine modules
+(``warm``, ``process``) are imported only when a dead command's run folder is found.
 """
 from __future__ import annotations
 
@@ -16,12 +19,13 @@ import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..workspace import Workspace
 from ..workspace.runs import AbandonedRunFolder, abandoned_run_folders, run_folder_held
-from . import warm
-from .process import LABEL_RUN_ID
-from .warm import WarmStatus
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+    from .warm import WarmStatus
 
 
 @dataclass
@@ -63,7 +67,9 @@ class Reaped:
 
 def engines(ws: Workspace) -> list[Engine]:
     """The engines of this workspace, running or on their way out, in both runtimes."""
-    from . import container  # gRPC and the docker SDK: only when engines are looked for
+    # gRPC and the docker SDK: only when engines are looked for
+    from . import container, warm
+    from .process import LABEL_RUN_ID
 
     found = []
     warm_status = warm.status(ws)
@@ -80,6 +86,8 @@ def engines(ws: Workspace) -> list[Engine]:
 
 def _alive(ws: Workspace, run_id: str) -> bool:
     # a warm engine outlives its commands by design: it ends by itself (warm.py)
+    from . import warm
+
     return run_id == warm.WARM or run_folder_held(ws.run_dir / run_id)
 
 

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-import yaml
-
 from ..errors import Invalid
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 # cryptography is imported where a key is used: checking a signature needs only the Ed25519
-# primitive, and commands that read no chain (coord --help) need none of it.
+# primitive, and commands that read no chain (coord --help) need none of it. YAML is imported
+# where a signature is written, or read in another spelling than coord writes: a chain's
+# readers (coord list, status, log) need none of it.
 
 ALGORITHM = "ed25519"
 _AS_WRITTEN = re.compile(
@@ -43,6 +43,8 @@ class Signature:
     signature: bytes  # 64 bytes
 
     def to_bytes(self) -> bytes:
+        import yaml
+
         doc = {"algorithm": ALGORITHM, "publicKey": self.public_key.hex(), "signature": self.signature.hex()}
         return yaml.safe_dump(doc, sort_keys=False).encode()
 
@@ -54,7 +56,12 @@ class Signature:
         written = _AS_WRITTEN.fullmatch(data)
         if written is not None:
             return Signature(bytes.fromhex(written[1].decode()), bytes.fromhex(written[2].decode()))
-        doc = yaml.load(data, Loader=yaml.CSafeLoader)
+        import yaml
+
+        try:
+            doc = yaml.load(data, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError as e:
+            raise ValueError(f"not a signature document: {e}") from None
         if not isinstance(doc, dict) or doc.get("algorithm") != ALGORITHM:
             raise ValueError("not an ed25519 signature document")
         return Signature(bytes.fromhex(doc["publicKey"]), bytes.fromhex(doc["signature"]))
@@ -187,7 +194,7 @@ def check_signature(
         return SignatureStatus.UNSIGNED, None
     try:
         sig = Signature.from_bytes(data)
-    except (ValueError, KeyError, TypeError, yaml.YAMLError):
+    except (ValueError, KeyError, TypeError):  # from_bytes: also a document YAML cannot read
         return SignatureStatus.INVALID, None
     fact = verified_fact(block_hash, sig)
     if verified is None or fact not in verified:

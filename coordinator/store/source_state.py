@@ -11,7 +11,6 @@ ended within a file, records none (the reference would poll from the start of th
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 from ..metadata.objects import DatasetSourceRoot, FetchStep
@@ -60,6 +59,8 @@ def reference_source_state(stored: FetchState | None) -> SourceState | None:
     if fetched.etag is not None:
         return SourceState(source_name=SOURCE_NAME, kind="odf/etag", value=fetched.etag)
     if fetched.last_modified is not None:
+        from email.utils import parsedate_to_datetime  # a pull's: coord status reads no HTTP date
+
         when = parsedate_to_datetime(fetched.last_modified).astimezone(UTC)
         return _last_modified(int(when.timestamp()) * 10**9)
     if fetched.mtime_ns is not None:

@@ -15,11 +15,11 @@ from ..errors import Conflict, NotFound
 from ..metadata import chain
 from ..metadata.objects import DatasetSourceRoot, MetadataBlock
 from . import layout
-from .commit import DatasetWriter
 from .source_state import SourceState
 from .state import DatasetState
 
 if TYPE_CHECKING:
+    from .commit import DatasetWriter
     from .workspace import Workspace
 
 
@@ -233,6 +233,8 @@ class Dataset:
     def writer(self, known: DatasetState | None = None) -> DatasetWriter:
         """The dataset's writer; ``known``: a state read earlier in this command, taken as the
         writer's if the head has not moved since (else the chain is read again)."""
+        from .commit import DatasetWriter  # the append path: only for a command that writes
+
         return DatasetWriter(self, known)
 
 
