@@ -114,7 +114,9 @@ def _current_log(ws, dataset: str, show: Output, builds: bool) -> None:
     from ..store.signatures import signed_blocks, signers_newest_first
 
     newest_first = list(reversed(current.state(dataset).blocks))
-    signed = signed_blocks(ws, CurrentDataset(ws, dataset).root, newest_first)
+    # signatures found valid by an earlier command are not checked again (as a 0.18 chain's)
+    signed = signed_blocks(ws, CurrentDataset(ws, dataset).root, newest_first,
+                           ws.checked_blocks(dataset).signatures)
     signers = signers_newest_first(ws, dataset, signed)
     if show.format == "json":
         show.json([{"sequenceNumber": b.block.sequence_number, "hash": str(b.hash),

@@ -371,7 +371,7 @@ def _current_chain(ws: Workspace, name: str, offset: int, limit: int) -> dict:
 
     ds = CurrentDataset(ws, name)
     newest_first = list(reversed(ds.state().blocks))
-    signed = signed_blocks(ws, ds.root, newest_first)
+    signed = signed_blocks(ws, ds.root, newest_first, ws.checked_blocks(name).signatures)
     signers = signers_newest_first(ws, name, signed)[offset:offset + limit]
     return {"dataset": name, "odf": "0.39", "total": len(newest_first), "offset": offset,
             "limit": limit,

@@ -14,13 +14,18 @@ Invariants:
   policy (``known``) accepts; a block unsigned after a signed one is ``UNSIGNED``.
 - A signature file that is not a valid signature of its block is an integrity problem
   (``invalid``), never an authorship one, as for 0.18.
+- A reading command (``coord log``) passes the dataset's signatures found valid before
+  (``Workspace.checked_blocks(name).signatures``: ``cache/<name>/verified-signatures``, the
+  file a 0.18 chain's readers use), so it checks with Ed25519 only the signatures it has not
+  seen valid; a signature file changed since is another fact, checked anew. ``coord verify``
+  passes none and checks every signature.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..metadata.signing import SignatureStatus, check_signature
+from ..metadata.signing import SignatureStatus, VerifiedSignatures, check_signature
 from ..trust.authorship import BlockAuthor, Signer, authorship, block_signers, pinned_keys
 from ..workspace import Workspace
 from . import layout
@@ -55,16 +60,21 @@ def signature_name(b: SignedBlock) -> str:
     return layout.signature_file(b.stored.hash)
 
 
-def signed_blocks(ws: Workspace, root: Path, blocks: list[StoredBlock]) -> list[SignedBlock]:
-    """``blocks`` (in the order given) with their signers, each signature checked."""
+def signed_blocks(ws: Workspace, root: Path, blocks: list[StoredBlock],
+                  verified: VerifiedSignatures | None = None) -> list[SignedBlock]:
+    """``blocks`` (in the order given) with their signers, each signature checked;
+    ``verified``: the signatures found valid before, taken as valid without the Ed25519
+    check (and added to when a check passes; see the module doc)."""
     trusted = set(ws.trusted_keys())
+    folder = str(root)  # a string: paths are joined per block, pathlib costs more
     out = []
     for stored in blocks:
         try:
-            doc = (root / layout.signature_file(stored.hash)).read_bytes()
+            with open(f"{folder}/{layout.signature_file(stored.hash)}", "rb") as f:
+                doc: bytes | None = f.read()
         except FileNotFoundError:
             doc = None
-        status, signer = check_signature(stored.hash.to_bytes(), doc, trusted)
+        status, signer = check_signature(stored.hash.to_bytes(), doc, trusted, verified)
         out.append(SignedBlock(stored, signer, status is SignatureStatus.INVALID))
     return out
 

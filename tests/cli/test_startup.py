@@ -115,6 +115,33 @@ def test_log_reads_no_data_and_needs_no_schema_or_engine(ingested, command):
     assert imported_by(*command, cwd=ingested) == []
 
 
+@pytest.fixture(scope="module")
+def current(tmp_path_factory) -> Path:
+    """The cities workspace in current ODF (0.39), pulled: its blocks signed by the workspace."""
+    home = cities_workspace(tmp_path_factory.mktemp("current"), "0.39")
+    coord("pull", "cities", cwd=home)
+    return home
+
+
+# what a current-ODF chain's readers need not load either: YAML (they write and read no
+# manifest), the engine port's request types, the append path, HTTP dates, the engine modules
+CHAIN_READERS_SKIP = LIGHT_ONLY + ("yaml", "coordinator.engine.port", "coordinator.engine.warm",
+                                   "coordinator.workspace.commit", "email.utils")
+
+
+@pytest.mark.parametrize("command", [["list"], ["status"], ["list", "-o", "json"], ["status", "cities"]])
+def test_current_odf_list_and_status_load_no_yaml_engine_or_append_path(current, command):
+    assert imported_by(*command, cwd=current, watched=CHAIN_READERS_SKIP) == []
+
+
+def test_current_odf_log_checks_no_signature_an_earlier_command_found_valid(current):
+    coord("log", "cities", cwd=current)  # checks each signature once, and keeps what it found
+    assert imported_by("log", "cities", cwd=current, watched=("cryptography",)) == []
+    # YAML it needs, for the trusted keys of config.yaml
+    assert imported_by("log", "cities", "-o", "json", cwd=current,
+                       watched=tuple(m for m in CHAIN_READERS_SKIP if m != "yaml")) == []
+
+
 def test_verify_integrity_reads_data_files_but_loads_no_engine_or_replay(ingested):
     engine_side = ("grpc", "coordinator.engine.session", "coordinator.transform.replay",
                    "coordinator.build.current_derivative", "pyarrow")
