@@ -236,10 +236,12 @@ def walk(root: Path) -> tuple[list[StoredBlock], Problem | None]:
     found: list[StoredBlock] = []
     name: Multihash | None = read_head(root)
     expected: int | None = None  # the number the block after this one implies
+    folder = str(root)  # a string: paths are joined per block, pathlib costs more
     while name is not None:
         where = layout.block_file(name)
         try:
-            stored = (root / where).read_bytes()
+            with open(f"{folder}/{where}", "rb") as f:
+                stored = f.read()
         except FileNotFoundError:
             named_by = "refs/head names it" if expected is None else "the next block links it"
             return found, Problem(expected, name, f"{named_by}, but {where} is missing")

@@ -14,6 +14,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import field
 from typing import NamedTuple
 
@@ -81,7 +82,7 @@ def check_stored(stored: bytes, name: Multihash) -> MetadataBlock:
     """The block stored under ``name``, decoded only once its bytes hash to that name."""
     if name.code != SHA3_256:
         raise BlockFormatError(f"block name {name} is not a SHA3-256 multihash (code 0x16)")
-    if block_hash(stored) != name:
+    if hashlib.sha3_256(stored).digest() != name.digest:  # block_hash(stored) != name, per block
         raise BlockFormatError(f"block {name}: its bytes hash to {block_hash(stored)}; "
                                "the stored block is damaged or not this block")
     return decode_block(stored)
