@@ -185,7 +185,7 @@ def load_yaml(text: str):
     key given twice, nesting deeper than ``MAX_DEPTH`` and more than ``MAX_VALUES`` values."""
     from .yaml_text import load
 
-    return load(text, aliases=True)
+    return load(text, aliases=True, max_depth=MAX_DEPTH, max_values=MAX_VALUES)
 
 
 def load_untrusted_yaml(text: str):
@@ -193,4 +193,4 @@ def load_untrusted_yaml(text: str):
     with aliases: an alias is refused."""
     from .yaml_text import load
 
-    return load(text, aliases=False)
+    return load(text, aliases=False, max_depth=MAX_DEPTH, max_values=MAX_VALUES)

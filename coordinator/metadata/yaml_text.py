@@ -25,8 +25,6 @@ from yaml.constructor import SafeConstructor
 from yaml.emitter import Emitter
 from yaml.resolver import Resolver
 
-from .yaml_codec import MAX_DEPTH, MAX_VALUES
-
 WIDTH = 100
 
 
@@ -70,10 +68,12 @@ _PlainTimesDumper.yaml_implicit_resolvers = {
 }
 
 
-def load(text: str, *, aliases: bool):
-    """``yaml_codec.load_yaml`` (``aliases``), else ``yaml_codec.load_untrusted_yaml``."""
+def load(text: str, *, aliases: bool, max_depth: int, max_values: int):
+    """``yaml_codec.load_yaml`` (``aliases``), else ``yaml_codec.load_untrusted_yaml``, with
+    their bounds (``yaml_codec.MAX_DEPTH``, ``MAX_VALUES``: given, as this module imports none
+    of the codec's)."""
     # what yaml.load does, whose stubs know only PyYAML's loaders
-    loader = (_Loader if aliases else _NoAliasLoader)(text)
+    loader = (_Loader if aliases else _NoAliasLoader)(text, max_depth, max_values)
     try:
         return loader.get_single_data()
     finally:
@@ -89,8 +89,9 @@ class _Loader(Composer, CParser, SafeConstructor, Resolver):
     values of its anchor, so the count is the size of the document those passes see.
     """
 
-    def __init__(self, stream):
+    def __init__(self, stream, max_depth: int, max_values: int):
         CParser.__init__(self, stream)
+        self._max_depth, self._max_values = max_depth, max_values
         Composer.__init__(self)
         SafeConstructor.__init__(self)
         Resolver.__init__(self)
@@ -109,8 +110,8 @@ class _Loader(Composer, CParser, SafeConstructor, Resolver):
             return node
         anchor = self.peek_event().anchor
         self._depth += 1
-        if self._depth > MAX_DEPTH:
-            raise ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
+        if self._depth > self._max_depth:
+            raise ComposerError(None, None, f"nested more than {self._max_depth} levels deep", mark)
         self._count(1, mark)
         before = self._values - 1
         try:
@@ -123,8 +124,8 @@ class _Loader(Composer, CParser, SafeConstructor, Resolver):
 
     def _count(self, values: int, mark) -> None:
         self._values += values
-        if self._values > MAX_VALUES:
-            raise ComposerError(None, None, f"more than {MAX_VALUES:,} values (an alias counts "
+        if self._values > self._max_values:
+            raise ComposerError(None, None, f"more than {self._max_values:,} values (an alias counts "
                                 "as the values it stands for)", mark)
 
     def compose_mapping_node(self, anchor):
