@@ -16,7 +16,8 @@ computed or downloaded and no data file is opened, so this module imports no Arr
   a watermark move: ``_news_for_readers``, the pull's own rule), its query changed when a
   ``SetTransform`` follows its last step, and input rows wait while its engine held some back
   after its last step (a temporal join's events, ``build.pending_rows``); a 0.39 root's source
-  is probed as a 0.18 one's, from the fetch state kept beside its chain (``store.source_state``).
+  is probed as a 0.18 one's, from the fetch state kept beside its chain or, when the workspace
+  lost it, the one its chain records, as a pull goes on from (``store.source_state``).
 """
 from __future__ import annotations
 

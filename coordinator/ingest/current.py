@@ -25,7 +25,8 @@ append path (``append.DatasetWriter``):
   of the root's push sources) records none and keeps no fetch state;
 - a root whose workspace keeps no fetch state for it (its cache lost, or a chain written
   elsewhere) goes on from what its chain records, as the reference does: the newest AddData's
-  ``odf/etag`` of a glob taken by name names the last file taken (``chain_glob_state``).
+  ``odf/etag`` of a glob taken by name names the last file taken (``source_state.fetch_state``
+  reads it back, for ``coord status`` too).
 
 Records are kept in their stored types from the event time step on (``stored_types``), so
 the ledger's keys seen and the snapshot state (read from earlier slices) and the schema check
@@ -54,20 +55,25 @@ from ..metadata.objects import (
     DatasetSourceRoot,
     DatasetVocabulary,
     FetchStep,
-    FetchStepFilesGlob,
     MergeStrategySnapshot,
-    SourceOrdering,
 )
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.adapt import StreamMerge
 from ..store.append import DatasetWriter, data_slice_of
 from ..store.dataset import CurrentDataset
 from ..store.read import DatasetState
-from ..store.source_state import SOURCE_NAME, fetch_state, reference_source_state, root_source
+from ..store.source_state import (
+    ETAG,
+    SOURCE_NAME,
+    by_name,
+    fetch_state,
+    reference_source_state,
+    root_source,
+)
 from ..trust.slice_check import ChangedSlice
 from ..workspace.dataset import DatasetNotFound
 from ..workspace.fsutil import atomic_write, physical_hash, remove
-from ..workspace.source_state import FilesGlobState, SourceState, fingerprint
+from ..workspace.source_state import FilesGlobState, SourceState
 from .errors import IngestError
 from .history import DatasetHistory
 from .merge import SnapshotColumns
@@ -90,37 +96,14 @@ def open_current(ws: Workspace, dataset_id: str, _known: object = None, *,
         yield Odf039Target(ds, w, CurrentHistory.load(ds, w.state, chosen))
 
 
-ETAG = "odf/etag"  # the reference's kind of a URL's ETag, and of the last file a glob took
-
-
-def _by_name(fetch: FetchStep | None) -> bool:
-    """Whether ``fetch`` is a glob taken in the order of its files' names, the only order the
-    reference takes a glob in."""
-    return isinstance(fetch, FetchStepFilesGlob) and fetch.order in (None, SourceOrdering.BY_NAME)
-
-
 def new_source_state(state: SourceState, fetch: FetchStep | None) -> e.SourceState | None:
     """An AddData's ``newSourceState`` for the fetch state ``state`` of the step ``fetch``."""
     known = reference_source_state(state)
     fetched = state.fetched
     if known is None and state.resume is None and isinstance(fetched, FilesGlobState) \
-            and _by_name(fetch):
+            and by_name(fetch):
         return e.SourceState(source_name=SOURCE_NAME, kind=ETAG, value=fetched.last_file)
     return known
-
-
-def chain_glob_state(s: DatasetState, fetch: FetchStep) -> SourceState | None:
-    """The fetch state of a glob taken by name as the chain records it, the reference's way:
-    the newest AddData's ``odf/etag`` names the last file taken (None: that AddData records
-    none, or the source is no such glob)."""
-    if not _by_name(fetch):
-        return None
-    newest = next((b.block.event for b in reversed(s.blocks) if isinstance(b.block.event, e.AddData)),
-                  None)
-    recorded = newest.new_source_state if newest is not None else None
-    if recorded is None or recorded.kind != ETAG or not recorded.value:
-        return None
-    return SourceState(FilesGlobState(fingerprint(fetch), recorded.value))
 
 
 @dataclass
@@ -158,7 +141,7 @@ class CurrentHistory(DatasetHistory):
         # a push has no fetch state
         state = None
         if isinstance(source, DatasetSourceRoot):
-            state = fetch_state(ds, s, source.fetch) or chain_glob_state(s, source.fetch)
+            state = fetch_state(ds, s, source.fetch)
         vocabulary = _vocabulary(s.vocab)
         return CurrentHistory(
             ds=ds,  # type: ignore[arg-type]

@@ -5,25 +5,32 @@ A root's fetch state (``workspace.source_state.SourceState``: the files a glob t
 validators, where a pull stopped within a file) is the workspace's own, kept beside the chain
 in ``.coord/cache/<name>/state/``. A 0.39 block also records, for a reader of the chain alone,
 what the reference has a kind for: ``odf/etag`` (a URL's ETag) or ``odf/last-modified`` (its
-Last-Modified time, or a file:// URL's modification time). Anything else, and a block that
-ended within a file, records none (the reference would poll from the start of the source).
+Last-Modified time, or a file:// URL's modification time), and for a glob taken by name the
+last file's name as an ``odf/etag`` (the reference's own state of a ``FilesGlob``). Anything
+else, and a block that ended within a file, records none (the reference would poll from the
+start of the source).
+
+A root whose workspace keeps no fetch state for it (its cache lost, or a chain written
+elsewhere) is read back from what its chain records, as the reference does (``chain_glob_state``):
+a pull goes on from there and ``coord status`` probes from there, so both agree.
 """
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import DatasetSourceRoot, FetchStep
+from ..metadata.objects import DatasetSourceRoot, FetchStep, FetchStepFilesGlob, SourceOrdering
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.source import SourceState
+from ..workspace.source_state import FilesGlobState, UrlState, fingerprint
 from ..workspace.source_state import SourceState as FetchState
-from ..workspace.source_state import UrlState
 
 if TYPE_CHECKING:
     from .dataset import CurrentDataset
     from .read import DatasetState
 
 SOURCE_NAME = "default"  # the reference's name for a polling source's state
+ETAG = "odf/etag"  # the reference's kind of a URL's ETag, and of the last file a glob took
 
 
 def root_source(name: str, s: DatasetState) -> DatasetSourceRoot:
@@ -39,14 +46,35 @@ def root_source(name: str, s: DatasetState) -> DatasetSourceRoot:
 
 
 def fetch_state(ds: CurrentDataset, s: DatasetState, fetch: FetchStep) -> FetchState | None:
-    """The fetch state committed with the newest block of the chain that has one. A state
-    of a block the chain does not reach (a pull killed before its head moved) is not read."""
+    """The fetch state committed with the newest block of the chain that has one; when the
+    workspace keeps none, the one the chain records (``chain_glob_state``). A state of a block
+    the chain does not reach (a pull killed before its head moved) is not read."""
     held = {p.stem for p in ds.state_dir.iterdir()} if ds.state_dir.is_dir() else set()
     newest = next((b.hash for b in reversed(s.blocks) if str(b.hash) in held), None)
     if newest is None:
-        return None
+        return chain_glob_state(s, fetch)
     path = ds.state_path(newest)
     return FetchState.from_json(path.read_bytes(), where=f"{ds.id}: {path}", step=fetch)
+
+
+def by_name(fetch: FetchStep | None) -> bool:
+    """Whether ``fetch`` is a glob taken in the order of its files' names, the only order the
+    reference takes a glob in."""
+    return isinstance(fetch, FetchStepFilesGlob) and fetch.order in (None, SourceOrdering.BY_NAME)
+
+
+def chain_glob_state(s: DatasetState, fetch: FetchStep) -> FetchState | None:
+    """The fetch state of a glob taken by name as the chain records it, the reference's way:
+    the newest AddData's ``odf/etag`` names the last file taken (None: that AddData records
+    none, or the source is no such glob)."""
+    if not by_name(fetch):
+        return None
+    newest = next((b.block.event for b in reversed(s.blocks) if isinstance(b.block.event, e.AddData)),
+                  None)
+    recorded = newest.new_source_state if newest is not None else None
+    if recorded is None or recorded.kind != ETAG or not recorded.value:
+        return None
+    return FetchState(FilesGlobState(fingerprint(fetch), recorded.value))
 
 
 def reference_source_state(stored: FetchState | None) -> SourceState | None:

@@ -6,6 +6,7 @@ new files; coord does the same when its workspace has lost its own record of the
 """
 from __future__ import annotations
 
+import json
 import shutil
 
 from coordinator.metadata.odf39 import events as e
@@ -44,3 +45,29 @@ def test_a_root_whose_workspace_lost_the_files_taken_goes_on_after_the_file_its_
     csv(tmp_path, "b.csv", SECOND)
     assert "2 new records" in coord("pull", NAME, cwd=tmp_path).stdout
     assert [r["id"] for r in records(ds)] == [1, 2, 3, 4]  # a.csv not taken again
+
+
+def status(home) -> dict:
+    (entry,) = json.loads(coord("status", NAME, "-o", "json", cwd=home).stdout)
+    return entry
+
+
+def test_status_of_a_root_whose_workspace_lost_the_files_taken_reads_them_from_its_chain(tmp_path):
+    coord_here("init", "--odf", "0.39", ".", cwd=tmp_path)
+    coord_here("add", str(manifest(tmp_path)), cwd=tmp_path)
+    csv(tmp_path, "a.csv", FIRST)
+    coord("pull", NAME, cwd=tmp_path)
+    shutil.rmtree(CurrentDataset(Workspace.open(tmp_path), NAME).state_dir)
+    entry = status(tmp_path)
+    assert (entry["upToDate"], entry["reasons"], entry["newFiles"]) == (True, [], [])
+
+
+def test_status_of_a_root_whose_workspace_lost_the_files_taken_names_only_newer_files(tmp_path):
+    coord_here("init", "--odf", "0.39", ".", cwd=tmp_path)
+    coord_here("add", str(manifest(tmp_path)), cwd=tmp_path)
+    csv(tmp_path, "a.csv", FIRST)
+    coord("pull", NAME, cwd=tmp_path)
+    shutil.rmtree(CurrentDataset(Workspace.open(tmp_path), NAME).state_dir)
+    csv(tmp_path, "b.csv", SECOND)
+    entry = status(tmp_path)
+    assert (entry["reasons"], entry["newFiles"]) == (["sourceChanged"], ["b.csv"])
