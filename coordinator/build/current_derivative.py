@@ -30,15 +30,27 @@ transform layer does not import it):
     correction, is lost.
   - RECOMPUTE: any other query (aggregates, windows, DISTINCT, joins, unions, ORDER BY ...
     LIMIT, subqueries, chains of them) runs once as a batch over the rows each input's change
-    log describes up to the step (``row_changes.current_rows``: a file per input, its view),
+    log describes up to the step (``row_changes.write_current_rows``: a file per input, its view),
     and the step writes the records that take the rows the derivative's own change log
     describes to the query's answer (``row_changes.changes``: appends and retractions). So
     after every step the derivative's rows are its query over its inputs' rows, whatever
     arrived late, changed or went away; no row waits for a watermark and none is dropped as
     late. Such a step keeps no checkpoint, and a derivative that took it once takes it from
     then on (its last step names no checkpoint). It costs the inputs' whole history each
-    step; temporal tables over an input that retracts are refused (their versions need the
-    time each removal took effect).
+    step (read and folded by DuckDB from the files: memory follows the rows held); a temporal
+    table is given as its whole history of versions (``InputStep.versions``), which the
+    engine's batch reads as of each event's time as Execute does.
+  Late rows over inputs that only append (``lateRows: correct``, what ``coord add`` gives a
+  new derivative, kept beside the chain: ``store.late_rows``): an APPEND_ONLY step whose
+  engine dropped rows as late, or whose query holds rows back with no time bound (a join with
+  none: its output watermark stays unknown while every input has one), is thrown away and run
+  as RECOMPUTE, so the late rows correct the windows they belong to and a reader of the join
+  gets a watermark (``_why_recompute``); so is one whose temporal table got versions dated
+  behind its watermark, which events already joined should have met (``_late_versions``,
+  before anything streams). The chain says which steps were recomputed (no
+  ``newCheckpoint``): a replay and the invariance check go by it (``CurrentPlan.recompute``),
+  never by the policy. A query Spark cannot stream (an aggregate without a window: Execute
+  answers INVALID_QUERY) is recomputed the same way, when the batch takes it.
   In either way the filters and the output's columns may read the event time and the data
   columns, never op, offset or system_time (``RetractionsRefused``): a retraction carries the
   values of the record it retracts (its event time too), so a filter on values keeps both or
@@ -79,13 +91,14 @@ import pyarrow.parquet as pq
 
 from ..data.odf_schema import data_schema, grown_schema
 from ..data.odf_slice import Op, Vocabulary, build_slice, write_slice
-from ..data.row_changes import changes, current_rows
+from ..data.row_changes import changes, write_current_rows
 from ..engine.port import (
     Engine,
     EngineError,
     EngineErrorKind,
     EngineProgress,
     ExecuteInput,
+    ExecuteResult,
     InputSchema,
     LineageRequest,
     PendingRows,
@@ -125,6 +138,7 @@ from ..store.checked import checked_current_files
 from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
 from ..store.dataset import CurrentDataset
 from ..store.field_lineage import record_version, recorded_versions
+from ..store.late_rows import late_rows_policy
 from ..store.overview import CurrentDatasets, InputNotFound
 from ..store.read import DatasetState, SliceRecord, StoredBlock, build
 from ..store.verify import vocabulary_of
@@ -193,6 +207,23 @@ class InputStep:
     watermarks: tuple[tuple[datetime, datetime], ...]  # (system time, watermark) of new blocks
     watermark_moved: bool
     origin: str | None  # why it can hold retractions or corrections (``retraction_origin``)
+    prev_watermark: datetime | None = None  # its watermark where the last step ended
+
+    def behind_watermark(self) -> int:
+        """How many of the new versions (appends and correct-tos; a retraction is dated when it
+        took effect, a correct-from is the version before) have an event time behind the
+        watermark where the last step ended: versions of a temporal table that change what
+        events already joined should have met."""
+        if self.prev_watermark is None:
+            return 0
+        v, n = self.vocab, 0
+        for path in self.data_paths():
+            table = pq.read_table(path, columns=[v.event_time, v.operation_type])
+            op, times = table[v.operation_type], table[v.event_time]
+            version = pc.is_in(op, pa.array([Op.APPEND, Op.CORRECT_TO], op.type))
+            late = pc.and_(pc.less(times, pa.scalar(self.prev_watermark, times.type)), version)
+            n += pc.sum(pc.cast(late, pa.int64())).as_py() or 0
+        return n
 
     @property
     def vocab(self) -> Vocabulary:
@@ -236,24 +267,47 @@ class InputStep:
         correct-from is left out, its correct-to being the version after it. Copies of the
         slices in ``scratch``; the records' values are unchanged."""
         given = self.execute_input()
-        v = self.vocab
-        effective = {b.block.sequence_number: b.block.event.new_watermark for b in self.state.blocks
-                     if isinstance(b.block.event, AddData | ExecuteTransform)}
         scratch.mkdir(parents=True, exist_ok=True)
         paths = []
         for r, path in zip(self.slices, given.data_paths, strict=True):
-            table = pq.read_table(path)
-            table = table.filter(pc.not_equal(table[v.operation_type], Op.CORRECT_FROM))
-            at = effective.get(r.sequence_number)
-            if at is not None:
-                times = table[v.event_time]
-                column = table.schema.get_field_index(v.event_time)
-                removed = pc.equal(table[v.operation_type], Op.RETRACT)
-                table = table.set_column(column, table.schema.field(column),
-                                         pc.if_else(removed, pa.scalar(at, times.type), times))
             paths.append(scratch / f"versions-{r.slice.physical_hash}.parquet")
-            pq.write_table(table, paths[-1])
-        return replace(given, data_paths=paths, removal=(v.operation_type, str(int(Op.RETRACT))))
+            pq.write_table(self._as_versions(r, pq.read_table(path)), paths[-1])
+        return replace(given, data_paths=paths, removal=self._removal)
+
+    def versions(self, target: Path) -> ExecuteInput:
+        """The input's whole history up to the step as a temporal table's versions (as
+        ``as_temporal_table`` makes them), in one file ``target``: what a recomputed step's
+        temporal join reads."""
+        files = checked_current_files(self.dataset, self.state.slices)
+        pq.write_table(pa.concat_tables([self._as_versions(r, pq.read_table(f))
+                                         for r, f in zip(self.state.slices, files, strict=True)],
+                                        promote_options="permissive"), target)
+        return ExecuteInput(dataset_id=self.alias, vocab=engine_vocab(self.vocab),
+                            schema=pq.read_schema(target), data_paths=[target], removal=self._removal)
+
+    @property
+    def _removal(self) -> tuple[str, str]:
+        return self.vocab.operation_type, str(int(Op.RETRACT))
+
+    def _as_versions(self, r: SliceRecord, table: pa.Table) -> pa.Table:
+        """The records of slice ``r`` as versions: correct-froms left out, retractions dated
+        at their block's watermark."""
+        v = self.vocab
+        table = table.filter(pc.not_equal(table[v.operation_type], Op.CORRECT_FROM))
+        at = self._effective.get(r.sequence_number)
+        if at is not None:
+            times = table[v.event_time]
+            column = table.schema.get_field_index(v.event_time)
+            removed = pc.equal(table[v.operation_type], Op.RETRACT)
+            table = table.set_column(column, table.schema.field(column),
+                                     pc.if_else(removed, pa.scalar(at, times.type), times))
+        return table
+
+    @cached_property
+    def _effective(self) -> dict[int, datetime | None]:
+        """When each data block's records took effect: its watermark, by sequence number."""
+        return {b.block.sequence_number: b.block.event.new_watermark for b in self.state.blocks
+                if isinstance(b.block.event, AddData | ExecuteTransform)}
 
     def schema(self) -> pa.Schema | None:
         """The schema of the input's newest slice (None: it has no data yet)."""
@@ -315,7 +369,7 @@ def plan_input(datasets: CurrentDatasets, ds: CurrentDataset, alias: str, state:
                        and b.block.event.new_watermark is not None)
     moved = state.watermark is not None and state.watermark != before
     return InputStep(ds, alias, state, prev_block, prev_offset, tuple(new), watermarks, moved,
-                     retraction_origin(datasets, state))
+                     retraction_origin(datasets, state), before)
 
 
 def up_to(state: DatasetState, end: int) -> DatasetState:
@@ -342,6 +396,10 @@ class CurrentPlan:
     inputs: list[InputStep]
     prev_checkpoint: Checkpoint | None  # the newest data event's checkpoint
     prev_transform: TransformSql | None  # the query of the last step, when it differs
+    # what a step does when the engine drops rows as late (``store.late_rows``; a replay's and
+    # the invariance check's step goes by what the chain records instead: ``recompute``)
+    late_rows: LateRows = LateRows.DROP
+    recompute: bool = False  # the step is recomputed (a replayed step that named no checkpoint)
 
     @property
     def vocab(self) -> Vocabulary:
@@ -395,7 +453,8 @@ def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> Curr
     last_data = state.rules.last_data
     return CurrentPlan(ds, state, transform, steps,
                        last_data.new_checkpoint if last_data is not None else None,
-                       engine_transform(ran_with) if changed and ran_with else None)
+                       engine_transform(ran_with) if changed and ran_with else None,
+                       late_rows_policy(ws, ds.id))
 
 
 def alias_of(given: TransformInput) -> str:
@@ -411,9 +470,10 @@ class StepOutput:
     schema: SetDataSchema | None  # to append before the event: new or grown
     data_path: Path | None
     checkpoint_dir: Path | None  # the engine's new checkpoint folder (None: a recomputed step)
-    late_rows: int
+    late_rows: int  # dropped as late
     # inputs' rows the engine holds back after the step, each named by its workspace dataset
     pending_rows: tuple[PendingRows, ...] = ()
+    recomputed_for: str | None = None  # why a streamed step was recomputed (``lateRows: correct``)
 
 
 def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
@@ -428,12 +488,33 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
         return recompute_step(engine, plan, system_time=system_time, scratch=scratch)
     passing_on = mode is StepMode.PASS_ON
     temporal = {t.id for t in plan.transform.temporal_tables or ()}
+    if plan.late_rows is LateRows.CORRECT and (why := _late_versions(plan, temporal)):
+        out = recompute_step(engine, plan, system_time=system_time, scratch=scratch / "recomputed")
+        return replace(out, recomputed_for=why)
     inputs = [i.as_temporal_table(scratch) if i.alias in temporal and i.retracting is not None
               else i.execute_input() for i in plan.inputs]
     step = EngineStep(plan.transaction_id(), plan.dataset.id, inputs,
                       plan.transform, engine_vocab(v), prev_checkpoint_dir, plan.prev_transform)
-    result, checkpoint_dir = execute_step(engine, step, scratch, system_time=system_time,
-                                          progress=progress)
+    try:
+        result, checkpoint_dir = execute_step(engine, step, scratch, system_time=system_time,
+                                              progress=progress)
+    except EngineError as e:
+        if plan.late_rows is not LateRows.CORRECT or e.kind is not EngineErrorKind.INVALID_QUERY:
+            raise
+        # a query Spark cannot stream (an aggregate without a window, say) may still be one
+        # over the inputs' rows; if that fails too, the streaming error is the one to show
+        try:
+            out = recompute_step(engine, plan, system_time=system_time, scratch=scratch / "recomputed")
+        except EngineError:
+            raise e from None
+        return replace(out, recomputed_for="its query cannot run as a stream (an aggregate without "
+                       "a window, say), so it is computed over its inputs' rows at each step "
+                       "(lateRows: correct)")
+    if plan.late_rows is LateRows.CORRECT and not temporal and (why := _why_recompute(plan, result)):
+        # the step again, over the inputs' rows: what arrived late corrects the results, and
+        # nothing is held back with no bound to release it by
+        out = recompute_step(engine, plan, system_time=system_time, scratch=scratch / "recomputed")
+        return replace(out, recomputed_for=why)
     new_data: DataSlice | None = None
     data_path = schema = None
     prev_offset = plan.state.last_offset
@@ -463,6 +544,34 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
     return StepOutput(event, schema, data_path, checkpoint_dir, result.late_rows, pending)
 
 
+def _why_recompute(plan: CurrentPlan, result: ExecuteResult) -> str | None:
+    """Why a streamed step of a derivative that corrects (``lateRows: correct``) is computed
+    again as RECOMPUTE, in words: the engine dropped rows as late, or the query holds its rows
+    back with no time bound (a join with none: its output watermark stays unknown once every
+    input has one); None: the streamed step stands."""
+    inputs = [i.dataset.id for i in plan.inputs]
+    if result.late_rows:
+        return late_rows_words(plan.dataset.id, inputs, result.late_rows, corrected=True)
+    if result.output_watermark is None and all(i.state.watermark is not None for i in plan.inputs):
+        return (f"its query holds rows back with no time bound to release them by (a join with no "
+                f"time bound), so that {plan.dataset.id} would never close a window behind it; it "
+                "is recomputed over its inputs' rows at each step from now on (lateRows: correct)")
+    return None
+
+
+def _late_versions(plan: CurrentPlan, temporal: set[str]) -> str | None:
+    """Why a temporal join of a derivative that corrects (``lateRows: correct``) is recomputed
+    rather than streamed, in words: a temporal table got versions dated behind its watermark,
+    which events already joined should have met; None: none did."""
+    for i in plan.inputs:
+        if i.alias in temporal and (n := i.behind_watermark()):
+            versions = f"{n:,} versions" if n != 1 else "1 version"
+            return (f"{versions} of {i.dataset.id} dated behind its watermark corrected the rows "
+                    f"joined before (lateRows: correct): {plan.dataset.id} is recomputed over its "
+                    "inputs' rows at each step from now on")
+    return None
+
+
 def step_mode(engine: Engine, plan: CurrentPlan) -> StepMode:
     """How the step runs: APPEND_ONLY when no input it reads can hold retractions or
     corrections (``InputStep.retracting``) and no earlier step was recomputed; PASS_ON when the
@@ -470,7 +579,7 @@ def step_mode(engine: Engine, plan: CurrentPlan) -> StepMode:
     (the engine's ``RowMapping``); RECOMPUTE for any other query, and for every step after a
     recomputed one. A query reading such an input's system columns, or it as a temporal table,
     is refused (``RetractionsRefused``), in one line naming the input and why."""
-    if (last := plan.state.rules.last_data) is not None and last.new_checkpoint is None:
+    if plan.recompute or (last := plan.state.rules.last_data) is not None and last.new_checkpoint is None:
         return StepMode.RECOMPUTE  # a recomputed step before: no streaming state to go on from
     retracting = [(i, why) for i in plan.inputs if (why := i.retracting) is not None]
     if not retracting:
@@ -521,21 +630,22 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
     """The step as RECOMPUTE runs it: the query once over each input's rows up to the step,
     and the records that take the derivative's rows there (module docstring)."""
     v = plan.vocab
-    if plan.transform.temporal_tables:
-        raise RetractionsRefused(
-            "a temporal join is computed as events arrive, and this query over an input that "
-            "retracts needs recomputing, which temporal tables cannot take yet; read only the "
-            "temporal table from a dataset that retracts")
     scratch.mkdir(parents=True, exist_ok=True)
-    views: dict[str, Path] = {}
-    for i in plan.inputs:
-        views[i.alias] = scratch / f"rows-{len(views)}.parquet"
-        pq.write_table(current_rows(_records(i.dataset, i.state.slices), i.vocab), views[i.alias])
+    temporal = {t.id for t in plan.transform.temporal_tables or ()}
+    inputs = []
+    for k, i in enumerate(plan.inputs):
+        path = scratch / f"rows-{k}.parquet"
+        if i.alias in temporal:  # its history: the versions a temporal join reads
+            inputs.append(i.versions(path))
+            continue
+        write_current_rows(checked_current_files(i.dataset, i.state.slices), i.vocab, path)
+        inputs.append(ExecuteInput(dataset_id=i.alias, vocab=engine_vocab(i.vocab),
+                                   schema=pq.read_schema(path), data_paths=[path]))
     answer_path = scratch / "answer.parquet"
     try:
         engine.preprocess(PreprocessRequest(
             transaction_id=plan.transaction_id(), dataset_id=plan.dataset.id, input_path=None,
-            transform=plan.transform, output_path=answer_path, views=views))
+            transform=plan.transform, output_path=answer_path, inputs=inputs))
     except EngineError as e:
         system = {i.vocab.operation_type for i in plan.inputs} | {i.vocab.offset for i in plan.inputs}
         if e.kind is EngineErrorKind.INVALID_QUERY and any(c in e.message for c in system):
@@ -547,8 +657,11 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
     answer = answer.drop_columns([c for c in (v.system_time, v.offset, v.operation_type)
                                   if c in answer.column_names])
     held = plan.state.slices
-    before = _as_answer(current_rows(_records(plan.dataset, held), v), answer.schema) \
-        if held else answer.schema.empty_table()
+    if held:
+        write_current_rows(checked_current_files(plan.dataset, held), v, scratch / "held.parquet")
+        before = _as_answer(pq.read_table(scratch / "held.parquet"), answer.schema)
+    else:
+        before = answer.schema.empty_table()
     new_data: DataSlice | None = None
     data_path = schema = None
     prev_offset = plan.state.last_offset
@@ -575,12 +688,6 @@ def _as_answer(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     (so every row changes), one it drops is left out (``_fitted`` then refuses the drop)."""
     return pa.table({f.name: rows[f.name] if f.name in rows.column_names
                      else pa.nulls(rows.num_rows, f.type) for f in schema})
-
-
-def _records(ds: CurrentDataset, slices: tuple[SliceRecord, ...]) -> pa.Table:
-    """Every record of ``slices`` (each file checked against its block)."""
-    return pa.concat_tables([pq.read_table(f) for f in checked_current_files(ds, slices)],
-                            promote_options="permissive")
 
 
 def _as(column: str, name: str) -> str:
@@ -646,7 +753,7 @@ def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engin
                                scratch=scratch, progress=progress)
         inputs = [i.dataset.id for i in plan.inputs]
         late = out.late_rows
-        if late and plan.transform.late_rows is LateRows.FAIL:
+        if late and plan.late_rows is LateRows.FAIL:
             raise LateRowsRefused(f"{late_rows_words(name, inputs, late)}; its transform says "
                                   "lateRows: fail, so nothing was committed")
         packed = None
@@ -668,6 +775,7 @@ def pull_current_derivative(ws: Workspace, name: str, engine: Callable[[], Engin
     n = event.new_data.offset_interval.end - event.new_data.offset_interval.start + 1 \
         if event.new_data else 0
     message = "; ".join([f"{n:,} new records", *([late_rows_words(name, inputs, late)] if late else []),
+                         *([out.recomputed_for] if out.recomputed_for else []),
                          *(pending_words(p) for p in out.pending_rows)])
     return TransformResult(name, message, h.to_bytes(), n, event.new_watermark, late)
 
@@ -738,7 +846,8 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
                                     used.new_block_hash, replaying=True))
         changed = ran_with is not None and ran_with.transform != in_force.transform
         plan = CurrentPlan(ds, up_to(state, k), engine_transform(in_force), steps, None,
-                           engine_transform(ran_with) if changed and ran_with else None)
+                           engine_transform(ran_with) if changed and ran_with else None,
+                           recompute=event.new_checkpoint is None)
         running = engine()
         try:
             out = run_current_step(running, plan, system_time=stored.block.system_time,

@@ -21,11 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from ..data.odf_slice import Vocabulary
-from ..data.row_changes import current_rows
+from ..data.row_changes import write_current_rows
 from ..engine.port import Engine
 from ..errors import Invalid
 from ..metadata.odf39.events import ExecuteTransform, SetDataSchema, SetTransform
@@ -74,7 +71,11 @@ def check_current_invariance(ws: Workspace, name: str, engine: Callable[[], Engi
     # the chain before its first data: no schema, no offsets, no watermark yet
     first = next(k for k, b in enumerate(state.blocks)
                  if isinstance(b.block.event, SetDataSchema | ExecuteTransform))
-    plan = CurrentPlan(ds, up_to(state, first), engine_transform(in_force), steps, None, None)
+    # one step as the last one ran: recomputed once a step was (what the rows then are)
+    recomputed = any(b.block.event.new_checkpoint is None for b in executed
+                     if isinstance(b.block.event, ExecuteTransform))
+    plan = CurrentPlan(ds, up_to(state, first), engine_transform(in_force), steps, None, None,
+                       recompute=recomputed)
     running = engine()
     scratch = running.workdir(f"invariance-{plan.transaction_id()}")
     out = run_current_step(running, plan, system_time=last.block.system_time, prev_checkpoint_dir=None,
@@ -92,6 +93,5 @@ def _rows(files: list[Path], v: Vocabulary, target: Path) -> list[Path]:
     """The rows the records in ``files`` describe, written to ``target`` (none: no file)."""
     if not files:
         return []
-    pq.write_table(current_rows(pa.concat_tables([pq.read_table(f) for f in files],
-                                                 promote_options="permissive"), v), target)
+    write_current_rows(files, v, target)
     return [target]

@@ -69,7 +69,7 @@ from ..metadata.objects import (
 )
 from ..metadata.odf39 import data as d
 from ..metadata.odf39 import events as e
-from ..metadata.odf39.from_odf18 import polling_source, set_transform, set_vocab
+from ..metadata.odf39.from_odf18 import NoCounterpart, polling_source, set_transform, set_vocab
 from ..metadata.odf39.source import SourceState
 from ..store import layout
 from ..store.append import DatasetWriter, checkpoint_of, data_slice_of
@@ -300,6 +300,11 @@ class _Writer:
         if isinstance(b.source, DatasetSourceRoot):
             w.append(e.normalized(polling_source(b.source, at)), system_time=when)
         elif isinstance(b.source, DatasetSourceDerivative):
+            if b.source.transform.late_rows is not None:
+                raise NoCounterpart(f"{at}.transform.lateRows", "lateRows (a coord extension)",
+                                    "a 0.39 transform has no place for it: add the manifest "
+                                    "without it (coord add --replace) to upgrade, then with it "
+                                    "where the upgraded derivative is")
             ids = {name: i.id for name, i in self.inputs.items()}
             w.append(e.normalized(set_transform(b.source, ids, at)), system_time=when)
         if first and (v := set_vocab(self.old.vocab)) is not None:

@@ -19,7 +19,7 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     from ..ingest.errors import IngestError
     from ..ingest.schema_ddl import check_read_schema
     from ..metadata.manifest import ManifestError, manifest_files, read_manifest
-    from ..metadata.objects import DatasetSnapshot
+    from ..metadata.objects import DatasetSnapshot, LateRows
     from ..metadata.odf39.adapt import NEEDS_039, STREAM_MERGES, account_inputs, local_name
     from ..transform.definition import derivative_problem
     from ..workspace import catalog
@@ -52,6 +52,11 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
                 loaded = read_manifest(file)
             for note in loaded.notes:  # what a 0.18 dataset has no place for
                 show.note(note)
+            transform = getattr(snapshot.source, "transform", None)
+            if transform is not None and transform.late_rows is LateRows.CORRECT:
+                raise loaded.error("content.source.transform.lateRows", "correct is for current-ODF "
+                                   "datasets, which are recomputed when rows arrive "
+                                   "late; an ODF 0.18 dataset takes drop or fail")
         elif loaded.adapted is not None:
             current_form.append((loaded, loaded.adapted))
         try:

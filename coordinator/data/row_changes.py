@@ -19,8 +19,12 @@ Invariants:
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .odf_slice import Op, Vocabulary
 
@@ -46,6 +50,54 @@ def current_rows(records: pa.Table, v: Vocabulary) -> pa.Table:
     return _sql(f"SELECT {cols} FROM (SELECT {cols}, unnest(range({_N})) FROM "
                 f"(SELECT {cols}, sum({sign})::BIGINT AS {_N} FROM records GROUP BY ALL) WHERE {_N} > 0)",
                 records=records).cast(records.select(columns).schema)
+
+
+def write_current_rows(files: list[Path], v: Vocabulary, target: Path) -> None:
+    """``current_rows`` of the records in ``files`` (one dataset's Parquet slices, columns added
+    along the way read null before), written to ``target``: DuckDB reads and folds the files
+    itself, so memory follows the rows held, not the length of the change log."""
+    schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+    columns = [f for f in schema if f.name not in (v.offset, v.operation_type, v.system_time)]
+    out = pa.schema(columns)
+    cols = ", ".join(_quoted(c.name) for c in columns)
+    source = f"read_parquet({[str(f) for f in files]!r}, union_by_name = true)"
+    if v.operation_type in schema.names:
+        sign = sign_sql(_quoted(v.operation_type))
+        query = (f"SELECT {cols} FROM (SELECT {cols}, unnest(range({_N})) FROM (SELECT {cols}, "
+                 f"sum({sign})::BIGINT AS {_N} FROM {source} GROUP BY ALL) WHERE {_N} > 0)")
+    else:
+        query = f"SELECT {cols} FROM {source}"
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        reader = con.sql(query).fetch_record_batch()
+        with pq.ParquetWriter(target, out) as writer:
+            for batch in reader:
+                writer.write_batch(pa.RecordBatch.from_arrays(
+                    [batch.column(k).cast(c.type) for k, c in enumerate(columns)], schema=out))
+    finally:
+        con.close()
+
+
+def standing(records: pa.Table, v: Vocabulary) -> pa.Array:
+    """Which of ``records`` (one dataset's, with their offsets) stand for the rows they describe:
+    of a row held k times, the k newest appends or correct-tos that added it (by offset); a
+    boolean per record, in ``records``' order. What ``current_rows`` gives, with the records
+    behind each row (a recomputed derivative's provenance)."""
+    columns = [c for c in records.column_names if c not in (v.offset, v.operation_type, v.system_time)]
+    if v.operation_type not in records.column_names:
+        return pa.array(np.ones(records.num_rows, dtype=bool))
+    cols = ", ".join(_quoted(c) for c in columns) or "NULL"
+    op, at = _quoted(v.operation_type), '"__odf_position"'
+    adds = f"{op} IN ({int(Op.APPEND)}, {int(Op.CORRECT_TO)})"
+    numbered = records.append_column("__odf_position", pa.array(np.arange(records.num_rows, dtype=np.int64)))
+    held = f"sum({sign_sql(op)}) OVER (PARTITION BY {cols}) AS {_N}"
+    newest = f"row_number() OVER (PARTITION BY {cols}, {adds} ORDER BY {_quoted(v.offset)} DESC) AS rn"
+    kept = _sql(f"SELECT {at} FROM (SELECT {at}, {adds} AS adds, {held}, {newest} FROM records) "
+                f"WHERE adds AND rn <= {_N}", records=numbered)
+    mask = np.zeros(records.num_rows, dtype=bool)
+    mask[kept.column(0).to_numpy()] = True
+    return pa.array(mask)
 
 
 def changes(before: pa.Table, after: pa.Table, op: str) -> pa.Table:

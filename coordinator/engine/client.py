@@ -187,7 +187,7 @@ class EngineClient:
         return MigrateResult(reply.migrated.state_carried, reply.migrated.message)
 
     def preprocess(self, request: PreprocessRequest) -> int:
-        """Runs the query once over ``input_path`` (the view ``input``) and ``views`` into
+        """Runs the query once over ``input_path`` (the view ``input``) and ``inputs`` into
         ``output_path``; returns the number of records."""
         reply = self._call(
             self._stub.Preprocess,
@@ -195,7 +195,7 @@ class EngineClient:
                 transaction_id=request.transaction_id, dataset_id=request.dataset_id,
                 input_path=_path(request.input_path), transform=_transform(request.transform),
                 output_path=str(request.output_path),
-                views=[pb.BatchView(name=name, path=str(path)) for name, path in request.views.items()],
+                inputs=[_execute_input(i) for i in request.inputs],
             ),
         )
         if reply.HasField("error"):

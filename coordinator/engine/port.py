@@ -109,14 +109,16 @@ class MigrateRequest:
 @dataclass(frozen=True, kw_only=True)
 class PreprocessRequest:
     """A query once as a batch: a root's preprocess over ``input_path``, or a derivative's
-    query over its inputs' current rows (``views``: a Parquet file per view name)."""
+    query over its inputs (``inputs``, each one Parquet file, a view by its ``dataset_id``: a
+    streamed input's current rows, a temporal table's history of versions, its removals
+    marked by ``removal``)."""
 
     transaction_id: str
     dataset_id: str  # the dataset (for logs)
     input_path: Path | None  # one Parquet file, read as the view ``input``; read only
     transform: TransformSql  # the root's preprocess query, or the derivative's
     output_path: Path  # where the result goes: one Parquet file
-    views: dict[str, Path] = field(default_factory=dict)  # more files, each a view by its name
+    inputs: list[ExecuteInput] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -81,7 +81,7 @@ EngineSource = Callable[[], "Engine"]  # the command's engine, started on the fi
 class BehindWatermark:
     """Records an ingest added dated before the root's watermark as it stood before them: its
     readers may have passed that time already (a window dropping them as late, a temporal
-    join's events keeping the version they met)."""
+    join's events keeping the version they met, unless the reader corrects: ``lateRows``)."""
 
     rows: int
     oldest: datetime  # the earliest event time among them

@@ -18,6 +18,11 @@ Invariants:
   the engine for the temporal table's watermark, and its version may be of any older slice).
 - A temporal table's slices go with its snapshot merge's removal rule (``removal``), so the
   replay's view ends a key where the Execute call's did.
+- A current-ODF block that names no checkpoint was recomputed: its records are the query over
+  its inputs' rows, so a streamed input is given as the records that stand for its rows then
+  (``row_changes.standing``: a retracted or corrected record is not), each still named by its
+  place in its own slice. A retraction such a block wrote is a row the query no longer gives:
+  the replay does not produce it.
 - Every slice read (the block's own, its inputs') is first checked against its block
   (``trust.slice_check``).
 - Several derivations of one record mean the replay made identical records from different
@@ -26,10 +31,11 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -224,14 +230,26 @@ def _current_block_provenance(ws: Workspace, name: str, block_prefix: str | None
     system = (vocab.offset, vocab.operation_type, vocab.system_time)
     query_columns = [c for c in table.column_names if c not in system]
     records = table.select(query_columns).take(chosen).append_column(RECORD, pa.array(chosen, pa.int64()))
-    answer = engine().derive_provenance(ProvenanceRequest(
-        transaction_id=f"provenance-{stored.hash.digest.hex()[:12]}", dataset_id=name,
-        transform=engine_transform(in_force), inputs=[step.execute_input() for step in history],
+    running = engine()
+    transaction = f"provenance-{stored.hash.digest.hex()[:12]}"
+    inputs = [step.execute_input() for step in history]
+    # a recomputed block (no checkpoint) is the query over its inputs' rows: a streamed input's
+    # records that still stand for a row, each named by its place in its own slice
+    recomputed = event.new_checkpoint is None
+    positions: dict[str, dict[str, np.ndarray]] = {}
+    temporal = {t.name for t in in_force.transform.temporal_tables or ()}
+    for k, step in enumerate(history):
+        if recomputed and step.alias not in temporal:
+            inputs[k], positions[step.alias] = _standing_input(
+                inputs[k], step.vocab, running.workdir(transaction) / f"standing-{k}")
+    answer = running.derive_provenance(ProvenanceRequest(
+        transaction_id=transaction, dataset_id=name,
+        transform=engine_transform(in_force), inputs=inputs,
         vocab=engine_vocab(vocab),
         records=records,
     ))
     derivations = answer.derivations
-    if not answer.stateful:  # one row of a slice this block read makes each record
+    if not answer.stateful and not recomputed:  # one row of a slice this block read makes each record
         aliases = [step.alias for step in history]
         keep = [f in new[aliases.index(i)] for i, f in
                 zip(derivations.column("input").to_pylist(), derivations.column("file").to_pylist(),
@@ -245,6 +263,8 @@ def _current_block_provenance(ws: Workspace, name: str, block_prefix: str | None
         """The record at ``row`` of an input's slice (checked above, by ``execute_input``)."""
         input_ds, files = names[alias]
         r = files[file]
+        if alias in positions:  # the row of the standing records, in the slice's
+            row = int(positions[alias][file][row])
         path = input_ds.data_file(r.slice)
         if path not in tables:
             tables[path] = pq.read_table(path)
@@ -263,6 +283,25 @@ def _current_block_provenance(ws: Workspace, name: str, block_prefix: str | None
                      for _, parts in sorted(found.get(row, {}).items()))
         out.append(RecordProvenance(row, table.slice(row, 1).to_pylist()[0], made, first + row))
     return BlockProvenance(name, stored.hash.to_bytes(), tuple(out), OdfVersion.V039)
+
+
+def _standing_input(given: ExecuteInput, v, folder: Path) -> tuple[ExecuteInput, dict[str, np.ndarray]]:
+    """``given`` (an input's slices) as the records that stand for its rows
+    (``row_changes.standing``): each slice's, written in ``folder`` under the slice's file name,
+    and by file name where each of them is in its slice."""
+    from ..data.row_changes import standing
+
+    tables = [pq.read_table(p) for p in given.data_paths]
+    mask = standing(pa.concat_tables(tables, promote_options="permissive"), v).to_numpy(zero_copy_only=False)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths, positions, at = [], {}, 0
+    for path, table in zip(given.data_paths, tables, strict=True):
+        kept = mask[at:at + table.num_rows]
+        at += table.num_rows
+        paths.append(folder / path.name)
+        pq.write_table(table.filter(pa.array(kept)), paths[-1])
+        positions[path.name] = np.flatnonzero(kept)
+    return replace(given, data_paths=paths), positions
 
 
 def _current_block(name: str, state, block_prefix: str | None, offsets: list[int] | None):

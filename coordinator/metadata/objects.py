@@ -430,6 +430,9 @@ class LateRows(enum.Enum):
 
     DROP = ("drop", 0)  # commit without them, and report how many (the default)
     FAIL = ("fail", 1)  # fail the pull, commit nothing
+    # recompute the step, so the late rows correct the results: current ODF only, where the
+    # policy is kept beside the chain (``store.late_rows``); a 0.18 chain never holds it
+    CORRECT = ("correct", 2)
 
 
 class InputWatermarks(enum.Enum):

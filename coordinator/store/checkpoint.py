@@ -42,19 +42,31 @@ class CheckpointError(StoreError):
 
 def pack_checkpoint(folder: Path, path: Path) -> None:
     """``folder`` as one tar file whose bytes depend only on the files' paths and contents:
-    members sorted by path, owner 0, mode 644 (755 for folders), time 0."""
+    members sorted by path, owner 0, mode 644 (755 for folders), time 0.
+
+    Spark's state store maintenance may still be at work in the folder after the step's query
+    ended (a background task that snapshots a store and then removes files older than a
+    snapshot already there): a file it is writing (a temporary, ``*.tmp``, ``*.tmp.crc``) is
+    left out, and so is one gone by the time it is read (older than a snapshot already listed,
+    so nothing the state needs). Every other file is whole once it has its name (Spark renames
+    a file it finished into place)."""
     with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
         for member in sorted(folder.rglob("*")):
-            info = tar.gettarinfo(str(member), arcname=member.relative_to(folder).as_posix())
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mtime = 0
-            info.mode = 0o755 if member.is_dir() else 0o644
-            if member.is_file():
-                with open(member, "rb") as f:
-                    tar.addfile(info, f)
-            else:
-                tar.addfile(info)
+            if member.name.endswith((".tmp", ".tmp.crc")):
+                continue
+            try:
+                info = tar.gettarinfo(str(member), arcname=member.relative_to(folder).as_posix())
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mtime = 0
+                info.mode = 0o755 if member.is_dir() else 0o644
+                if member.is_file():
+                    with open(member, "rb") as f:
+                        tar.addfile(info, f)
+                else:
+                    tar.addfile(info)
+            except FileNotFoundError:
+                continue
 
 
 def unpack_checkpoint(path: Path, checkpoint: Checkpoint, into: Path) -> Path:

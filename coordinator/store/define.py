@@ -24,7 +24,9 @@ Invariants:
   before that, with ``query``, is compared in that form, so adding its manifest again changes
   nothing.
 - ``--replace`` appends what differs from the definition in force (source, vocabulary, each
-  descriptive event's newest); nothing differs, no block. A root stays a root. The caller's
+  descriptive event's newest); nothing differs, no block.
+- A derivative's ``transform.lateRows`` (``correct`` when the manifest names none) is kept
+  beside the chain (``store.late_rows``), by ``--replace`` too. A root stays a root. The caller's
   ``check_change`` may refuse it first (``build.schema_change``: a schema the records cannot keep).
 - A new dataset's chain is written in a run folder and renamed into place: it appears whole
   (Seed and definition) or not at all; a killed ``coord add`` leaves only an abandoned run folder.
@@ -52,6 +54,7 @@ from ..workspace.runs import run_folder
 from ..workspace.workspace import Workspace
 from .append import DatasetWriter
 from .dataset import CurrentDataset, new_dataset_key
+from .late_rows import NEW_DERIVATIVE_DEFAULT, keep_late_rows_policy
 from .overview import CurrentDatasets
 from .read import DatasetState
 
@@ -121,14 +124,19 @@ class Definitions:
             else e.DatasetKind.ROOT
         with ds.writer() as w:
             current = w.state
-            if current is None:
-                return AddResult(ds.id, AddAction.ADDED, self._create(ds, kind, events).digest)
-            if current.kind is not kind:
+            if current is not None and current.kind is not kind:
                 raise CatalogConflict(f"dataset {ds.id}: cannot turn a {current.kind.name.lower()} "
                                       "dataset into another kind")
+            # before the chain: a crash between the two leaves the policy with no dataset,
+            # never a new derivative with the policy of one added before corrections
+            policy_changed = isinstance(snapshot.source, DatasetSourceDerivative) and keep_late_rows_policy(
+                self.ws, ds.id, snapshot.source.transform.late_rows or NEW_DERIVATIVE_DEFAULT)
+            if current is None:
+                return AddResult(ds.id, AddAction.ADDED, self._create(ds, kind, events).digest)
             changed = [event for event in events if _differs(event, current)]
             if not changed:
-                return AddResult(ds.id, AddAction.UNCHANGED, None)
+                return (AddResult(ds.id, AddAction.UPDATED, current.head.digest) if policy_changed
+                        else AddResult(ds.id, AddAction.UNCHANGED, None))
             if self.check_change is not None:
                 self.check_change(ds.id, current, changed)
             when = _after(current)

@@ -40,11 +40,16 @@ class Build:
     late_rows: int = 0  # rows its step dropped for arriving behind a watermark
 
 
-def late_rows_words(dataset_id: str, inputs: Sequence[str], late_rows: int) -> str:
-    """What dropping ``late_rows`` rows in a step of ``dataset_id`` means, in one sentence. Spark
-    does not say which input they came from; with one input there is no doubt."""
+def late_rows_words(dataset_id: str, inputs: Sequence[str], late_rows: int, *,
+                    corrected: bool = False) -> str:
+    """What dropping (or, ``corrected``, recomputing the step for) ``late_rows`` rows in a step
+    of ``dataset_id`` means, in one sentence. Spark does not say which input they came from;
+    with one input there is no doubt."""
     rows, were = (f"{late_rows:,} rows", "were") if late_rows != 1 else ("1 row", "was")
     of = f" of {inputs[0]}" if len(inputs) == 1 else ""
+    if corrected:
+        return (f"{rows}{of} arrived behind the watermark of {dataset_id} and corrected its results "
+                "(lateRows: correct): it is recomputed over its inputs' rows at each step from now on")
     return f"{rows}{of} arrived behind the watermark of {dataset_id} and {were} dropped"
 
 

@@ -74,7 +74,10 @@ def install(src: Path, dst: Path) -> None:
     """Move a finished file or folder to ``dst`` durably (copying across filesystems)."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     for f in [src] if src.is_file() else [p for p in src.rglob("*") if p.is_file()]:
-        _fsync_file(f)
+        try:
+            _fsync_file(f)
+        except FileNotFoundError:  # an engine's temporary, gone (store.checkpoint.pack_checkpoint)
+            continue
     try:
         os.rename(src, dst)
     except OSError as e:

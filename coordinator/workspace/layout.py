@@ -22,7 +22,8 @@ The workspace's part is relative to ``.coord`` (docs/architecture.md, Workspace)
                                  remotes.json, signers.json, snapshot-state/,
                                  verified-signatures (the signature checks passed),
                                  published.json (coord publish: feed URL → updates),
-                                 checked-slices.json (the data files found good, by state)
+                                 checked-slices.json (the data files found good, by state),
+                                 late-rows.json (a 0.39 derivative's lateRows policy)
     locks/<id>.lock              one writer per dataset
     run/<kind>-<id>/             a running command's scratch, leased (runs.py)
     run/pull/<id>/               a repository pull's staging (no lease: one writer per dataset)
@@ -80,6 +81,8 @@ TAKEN_FILES = "taken-files.json"  # files a filesGlob source took, by size and m
 FIELD_LINEAGE = "field-lineage"
 # the rows a 0.39 derivative's engine holds back after its newest step (build.pending_rows)
 PENDING_ROWS = "pending-rows.json"
+# what a 0.39 derivative's pulls do with late rows, its manifest's lateRows (store.late_rows)
+LATE_ROWS = "late-rows.json"
 
 
 def cache_dir(dataset_id: str, *inside: str) -> str:

@@ -145,3 +145,14 @@ def test_files_adding_up_past_the_bound_are_refused(tmp_path, monkeypatch):
     monkeypatch.setattr("coordinator.store.checkpoint.MAX_UNPACKED", 5)
     with pytest.raises(CheckpointError, match="its files add up to more than"):
         unpack(tmp_path / "big", tmp_path / "out")
+
+
+def test_packing_leaves_out_the_temporaries_spark_may_still_be_writing(tmp_path):
+    folder = tmp_path / "checkpoint"
+    (folder / "state" / "0").mkdir(parents=True)
+    (folder / "state" / "0" / "1.delta").write_bytes(b"delta")
+    (folder / "state" / "0" / ".20.snapshot.1f2e.tmp").write_bytes(b"half")
+    (folder / "state" / "0" / "..20.snapshot.1f2e.tmp.crc").write_bytes(b"half")
+    pack_checkpoint(folder, tmp_path / "packed")
+    out = unpack_checkpoint(tmp_path / "packed", checkpoint_of(tmp_path / "packed"), tmp_path / "out")
+    assert sorted(p.name for p in (out / "state" / "0").iterdir()) == ["1.delta"]

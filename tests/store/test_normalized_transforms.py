@@ -4,9 +4,11 @@ preprocess), from either manifest form; both forms at once are refused; a chain 
 with ``query`` is the same definition, so adding its manifest again writes nothing."""
 from __future__ import annotations
 
+from coordinator.metadata.objects import LateRows
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39.source import SqlQueryStep
 from coordinator.store.dataset import CurrentDataset
+from coordinator.store.late_rows import keep_late_rows_policy
 from coordinator.workspace import Workspace
 from coordinator.workspace.config import OdfVersion
 from tests.support.cli import coord, coord_here
@@ -103,6 +105,7 @@ def test_a_chain_stored_with_query_is_unchanged_by_its_manifest_added_again(tmp_
     ws = workspace(tmp_path)
     cities = CurrentDataset(ws, "cities").state().id
     define_legacy_derivative(ws, "large", {"cities": cities}, QUERY)  # as coord add wrote it before
+    keep_late_rows_policy(ws, "large", LateRows.CORRECT)  # kept as the manifest's (no other change)
     head = CurrentDataset(ws, "large").head()
     (tmp_path / "large.yaml").write_text(derivative_manifest("large", ["cities"], QUERY))
     out = coord_here("add", "--replace", "large.yaml", cwd=tmp_path).stdout

@@ -150,7 +150,9 @@ class FakeEngine:
         return MigrateResult(True, "watermarks and consumed slices carried over")
 
     def preprocess(self, request: PreprocessRequest) -> int:
-        tables = {name: pq.read_table(path) for name, path in request.views.items()}
+        if request.transform.temporal_tables:
+            raise EngineError(EngineErrorKind.UNSUPPORTED, "the test engine recomputes no temporal join")
+        tables = {i.dataset_id: pq.read_table(i.data_paths[0]) for i in request.inputs}
         if request.input_path is not None:
             tables["input"] = pq.read_table(request.input_path)
         table = _run(request.transform, tables)

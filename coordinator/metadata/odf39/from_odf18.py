@@ -121,9 +121,7 @@ def _read(step: o.ReadStep, at: str) -> s.ReadStep:
 
 
 def _sql(t: o.TransformSql, at: str) -> s.TransformSql:
-    if t.late_rows is not None:
-        raise NoCounterpart(f"{at}.lateRows", "lateRows (a coord extension)",
-                            "the reference drops late rows")
+    # lateRows is not carried: a 0.39 transform has no place for it (``store.late_rows``)
     # inputWatermarks is not carried: `recorded` is ODF's own rule, and the records an older
     # derivative computed under event-time watermarks are carried as computed (ODF-039.md).
     tables = None if t.temporal_tables is None else [
