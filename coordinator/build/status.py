@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 from ..ingest.errors import IngestError
 from ..ingest.fetch import probe
 from ..metadata.multiformats import Multihash
-from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep
+from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep, LateRows
 from ..metadata.odf39.events import AddData, ExecuteTransform, SetTransform
 from ..store.dataset import CurrentDataset
+from ..store.late_rows import kept_late_rows_policy
 from ..store.overview import CurrentDatasets
 from ..store.read import DatasetState as CurrentState
 from ..store.read import StoredBlock
@@ -70,6 +71,10 @@ class DatasetStatus:
     late_rows: int = 0  # derivative: rows its steps dropped for arriving behind a watermark, in all
     # derivative: input rows its engine holds back after its newest step, by input (ROWS_WAITING)
     pending: list[PendingRows] = field(default_factory=list)
+    # a current-ODF derivative computed here: what its pulls do with late rows (store.late_rows),
+    # and whether it was kept (not: added before corrections, so it drops them)
+    late_rows_policy: str | None = None
+    late_rows_policy_kept: bool = False
 
     @property
     def up_to_date(self) -> bool:
@@ -201,6 +206,9 @@ def _current(ws: Workspace, current: CurrentDatasets, name: str, st: DatasetStat
             st.new_input[input_name] = new
     if last_step is not None:
         st.pending = recorded_pending(ws, name, last_step)
+    policy = kept_late_rows_policy(ws, name)
+    st.late_rows_policy = (policy or LateRows.DROP).value[0]
+    st.late_rows_policy_kept = policy is not None
     _input_reasons(st, query_changed=bool(steps) and transforms > steps)
 
 

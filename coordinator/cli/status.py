@@ -37,6 +37,9 @@ def status_words(st: DatasetStatus) -> str:
     """What is out of date and why, in one line (and the rows its steps dropped as late)."""
     words = "; ".join(_reason_words(st, r) for r in st.reasons) or "up to date"
     late = f"; {st.late_rows:,} rows dropped as late so far (coord log --builds)" if st.late_rows else ""
+    if st.late_rows_policy is not None and not st.late_rows_policy_kept:
+        late += ("; it drops rows that arrive late (added before corrections: coord add --replace "
+                 "its manifest to have them correct its results)")
     return words + late
 
 
@@ -74,7 +77,8 @@ def status_json(st: DatasetStatus) -> dict:
             "reasons": reason_codes(st),
             "newInputBlocks": st.new_input, "newFiles": st.new_files, "recordsOfFirstFileIn": st.partly_in,
             "waitingFor": st.waiting_for, "notChecked": st.unchecked or None, "lateRows": st.late_rows,
-            "pendingRows": pending_json(st.pending), "words": status_words(st)}
+            "pendingRows": pending_json(st.pending), "lateRowsPolicy": st.late_rows_policy,
+            "words": status_words(st)}
 
 
 def _camel(name: str) -> str:

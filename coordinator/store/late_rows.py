@@ -30,12 +30,17 @@ NEW_DERIVATIVE_DEFAULT = LateRows.CORRECT
 
 
 def late_rows_policy(ws: Workspace, name: str) -> LateRows:
-    """The policy kept for the derivative ``name``; ``drop`` when none is (or it does not decode)."""
+    """The policy kept for the derivative ``name``; ``drop`` when none is."""
+    return kept_late_rows_policy(ws, name) or LateRows.DROP
+
+
+def kept_late_rows_policy(ws: Workspace, name: str) -> LateRows | None:
+    """The policy kept for the derivative ``name``; None when none is (or it does not decode)."""
     try:
         kept = json.loads(_file(ws, name).read_text())
         return next(p for p in LateRows if p.value[0] == kept["lateRows"])
     except (OSError, ValueError, KeyError, TypeError, StopIteration):
-        return LateRows.DROP
+        return None
 
 
 def keep_late_rows_policy(ws: Workspace, name: str, policy: LateRows) -> bool:

@@ -4,6 +4,8 @@ with none kept (added before corrections, or pulled) drops late rows until its m
 added again with ``--replace``. An ODF 0.18 workspace refuses ``correct``."""
 from __future__ import annotations
 
+import json
+
 from coordinator.metadata.objects import LateRows
 from coordinator.store.late_rows import late_rows_policy
 from coordinator.workspace import Workspace
@@ -62,3 +64,17 @@ def test_an_odf_018_workspace_refuses_correct_in_one_line(tmp_path):
                               "for current-ODF datasets, which are recomputed when rows arrive late; "
                               "an ODF 0.18 dataset takes drop or fail\n")
     assert not (tmp_path / ".coord" / "datasets" / "daily").exists()
+
+
+def test_status_says_a_derivative_added_before_corrections_drops_late_rows(tmp_path):
+    ws = workspace(tmp_path)
+    add(tmp_path, "daily")
+    add(tmp_path, "daily-before")
+    (ws.meta / ws_layout.cache_dir("daily-before", ws_layout.LATE_ROWS)).unlink()  # as added before
+    status = {s["id"]: s for s in json.loads(coord_here("status", "-o", "json", cwd=tmp_path).stdout)}
+    assert status["daily"]["lateRowsPolicy"] == "correct"
+    assert "drops rows that arrive late" not in status["daily"]["words"]
+    assert status["daily-before"]["lateRowsPolicy"] == "drop"
+    assert status["daily-before"]["words"].endswith(
+        "; it drops rows that arrive late (added before corrections: coord add --replace its "
+        "manifest to have them correct its results)")

@@ -21,13 +21,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from coordinator.data.odf_slice import Vocabulary
-from coordinator.data.row_changes import current_rows
 from coordinator.metadata.odf39 import events as e
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord
+from ..support.described_rows import described_rows
 from .pipeline import ORDERS, T0, derivative_source, manifest, order_rows, root_source, write_orders_file
 
 pytestmark = pytest.mark.spark
@@ -45,19 +44,9 @@ STRAGGLERS = [(T0 + timedelta(hours=h, minutes=5), 1000 + h, "dan", 1.0) for h i
 LATER = [(t + timedelta(hours=6), i + 100, c, a) for t, i, c, a in order_rows(2)]
 
 
-def rows_of(home: Path, name: str, columns: tuple[str, ...]) -> Counter:
-    """The rows ``name``'s change log describes, in ``columns``."""
-    ds = CurrentDataset(Workspace.open(home), name)
-    slices = [pq.read_table(ds.data_file(r.slice)) for r in ds.state().slices]
-    if not slices:
-        return Counter()
-    table = current_rows(pa.concat_tables(slices), Vocabulary())
-    return Counter(zip(*(table[c].to_pylist() for c in columns), strict=True))
-
-
 def rows(home: Path, name: str) -> Counter:
     """The hourly rows ``name``'s change log describes."""
-    return rows_of(home, name, ("event_time", "orders", "total"))
+    return described_rows(home, name, ("event_time", "orders", "total"))
 
 
 def hourly(delivered: list[tuple], *, closed_by=None) -> Counter:
@@ -198,5 +187,5 @@ def test_provenance_of_a_corrected_window_names_the_rows_behind_its_current_valu
 def test_an_aggregate_spark_cannot_stream_is_computed_over_the_inputs_rows(home, later):
     assert (f"{PER_CUSTOMER}: 3 new records; its query cannot run as a stream (an aggregate without "
             "a window, say)") in (home / "first-pull.txt").read_text()
-    got = rows_of(home, PER_CUSTOMER, ("event_time", "customer", "orders", "total"))
+    got = described_rows(home, PER_CUSTOMER, ("event_time", "customer", "orders", "total"))
     assert got == per_customer(FIRST + STRAGGLERS + LATER)

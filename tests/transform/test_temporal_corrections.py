@@ -17,16 +17,14 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from coordinator.data.odf_slice import Vocabulary
-from coordinator.data.row_changes import current_rows
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord
+from ..support.described_rows import described_rows
 from .pipeline import manifest
 
 pytestmark = pytest.mark.spark
@@ -69,13 +67,7 @@ VERSIONS = [
 ]
 
 
-def rows(home: Path, name: str, columns: tuple[str, ...]) -> Counter:
-    ds = CurrentDataset(Workspace.open(home), name)
-    slices = [pq.read_table(ds.data_file(r.slice)) for r in ds.state().slices]
-    if not slices:
-        return Counter()
-    table = current_rows(pa.concat_tables(slices), Vocabulary())
-    return Counter(zip(*(table[c].to_pylist() for c in columns), strict=True))
+rows = described_rows
 
 
 def expected(k: int, *, sold_by: datetime = NEVER) -> duckdb.DuckDBPyConnection:

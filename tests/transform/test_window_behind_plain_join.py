@@ -16,17 +16,15 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from coordinator.data.odf_slice import Vocabulary
-from coordinator.data.row_changes import current_rows
 from coordinator.metadata.odf39 import events as e
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord
+from ..support.described_rows import described_rows
 from .pipeline import manifest
 from .test_chained_pull import root, write_csv
 
@@ -51,13 +49,7 @@ FAR = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def rows(home: Path, name: str) -> Counter:
-    ds = CurrentDataset(Workspace.open(home), name)
-    slices = [pq.read_table(ds.data_file(r.slice)) for r in ds.state().slices]
-    if not slices:
-        return Counter()
-    table = current_rows(pa.concat_tables(slices), Vocabulary())
-    return Counter(zip(*(table[c].to_pylist() for c in ("event_time", "name", "readings", "total")),
-                       strict=True))
+    return described_rows(home, name, ("event_time", "name", "readings", "total"))
 
 
 def daily(stations: list[dict], *, closed_by: datetime | None = None) -> Counter:
