@@ -28,7 +28,7 @@ from ..metadata.schema_evolution import Column, added_columns, odf_columns
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..engine.port import Engine
+    from ..engine.port import Engine, InputSchema
     from ..metadata.odf39.data import DataSchema
     from ..store.read import DatasetState
     from ..workspace import Workspace
@@ -85,9 +85,10 @@ def _query_output(ws: Workspace, engine: Callable[[], Engine], name: str, state:
     import pyarrow.parquet as pq
 
     from ..data.odf_schema import data_schema
-    from ..engine.port import InputSchema, ValidateRequest
-    from ..metadata.objects import DatasetVocabulary
+    from ..engine.port import EngineError, EngineErrorKind, InputSchema, ValidateRequest
+    from ..metadata.objects import DatasetVocabulary, LateRows
     from ..store.checked import checked_current_files
+    from ..store.late_rows import late_rows_policy
     from ..store.overview import CurrentDatasets
     from ..store.verify import vocabulary_of
     from .current_derivative import engine_transform
@@ -105,13 +106,53 @@ def _query_output(ws: Workspace, engine: Callable[[], Engine], name: str, state:
             system_time_column=iv.system_time, event_time_column=iv.event_time),
             pq.read_schema(newest[0])))
     v = vocabulary_of(state.vocab)
-    schema = engine().validate(ValidateRequest(
-        transaction_id=f"validate-{uuid.uuid4().hex[:12]}", dataset_id=name,
-        inputs=inputs, transform=engine_transform(event),
-        vocab=DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time),
-        previous_transform=engine_transform(state.transform) if state.transform else None,
-    )).schema
+    transaction = f"validate-{uuid.uuid4().hex[:12]}"
+    try:
+        schema = engine().validate(ValidateRequest(
+            transaction_id=transaction, dataset_id=name,
+            inputs=inputs, transform=engine_transform(event),
+            vocab=DatasetVocabulary(system_time_column=v.system_time, event_time_column=v.event_time),
+            previous_transform=engine_transform(state.transform) if state.transform else None,
+        )).schema
+    except EngineError as e:
+        # a query Spark cannot stream is computed over the inputs' rows by a derivative that
+        # corrects (current_derivative): its output is the batch's, over empty inputs
+        if e.kind is not EngineErrorKind.INVALID_QUERY or late_rows_policy(ws, name) is not LateRows.CORRECT:
+            raise
+        try:
+            schema = _batch_output(engine(), transaction, name, inputs, event)
+        except EngineError:
+            raise e from None
     return data_schema(_stored(schema))
+
+
+def _batch_output(engine: Engine, transaction: str, name: str, inputs: list[InputSchema],
+                  event: e.SetTransform) -> pa.Schema:
+    """The schema the query of ``event`` outputs run once as a batch over empty inputs of
+    the ``inputs``' schemas, as a recomputed step runs it (a temporal table's as versions)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..engine.port import ExecuteInput, PreprocessRequest
+    from .current_derivative import engine_transform
+
+    folder = engine.workdir(transaction)
+    folder.mkdir(parents=True, exist_ok=True)
+    temporal = {t.name for t in event.transform.temporal_tables or ()}
+    given = []
+    for k, i in enumerate(inputs):
+        path = folder / f"empty-{k}.parquet"
+        schema = i.schema
+        if i.dataset_id not in temporal:  # a streamed input's rows have no system columns
+            system = (i.vocab.system_time_column, "offset", "op")
+            schema = pa.schema([f for f in schema if f.name not in system])
+        pq.write_table(schema.empty_table(), path)
+        given.append(ExecuteInput(dataset_id=i.dataset_id, vocab=i.vocab, schema=schema, data_paths=[path]))
+    output = folder / "output.parquet"
+    engine.preprocess(PreprocessRequest(transaction_id=transaction, dataset_id=name, input_path=None,
+                                        transform=engine_transform(event), output_path=output,
+                                        inputs=given))
+    return pq.read_schema(output)
 
 
 def _any_nullability(columns: list[Column]) -> list[Column]:

@@ -189,3 +189,16 @@ def test_an_aggregate_spark_cannot_stream_is_computed_over_the_inputs_rows(home,
             "a window, say)") in (home / "first-pull.txt").read_text()
     got = described_rows(home, PER_CUSTOMER, ("event_time", "customer", "orders", "total"))
     assert got == per_customer(FIRST + STRAGGLERS + LATER)
+
+
+def test_a_query_spark_cannot_stream_may_replace_one_of_a_derivative_that_corrects(home, later):
+    # a column more: checked against the inputs as a batch computes it, then pulled
+    query = PER_CUSTOMER_SQL.replace("sum(amount) AS total", "sum(amount) AS total, max(amount) AS top")
+    (home / "replaced.yaml").write_text(yaml.safe_dump(manifest(PER_CUSTOMER, derivative_source(query))))
+    assert coord("add", "--replace", "replaced.yaml", cwd=home).stdout.startswith("updated")
+    coord("pull", PER_CUSTOMER, cwd=home)
+    got = described_rows(home, PER_CUSTOMER, ("customer", "orders", "top"))
+    delivered = FIRST + STRAGGLERS + LATER
+    customers = {r[2] for r in delivered}
+    assert got == Counter((c, sum(1 for r in delivered if r[2] == c),
+                           max(r[3] for r in delivered if r[2] == c)) for c in customers)
