@@ -43,6 +43,7 @@ from .provenance import provenance_
 from .publish import publish_
 from .pull import pull
 from .push import push
+from .receipt import verify_receipt
 from .repo import repo
 from .reset import reset
 from .schema import schema
@@ -77,6 +78,7 @@ def cli(ctx: click.Context, workspace: str | None, debug: bool, quiet: bool, ver
 
 COMMANDS: tuple[click.Command, ...] = (
     init, add, list_, status_, log, schema, tail, diff, pull, ingest, lineage_, provenance_, sql, verify_,
+    verify_receipt,
     repo, push, publish_, trust_, config, system, block, serve, reset, delete, upgrade, completions,
 )
 for command in COMMANDS:

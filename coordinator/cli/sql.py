@@ -15,7 +15,8 @@ from .output import Output, write_records
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..query.sql import SqlSession
+    from ..query.sql import AsAt, SqlSession
+    from ..workspace import Workspace
 
 FORMATS = ["table", "csv", "json", "parquet"]
 
@@ -34,9 +35,12 @@ FORMATS = ["table", "csv", "json", "parquet"]
 @click.option("--out", "out_file", type=click.Path(dir_okay=False),
               help="Write the result to this file (written whole or not at all).")
 @click.option("--max-rows", default=1000, show_default=True, help="Rows a table shows at most.")
+@click.option("--receipt", "receipt_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write a signed receipt of the answer to FILE (one query; checked with "
+                   "coord verify-receipt FILE).")
 @click.pass_context
 def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | None, as_of: str | None,
-        output: str, out_file: str | None, max_rows: int) -> None:
+        output: str, out_file: str | None, max_rows: int, receipt_file: str | None) -> None:
     """Query the datasets with SQL: interactive on a terminal, else -c, -f or standard input.
 
     \b
@@ -50,7 +54,7 @@ def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | 
     and a query reads the datasets' own Parquet slices and no other file.
     """
     from ..metadata.timestamps import parse_timestamp
-    from ..query.sql import SqlError, SqlSession, resolve_as_at
+    from ..query.sql import resolve_as_at
 
     if command is not None and file is not None:
         raise click.UsageError("give either -c QUERY or -f FILE")
@@ -60,16 +64,18 @@ def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | 
         raise click.UsageError("--out writes csv, json or parquet: give -o")
     ws = workspace(ctx)
     when = resolve_as_at(ws, as_at) if as_at else None
-    with SqlSession(ws, when, as_of=parse_timestamp(as_of) if as_of else None) as session:
+    if receipt_file is not None:
+        from .receipt import answer_with_receipt
+
         if command is None and file is None and sys.stdin.isatty():
-            _repl(session, max_rows)
-            return
-        script = command if command is not None else (
-            Path(file).read_text() if file else sys.stdin.read())
-        try:
-            results = list(session.run(script))
-        except SqlError as e:
-            raise SqlError(f"{file}: {e}") if file else e from None
+            raise click.UsageError("--receipt needs the query: -c QUERY, -f FILE or standard input")
+        script = command if command is not None else (Path(file).read_text() if file else sys.stdin.read())
+        results: list[pa.Table] | None = [answer_with_receipt(
+            ws, script, when, parse_timestamp(as_of) if as_of else None, Path(receipt_file), file)]
+    else:
+        results = _results(ws, when, as_of, command, file, max_rows)
+    if results is None:  # the interactive session ended
+        return
     show = Output(output)
     if output == "table":
         for result in results:
@@ -81,6 +87,24 @@ def sql(ctx: click.Context, command: str | None, file: str | None, as_at: str | 
         show.records(results[0])
     else:
         _write_file(results[0], output, Path(out_file))
+
+
+def _results(ws: Workspace, when: AsAt | None, as_of: str | None, command: str | None,
+             file: str | None, max_rows: int) -> list[pa.Table] | None:
+    """Each statement's result, or None after an interactive session (on a terminal)."""
+    from ..metadata.timestamps import parse_timestamp
+    from ..query.sql import SqlError, SqlSession
+
+    with SqlSession(ws, when, as_of=parse_timestamp(as_of) if as_of else None) as session:
+        if command is None and file is None and sys.stdin.isatty():
+            _repl(session, max_rows)
+            return None
+        script = command if command is not None else (
+            Path(file).read_text() if file else sys.stdin.read())
+        try:
+            return list(session.run(script))
+        except SqlError as e:
+            raise SqlError(f"{file}: {e}") if file else e from None
 
 
 def _repl(session: SqlSession, max_rows: int) -> None:

@@ -277,15 +277,19 @@ def _explained_kind(text: str) -> str:
 
 class SqlSession:
     """A DuckDB connection holding the datasets as views, locked down (see the module doc).
-    ``extra``: more named in-memory tables a query may read (none of them a dataset's id)."""
+    ``extra``: more named in-memory tables a query may read (none of them a dataset's id).
+    ``reads``: the datasets to hold, by the name a query gives them, instead of every dataset
+    as at ``as_at`` (a receipt's inputs, each at its block); ``threads``: DuckDB's threads (one
+    gives the same answer every time where parallel work could add floats in another order)."""
 
     def __init__(self, ws: Workspace, as_at: AsAt | None = None,
                  extra: Mapping[str, pa.Table] | None = None, as_of: datetime | None = None,
-                 memory_limit: int | None = None):
+                 memory_limit: int | None = None, reads: Mapping[str, DatasetRead] | None = None,
+                 threads: int | None = None):
         import duckdb
 
         self.as_at = as_at
-        self.reads = dataset_reads(ws, as_at)
+        self.reads = dict(reads) if reads is not None else dataset_reads(ws, as_at)
         self.tables = {name: read.files for name, read in self.reads.items()}
         self.empty = sorted({ds.id for ds in ws.datasets()} - self.tables.keys())
         self._root = str(ws.root)
@@ -296,6 +300,7 @@ class SqlSession:
             "home_directory": NO_HOME, "extension_directory": f"{NO_HOME}/extensions",
             "secret_directory": f"{NO_HOME}/secrets",
             **({"memory_limit": f"{memory_limit >> 20}MiB"} if memory_limit is not None else {}),
+            **({"threads": threads} if threads is not None else {}),
         })
         con = self._con
         # as DuckDB words it ("1.0 GiB"), for the refusal of a query that needs more

@@ -230,11 +230,12 @@ def read_head(root: Path) -> Multihash | None:
                          "(f1620... without a newline); set it to the head block's name") from None
 
 
-def walk(root: Path) -> tuple[list[StoredBlock], Problem | None]:
-    """The blocks from the head back to the Seed, newest first, each checked against its name;
-    stops at the first block that is missing or damaged and returns it as the problem."""
+def walk(root: Path, head: Multihash | None = None) -> tuple[list[StoredBlock], Problem | None]:
+    """The blocks from the head (or from block ``head``) back to the Seed, newest first, each
+    checked against its name; stops at the first block that is missing or damaged and returns
+    it as the problem."""
     found: list[StoredBlock] = []
-    name: Multihash | None = read_head(root)
+    name: Multihash | None = read_head(root) if head is None else head
     expected: int | None = None  # the number the block after this one implies
     folder = str(root)  # a string: paths are joined per block, pathlib costs more
     while name is not None:
@@ -243,7 +244,8 @@ def walk(root: Path) -> tuple[list[StoredBlock], Problem | None]:
             with open(f"{folder}/{where}", "rb") as f:
                 stored = f.read()
         except FileNotFoundError:
-            named_by = "refs/head names it" if expected is None else "the next block links it"
+            named_by = ("refs/head names it" if head is None else "it was asked for") \
+                if expected is None else "the next block links it"
             return found, Problem(expected, name, f"{named_by}, but {where} is missing")
         try:
             block = codec.check_stored(stored, name)
