@@ -18,11 +18,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from coordinator.metadata.multiformats import Multihash
-from coordinator.query.receipt import canonical_json, receipt_bytes, sign
+from coordinator.query.receipt import (
+    canonical_json,
+    load_receipt,
+    receipt_bytes,
+    sign,
+    signature_holds,
+    signed_bytes,
+)
 from coordinator.store import layout
 from coordinator.store.dataset import CurrentDataset
 from coordinator.workspace import Workspace
-from tests.support.cli import coord_here
+from tests.support.cli import ROOT, coord_here
 from tests.support.tamper import flip_a_byte
 
 CITIES = "org.example.cities"
@@ -346,3 +353,15 @@ def test_the_canonical_form_is_rfc_8785():
         ["1e+21", "100000000000000000000", "1e-7", "0.000001", "0", "5e-324"]
     assert canonical_json({"\u20ac": 1, "\r": 2, "\U0001f600": 3, "\ufb33": 4}) == \
         '{"\\r":2,"\u20ac":1,"\U0001f600":3,"\ufb33":4}'
+
+
+def test_the_example_of_the_format_document_is_a_receipt_whose_signature_verifies():
+    text = (ROOT / "schemas" / "RECEIPT.md").read_text()
+    example, canonical = (part.split("\n```", 1)[0] for part in text.split("```json\n")[1:2] +
+                          text.split("after its newline, with no\nnewline at the end):\n\n```\n")[1:2])
+    doc = load_receipt(example.encode())
+    assert signature_holds(doc)
+    assert signed_bytes(doc) == b"coord query receipt v1\n" + canonical.encode()
+    assert receipt_bytes(doc).decode() == example + "\n"  # as coord writes it
+    doc["answer"]["rows"][0][2] += 1
+    assert not signature_holds(doc)
