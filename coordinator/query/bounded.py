@@ -60,12 +60,15 @@ class QueryDied(Unavailable):
 
 
 def bounded_query(root: Path, text: str, bounds: Bounds, as_at: str | None = None,
-                  as_of: str | None = None) -> bytes:
+                  as_of: str | None = None, receipt: bool = False) -> bytes:
     """The JSON answer to one query over the workspace at ``root`` (read as at ``as_at``, its
-    states as of event time ``as_of``): ``{"columns", "rows", "truncated", "truncatedBy"}``."""
+    states as of event time ``as_of``): ``{"columns", "rows", "truncated", "truncatedBy"}``;
+    with ``receipt``, and ``"receipt"``: the signed receipt of the whole answer
+    (``receipt.py``), signed here, by the server, not in the query's process."""
     context = _context()
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_answer, args=(send, root, text, bounds, as_at, as_of), daemon=True)
+    child = context.Process(target=_answer, args=(send, root, text, bounds, as_at, as_of, receipt),
+                            daemon=True)
     child.start()
     send.close()
     try:
@@ -84,6 +87,12 @@ def bounded_query(root: Path, text: str, bounds: Bounds, as_at: str | None = Non
         receive.close()
     if isinstance(outcome, BaseException):
         raise outcome
+    if isinstance(outcome, tuple):  # the answer and its receipt, to sign
+        from .receipt import sign
+
+        answer, unsigned = outcome
+        signed = json.dumps(sign(Workspace.open(root), unsigned), ensure_ascii=False)
+        return answer[:-1] + f', "receipt": {signed}}}'.encode()
     return outcome
 
 
@@ -96,14 +105,16 @@ def _context() -> ForkServerContext:
 
 
 def _answer(send: Connection, root: Path, text: str, bounds: Bounds, as_at: str | None,
-            as_of: str | None) -> None:
-    """In the query's process: the answer, or the refusal, sent whole."""
+            as_of: str | None, receipt: bool = False) -> None:
+    """In the query's process: the answer (with its receipt unsigned), or the refusal, sent whole."""
     import traceback
 
     try:
         _bound_memory(bounds.memory)
         ws = Workspace.open(root)
-        outcome: bytes | BaseException = answer_json(ws, text, bounds, as_at, as_of)
+        outcome: bytes | tuple[bytes, dict] | BaseException = (
+            answer_with_receipt(ws, text, bounds, as_at, as_of) if receipt
+            else answer_json(ws, text, bounds, as_at, as_of))
     except (MemoryExceeded, MemoryError):  # DuckDB's share, or the process's bound
         outcome = Invalid(f"the query needed more than the {bounds.memory >> 20} MiB of memory a query "
                           "may take (serve.sqlMemory) and was stopped; ask for less (fewer groups, "
@@ -154,6 +165,19 @@ def json_rows(batches: Iterable[pa.RecordBatch | pa.Table], max_rows: int | None
     return rows, None
 
 
+def answer_with_receipt(ws: Workspace, text: str, bounds: Bounds, as_at: str | None,
+                        as_of: str | None) -> tuple[bytes, dict]:
+    """``answer_json``'s answer, the whole answer computed first (its receipt hashes every row,
+    in the query's order), and the receipt, not yet signed."""
+    from .receipt import unsigned_receipt
+
+    table, doc = unsigned_receipt(ws, text, resolve_as_at(ws, as_at) if as_at else None,
+                                  parse_timestamp(as_of) if as_of else None,
+                                  memory_limit=int(bounds.memory * DUCKDB_SHARE))
+    rows, truncated_by = json_rows([table], bounds.max_rows, bounds.max_bytes)
+    return _answer_bytes(table.column_names, rows, truncated_by), doc
+
+
 def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None, as_of: str | None) -> bytes:
     statements = split_script(text)
     if len(statements) != 1:
@@ -163,6 +187,10 @@ def answer_json(ws: Workspace, text: str, bounds: Bounds, as_at: str | None, as_
                     memory_limit=int(bounds.memory * DUCKDB_SHARE)) as session:
         schema, batches = session.batches(statements[0], text)
         rows, truncated_by = json_rows(batches, bounds.max_rows, bounds.max_bytes)
-    head = json.dumps({"columns": schema.names})[:-1]
+    return _answer_bytes(schema.names, rows, truncated_by)
+
+
+def _answer_bytes(columns: list[str], rows: list[str], truncated_by: str | None) -> bytes:
+    head = json.dumps({"columns": columns})[:-1]
     tail = json.dumps({"truncated": truncated_by is not None, "truncatedBy": truncated_by})[1:]
     return f'{head}, "rows": [{", ".join(rows)}], {tail}'.encode()

@@ -436,9 +436,9 @@ def read_at(ws: Workspace, given: Input, local: str) -> DatasetRead | None:
 
 
 def run_at(ws: Workspace, statement: Statement, text: str, reads: dict[str, DatasetRead],
-           as_of: datetime | None) -> pa.Table:
+           as_of: datetime | None, memory_limit: int | None = None) -> pa.Table:
     """The query's answer over ``reads`` (by the names the query gives them), on one thread."""
-    with SqlSession(ws, as_of=as_of, reads=reads, threads=1) as session:
+    with SqlSession(ws, as_of=as_of, reads=reads, threads=1, memory_limit=memory_limit) as session:
         return session.query(statement, text)
 
 
@@ -484,6 +484,14 @@ def make_receipt(ws: Workspace, text: str, as_at: AsAt | None = None,
                  as_of: datetime | None = None) -> tuple[pa.Table, dict[str, Any]]:
     """The answer to the query ``text`` and its signed receipt; ``NotReproducible`` for a query
     a receipt cannot hold, before it runs or, for its row order, after."""
+    table, doc = unsigned_receipt(ws, text, as_at, as_of)
+    return table, sign(ws, doc)
+
+
+def unsigned_receipt(ws: Workspace, text: str, as_at: AsAt | None = None, as_of: datetime | None = None,
+                     memory_limit: int | None = None) -> tuple[pa.Table, dict[str, Any]]:
+    """``make_receipt``'s answer and receipt, the receipt not yet signed (``sign``): a process
+    that runs a stranger's query need not hold the key."""
     statement, tree = receipt_statement(text)
     inputs, reads = [], {}
     for given in inputs_of(ws, tree, as_at):
@@ -491,13 +499,13 @@ def make_receipt(ws: Workspace, text: str, as_at: AsAt | None = None,
         if read is not None:  # no data at that block: not a table a query can read
             inputs.append(given)
             reads[given.name] = read
-    table = run_at(ws, statement, text, reads, as_of)
+    table = run_at(ws, statement, text, reads, as_of, memory_limit)
     check_order(tree, table)
     doc = {"kind": KIND, "version": VERSION, "query": text,
            "asOf": format_timestamp(as_of) if as_of is not None else None,
            "inputs": [i.to_json() for i in inputs], "engine": engine(), "answer": answer_of(table),
            "time": format_timestamp(now_utc()), "signer": ws.public_key.hex()}
-    return table, sign(ws, doc)
+    return table, doc
 
 
 def sign(ws: Workspace, doc: dict[str, Any]) -> dict[str, Any]:

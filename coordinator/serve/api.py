@@ -105,6 +105,8 @@ class SqlRequest(BaseModel):
                               description="RFC 3339 system time, or a block hash prefix")
     as_of: str | None = Field(None, max_length=100,
                               description='RFC 3339 event time the states ("<id>@state") are read as of')
+    receipt: bool = Field(False, description="also a signed receipt of the whole answer, checked by "
+                                             "coord verify-receipt (schemas/RECEIPT.md)")
 
 
 @dataclass(frozen=True)
@@ -273,7 +275,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         try:
             return _ok(bounded_query(ws.root, request.q, Bounds(limit, settings.sql_max_bytes, seconds,
                                                                   settings.sql_memory),
-                                     request.as_at, request.as_of))
+                                     request.as_at, request.as_of, request.receipt))
         finally:
             running.release()
 
