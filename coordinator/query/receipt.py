@@ -504,7 +504,7 @@ def unsigned_receipt(ws: Workspace, text: str, as_at: AsAt | None = None, as_of:
     doc = {"kind": KIND, "version": VERSION, "query": text,
            "asOf": format_timestamp(as_of) if as_of is not None else None,
            "inputs": [i.to_json() for i in inputs], "engine": engine(), "answer": answer_of(table),
-           "time": format_timestamp(now_utc()), "signer": ws.public_key.hex()}
+           "time": format_timestamp(now_utc()), "signer": None}  # sign() names the key
     return table, doc
 
 
