@@ -365,3 +365,11 @@ def test_the_example_of_the_format_document_is_a_receipt_whose_signature_verifie
     assert receipt_bytes(doc).decode() == example + "\n"  # as coord writes it
     doc["answer"]["rows"][0][2] += 1
     assert not signature_holds(doc)
+
+
+def test_a_receipt_of_a_state_as_of_an_event_time_keeps_that_time(home):
+    query = f'SELECT city FROM "{CITIES}@state" ORDER BY city'
+    doc = receipt_of(home, query, "--as-of", "2000-01-01T00:00:00Z")
+    assert doc["asOf"] == "2000-01-01T00:00:00Z" and doc["answer"]["rowCount"] == 0
+    assert [i["name"] for i in doc["inputs"]] == [CITIES]
+    assert verified(home, "receipt.json").returncode == 0
