@@ -612,7 +612,7 @@ def max_slice_bytes(config: IngestConfig) -> int:
     """``ingest.maxSliceBytes``, or for ``auto`` 1/128 of the machine's memory within
     [64 MiB, 128 MiB]: a pull's peak memory is about six times its slice (the slice read,
     sorted, rendered for the hash and encoded while the next one is read, ``_committer``),
-    which keeps a 0.18 root's pull under 1 GB (README, "Benchmarks")."""
+    which keeps a 0.18 root's pull under 1 GB (docs/benchmarks.md)."""
     configured = config.max_slice_bytes
     if configured is not None:
         return configured
