@@ -11,9 +11,9 @@ checked before the dataset has a schema (its first data), as for 0.18.
 - A derivative's query: the engine validates it over its inputs' newest schemas (0.18 does the
   same, ``transform.evolution``) and its output columns, as stored, are compared with the
   dataset's.
-- Nullability is left to the pull, which fits it to the data's nulls (``grown_schema``): a
-  declared schema does not decide it (DDL columns are all nullable, and an ODF read schema's
-  required fields are read as nullable too, docs/manifests.md).
+- Nullability is left to the pull: the first one records what the read step declares, as
+  the reference does (``ingest.current.declared_required``), and afterwards the schema in
+  force keeps it (``grown_schema``), so a new read schema's nullability changes nothing.
 """
 from __future__ import annotations
 

@@ -28,6 +28,14 @@ append path (``append.DatasetWriter``):
   ``odf/etag`` of a glob taken by name names the last file taken (``source_state.fetch_state``
   reads it back, for ``coord status`` too).
 
+The first ``SetDataSchema`` records the nullability the read step declares, as the reference
+reads and records it (``declared_required``: a current-form field without ``Option``, a DDL
+``DATE`` or ``DECIMAL`` column), the system columns always required; a null in such a column
+is refused as the file is read, naming it, the row and the column (``read.ReferenceReading``).
+Afterwards the schema in force decides (``required_columns``): a column it records optional
+stays optional, whatever the read step declares. Without a read schema, or behind a preprocess
+query, the data columns are recorded optional.
+
 Records are kept in their stored types from the event time step on (``stored_types``), so
 the ledger's keys seen and the snapshot state (read from earlier slices) and the schema check
 compare like with like. A snapshot merge gives records with the standard's operation types
@@ -38,6 +46,7 @@ for 0.18, under the block's multihash.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,7 +90,9 @@ from .merge import SnapshotColumns
 if TYPE_CHECKING:
     from ..metadata.odf39 import data as d
     from ..metadata.odf39.adapt import PushSource
+    from ..metadata.odf39.source import ReadStep
     from ..workspace.workspace import Workspace
+    from .read import ReferenceReading
 
 
 @contextmanager
@@ -106,6 +117,30 @@ def new_source_state(state: SourceState, fetch: FetchStep | None) -> e.SourceSta
     return known
 
 
+def declared_required(read: ReadStep | None) -> dict[str, str]:
+    """The columns the reference reads as required under the read step ``read``, each with how
+    the step declares it so (kamu-cli ``DataSchema::to_arrow``, and ``parse_ddl_to_odf_schema``
+    for DDL): a current-form field whose type is not an ``Option``; of a DDL schema, the
+    ``DATE`` and ``DECIMAL`` columns (the reference's DDL conversion leaves those two types
+    required and makes every other one optional; coord's DDL has no ``NOT NULL``)."""
+    import pyarrow as pa
+
+    from ..metadata.odf39 import data as d
+    from ..metadata.schema_evolution import type_text
+    from .schema_ddl import parse_schema
+
+    schema = getattr(read, "schema", None)
+    if schema is not None:
+        return {f.name: f"the read step declares it {type_text(f.type)}, not an Option"
+                for f in schema.fields if not isinstance(f.type, d.DataTypeOption)}
+    ddl = getattr(read, "ddl_schema", None)
+    if not ddl:
+        return {}
+    return {f.name: f"the read step declares it {'DATE' if pa.types.is_date(f.type) else 'DECIMAL'} "
+                    "in DDL, which the reference reads as required"
+            for f in parse_schema(ddl) if pa.types.is_date(f.type) or pa.types.is_decimal(f.type)}
+
+
 @dataclass
 class CurrentHistory(DatasetHistory):
     """A 0.39 root's history: its blocks are multihashes, its slices 0.39 DataSlices."""
@@ -113,6 +148,40 @@ class CurrentHistory(DatasetHistory):
     vocabulary: Vocabulary | None = None  # the system columns' names (SetVocab)
     schema_in_force: d.DataSchema | None = None  # the newest SetDataSchema's
     prev_offset: int | None = None  # the last slice's last offset
+    legacy_schema: bool = False  # the schema in force is a pre-RFC-016 one (no nullability)
+
+    def required_columns(self) -> dict[str, str]:
+        """The data columns whose records must hold a value, each with why and what to do.
+
+        Before the dataset's first schema: those the read step declares required
+        (``declared_required``), as the reference reads and records them, unless a preprocess
+        query reshapes what was read (its output's columns are recorded optional, as the
+        reference's Spark engine outputs them). Afterwards the schema in force decides: of
+        those, the ones it records as required (a column recorded optional, by an earlier
+        coord say, stays optional and takes nulls)."""
+        declared = declared_required(self.given_read)
+        if not declared or self.legacy_schema:
+            return {}
+        if self.schema_in_force is None:
+            if self.source.preprocess is not None:
+                return {}
+            return {c: f"{why}; give every record a value, or declare the column as an Option "
+                       "(coord add --replace) before the dataset's first data"
+                    for c, why in declared.items()}
+        from ..metadata.schema_evolution import odf_columns
+
+        kept = {c.name for c in odf_columns(self.schema_in_force) if c.required}
+        return {c: "the dataset's schema records it as required; give every record a value "
+                   "(a column keeps the nullability recorded first)"
+                for c in declared if c in kept}
+
+    @property
+    def reference_reading(self) -> ReferenceReading | None:
+        """The reference's reading (``DatasetHistory``'s), with the columns that must hold a
+        value (``required_columns``)."""
+        reading = super().reference_reading
+        required = tuple(self.required_columns().items())
+        return dataclasses.replace(reading, required=required) if reading and required else reading
 
     @staticmethod
     def load(ds: CurrentDataset, s: DatasetState | None,  # type: ignore[override]
@@ -155,7 +224,8 @@ class CurrentHistory(DatasetHistory):
             vocabulary=vocabulary,
             schema_in_force=s.schema.schema if s.schema is not None else None,
             prev_offset=s.last_offset,
-            given_read=given_read)
+            given_read=given_read,
+            legacy_schema=s.schema is not None and s.schema.schema is None)
 
     def schema(self) -> pa.Schema | None:
         """The newest slice's stored schema less offset and operation type (what the next
@@ -207,6 +277,24 @@ class CurrentHistory(DatasetHistory):
         return path
 
 
+def _required(table: pa.Table, required: dict[str, str], dataset: str) -> pa.Table:
+    """The first slice's ``table`` with the ``required`` columns it has made non-nullable, so
+    the dataset's first schema records them required, as the reference does. Their nulls were
+    refused as the files were read (``read.ReferenceReading``); records read otherwise (by the
+    SQL engine) are refused here, naming the column."""
+    fields = []
+    for f in table.schema:
+        if f.name in required and f.nullable:
+            nulls = table.column(f.name).null_count
+            if nulls:
+                raise IngestError(f"{dataset}: column {f.name!r} is null in {nulls} of the new "
+                                  f"records, but {required[f.name]}")
+            f = f.with_nullable(False)
+        fields.append(f)
+    schema = pa.schema(fields)
+    return table if schema.equals(table.schema) else pa.Table.from_arrays(table.columns, schema=schema)
+
+
 def _vocabulary(v: e.SetVocab | None) -> Vocabulary:
     """The system columns' names a SetVocab gives (the defaults where it names none)."""
     defaults = Vocabulary()
@@ -235,10 +323,11 @@ class Odf039Target:
         assert h.vocabulary is not None
         new_data, data_file = None, None
         if len(table):
-            table, grown = grown_schema(
-                self.dataset.id, build_slice(table, system_time=system_time,
-                                             prev_offset=h.prev_offset, vocabulary=h.vocabulary),
-                h.schema_in_force, "the new data")
+            stored = build_slice(table, system_time=system_time, prev_offset=h.prev_offset,
+                                 vocabulary=h.vocabulary)
+            if h.schema_in_force is None:
+                stored = _required(stored, h.required_columns(), self.dataset.id)
+            table, grown = grown_schema(self.dataset.id, stored, h.schema_in_force, "the new data")
             if grown is not None:
                 self.writer.append(e.SetDataSchema(schema=grown), system_time=system_time)
                 h.schema_in_force = grown

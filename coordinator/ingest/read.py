@@ -46,6 +46,13 @@ _JSON_ROW_ERROR = re.compile(r"^(?:JSON parse error: )?(.*) in row (\d+)$", re.S
 def read(path: Path, step: ReadStep, name: str, *, reference: ReferenceReading | None = None) -> pa.Table:
     """Read one prepared file; ``name`` is how messages call it (the fetched file's name).
     ``reference``: a current-ODF dataset's file, read as the reference reads it."""
+    table = _read(path, step, name, reference)
+    if reference is not None:
+        reference.check_required(table, name)
+    return table
+
+
+def _read(path: Path, step: ReadStep, name: str, reference: ReferenceReading | None) -> pa.Table:
     try:
         if isinstance(step, ReadStepCsv):
             return _read_csv(path, step, name, None, reference)
@@ -74,6 +81,18 @@ def read_pieces(path: Path, step: ReadStep, name: str, piece_bytes: int, *,
     newline encoding without ``multiLine`` (a piece ends at a line end and gets the header
     line again), and Parquet (by batches of rows). Other files are read whole.
     """
+    if reference is None:
+        yield from _read_pieces(path, step, name, piece_bytes, None)
+        return
+    rows = 0
+    for table in _read_pieces(path, step, name, piece_bytes, reference):
+        reference.check_required(table, name, rows)
+        rows += table.num_rows
+        yield table
+
+
+def _read_pieces(path: Path, step: ReadStep, name: str, piece_bytes: int,
+                 reference: ReferenceReading | None) -> Iterator[pa.Table]:
     size = path.stat().st_size
     try:
         if size > piece_bytes and isinstance(step, ReadStepCsv) and not step.multi_line \
@@ -85,7 +104,7 @@ def read_pieces(path: Path, step: ReadStep, name: str, piece_bytes: int, *,
             return
     except ConversionError as e:
         raise IngestError(f"{name}: {e}") from None
-    yield read(path, step, name, reference=reference)
+    yield _read(path, step, name, reference)
 
 
 @dataclass(frozen=True)
@@ -96,9 +115,25 @@ class ReferenceReading:
     ``ddlSchema``), a ``TIMESTAMP`` column of any precision is parsed from text in
     milliseconds, UTC, as the reference converts DDL to an ODF schema (a Parquet column is
     converted as stored, then truncated to milliseconds with the rest of the slice, as the
-    reference's cast does)."""
+    reference's cast does).
+
+    ``required``: the columns whose records must hold a value, each with why and what to do
+    (``ingest.current.CurrentHistory.required_columns``): the reference reads a column its read
+    schema declares required as non-nullable, and refuses a file with a null in it (arrow-rs:
+    "declared as non-nullable but contains null values"); so is the file here, in one line
+    naming it, the row and the column."""
 
     ddl_schema: bool
+    required: tuple[tuple[str, str], ...] = ()  # (column, why it is required and what to do)
+
+    def check_required(self, table: pa.Table, name: str, rows_before: int = 0) -> None:
+        """Refuse a null in a required column of ``table``, the records of the file ``name``
+        after its first ``rows_before``."""
+        for column, why in self.required:
+            if column in table.column_names and table.column(column).null_count:
+                row = pc.index(pc.is_null(table.column(column)), True).as_py()
+                raise IngestError(f"{name}: row {rows_before + row + 1}: column {column!r} is "
+                                  f"null, but {why}")
 
 
 def _schema(step: ReadStep, reference: ReferenceReading | None) -> pa.Schema | None:

@@ -19,7 +19,10 @@ from coordinator.workspace import Workspace
 from ..support.cli import coord
 from ..support.push import push_source, root_manifest
 
-SCHEMA = ("schema: {fields: [{name: id, type: {kind: Int64}}, {name: name, type: {kind: String}}, "
+# ``name`` holds a null (RECORDS): declared an Option, as the reference refuses a null in a
+# field declared without one
+SCHEMA = ("schema: {fields: [{name: id, type: {kind: Int64}}, "
+          "{name: name, type: {kind: Option, inner: {kind: String}}}, "
           "{name: score, type: {kind: Float64}}]}")
 
 

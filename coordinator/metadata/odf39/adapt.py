@@ -323,7 +323,8 @@ _DDL_HINT = ("a 0.18 read schema has BOOLEAN, signed integers, FLOAT, DOUBLE, DE
 
 def ddl_lines(schema: d.DataSchema, at: str) -> list[str]:
     """An ODF schema as 0.18 DDL lines (``name TYPE``). DDL columns are all nullable, so a
-    required field (one without ``Option``) is read as nullable."""
+    required field (one without ``Option``) is read as nullable; a 0.39 ingest refuses its
+    nulls and records it required (``ingest.current.declared_required``)."""
     if schema.extra is not None:
         raise NotSupported(f"{at}.extra", "extra attributes", "a 0.18 read schema is DDL text")
     lines = []
