@@ -113,7 +113,11 @@ def deliver_reference(home: Path, k: int) -> None:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("temporal-corrections")
+    return pipeline(tmp_path_factory.mktemp("temporal-corrections"))
+
+
+def pipeline(home: Path) -> Path:
+    """A default workspace in ``home`` with the four datasets and every sale pulled."""
     coord("init", cwd=home)
     (home / "regions").mkdir()
     (home / "sales").mkdir()
@@ -240,3 +244,23 @@ def test_a_join_whose_events_change_is_recomputed_with_each_event_meeting_its_ve
     for got, want in listed:
         assert got == want
     assert len(listed[1][0]) == 3  # El Paso listed in February, while it was West
+
+
+FAR = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("order", ["reference last", "each snapshot pulled through"])
+def test_once_both_watermarks_pass_every_sale_every_delivery_order_gives_the_same_rows(tmp_path, order):
+    # the fixtures above interleave the reference's snapshots with pulls of the derivatives;
+    # here the derivatives run once at the end, or after each snapshot, then both roots' watermarks
+    # move past every sale, which releases what waits and closes every window
+    home = pipeline(tmp_path)
+    for k in range(len(SNAPSHOTS)):
+        deliver_reference(home, k)
+        if order == "each snapshot pulled through":
+            coord("pull", "-r", MONTHLY, cwd=home)
+    for root_name in (SALES, REGIONS):
+        coord("pull", root_name, "--set-watermark", FAR.isoformat(), cwd=home)
+    coord("pull", "-r", MONTHLY, cwd=home)
+    assert rows(home, ENRICHED, ENRICHED_COLUMNS) == enriched(2)
+    assert rows(home, MONTHLY, MONTHLY_COLUMNS) == monthly(2)
