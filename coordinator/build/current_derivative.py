@@ -488,9 +488,14 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
         return recompute_step(engine, plan, system_time=system_time, scratch=scratch)
     passing_on = mode is StepMode.PASS_ON
     temporal = {t.id for t in plan.transform.temporal_tables or ()}
-    if plan.late_rows is LateRows.CORRECT and (why := _late_versions(plan, temporal)):
+    correcting = plan.late_rows is LateRows.CORRECT
+
+    def recomputed(why: str) -> StepOutput:  # the step as RECOMPUTE runs it, and why
         out = recompute_step(engine, plan, system_time=system_time, scratch=scratch / "recomputed")
         return replace(out, recomputed_for=why)
+
+    if correcting and (why := _late_versions(plan, temporal)):
+        return recomputed(why)
     inputs = [i.as_temporal_table(scratch) if i.alias in temporal and i.retracting is not None
               else i.execute_input() for i in plan.inputs]
     step = EngineStep(plan.transaction_id(), plan.dataset.id, inputs,
@@ -499,22 +504,20 @@ def run_current_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime
         result, checkpoint_dir = execute_step(engine, step, scratch, system_time=system_time,
                                               progress=progress)
     except EngineError as e:
-        if plan.late_rows is not LateRows.CORRECT or e.kind is not EngineErrorKind.INVALID_QUERY:
+        if not correcting or e.kind is not EngineErrorKind.INVALID_QUERY:
             raise
         # a query Spark cannot stream (an aggregate without a window, say) may still be one
         # over the inputs' rows; if that fails too, the streaming error is the one to show
         try:
-            out = recompute_step(engine, plan, system_time=system_time, scratch=scratch / "recomputed")
+            return recomputed("its query cannot run as a stream (an aggregate without a window, "
+                              "say), so it is computed over its inputs' rows at each step "
+                              "(lateRows: correct)")
         except EngineError:
             raise e from None
-        return replace(out, recomputed_for="its query cannot run as a stream (an aggregate without "
-                       "a window, say), so it is computed over its inputs' rows at each step "
-                       "(lateRows: correct)")
-    if plan.late_rows is LateRows.CORRECT and not temporal and (why := _why_recompute(plan, result)):
+    if correcting and not temporal and (why := _why_recompute(plan, result)):
         # the step again, over the inputs' rows: what arrived late corrects the results, and
         # nothing is held back with no bound to release it by
-        out = recompute_step(engine, plan, system_time=system_time, scratch=scratch / "recomputed")
-        return replace(out, recomputed_for=why)
+        return recomputed(why)
     new_data: DataSlice | None = None
     data_path = schema = None
     prev_offset = plan.state.last_offset
@@ -579,7 +582,8 @@ def step_mode(engine: Engine, plan: CurrentPlan) -> StepMode:
     (the engine's ``RowMapping``); RECOMPUTE for any other query, and for every step after a
     recomputed one. A query reading such an input's system columns, or it as a temporal table,
     is refused (``RetractionsRefused``), in one line naming the input and why."""
-    if plan.recompute or (last := plan.state.rules.last_data) is not None and last.new_checkpoint is None:
+    last = plan.state.rules.last_data
+    if plan.recompute or (last is not None and last.new_checkpoint is None):
         return StepMode.RECOMPUTE  # a recomputed step before: no streaming state to go on from
     retracting = [(i, why) for i in plan.inputs if (why := i.retracting) is not None]
     if not retracting:

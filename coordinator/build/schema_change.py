@@ -95,6 +95,7 @@ def _query_output(ws: Workspace, engine: Callable[[], Engine], name: str, state:
 
     datasets = CurrentDatasets(ws)
     inputs = []
+    systems: dict[str, tuple[str, ...]] = {}  # each input's system columns, by its view name
     for given in event.inputs:
         ds = datasets.input_dataset(given, name)
         input_state = ds.state()
@@ -102,6 +103,7 @@ def _query_output(ws: Workspace, engine: Callable[[], Engine], name: str, state:
         if not newest:
             return None  # nothing to validate against yet; the pull reports errors then
         iv = vocabulary_of(input_state.vocab)
+        systems[given.alias or ds.id] = (iv.offset, iv.operation_type, iv.system_time)
         inputs.append(InputSchema(given.alias or ds.id, DatasetVocabulary(
             system_time_column=iv.system_time, event_time_column=iv.event_time),
             pq.read_schema(newest[0])))
@@ -120,16 +122,17 @@ def _query_output(ws: Workspace, engine: Callable[[], Engine], name: str, state:
         if e.kind is not EngineErrorKind.INVALID_QUERY or late_rows_policy(ws, name) is not LateRows.CORRECT:
             raise
         try:
-            schema = _batch_output(engine(), transaction, name, inputs, event)
+            schema = _batch_output(engine(), transaction, name, inputs, systems, event)
         except EngineError:
             raise e from None
     return data_schema(_stored(schema))
 
 
 def _batch_output(engine: Engine, transaction: str, name: str, inputs: list[InputSchema],
-                  event: e.SetTransform) -> pa.Schema:
+                  systems: dict[str, tuple[str, ...]], event: e.SetTransform) -> pa.Schema:
     """The schema the query of ``event`` outputs run once as a batch over empty inputs of
-    the ``inputs``' schemas, as a recomputed step runs it (a temporal table's as versions)."""
+    the ``inputs``' schemas, as a recomputed step runs it: a streamed input's rows without its
+    ``systems`` columns, a temporal table's versions with them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -143,9 +146,8 @@ def _batch_output(engine: Engine, transaction: str, name: str, inputs: list[Inpu
     for k, i in enumerate(inputs):
         path = folder / f"empty-{k}.parquet"
         schema = i.schema
-        if i.dataset_id not in temporal:  # a streamed input's rows have no system columns
-            system = (i.vocab.system_time_column, "offset", "op")
-            schema = pa.schema([f for f in schema if f.name not in system])
+        if i.dataset_id not in temporal:
+            schema = pa.schema([f for f in schema if f.name not in systems[i.dataset_id]])
         pq.write_table(schema.empty_table(), path)
         given.append(ExecuteInput(dataset_id=i.dataset_id, vocab=i.vocab, schema=schema, data_paths=[path]))
     output = folder / "output.parquet"

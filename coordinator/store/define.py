@@ -127,18 +127,21 @@ class Definitions:
             if current is not None and current.kind is not kind:
                 raise CatalogConflict(f"dataset {ds.id}: cannot turn a {current.kind.name.lower()} "
                                       "dataset into another kind")
-            # before the chain: a crash between the two leaves the policy with no dataset,
-            # never a new derivative with the policy of one added before corrections
-            policy_changed = isinstance(snapshot.source, DatasetSourceDerivative) and keep_late_rows_policy(
-                self.ws, ds.id, snapshot.source.transform.late_rows or NEW_DERIVATIVE_DEFAULT)
+            policy = (snapshot.source.transform.late_rows or NEW_DERIVATIVE_DEFAULT
+                      if isinstance(snapshot.source, DatasetSourceDerivative) else None)
             if current is None:
+                # before the chain: a crash between the two leaves a policy with no dataset,
+                # never a new derivative with the policy of one added before corrections
+                if policy is not None:
+                    keep_late_rows_policy(self.ws, ds.id, policy)
                 return AddResult(ds.id, AddAction.ADDED, self._create(ds, kind, events).digest)
             changed = [event for event in events if _differs(event, current)]
+            if changed and self.check_change is not None:
+                self.check_change(ds.id, current, changed)  # a refused definition keeps its policy too
+            policy_changed = policy is not None and keep_late_rows_policy(self.ws, ds.id, policy)
             if not changed:
                 return (AddResult(ds.id, AddAction.UPDATED, current.head.digest) if policy_changed
                         else AddResult(ds.id, AddAction.UNCHANGED, None))
-            if self.check_change is not None:
-                self.check_change(ds.id, current, changed)
             when = _after(current)
             head = [w.append(event, system_time=when) for event in changed][-1]
             return AddResult(ds.id, AddAction.UPDATED, head.digest)

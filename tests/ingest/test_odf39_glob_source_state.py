@@ -52,22 +52,23 @@ def status(home) -> dict:
     return entry
 
 
+def pulled_then_fetch_state_lost(home) -> None:
+    """a.csv pulled into a new root, then the workspace's record of the files taken removed."""
+    coord_here("init", "--odf", "0.39", ".", cwd=home)
+    coord_here("add", str(manifest(home)), cwd=home)
+    csv(home, "a.csv", FIRST)
+    coord("pull", NAME, cwd=home)
+    shutil.rmtree(CurrentDataset(Workspace.open(home), NAME).state_dir)
+
+
 def test_status_of_a_root_whose_workspace_lost_the_files_taken_reads_them_from_its_chain(tmp_path):
-    coord_here("init", "--odf", "0.39", ".", cwd=tmp_path)
-    coord_here("add", str(manifest(tmp_path)), cwd=tmp_path)
-    csv(tmp_path, "a.csv", FIRST)
-    coord("pull", NAME, cwd=tmp_path)
-    shutil.rmtree(CurrentDataset(Workspace.open(tmp_path), NAME).state_dir)
+    pulled_then_fetch_state_lost(tmp_path)
     entry = status(tmp_path)
     assert (entry["upToDate"], entry["reasons"], entry["newFiles"]) == (True, [], [])
 
 
 def test_status_of_a_root_whose_workspace_lost_the_files_taken_names_only_newer_files(tmp_path):
-    coord_here("init", "--odf", "0.39", ".", cwd=tmp_path)
-    coord_here("add", str(manifest(tmp_path)), cwd=tmp_path)
-    csv(tmp_path, "a.csv", FIRST)
-    coord("pull", NAME, cwd=tmp_path)
-    shutil.rmtree(CurrentDataset(Workspace.open(tmp_path), NAME).state_dir)
+    pulled_then_fetch_state_lost(tmp_path)
     csv(tmp_path, "b.csv", SECOND)
     entry = status(tmp_path)
     assert (entry["reasons"], entry["newFiles"]) == (["sourceChanged"], ["b.csv"])

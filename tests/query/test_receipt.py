@@ -11,6 +11,7 @@ import hashlib
 import json
 import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import pyarrow as pa
@@ -299,6 +300,14 @@ def test_the_verdict_is_one_json_object_with_o_json(home):
 # --- queries a receipt cannot hold -----------------------------------------------------------
 
 
+def refused_receipt(home, query: str) -> subprocess.CompletedProcess:
+    """``coord sql --receipt`` of ``query``, which must fail in one line and write no receipt."""
+    proc = coord_here("sql", "--receipt", "r.json", "-c", query, cwd=home, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (home / "r.json").exists()
+    return proc
+
+
 @pytest.mark.parametrize("query, why", [
     ("SELECT now() AS t", "line 1, column 8: the query calls now(), which reads the clock"),
     (f'SELECT city FROM "{CITIES}" WHERE pop > 1000000 * random() ORDER BY city',
@@ -311,26 +320,20 @@ def test_the_verdict_is_one_json_object_with_o_json(home):
     ("SELECT * FROM duckdb_settings() ORDER BY ALL", "the table function duckdb_settings()"),
 ])
 def test_a_query_whose_answer_is_not_the_datas_alone_is_refused_before_it_runs(home, query, why):
-    proc = coord_here("sql", "--receipt", "r.json", "-c", query, cwd=home, check=False)
-    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    proc = refused_receipt(home, query)
     assert why in proc.stderr and "a receipt of its answer could not be checked" in proc.stderr
-    assert proc.stdout == "" and not (home / "r.json").exists()
+    assert proc.stdout == ""
 
 
 def test_a_query_of_several_rows_without_order_by_is_refused(home):
-    query = f'SELECT city FROM "{CITIES}"'
-    proc = coord_here("sql", "--receipt", "r.json", "-c", query, cwd=home, check=False)
-    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    proc = refused_receipt(home, f'SELECT city FROM "{CITIES}"')
     assert "the answer has 5 rows and the query no ORDER BY" in proc.stderr
-    assert proc.stdout == "" and not (home / "r.json").exists()
+    assert proc.stdout == ""
 
 
 def test_an_order_by_under_which_different_rows_tie_is_refused(home):
-    query = f'SELECT country, city FROM "{CITIES}" ORDER BY country'
-    proc = coord_here("sql", "--receipt", "r.json", "-c", query, cwd=home, check=False)
-    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    proc = refused_receipt(home, f'SELECT country, city FROM "{CITIES}" ORDER BY country')
     assert "tie on the ORDER BY (country) but differ" in proc.stderr
-    assert not (home / "r.json").exists()
     receipt_of(home, f'SELECT country, city FROM "{CITIES}" ORDER BY country, city')  # ordered
 
 
