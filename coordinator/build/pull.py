@@ -5,6 +5,10 @@ repository sync, a root dataset by ingest, a derivative by the transform service
 is started at most once, on first need, and stopped when the command ends. ``pull_one`` is
 that choice for one dataset; ``coord serve``'s build service calls it too.
 
+Each dataset's chain is read once per command: the graph that orders the pull reads it (a
+current-ODF one through ``CurrentDatasets``) and hands it down to the writer that pulls the
+dataset, which takes it if its head has not moved since.
+
 A pull keeps going past a dataset that fails (a ``CoordError`` or the machine's ``OSError``:
 something the user can act on; a bug still stops the command): the datasets that read it,
 directly or not, are skipped, every other one is pulled, and each outcome says which it was
@@ -32,6 +36,8 @@ from ..workspace.progress import PullProgress
 if TYPE_CHECKING:
     from ..engine.port import Engine
     from ..ingest.pipeline import IngestResult
+    from ..store.overview import CurrentDatasets
+    from ..store.read import DatasetState as CurrentState
     from ..transform.execute import TransformResult
 
 class PullStatus(StrEnum):
@@ -58,7 +64,7 @@ def pull_one(
     dataset_id: str,
     engine: Callable[[], Engine],
     *,
-    state: DatasetState | None = None,
+    state: DatasetState | CurrentState | None = None,
     progress: PullProgress | None = None,
     set_watermark: datetime | None = None,
 ) -> PullOutcome:
@@ -66,18 +72,20 @@ def pull_one(
     that came from a repository, ingest for a root, the transform service for a derivative.
 
     ``engine`` gives the caller's engine (started on the first call, if the pull needs one);
-    ``state``: the dataset as the caller already read it (read here otherwise; either way it
-    is handed to the writer, which takes it if still current); ``set_watermark``: advance a
-    root's watermark instead of ingesting."""
+    ``state``: the dataset as the caller already read it, in its ODF version (read here
+    otherwise; either way it is handed to the writer, which takes it if still current);
+    ``set_watermark``: advance a root's watermark instead of ingesting."""
+    odf18, current = (state, None) if isinstance(state, DatasetState) else (None, state)
     origin = pull_source(ws, dataset_id)
     if origin is not None:  # either ODF version: the repository sync tells them apart
         from ..repository.fetch_remote import pull_from_repository
 
-        synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress, known=state)
+        synced = pull_from_repository(ws, origin, as_name=dataset_id, progress=progress, known=odf18)
         return PullOutcome(dataset_id, synced.message, signers=synced.signers)
     if ws.odf_of(dataset_id) is OdfVersion.V039:
-        return _pull_current(ws, dataset_id, engine, progress=progress, set_watermark=set_watermark)
-    state = state if state is not None else ws.dataset(dataset_id).state()
+        return _pull_current(ws, dataset_id, engine, known=current, progress=progress,
+                             set_watermark=set_watermark)
+    state = odf18 if odf18 is not None else ws.dataset(dataset_id).state()
     if isinstance(state.source, DatasetSourceRoot):
         from ..ingest.pipeline import pull_root
 
@@ -91,13 +99,15 @@ def pull_one(
 
 
 def _pull_current(ws: Workspace, dataset_id: str, engine: Callable[[], Engine], *,
-                  progress: PullProgress | None, set_watermark: datetime | None) -> PullOutcome:
+                  known: CurrentState | None, progress: PullProgress | None,
+                  set_watermark: datetime | None) -> PullOutcome:
     """``pull_one`` for a current-ODF (0.39) dataset: a root by ingest (with its own target,
-    ``ingest.current``), a derivative by the transform service."""
+    ``ingest.current``), a derivative by the transform service; ``known``: its state as the
+    caller read it."""
     from ..metadata.odf39.events import DatasetKind
     from ..store.dataset import CurrentDataset
 
-    state = CurrentDataset(ws, dataset_id).state()
+    state = known if known is not None else CurrentDataset(ws, dataset_id).state()
     if state.kind is not DatasetKind.DERIVATIVE:
         from ..ingest.current import open_current
         from ..ingest.pipeline import pull_root
@@ -155,7 +165,8 @@ def pull_datasets(
     outcome is reported as it comes. See the module doc for a failure among several."""
     from ..store.overview import CurrentDatasets
 
-    graph = DatasetGraph(ws, current=CurrentDatasets(ws).inputs)
+    current = CurrentDatasets(ws)
+    graph = DatasetGraph(ws, current=current.inputs)
     order = pull_order(ws, graph, ids, recursive=recursive)
     outcomes: list[PullOutcome] = []
     not_pulled: dict[str, str] = {}  # dataset -> the failed dataset that stops it
@@ -171,8 +182,7 @@ def pull_datasets(
                 else:
                     outcome = pull_one(
                         ws, dataset_id, engine.get,
-                        # read once, handed to the writer that pulls it (a 0.18 chain)
-                        state=graph.state(dataset_id) if ws.odf_of(dataset_id) is OdfVersion.V018 else None,
+                        state=_read_once(ws, graph, current, dataset_id),
                         progress=progress_factory(dataset_id) if progress_factory else None,
                         set_watermark=set_watermark if dataset_id in ids else None,
                     )
@@ -184,6 +194,16 @@ def pull_datasets(
             report(outcome)
             outcomes.append(outcome)
     return outcomes
+
+
+def _read_once(ws: Workspace, graph: DatasetGraph, current: CurrentDatasets,
+               dataset_id: str) -> DatasetState | CurrentState | None:
+    """The dataset's state as ordering the pull read it (0.18: the graph's; current ODF: the
+    reader the graph asked for inputs), for its writer; None for a current-ODF one from a
+    repository, whose sync reads it itself."""
+    if ws.odf_of(dataset_id) is OdfVersion.V018:
+        return graph.state(dataset_id)
+    return current.state(dataset_id) if pull_source(ws, dataset_id) is None else None
 
 
 def _held_readers(ws: Workspace, graph: DatasetGraph, dataset_id: str, watermark: datetime,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import binascii
 import enum
+import functools
 import hashlib
 import os
 import re
@@ -68,9 +69,26 @@ class Signature:
 
 
 class SigningKey:
-    def __init__(self, private: Ed25519PrivateKey):
-        self._private = private
-        self.public_key = private.public_key().public_bytes_raw()
+    """A workspace's Ed25519 key. One loaded from its file (``load``) is made into the
+    primitive's key on first use: a command that may sign, but finds nothing to, does not
+    import the primitive (a tenth of a metadata command's start)."""
+
+    def __init__(self, private: Ed25519PrivateKey | None = None, *, seed: bytes | None = None):
+        assert (private is None) != (seed is None), "a key, or the seed to make it from"
+        self._key, self._seed = private, seed
+
+    @property
+    def _private(self) -> Ed25519PrivateKey:
+        if self._key is None:
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+            assert self._seed is not None
+            self._key = Ed25519PrivateKey.from_private_bytes(self._seed)
+        return self._key
+
+    @functools.cached_property
+    def public_key(self) -> bytes:
+        return self._private.public_key().public_bytes_raw()
 
     @staticmethod
     def generate(path: Path) -> SigningKey:
@@ -95,12 +113,11 @@ class SigningKey:
     @staticmethod
     def from_pem(pem: bytes, path: Path) -> SigningKey:
         """The key of a key file's bytes (``read_key_file``; ``path`` names it in errors)."""
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
         seed = _pkcs8_ed25519_seed(pem)
         if seed is not None:  # what generate() writes: no need for the PEM/PKCS#8 parsers
-            return SigningKey(Ed25519PrivateKey.from_private_bytes(seed))
+            return SigningKey(seed=seed)
         from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
         key = serialization.load_pem_private_key(pem, password=None)
         if not isinstance(key, Ed25519PrivateKey):

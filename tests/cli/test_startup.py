@@ -142,6 +142,11 @@ def test_current_odf_log_checks_no_signature_an_earlier_command_found_valid(curr
                        watched=tuple(m for m in CHAIN_READERS_SKIP if m != "yaml")) == []
 
 
+def test_a_current_odf_pull_with_nothing_new_loads_no_signing_primitive(current):
+    coord("pull", "cities", cwd=current)  # nothing new after this; its signatures are known valid
+    assert imported_by("pull", "cities", cwd=current, watched=("cryptography",)) == []
+
+
 def test_verify_integrity_reads_data_files_but_loads_no_engine_or_replay(ingested):
     engine_side = ("grpc", "coordinator.engine.session", "coordinator.transform.replay",
                    "coordinator.build.current_derivative", "pyarrow")
