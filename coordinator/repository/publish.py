@@ -5,13 +5,18 @@ them one update). An update is named by its newest block's system time, ``YYYYMM
 names only grow, so when the feed holds that second or a later one the update takes the second
 after the feed's newest (``_name_updates``). It holds
 one part file per block (the slice's records without the system time column, so its logical
-hash is the block's; a current-ODF (0.39) slice's without its offset and op too, and only if
-every record is an append), ``_coord.json`` (dataset, blocks, logical hashes; a 0.39 block by
-its multihash, with its offsets) and ``_SUCCESS`` with
-the part count, written after every other file of the update and after every older update's
-``_SUCCESS`` (``repository.feed.complete_update``).
+hash is the block's; a current-ODF (0.39) slice's without its offset too, and without its op
+column when every record is an append), ``_coord.json`` (dataset, blocks, logical hashes; a
+0.39 block by its multihash, with its offsets, and the op column's name for a part that keeps
+it) and ``_SUCCESS`` with the part count, written after every other file of the update and
+after every older update's ``_SUCCESS`` (``repository.feed.complete_update``).
 
 Invariants:
+- A part holding a retraction or a correction says so: it keeps the slice's op column (ODF's
+  operation types: 0 append, 1 retract, 2 correct-from, 3 correct-to), and its ``_coord.json``
+  entry names that column (``operationTypeColumn``); a part of appends has neither, as a 0.18
+  part. A reader of the convention that does not know the column reads it as data, never a
+  retraction as a plain record without it.
 - What was published where is recorded in ``.coord/cache/<id>/published.json`` when a run
   ends (also when it fails); a block recorded for a URL is never published there again.
 - A run interrupted before an update's ``_SUCCESS`` left an update readers ignore; the next
@@ -79,7 +84,7 @@ class Parts:
 
     parts: list[Part]
     left_out: tuple[str, ...]  # the system time, and a 0.39 slice's offset and op
-    op: str | None  # a 0.39 slice's op column: only appends (0) are published
+    op: str | None  # a 0.39 slice's op column: kept in a part that holds other than appends
     check: Callable[[list[Part]], object]  # raises ``ChangedSlice`` for a changed file
 
 
@@ -145,16 +150,15 @@ def publish(ws: Workspace, dataset_id: str, url: str, *, fmt: str = "parquet",
     try:
         with ThreadPoolExecutor(max_workers=_UPLOADS) as pool:
             # parts are converted and uploaded in parallel (the pool bounds the memory held)
-            jobs = {name: [pool.submit(io.write_bytes, f"{name}/{MANIFEST}",
-                                       _manifest(dataset_id, batch, fmt))]
-                    + [pool.submit(_upload_part, io, p, dataset, f"{name}/part-{i:05d}.{fmt}", progress)
-                       for i, p in enumerate(batch)]
+            jobs = {name: [pool.submit(_upload_part, io, p, dataset, f"{name}/part-{i:05d}.{fmt}", progress)
+                           for i, p in enumerate(batch)]
                     for name, batch in to_write}
-            # updates complete in name order: a reader never sees a newer one before an older
+            # updates complete in name order: a reader never sees a newer one before an older;
+            # _coord.json follows its parts (it says which kept the op column), _SUCCESS it
             for name, batch, _ in plans:
                 if name in jobs:
-                    for job in jobs[name]:
-                        job.result()
+                    kept_op = [job.result() for job in jobs[name]]
+                    io.write_bytes(f"{name}/{MANIFEST}", _manifest(dataset_id, batch, fmt, kept_op))
                     complete_update(io, name, len(batch))
                 updates[name] = [p.block for p in batch]
                 result.updates.append(name)
@@ -217,22 +221,18 @@ def _existing_manifest(io, name: str) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
-def _upload_part(io, part: Part, dataset: Parts, path: str, progress: Progress) -> None:
+def _upload_part(io, part: Part, dataset: Parts, path: str, progress: Progress) -> str | None:
     """The block's records without the dataset's ``left_out`` columns, written to ``path`` in
-    the feed (Parquet or CSV by the extension); a 0.39 slice holding anything but appends is
-    refused: every reader of the convention takes a part's rows as records, so an op column
-    would read as data and a retraction as a new record (docs/feeds.md)."""
+    the feed (Parquet or CSV by the extension); the op column is kept, after the data, where a
+    0.39 slice holds anything but appends (docs/feeds.md). Returns its name when kept."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     kept = [c for c in pq.read_schema(part.file).names if c not in dataset.left_out]
     table = pq.read_table(part.file, columns=kept + ([dataset.op] if dataset.op else []))
-    if dataset.op is not None:
-        if pc.any(pc.not_equal(table[dataset.op], 0)).as_py():
-            raise PublishError(f"{part.file} (block {part.block}) holds retractions or corrections "
-                               "(op != 0), which a File Feed part cannot carry yet; publish a "
-                               "dataset that only appends")
+    changes = dataset.op is not None and pc.any(pc.not_equal(table[dataset.op], 0)).as_py()
+    if not changes:
         table = table.select(kept)
     sink = pa.BufferOutputStream()
     if path.endswith(".csv"):
@@ -243,13 +243,17 @@ def _upload_part(io, part: Part, dataset: Parts, path: str, progress: Progress) 
         pq.write_table(table, sink)
     io.write_bytes(path, sink.getvalue())
     progress.advance(part.file.stat().st_size)
+    return dataset.op if changes else None
 
 
-def _manifest(dataset_id: str, batch: list[Part], fmt: str) -> bytes:
+def _manifest(dataset_id: str, batch: list[Part], fmt: str, kept_op: list[str | None]) -> bytes:
     """``_coord.json``: the dataset, the blocks, and per part its block, system time and what
-    the block says of its records (logical hash, record count; a 0.39 block's offsets): a 0.18
-    part's records hash to that logical hash, the system time column not being hashed."""
+    the block says of its records (logical hash, record count; a 0.39 block's offsets, and the
+    op column a part keeps, ``kept_op``): a 0.18 part's records hash to that logical hash, the
+    system time column not being hashed."""
     slices = [{"file": f"part-{i:05d}.{fmt}", "block": p.block,
-               "systemTime": format_timestamp(p.system_time), **p.facts} for i, p in enumerate(batch)]
+               "systemTime": format_timestamp(p.system_time), **p.facts,
+               **({"operationTypeColumn": op} if op is not None else {})}
+              for i, (p, op) in enumerate(zip(batch, kept_op, strict=True))]
     doc = {"dataset": dataset_id, "blocks": [p.block for p in batch], "slices": slices}
     return json.dumps(doc, indent=1).encode()

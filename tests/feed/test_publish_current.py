@@ -1,6 +1,8 @@
 """`coord publish` of a current-ODF (0.39) dataset: each slice becomes a File Feed update whose
-part holds its records without offset, op and system time, named in ``_coord.json`` by its
-block's multihash with its offsets; a 0.18 ``fileFeed`` root reads the same records back.
+part holds its records without offset and system time (and without op when every record is an
+append; a part with retractions keeps op and ``_coord.json`` names it), named in
+``_coord.json`` by its block's multihash with its offsets; a 0.18 ``fileFeed`` root reads the
+same records back.
 Expected records are read from the 0.39 slices with pyarrow."""
 from __future__ import annotations
 
@@ -74,12 +76,20 @@ def test_a_0_18_feed_root_reads_the_same_records_back(ws, folder_feed, tmp_path)
         [t.select(DATA).to_pylist() for t in slice_records(ws)]
 
 
-def test_a_slice_with_retractions_is_refused_and_its_update_left_incomplete(ws, folder_feed):
+def test_a_slice_with_retractions_keeps_its_op_column_and_says_so(ws, folder_feed):
     publish(ws, folder_feed)
-    append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch",
-                BATCHES[0][:1], op=1)
-    proc = publish(ws, folder_feed, check=False)
-    assert proc.returncode == 1
-    assert "holds retractions or corrections (op != 0), which a File Feed part cannot carry" in proc.stderr
-    done = [n for n in folder_feed.names() if n.endswith("_SUCCESS")]
-    assert len(done) == len(BATCHES)  # the new update has no _SUCCESS: readers ignore it
+    retracted = BATCHES[0][:1]
+    append_rows(ws.meta / "datasets" / "cities", ws.meta / "locks", ws.root / "scratch", retracted, op=1)
+    publish(ws, folder_feed)
+    names = sorted({n.split("/")[0] for n in folder_feed.names()})
+    assert len(names) == len(BATCHES) + 1 and all(f"{n}/_SUCCESS" in folder_feed.names() for n in names)
+    *appends, last = [json.loads(folder_feed.get(f"{n}/_coord.json"))["slices"][0] for n in names]
+    assert last["operationTypeColumn"] == "op"
+    assert not any("operationTypeColumn" in entry for entry in appends)
+    part = pq.read_table(folder_feed.folder / names[-1] / last["file"])
+    assert part.column_names == [*DATA, "op"]
+    assert part.to_pylist() == [{"event_time": t, "city": c, "population": p, "op": 1}
+                                for t, c, p in retracted]
+    assert part.equals(slice_records(ws)[-1].select([*DATA, "op"]))
+    first = pq.read_table(folder_feed.folder / names[0] / appends[0]["file"])
+    assert first.column_names == DATA  # a part of appends alone has no op column
