@@ -179,10 +179,11 @@ class Took:
 
 
 class Coord:
-    """`coord` as the user runs it, in the workspace ``home``, one process per command."""
+    """`coord` as the user runs it, in the workspace ``home``, one process per command
+    (``command``: another program, run and measured the same way)."""
 
-    def __init__(self, home: Path) -> None:
-        self.home = home
+    def __init__(self, home: Path, command: list[str] | None = None) -> None:
+        self.home, self.command = home, command or coord_command()
         self.env = {k: v for k, v in os.environ.items()
                     if k not in ("PYTHONDONTWRITEBYTECODE", "COORD_WORKSPACE")
                     and not k.startswith("COORD_ENGINE")}
@@ -196,7 +197,7 @@ class Coord:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
                 tempfile.NamedTemporaryFile("r") as peak:
             began = time.perf_counter()
-            proc = subprocess.Popen([*(timer + [peak.name] if timer else []), *coord_command(), *args],
+            proc = subprocess.Popen([*(timer + [peak.name] if timer else []), *self.command, *args],
                                     cwd=self.home, env=self.env,
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=err)
             _, status, usage = os.wait4(proc.pid, 0)
@@ -208,8 +209,8 @@ class Coord:
             said = peak.read().split()
             rss_mb = int(said[-1]) / 1024 if timer and said and said[-1].isdigit() else float("nan")
         if ok is not None and (proc.returncode == 0) != ok:
-            raise SystemExit(f"coord {' '.join(args)} ended {proc.returncode}:\n{stdout[-1500:]}"
-                             f"{stderr[-3000:]}")
+            raise SystemExit(f"{Path(self.command[0]).name} {' '.join(args)} ended {proc.returncode}:\n"
+                             f"{stdout[-1500:]}{stderr[-3000:]}")
         return Took(wall, usage.ru_utime + usage.ru_stime, rss_mb, stdout + stderr, proc.returncode)
 
     def sql(self, query: str) -> list[dict]:

@@ -128,12 +128,19 @@ def no_state(dataset: str, source: DatasetSource | PushSource | None) -> str:
 
 
 def state_sql(relation: str, key: StateKey, as_of: datetime | None = None, last: int | None = None,
-              written: Sequence[Written] = ()) -> str:
+              written: Sequence[Written] = (), keys_of: str | None = None) -> str:
     """The DuckDB query of the state of the change log ``relation`` (a quoted name), as of
     event time ``as_of`` if given (``written``: a current-ODF change log's slices, oldest
     first, which place its removals in time); with ``last``, the last rows by the stored order
-    of their versions, in that order (else in no order: a table, sorting it costs a third more)."""
+    of their versions, in that order (else in no order: a table, sorting it costs a third more);
+    with ``keys_of`` (a relation holding the key's columns), only the rows of the keys it holds
+    (a key's row depends on its records alone, so the others need not be ranked)."""
     event, system = quoted(key.event_time), quoted(key.system_time)
+    numbered = f"(SELECT *, row_number() OVER () AS {ROW} FROM {relation})"
+    if keys_of is not None:  # after the numbering: a join need not keep the stored order
+        match = " AND ".join(f"n.{quoted(k)} IS NOT DISTINCT FROM k.{quoted(k)}" for k in key.key)
+        numbered = (f"(SELECT * FROM {numbered} n SEMI JOIN "
+                    f"(SELECT DISTINCT {', '.join(map(quoted, key.key))} FROM {keys_of}) k ON {match})")
     bound = ""
     if as_of is not None:
         bound = f"{event} <= TIMESTAMPTZ '{format_timestamp(as_of)}'"
@@ -144,7 +151,7 @@ def state_sql(relation: str, key: StateKey, as_of: datetime | None = None, last:
                      f"ELSE {bound} END")
         bound = f" WHERE {bound}"
     order = f"{ROW} DESC" if key.by_offset else f"{event} DESC, {system} DESC, {ROW} DESC"
-    latest = (f"SELECT * FROM (SELECT *, row_number() OVER () AS {ROW} FROM {relation}){bound} "
+    latest = (f"SELECT * FROM {numbered}{bound} "
               f"QUALIFY row_number() OVER (PARTITION BY {', '.join(map(quoted, key.key))} "
               f"ORDER BY {order}) = 1")
     rows = f"SELECT * FROM ({latest})"

@@ -98,7 +98,9 @@ def csv_table(data: pa.Table) -> pa.Table:
         if not _csv_native(kind):
             columns.append(pa.array([_text(v) for v in python_values(column)], pa.string()))
             continue
-        temporal = pa.types.is_timestamp(kind) or pa.types.is_date(kind) or pa.types.is_time(kind)
+        # an instant Python holds is written by Arrow: only a column with others is looked at
+        instant = pa.types.is_timestamp(kind) or pa.types.is_date(kind)
+        temporal = instant and not _instant_range(column)[-1] or pa.types.is_time(kind)
         special = [v if isinstance(v, str) else None for v in python_values(column)] if temporal else []
         if any(v is not None for v in special):  # as Arrow writes the others, these as text
             written = column.cast(pa.string()).to_pylist()
@@ -137,7 +139,9 @@ def _needs_care(kind: pa.DataType) -> bool:
     return False
 
 
-def _instants(values: pa.Array) -> list[Any]:
+def _instant_range(values: pa.Array | pa.ChunkedArray) -> tuple[Any, str, int, int, int, bool]:
+    """Timestamps or dates as integers, their unit, the infinite value, the range Python's
+    datetime holds in that unit, and whether every value is in it."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -149,9 +153,15 @@ def _instants(values: pa.Array) -> list[Any]:
     low, high = PYTHON_DAYS if days else (s * PER_SECOND[unit] for s in PYTHON_SECONDS)
     low, high = max(low, -infinite + 1), min(high, infinite - 1)
     span = pc.min_max(raw).as_py()
-    if span["min"] is None or (low <= span["min"] and span["max"] <= high):
+    held = span["min"] is None or (low <= span["min"] and span["max"] <= high)
+    return raw, unit, infinite, low, high, held
+
+
+def _instants(values: pa.Array) -> list[Any]:
+    raw, unit, infinite, low, high, held = _instant_range(values)
+    if held:
         return values.to_pylist()
-    zone = "Z" if getattr(kind, "tz", None) else ""
+    zone = "Z" if getattr(values.type, "tz", None) else ""
     out: list[Any] = []
     for at, v in enumerate(raw.to_pylist()):
         if v is None or low <= v <= high:
