@@ -15,7 +15,9 @@ Invariants:
   after than before is appended that many more times (op 0), each held fewer times is
   retracted (op 1), carrying the values of the row it takes away, its event time included
   (as the reference writes retractions). Nothing else is written: a row in both is not
-  touched, so a step that changes nothing writes nothing.
+  touched, so a step that changes nothing writes nothing. Given key columns, a row taken away
+  and one added with the same key (and no other change under it) are one correct-from /
+  correct-to pair instead: the same rows, written as the reference writes an update.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .odf_slice import Op, Vocabulary
@@ -100,17 +103,40 @@ def standing(records: pa.Table, v: Vocabulary) -> pa.Array:
     return pa.array(mask)
 
 
-def changes(before: pa.Table, after: pa.Table, op: str) -> pa.Table:
+def changes(before: pa.Table, after: pa.Table, op: str, key: tuple[str, ...] = ()) -> pa.Table:
     """The records that take rows ``before`` to rows ``after`` (the same columns), ``after``'s
-    schema and an ``op`` column; appends first, then retractions."""
+    schema and an ``op`` column. Where ``key`` names columns, a row taken away and a row added
+    that share them, alone on each side, are written as a correct-from / correct-to pair, the
+    correct-from first (the reference's update of a row); every other change is a retraction
+    or an append."""
     cols = ", ".join(_quoted(c) for c in after.column_names)
     delta = (f"SELECT {cols}, sum({_S})::BIGINT AS {_N} FROM (SELECT {cols}, 1 AS {_S} FROM after "
              f"UNION ALL BY NAME SELECT {cols}, -1 AS {_S} FROM before) GROUP BY ALL HAVING sum({_S}) <> 0")
-    table = _sql(f"SELECT {cols}, CASE WHEN {_N} > 0 THEN {Op.APPEND} ELSE {Op.RETRACT} END AS {_quoted(op)} "
-                 f"FROM (SELECT {cols}, {_N}, unnest(range(abs({_N}))) FROM ({delta})) "
-                 f"ORDER BY {_quoted(op)}", before=before.select(after.column_names), after=after)
+    records = (f"SELECT {cols}, CASE WHEN {_N} > 0 THEN {Op.APPEND} ELSE {Op.RETRACT} END AS {_quoted(op)} "
+               f"FROM (SELECT {cols}, {_N}, unnest(range(abs({_N}))) FROM ({delta}))")
+    if key:
+        keys = ", ".join(_quoted(c) for c in key)
+        sides = (f"count(*) FILTER ({_quoted(op)} = {Op.APPEND}) OVER k = 1 AND "
+                 f"count(*) FILTER ({_quoted(op)} = {Op.RETRACT}) OVER k = 1")
+        pair = f"CASE WHEN {_quoted(op)} = {Op.APPEND} THEN {Op.CORRECT_TO} ELSE {Op.CORRECT_FROM} END"
+        records = (f"SELECT {cols}, CASE WHEN {sides} THEN {pair} ELSE {_quoted(op)} END AS {_quoted(op)} "
+                   f"FROM ({records}) WINDOW k AS (PARTITION BY {keys})")
+        order = f"{keys}, {_quoted(op)}"  # a pair's two records next to each other, from first
+    else:
+        order = _quoted(op)
+    table = _sql(f"{records} ORDER BY {order}", before=before.select(after.column_names), after=after)
     schema = after.schema.append(pa.field(op, pa.int32(), nullable=False))
     return table.cast(schema)
+
+
+def unpaired(records: pa.Table, op: str) -> pa.Table:
+    """``records`` with each correct-from written as a retraction and each correct-to as an
+    append: the same rows, as a recomputed step wrote them before it wrote pairs."""
+    ops = records[op]
+    plain = pc.if_else(pc.equal(ops, int(Op.CORRECT_FROM)), int(Op.RETRACT),
+                       pc.if_else(pc.equal(ops, int(Op.CORRECT_TO)), int(Op.APPEND), ops))
+    column = records.schema.get_field_index(op)
+    return records.set_column(column, records.schema.field(column), plain.cast(ops.type))
 
 
 def _sql(query: str, **tables: pa.Table) -> pa.Table:

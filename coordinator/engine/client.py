@@ -47,6 +47,7 @@ from .port import (
     MigrateResult,
     PendingRows,
     PreprocessRequest,
+    PreprocessResult,
     ProvenanceRequest,
     ProvenanceResult,
     ReadSourceRequest,
@@ -186,9 +187,9 @@ class EngineClient:
             raise _engine_error(reply.error)
         return MigrateResult(reply.migrated.state_carried, reply.migrated.message)
 
-    def preprocess(self, request: PreprocessRequest) -> int:
+    def preprocess(self, request: PreprocessRequest) -> PreprocessResult:
         """Runs the query once over ``input_path`` (the view ``input``) and ``inputs`` into
-        ``output_path``; returns the number of records."""
+        ``output_path``; returns the number of records and the result's key columns."""
         reply = self._call(
             self._stub.Preprocess,
             pb.PreprocessRequest(
@@ -200,7 +201,7 @@ class EngineClient:
         )
         if reply.HasField("error"):
             raise _engine_error(reply.error)
-        return reply.result.num_records
+        return PreprocessResult(reply.result.num_records, tuple(reply.result.key_columns))
 
     def read_source(self, request: ReadSourceRequest) -> list[Path]:
         """Reads one source file into Parquet files under ``output_dir``, in record order."""

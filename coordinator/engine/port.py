@@ -211,6 +211,14 @@ class MigrateResult:
 
 
 @dataclass(frozen=True)
+class PreprocessResult:
+    num_records: int
+    # the columns identifying a row when the query ends in an aggregation (its grouping keys
+    # as output), else empty: a recomputed step writes a row whose key stays as a correction
+    key_columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class EngineProgress:
     """A progress report or log line from a running Execute."""
 
@@ -300,9 +308,9 @@ class Engine(Protocol):
     def migrate(self, request: MigrateRequest) -> MigrateResult:
         """A checkpoint for ``next_transform`` from one of ``prev_transform``."""
 
-    def preprocess(self, request: PreprocessRequest) -> int:
-        """Runs the query once over ``input_path`` (the view ``input``) and ``views`` into
-        ``output_path``; returns the number of records."""
+    def preprocess(self, request: PreprocessRequest) -> PreprocessResult:
+        """Runs the query once over ``input_path`` (the view ``input``) and ``inputs`` into
+        ``output_path``; returns the number of records and the result's key columns."""
 
     def read_source(self, request: ReadSourceRequest) -> list[Path]:
         """Reads one source file with the engine's reader (``format``: csv, jsonLines or

@@ -316,7 +316,7 @@ def test_preprocess_reads_its_input_and_nothing_else(engine_client, engine_root)
         return engine_client.preprocess(PreprocessRequest(
             transaction_id="preprocess-policy", dataset_id="x", input_path=source,
             transform=TransformSql(engine="spark", query=query), output_path=output,
-        ))
+        )).num_records
 
     assert preprocess("SELECT upper(city) AS city FROM input") == 2
     with pytest.raises(EngineError) as failure:

@@ -60,6 +60,7 @@ from coordinator.engine.port import (
     MigrateRequest,
     MigrateResult,
     PreprocessRequest,
+    PreprocessResult,
     ProvenanceRequest,
     ProvenanceResult,
     ReadSourceRequest,
@@ -149,7 +150,7 @@ class FakeEngine:
         # this engine's only state is the watermarks and the slices consumed: both carry over
         return MigrateResult(True, "watermarks and consumed slices carried over")
 
-    def preprocess(self, request: PreprocessRequest) -> int:
+    def preprocess(self, request: PreprocessRequest) -> PreprocessResult:
         if request.transform.temporal_tables:
             raise EngineError(EngineErrorKind.UNSUPPORTED, "the test engine recomputes no temporal join")
         tables = {i.dataset_id: pq.read_table(i.data_paths[0]) for i in request.inputs}
@@ -157,7 +158,7 @@ class FakeEngine:
             tables["input"] = pq.read_table(request.input_path)
         table = _run(request.transform, tables)
         pq.write_table(table, request.output_path)
-        return table.num_rows
+        return PreprocessResult(table.num_rows)  # no key: every change a retraction and an append
 
     def read_source(self, request: ReadSourceRequest) -> list[Path]:
         """Arrow's readers with the options the tests use (sep, header, nullValue); parts of

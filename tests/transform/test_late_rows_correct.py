@@ -123,14 +123,16 @@ def test_late_rows_correct_the_windows_they_belong_to(home, stragglers):
             f"{CORRECTED} and corrected its results (lateRows: correct)") in stragglers
 
 
-def test_each_corrected_window_is_retracted_with_its_old_counts_and_appended_anew(home, stragglers):
+def test_each_corrected_window_is_written_as_a_correction_from_its_old_counts_to_its_new(home, stragglers):
     ds = CurrentDataset(Workspace.open(home), CORRECTED)
     newest = pq.read_table(ds.data_file(ds.state().slices[-1].slice)).to_pylist()
-    retracted = {(r["event_time"] - T0, r["orders"]) for r in newest if r["op"] == 1}
-    appended = {(r["event_time"] - T0, r["orders"]) for r in newest if r["op"] == 0}
+    pairs = [((a["event_time"] - T0, a["orders"]), (b["event_time"] - T0, b["orders"]))
+             for a, b in zip(newest, newest[1:], strict=False) if (a["op"], b["op"]) == (2, 3)]
     hours = [timedelta(hours=h) for h in (2, 3, 4)]  # the windows ending after the stragglers' hours
-    assert retracted == {(h, 4) for h in hours}
-    assert appended == {(h, 5) for h in hours} | {(timedelta(hours=6), 4)}  # the open hour too
+    assert pairs == [((h, 4), (h, 5)) for h in hours]
+    appended = [(r["event_time"] - T0, r["orders"]) for r in newest if r["op"] == 0]
+    assert appended == [(timedelta(hours=6), 4)]  # the open hour: a new window, no retraction
+    assert len(newest) == 2 * len(pairs) + len(appended)
 
 
 def test_a_derivative_asking_to_drop_late_rows_drops_and_counts_them(home, stragglers):
@@ -174,7 +176,7 @@ def test_provenance_of_a_corrected_window_names_the_rows_behind_its_current_valu
     corrected = ds.state().slices[1]  # the stragglers' step
     records = pq.read_table(ds.data_file(corrected.slice)).to_pylist()
     offset = next(corrected.slice.offset_interval.start + k for k, r in enumerate(records)
-                  if r["op"] == 0 and r["event_time"] == T0 + timedelta(hours=2))
+                  if r["op"] == 3 and r["event_time"] == T0 + timedelta(hours=2))
     answer = coord("provenance", CORRECTED, "--offset", str(offset), "-o", "json", cwd=home).stdout
     [record] = json.loads(answer)["records"]
     assert record["values"]["orders"] == "5"  # JSON: 64-bit integers as text
@@ -189,6 +191,16 @@ def test_an_aggregate_spark_cannot_stream_is_computed_over_the_inputs_rows(home,
             "a window, say)") in (home / "first-pull.txt").read_text()
     got = described_rows(home, PER_CUSTOMER, ("event_time", "customer", "orders", "total"))
     assert got == per_customer(FIRST + STRAGGLERS + LATER)
+
+
+def test_a_customer_whose_totals_change_is_corrected_and_a_new_one_appended(home, later):
+    ds = CurrentDataset(Workspace.open(home), PER_CUSTOMER)
+    stragglers = pq.read_table(ds.data_file(ds.state().slices[1].slice)).to_pylist()
+    assert [(r["customer"], r["op"]) for r in stragglers] == [("dan", 0)]  # dan's first orders
+    newest = pq.read_table(ds.data_file(ds.state().slices[-1].slice)).to_pylist()
+    changed = {c for _, _, c, _ in LATER}
+    assert sorted((r["customer"], r["op"]) for r in newest) == sorted(
+        (c, op) for c in changed for op in (2, 3))
 
 
 def test_a_query_spark_cannot_stream_may_replace_one_of_a_derivative_that_corrects(home, later):

@@ -6,7 +6,8 @@ read records, the rows an input's change log describes, or a temporal table's hi
 the result goes back as one Parquet file, columns as the query made them. A temporal table is
 the view of its versions Execute builds (temporal.py: each version valid until the next of its
 key, a removal ending it), joined as of each event's time by the same rewrite and policy; with
-every version at hand, each event meets the one in force at its time.
+every version at hand, each event meets the one in force at its time. The result names its
+key columns when the query ends in an aggregation (keys.py).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from . import temporal
 from .errors import run_failure
 from .generated import engine_pb2 as pb
+from .keys import output_key
 from .streaming import check_transform, run_steps
 
 
@@ -55,4 +57,5 @@ def preprocess(spark: SparkSession, request: pb.PreprocessRequest) -> pb.Preproc
     return pb.PreprocessResult(
         num_records=table.num_rows,
         schema=pb.OutputSchema(arrow_schema=schema.serialize().to_pybytes(), ddl=ddl),
+        key_columns=output_key(output._jdf.queryExecution().analyzed()),
     )
