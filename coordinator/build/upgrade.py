@@ -20,7 +20,8 @@ Invariants:
   operation types its 0.39 merge writes (``merge.observed_as_operations``): ``I`` an append,
   ``U`` a correct-from of the key's values in the projection of the slices before (event
   time included) then a correct-to of the row, ``D`` a retraction of those values (the 0.18
-  row has the snapshot's time instead); the observed column goes. Fed the same snapshots, a
+  row has the snapshot's time instead); the observed column goes, and the slice is in its
+  merge's order (by key, then operation type). Fed the same snapshots, a
   0.39 root writes the same records, but where only a row's own event time changed: 0.39
   compares it, 0.18 did not, so there is no ``U`` to upgrade; the watermark is the 0.18 watermark in force
   after that block; a root's source state is the 0.18 fetch state where the reference has a
@@ -320,7 +321,8 @@ class _Writer:
         if self.roles is not None:
             table = self._operations(table, h)
         stored = build_slice(table, system_time=b.system_time, prev_offset=prev_offset,
-                             vocabulary=self.vocab)
+                             vocabulary=self.vocab,
+                             key=self.roles.key if self.roles is not None else ())
         if self.schema != (schema := data_schema(stored.schema)):
             w.append(e.SetDataSchema(schema=schema), system_time=b.system_time)
             self.schema = schema

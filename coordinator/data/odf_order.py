@@ -7,7 +7,11 @@ sorts to the same table and so hashes the same.
 Invariants:
 
 - Records are ordered by the event time, then the operation type, then every data column in
-  stored order, each by its typed value: nulls first; floats by value with NaN before every
+  stored order; a root merged by primary key (snapshot, changelog and upsert streams) orders
+  them by that key's columns, then the operation type, then the event time and the other
+  data columns, as the reference's merge strategies sort them (``sort_order``: the key, then
+  the operation type; the reference leaves ties in any order, coord breaks them so). Each
+  column by its typed value: nulls first; floats by value with NaN before every
   number, and equal values (0.0 and -0.0, NaN payloads) by their bits; strings and binaries by
   their bytes; booleans false first; a struct by whether it is null, then its fields in order
   (a null struct's fields count as null); a list by its arrow-digest encoding (a total order,
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -49,9 +53,11 @@ _UNSIGNED = {16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
 T = TypeVar("T")
 
 
-def canonical_order(table: pa.Table, ops: np.ndarray, event_time: str) -> np.ndarray:
+def canonical_order(table: pa.Table, ops: np.ndarray, event_time: str,
+                    key: Sequence[str] = ()) -> np.ndarray:
     """Row indices of ``table`` (the event time and data columns, types as stored) in
-    canonical order, given the rows' operation types; correct-from/to pairs must be adjacent."""
+    canonical order, given the rows' operation types; correct-from/to pairs must be adjacent.
+    ``key``: the primary key of a root merged by key, which leads the order (module doc)."""
     n = table.num_rows
     if not n:
         return np.zeros(0, np.int64)
@@ -63,10 +69,12 @@ def canonical_order(table: pa.Table, ops: np.ndarray, event_time: str) -> np.nda
     def keys_of(names: list[str], rows: np.ndarray | None) -> list[_Key]:
         return [_Key(table[name], rows) for name in names]
 
-    keys = keys_of([event_time], rows)
-    if ops.min() != ops.max():
-        keys.append(_Key(arrow_of(ops[leaders]), None))
-    keys.extend(keys_of(data, rows))
+    by_op = [_Key(arrow_of(ops[leaders]), None)] if ops.min() != ops.max() else []
+    if key:
+        keys = [*keys_of(list(key), rows), *by_op, *keys_of([event_time], rows),
+                *keys_of([c for c in data if c not in key], rows)]
+    else:
+        keys = [*keys_of([event_time], rows), *by_op, *keys_of(data, rows)]
     if pairs.any():
         # then the correct-to record's event time and values
         keys.extend(keys_of([event_time, *data], leaders + pairs))

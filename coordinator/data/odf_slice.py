@@ -7,7 +7,8 @@ Invariants of a table ``build_slice`` returns:
   time (Timestamp(ms, "UTC"), one value for the whole slice), the event time (Timestamp(ms,
   "UTC") or Date32), all four not null; then the data columns in the order given. Names come
   from the dataset's ``Vocabulary``.
-- Rows are in the canonical order of ``odf_order`` and the offsets count up by one from
+- Rows are in the canonical order of ``odf_order`` (led by the primary key given, for a root
+  merged by key, as the reference orders it) and the offsets count up by one from
   ``prev_offset + 1`` (0 for a dataset's first slice) in that order; a correct-from row is
   immediately followed by its correct-to row.
 - Every type is one that pyarrow and arrow-rs read back from the written file as the same Arrow
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -92,12 +93,15 @@ _REFUSED = {
 
 def build_slice(data: pa.Table, *, system_time: datetime, prev_offset: int | None,
                 vocabulary: Vocabulary = DEFAULT_VOCABULARY,
-                fallback_event_time: datetime | None = None) -> pa.Table:
+                fallback_event_time: datetime | None = None,
+                key: Sequence[str] = ()) -> pa.Table:
     """The stored table of the slice that adds ``data`` at ``system_time``.
 
     ``data`` holds the event time column and the data columns, and may hold the operation type
     column (every row an append if not). A missing event time, or a null one, is
     ``fallback_event_time`` (the reference's source event time) when given, else refused.
+    ``key``: the primary key of a root merged by key (snapshot, changelog or upsert stream),
+    which orders the records first, then their operation type, as the reference's merge does.
     """
     v = vocabulary
     for name in (v.offset, v.system_time):
@@ -120,7 +124,7 @@ def build_slice(data: pa.Table, *, system_time: datetime, prev_offset: int | Non
                                  schema=table.schema)
     for name in columns:
         _refuse_hidden_struct_nulls(table[name], name)
-    ordered = canonical_order(table, ops, v.event_time)
+    ordered = canonical_order(table, ops, v.event_time, key)
     n = table.num_rows
     start = 0 if prev_offset is None else prev_offset + 1
     system = [

@@ -40,7 +40,8 @@ Records are kept in their stored types from the event time step on (``stored_typ
 the ledger's keys seen and the snapshot state (read from earlier slices) and the schema check
 compare like with like. A snapshot merge gives records with the standard's operation types
 (``merge.snapshot`` with ``snapshot_roles``: appends, correct-from/correct-to pairs,
-retractions), which ``build_slice`` stores in canonical order, each pair kept together; its
+retractions), which ``build_slice`` stores in the reference's order (``order_key``: by the
+primary key, then the operation type), each pair kept together; its
 state (the latest record per key by offset, retracted keys left out) is cached per block as
 for 0.18, under the block's multihash.
 """
@@ -121,8 +122,8 @@ def declared_required(read: ReadStep | None) -> dict[str, str]:
     """The columns the reference reads as required under the read step ``read``, each with how
     the step declares it so (kamu-cli ``DataSchema::to_arrow``, and ``parse_ddl_to_odf_schema``
     for DDL): a current-form field whose type is not an ``Option``; of a DDL schema, the
-    ``DATE`` and ``DECIMAL`` columns (the reference's DDL conversion leaves those two types
-    required and makes every other one optional; coord's DDL has no ``NOT NULL``)."""
+    ``NOT NULL`` columns and its ``DATE`` and ``DECIMAL`` ones (the reference's DDL conversion
+    leaves those two types required and makes every other one optional)."""
     import pyarrow as pa
 
     from ..metadata.odf39 import data as d
@@ -136,9 +137,12 @@ def declared_required(read: ReadStep | None) -> dict[str, str]:
     ddl = getattr(read, "ddl_schema", None)
     if not ddl:
         return {}
-    return {f.name: f"the read step declares it {'DATE' if pa.types.is_date(f.type) else 'DECIMAL'} "
+    declared = parse_schema(ddl, declared_nullability=True)
+    return {f.name: "the read step declares it NOT NULL" if not f.nullable else
+                    f"the read step declares it {'DATE' if pa.types.is_date(f.type) else 'DECIMAL'} "
                     "in DDL, which the reference reads as required"
-            for f in parse_schema(ddl) if pa.types.is_date(f.type) or pa.types.is_decimal(f.type)}
+            for f in declared
+            if not f.nullable or pa.types.is_date(f.type) or pa.types.is_decimal(f.type)}
 
 
 @dataclass
@@ -245,6 +249,16 @@ class CurrentHistory(DatasetHistory):
         hashes = self.data_blocks if blocks is None else blocks
         return [self._checked(self._slice(h)) for h in hashes]
 
+    @property
+    def order_key(self) -> list[str]:
+        """The columns that lead the order of a slice: the primary key of a merge by key
+        (snapshot, changelog and upsert streams), as the reference's merge strategies sort
+        (key, then operation type); none for append and ledger, which it sorts by event time,
+        as every slice is."""
+        merge = self.source.merge
+        return list(merge.primary_key) if isinstance(merge, MergeStrategySnapshot | StreamMerge) \
+            else []
+
     def snapshot_roles(self, strategy: MergeStrategySnapshot | StreamMerge) -> SnapshotColumns:
         """A snapshot merge writes the standard's operation types here (``merge.snapshot``);
         the stream merges' state is the same projection."""
@@ -324,7 +338,7 @@ class Odf039Target:
         new_data, data_file = None, None
         if len(table):
             stored = build_slice(table, system_time=system_time, prev_offset=h.prev_offset,
-                                 vocabulary=h.vocabulary)
+                                 vocabulary=h.vocabulary, key=h.order_key)
             if h.schema_in_force is None:
                 stored = _required(stored, h.required_columns(), self.dataset.id)
             table, grown = grown_schema(self.dataset.id, stored, h.schema_in_force, "the new data")

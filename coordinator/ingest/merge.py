@@ -15,7 +15,8 @@
   correct-to of the same key) and checked against the state they change, which the reference
   does not: a retraction or a correct-from must repeat, value for value (the event time too
   when the data gives its own), the record held for its key just before it, in the order the
-  slice stores the records (``data.odf_order``, which decides the state); a key not held, or
+  slice stores the records (``data.odf_order``: by key, then operation type, as the reference
+  stores them; this decides the state); a key not held, or
   other values, is refused naming the row.
 - upsert stream (current-ODF roots): each key's last record of the batch is an upsert, or a
   deletion if its operation type is retract (no column: all upserts); ``upsert`` is the
@@ -343,7 +344,7 @@ def check_changelog(state: pa.Table | None, table: pa.Table, roles: SnapshotColu
         return table
     # per checked row, the record held for its key just before it: the batch's row stored
     # before it, else the state's row (placed after the batch's in ``held_table``)
-    before = _before(codes, canonical_order(data, ops, event_time_column))[checked]
+    before = _before(codes, canonical_order(data, ops, event_time_column, roles.key))[checked]
     in_batch = before >= 0
     held = np.where(in_batch, ops[before] != Op.RETRACT, state_row[checked] >= 0)
     at = np.where(in_batch, before, len(data) + state_row[checked])
@@ -359,8 +360,9 @@ def check_changelog(state: pa.Table | None, table: pa.Table, roles: SnapshotColu
     row = int(checked[i])
     what = f"{name}: row {row + 1}: {'retracts' if ops[row] == Op.RETRACT else 'corrects'} the " \
         f"record of key {_key(data, roles.key, row)}"
-    reordered = " (a slice stores a key's records by event time, then operation type, appends " \
-        "first, not in the file's order; give them event times in the order they happen)" \
+    reordered = " (a slice stores a key's records by operation type, appends first, then by " \
+        "event time, not in the file's order, as the reference does; put a key's later changes " \
+        "in a later file)" \
         if _before(codes, np.arange(len(codes)))[row] != before[i] else ""
     if not held[i]:
         raise IngestError(f"{what}, which the dataset does not hold at that point{reordered}")

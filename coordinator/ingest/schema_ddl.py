@@ -3,7 +3,10 @@
 Each entry is ``name TYPE`` (the spec's form, e.g. ``price DECIMAL(10,2)``) or ``name: TYPE``
 (the form in some ODF examples); one entry may also hold several comma-separated columns and a
 trailing comma is allowed, so a schema copied from a ``CREATE TABLE`` works. Names may be
-`back-quoted`. Types are the spec's DDL types plus common SQL aliases.
+`back-quoted`. Types are the spec's DDL types plus common SQL aliases. A type may be followed
+by ``NOT NULL`` (the reference's one column option): the column is then required, which only
+a 0.39 root's first schema records (``parse_schema(..., declared_nullability=True)``); readers
+take every column as nullable and refuse its nulls apart, naming the row.
 
 ``TIMESTAMP`` is UTC (``timestamp[us, tz=UTC]``; ``TIMESTAMP(p)`` picks the unit from the
 precision). ``TIME`` is in microseconds; ``TIME(p)`` picks the unit the same way (``TIME(3)``:
@@ -33,6 +36,7 @@ _COLUMN = re.compile(r"^\s*(`[^`]+`|[^\s:`]+)\s*:?\s+(.+?)\s*$")
 _TYPE = re.compile(r"^([A-Za-z]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$")
 # split on commas that are not inside parentheses: "a INT, b DECIMAL(10,2)"
 _TOP_LEVEL_COMMA = re.compile(r",(?![^(]*\))")
+_NOT_NULL = re.compile(r"\s+NOT\s+NULL$", re.IGNORECASE)
 
 
 def check_read_schema(source) -> None:
@@ -43,12 +47,15 @@ def check_read_schema(source) -> None:
         parse_schema(schema)
 
 
-def parse_schema(lines: list[str]) -> pa.Schema:
+def parse_schema(lines: list[str], *, declared_nullability: bool = False) -> pa.Schema:
+    """The columns ``lines`` declare, all nullable unless ``declared_nullability`` (then a
+    column declared ``NOT NULL`` is not)."""
     fields = []
     for entry in lines:
         for part in _TOP_LEVEL_COMMA.split(entry):
             if part.strip():
-                fields.append(_parse_column(part, entry))
+                field = _parse_column(part, entry)
+                fields.append(field if declared_nullability else field.with_nullable(True))
     names = [f.name for f in fields]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -61,7 +68,11 @@ def _parse_column(text: str, entry: str) -> pa.Field:
     if not m:
         raise IngestError(f"schema: {entry!r} is not 'name TYPE'")
     name, type_text = m.group(1).strip("`"), m.group(2)
-    return pa.field(name, parse_type(type_text, context=f"schema: column {name!r}"))
+    required = _NOT_NULL.search(type_text)
+    if required:
+        type_text = type_text[:required.start()]
+    return pa.field(name, parse_type(type_text, context=f"schema: column {name!r}"),
+                    nullable=not required)
 
 
 def parse_type(text: str, context: str = "schema") -> pa.DataType:

@@ -134,8 +134,9 @@ def replay(table: pa.Table, units: list[list[int]], order: list[int], cuts: list
     return pa.Table.from_batches(batches, schema=shuffled.schema)
 
 
-def build(table: pa.Table, prev_offset: int | None = None) -> pa.Table:
-    return build_slice(table, system_time=SYSTEM_TIME, prev_offset=prev_offset)
+def build(table: pa.Table, prev_offset: int | None = None, key: list[str] | None = None
+          ) -> pa.Table:
+    return build_slice(table, system_time=SYSTEM_TIME, prev_offset=prev_offset, key=key or ())
 
 
 # --- The oracle of the order -------------------------------------------------------------
@@ -164,8 +165,9 @@ def value_key(arr: pa.Array, i: int) -> tuple:
     return (1, v.encode() if isinstance(v, str) else v)
 
 
-def unit_keys(stored: pa.Table) -> list[tuple]:
-    """The sort key of each unit of a stored slice, in stored order."""
+def unit_keys(stored: pa.Table, key: list[str] | None = None) -> list[tuple]:
+    """The sort key of each unit of a stored slice, in stored order; ``key``: the primary key
+    of a merge by key, then the operation type, before it."""
     data = stored.column_names[4:]
     ops = stored["op"].to_pylist()
     keys, i = [], 0
@@ -174,7 +176,9 @@ def unit_keys(stored: pa.Table) -> list[tuple]:
         own = tuple(value_key(stored[c].combine_chunks(), i) for c in data)
         after = tuple(value_key(stored[c].combine_chunks(), partner)
                       for c in ["event_time", *data])
-        keys.append((value_key(stored["event_time"].combine_chunks(), i), ops[i], own, after))
+        lead = tuple(value_key(stored[c].combine_chunks(), i) for c in key or ())
+        keys.append((lead, ops[i] if key else 0,
+                     value_key(stored["event_time"].combine_chunks(), i), ops[i], own, after))
         i = partner + 1
     return keys
 
@@ -186,6 +190,15 @@ def unit_keys(stored: pa.Table) -> list[tuple]:
 def test_stored_rows_follow_the_documented_order(generated):
     table, _ = generated
     keys = unit_keys(build(table))
+    assert keys == sorted(keys)
+
+
+@given(slices(), st.data())
+def test_a_merge_by_key_stores_rows_by_the_key_then_the_operation_type(generated, data):
+    table, _ = generated
+    columns = [c for c in table.column_names if c.startswith("c")]
+    key = data.draw(st.lists(st.sampled_from(columns), min_size=1, unique=True))
+    keys = unit_keys(build(table, key=key), key)
     assert keys == sorted(keys)
 
 

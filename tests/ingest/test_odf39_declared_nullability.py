@@ -1,7 +1,8 @@
 """A new current-ODF (0.39) root records the nullability its read step declares, as the
 reference (kamu-cli 0.265) reads and records it: a current-form field whose type is not an
-``Option`` is required (``DataSchema::to_arrow``); of a DDL schema only ``DATE`` and
-``DECIMAL(p,s)`` columns are required, every other one optional (``parse_ddl_to_odf_schema``);
+``Option`` is required (``DataSchema::to_arrow``); of a DDL schema the columns declared
+``NOT NULL`` and the ``DATE`` and ``DECIMAL(p,s)`` ones are required, every other one optional
+(``parse_ddl_to_odf_schema``);
 the offset, operation type, system time and event time are always required. A null in a
 required column is refused, as the reference's reader refuses it, here in one line naming the
 file, the row and the column. A dataset whose schema already records a column optional keeps
@@ -94,6 +95,28 @@ def test_ddl_columns_are_recorded_optional_but_date_and_decimal_ones_required(tm
     coord("pull", NAME, cwd=tmp_path)
     assert nullable(tmp_path) == {**SYSTEM, "id": True, "city": True, "founded": False,
                                   "area": False, "mayor": True}
+
+
+NOT_NULL_DDL = '''\
+    ddlSchema: ["id BIGINT NOT NULL", "at TIMESTAMP", "city STRING not null", "mayor STRING"]
+    '''
+
+
+def test_ddl_columns_declared_not_null_are_recorded_required_as_the_reference_does(tmp_path):
+    added(tmp_path, NOT_NULL_DDL)
+    csv(tmp_path, "a.csv", "id,at,city,mayor\n1,2024-01-01T10:00:00Z,Oslo,\n")
+    coord("pull", NAME, cwd=tmp_path)
+    assert nullable(tmp_path) == {**SYSTEM, "id": False, "city": False, "mayor": True}
+
+
+def test_a_null_in_a_ddl_column_declared_not_null_is_refused_naming_the_row_and_column(tmp_path):
+    added(tmp_path, NOT_NULL_DDL)
+    csv(tmp_path, "a.csv", "id,at,city,mayor\n1,2024-01-01T10:00:00Z,Oslo,\n"
+                           "2,2024-01-02T10:00:00Z,,Ana\n")
+    failed = coord("pull", NAME, cwd=tmp_path, check=False)
+    (line,) = failed.stderr.strip().splitlines()
+    assert "a.csv: row 2: column 'city' is null, but the read step declares it NOT NULL" in line
+    assert data_blocks(tmp_path) == 0
 
 
 def test_a_null_in_a_column_declared_required_is_refused_naming_the_file_row_and_column(tmp_path):

@@ -326,11 +326,11 @@ HELD = [(APPEND, 1, "Oslo", 1), (APPEND, 2, "Lima", 2), (APPEND, 3, "Kyiv", 3),
      "row 2: retracts the record of key {'id': 5} with pop 6, but the record held for it has 5"),
     ([(RETRACT, 1, "Oslo", 1), (RETRACT, 1, "Oslo", 1)],
      "row 2: retracts the record of key {'id': 1}, which the dataset does not hold at that point"),
-    # a slice stores records of one event time by operation type: the append comes first
+    # a slice stores a key's records by operation type, as the reference: the append comes first
     ([(RETRACT, 1, "Oslo", 1), (APPEND, 1, "Oslo", 7)],
      "row 1: retracts the record of key {'id': 1} with pop 1, but the record held for it has 7 "
-     "(a slice stores a key's records by event time, then operation type, appends first, not in "
-     "the file's order; give them event times in the order they happen)"),
+     "(a slice stores a key's records by operation type, appends first, then by event time, not "
+     "in the file's order, as the reference does; put a key's later changes in a later file)"),
     ([(CORRECT_FROM, 1, "Oslo", 1), (CORRECT_TO, 2, "Oslo", 5)],
      "row 2: a correct-to row has the key {'id': 2} and its correct-from row another "
      "({'id': 1})"),

@@ -300,5 +300,6 @@ def test_a_snapshot_push_writes_retractions_and_corrections(home):
     second = write(home / "b.csv", "id,name\n1,A\n3,c\n")
     coord("ingest", "snap", str(first), str(second), cwd=home)
     rows = [(r["op"], r["id"], r["name"]) for r in stored(dataset(home, "snap"), ["op", "id", "name"])]
+    # each slice by key, then operation type, as the reference stores a snapshot merge's
     assert rows == [(0, 1, "a"), (0, 2, "b"),  # the first snapshot: appends
-                    (1, 2, "b"), (2, 1, "a"), (3, 1, "A"), (0, 3, "c")]  # 2 gone, 1 changed, 3 new
+                    (2, 1, "a"), (3, 1, "A"), (1, 2, "b"), (0, 3, "c")]  # 1 changed, 2 gone, 3 new

@@ -42,3 +42,12 @@ def test_unknown_type_is_named():
 def test_duplicate_column_is_refused():
     with pytest.raises(IngestError, match="declared twice"):
         parse_schema(["a INT", "a STRING"])
+
+
+def test_not_null_makes_a_column_required_only_where_declared_nullability_is_asked():
+    lines = ["id BIGINT NOT NULL", "price DECIMAL(10, 2) not null, name: STRING"]
+    assert parse_schema(lines, declared_nullability=True) == pa.schema(
+        [pa.field("id", pa.int64(), nullable=False),
+         pa.field("price", pa.decimal128(10, 2), nullable=False), ("name", pa.string())])
+    assert parse_schema(lines) == pa.schema(
+        [("id", pa.int64()), ("price", pa.decimal128(10, 2)), ("name", pa.string())])
