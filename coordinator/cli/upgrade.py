@@ -30,8 +30,14 @@ def upgrade(ctx: click.Context, datasets: tuple[str, ...], into: Path, recursive
     names its inputs by their upgrades in INTO: upgrade them first, or give -r.
     """
     from ..build.upgrade import ORIGIN_PATH, upgrade_dataset, upgrade_order
+    from ..errors import Invalid
+    from ..workspace.config import OdfVersion
 
     ws = workspace(ctx)
+    current = next((name for name in datasets if ws.odf_of(name) is OdfVersion.V039), None)
+    if current is not None:
+        raise Invalid(f"{current} is already current ODF (0.39), in the reference's layout: "
+                      "nothing to upgrade (coord push copies it to a folder or S3 repository)")
     show = Output()
     names = upgrade_order(ws, list(datasets), into, recursive)
     done, failed = [], []

@@ -15,11 +15,13 @@ from coordinator.store.verify import verify_folder
 from coordinator.transform.execute import pull_derivative
 from coordinator.workspace import Workspace
 from coordinator.workspace.catalog import add_datasets
+from coordinator.workspace.config import OdfVersion
 from tests.ingest.conftest import add_dataset
 from tests.store.test_upgrade import SOURCE, pulled_root
 from tests.support.cli import coord, coord_here
 from tests.support.fake_engine import FakeEngine
 from tests.support.manifests import derivative_manifest
+from tests.support.odf39_datasets import write_root
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +86,14 @@ def test_r_upgrades_the_missing_inputs_first(home, tmp_path):
     assert [line.split(":")[0] for line in out] == ["cities", "large"]
     large = read_state(home.parent / "out" / "large")
     assert large.transform.inputs[0].dataset_ref == str(read_state(home.parent / "out" / "cities").id)
+
+
+def test_a_current_odf_dataset_is_refused_as_already_upgraded(tmp_path):
+    ws = Workspace.init(tmp_path / "ws", OdfVersion.V039)
+    write_root(ws.meta / "datasets" / "cities", ws.meta / "locks", tmp_path / "scratch")
+    proc = coord_here("upgrade", "cities", "--into", "../out", cwd=ws.root, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == ("coord: error: cities is already current ODF (0.39), in the reference's "
+                           "layout: nothing to upgrade (coord push copies it to a folder or S3 "
+                           "repository)\n")
+    assert not (tmp_path / "out").exists()
