@@ -29,6 +29,7 @@ import click
 from ..errors import CoordError
 from .add import add
 from .block import block
+from .compact import compact
 from .completions import completions
 from .config import config
 from .delete import delete
@@ -79,7 +80,8 @@ def cli(ctx: click.Context, workspace: str | None, debug: bool, quiet: bool, ver
 COMMANDS: tuple[click.Command, ...] = (
     init, add, list_, status_, log, schema, tail, diff, pull, ingest, lineage_, provenance_, sql, verify_,
     verify_receipt,
-    repo, push, publish_, trust_, config, system, block, serve, reset, delete, upgrade, completions,
+    repo, push, publish_, trust_, config, system, block, serve, reset, delete, upgrade, compact,
+    completions,
 )
 for command in COMMANDS:
     cli.add_command(command)

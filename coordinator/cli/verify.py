@@ -77,6 +77,8 @@ def verify_(ctx: click.Context, dataset: str, recursive: bool, integrity: bool, 
         show.line(f"  integrity: {'FAILED' if report.problems else 'ok'}")
         for p in report.problems:
             show.line(f"    problem: {p}")
+        if report.compaction:
+            show.line(f"  compaction: {report.compaction}")
         _show_authorship(show, report)
         if report.odf == "0.39":  # only current-ODF chains are exchanged with the reference
             show.line(f"  reference rules: {'FAILED' if report.reference_problems else 'ok'}")
@@ -155,6 +157,7 @@ def _report_json(report: VerifyReport, compatibility: bytes | None) -> dict:
                     "signer": author.signer.hex() if author.signer else None}
                    for cb, author in zip(report.blocks, report.authors, strict=True)],
         "integrity": {"ok": not report.problems, "problems": [str(p) for p in report.problems]},
+        "compaction": report.compaction,
         "authorship": {"ok": not report.authorship_problems, "policy": report.policy.value,
                        "signers": [{"key": s.key.hex() if s.key else None, "status": s.status.value,
                                     "blocks": s.blocks, "name": s.name or None} for s in report.signers],

@@ -30,7 +30,8 @@ Invariants:
   it is refused in one line, ``MemoryExceeded``.
 - A current-ODF (0.39) dataset is read the same way: the stored table of its slices (offset,
   op, system_time, event time, then the data columns, as the reference's ``kamu sql`` shows
-  it), each file checked before it is read (``checked_current_files``); as at a block, its
+  it), each file checked before it is read (``checked_current_scan``: a compacted file is read
+  whole where every slice it holds is read); as at a block, its
   block is named by its multihash (``f1620...``) or the hex of its digest. A snapshot or
   ledger root's ``@state`` is the projection of its operation types (``state.py``).
 - Columns are united by name as ``read_parquet(union_by_name)`` does: a column a later slice
@@ -52,7 +53,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import Invalid
 from ..metadata.objects import DatasetSource, DatasetVocabulary
 from ..metadata.timestamps import format_timestamp, parse_timestamp
-from ..store.checked import checked_current_files
+from ..store.checked import checked_current_scan
 from ..store.dataset import CurrentDataset
 from ..store.read import SliceRecord, blocks_named
 from ..trust.slice_check import checked_slices
@@ -194,7 +195,7 @@ def current_read(ds: CurrentDataset, stop: bytes | None = None,
                   for b in ds.state().blocks}
     written = tuple(Written(r.slice.offset_interval.end - r.slice.offset_interval.start + 1,
                             watermarks[r.sequence_number]) for r in slices)
-    return DatasetRead(checked_current_files(ds, slices), source, key, written)
+    return DatasetRead(checked_current_scan(ds, slices), source, key, written)
 
 
 def current_definition(ds: CurrentDataset) -> tuple[DatasetSource | PushSource | None, StateKey | None]:

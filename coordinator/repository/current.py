@@ -311,24 +311,30 @@ def uploads(ds: CurrentDataset, blocks: list[StoredBlock]) -> list[tuple[str, li
     (oldest first): data files, checkpoints, then each block's signature and block.
 
     Each object is checked first (size, then SHA3-256 against its name): a repository never
-    gets a file other than the one its block names."""
+    gets a file other than the one its block names. A compacted slice whose original is not
+    kept is sent as its bytes rebuilt from its rows (``store.compaction``), checked the same."""
+    from ..store.compaction import slice_files
     from ..store.verify import file_problem  # Arrow: only a push reads it
 
     data: list[tuple[Path, str]] = []
     checkpoints: list[tuple[Path, str]] = []
     meta: list[tuple[Path, str]] = []
     seen: set[Multihash] = set()
+    slices = [s for b in blocks if (s := objects_of(b.block)[0]) is not None]
+    hashes = [s.physical_hash for s in slices]
+    local = dict(zip(hashes, slice_files(ds.root, hashes), strict=True))
     for b in blocks:
         for obj in objects_of(b.block):
             if obj is None or obj.physical_hash in seen:
                 continue
             seen.add(obj.physical_hash)
             rel = object_file(obj)
-            problem = file_problem(ds.root / rel, obj.physical_hash, obj.size)
+            path = local.get(obj.physical_hash, ds.root / rel)
+            problem = file_problem(path, obj.physical_hash, obj.size)
             if problem is not None:
                 raise SyncError(f"{ds.id}: block {b.block.sequence_number} ({b.hash}): {rel}: "
                                 f"{problem}; nothing was pushed (coord verify {ds.id})")
-            (data if isinstance(obj, DataSlice) else checkpoints).append((ds.root / rel, rel))
+            (data if isinstance(obj, DataSlice) else checkpoints).append((path, rel))
         signature = layout.signature_file(b.hash)
         if (ds.root / signature).is_file():
             meta.append((ds.root / signature, signature))

@@ -25,6 +25,7 @@ from ..errors import NotFound
 from ..metadata.ids import validate_dataset_id
 from ..metadata.multiformats import Multihash
 from ..store import layout
+from ..store.compaction import slice_files
 from ..store.dataset import CurrentDataset
 from ..workspace import Workspace
 from ..workspace.config import OdfVersion
@@ -59,6 +60,8 @@ def add_routes(app: FastAPI, ws: Workspace) -> None:
             if not _HASH.fullmatch(name):
                 raise NotServed(f"{what} {name[:80]!r}: expected f1620 and 64 lowercase hex digits")
             path = folder(dataset) / rel_of(Multihash.parse(name))
+            if rel_of is layout.data_file:  # a compacted slice: its bytes rebuilt from its rows
+                path = slice_files(folder(dataset), [Multihash.parse(name)])[0]
             if not path.is_file():
                 raise NotServed(f"{dataset} has no {what} {name}")
             return FileResponse(path, media_type="application/octet-stream")

@@ -6,6 +6,10 @@
   (``verify.file_problem``); then its footer's row count against the offsets the block records.
 - It runs once per file state, through the same cache as 0.18 (``workspace.slice_cache``,
   keyed by the block's multihash); a refused file raises ``trust.slice_check.ChangedSlice``.
+- A compacted slice (``compaction``) is read from its bytes rebuilt from its rows, checked as
+  its original would be; a reader that takes the rows of many slices at once
+  (``checked_current_scan``) reads a compacted file whole instead, checked by the size and
+  multihash the compaction recorded (keyed ``compacted/<multihash>``).
 """
 from __future__ import annotations
 
@@ -13,6 +17,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..trust.slice_check import CheckedFile, checked_files
+from . import layout
+from .compaction import file_problem as compacted_problem
+from .compaction import scan, slice_files
 from .dataset import CurrentDataset
 from .read import SliceRecord
 from .verify import file_problem
@@ -24,21 +31,41 @@ def checked_current_files(ds: CurrentDataset, slices: Iterable[SliceRecord]) -> 
     records, its bytes hashing (SHA3-256 multihash) to the physical hash; and its footer's row
     count that of the offsets it covers. Raises ``ChangedSlice`` as for 0.18."""
     wanted = list(slices)
+    paths = slice_files(ds.root, [r.slice.physical_hash for r in wanted])
 
     def checks(todo: list[int]) -> Callable[[int], str | None]:
         def check(i: int) -> str | None:
             record = wanted[i].slice
-            path = ds.data_file(record)
-            reason = file_problem(path, record.physical_hash, record.size)
+            reason = file_problem(paths[i], record.physical_hash, record.size)
             if reason is None:
-                reason = _rows_problem(path, record.offset_interval.end - record.offset_interval.start + 1)
+                interval = record.offset_interval
+                reason = _rows_problem(paths[i], interval.end - interval.start + 1)
             return reason
 
         return check
 
-    files = [CheckedFile(str(r.block_hash), ds.data_file(r.slice), str(r.slice.physical_hash))
-             for r in wanted]
+    files = [CheckedFile(str(r.block_hash), path, str(r.slice.physical_hash))
+             for r, path in zip(wanted, paths, strict=True)]
     return checked_files(ds, files, checks)
+
+
+def checked_current_scan(ds: CurrentDataset, slices: Iterable[SliceRecord]) -> list[Path]:
+    """Files whose rows, read in order, are exactly those of ``slices`` (oldest first), as few
+    as may be: a run of slices a compacted file holds whole is that file, checked by the size
+    and multihash its compaction recorded; every other slice as ``checked_current_files``."""
+    wanted = list(slices)
+    pieces = scan(ds.root, [r.slice.physical_hash for r in wanted])
+    single = checked_current_files(ds, [wanted[p.first] for p in pieces if p.file is None])
+    compacted = [p.file for p in pieces if p.file is not None]
+
+    def checks(todo: list[int]) -> Callable[[int], str | None]:
+        return lambda i: compacted_problem(ds.root, compacted[i])
+
+    whole = iter(checked_files(ds, [CheckedFile(layout.compacted_file(f.name),
+                                                ds.root / layout.compacted_file(f.name), str(f.name))
+                                    for f in compacted], checks))
+    one = iter(single)
+    return [next(one) if p.file is None else next(whole) for p in pieces]
 
 
 def _rows_problem(path: Path, expected: int) -> str | None:

@@ -64,7 +64,11 @@ class CurrentDataset:
     # --- paths --------------------------------------------------------------------------------
 
     def data_file(self, data_slice: DataSlice) -> Path:
-        return self.root / layout.data_file(data_slice.physical_hash)
+        """The file holding the slice's bytes: its original, else, once compacted, its bytes
+        rebuilt from its rows (``compaction.slice_files``: the one place that resolves it)."""
+        from .compaction import slice_files
+
+        return slice_files(self.root, [data_slice.physical_hash])[0]
 
     def checkpoint_file(self, checkpoint: Checkpoint) -> Path:
         return self.root / layout.checkpoint_file(checkpoint.physical_hash)

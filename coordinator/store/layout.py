@@ -15,6 +15,13 @@ and one folder of ours, which the reference neither reads nor transfers::
                                signer's public key, Ed25519 signature over the block hash's
                                binary multihash, ``Multihash.to_bytes``; metadata/signing.py)
 
+and, once ``coord compact`` ran, the compacted files (``store/compaction.py``), also ours::
+
+    compacted/index.json       which slices each compacted file holds, at which rows
+    compacted/<multihash>      a compacted file, named by the SHA3-256 multihash of its bytes
+    compacted/rows/<multihash> a compacted slice's bytes rebuilt from its rows, named by the
+                               physical hash its block records (a cache for per-slice readers)
+
 Invariants:
 
 - Every object name is the multibase base16 text of a multihash (``f1620<64 hex>``); a name
@@ -31,14 +38,18 @@ from ..workspace.fsutil import TMP_PREFIX
 
 BLOCKS, REFS, DATA, CHECKPOINTS, INFO = "blocks", "refs", "data", "checkpoints", "info"
 SIGNATURES = "signatures"
+COMPACTED = "compacted"
+COMPACTION_INDEX = f"{COMPACTED}/index.json"
+REBUILT = f"{COMPACTED}/rows"
 HEAD = f"{REFS}/head"
 ALIAS = f"{INFO}/alias"
 # The folders whose files are named by a multihash, in the order a writer fills them.
 OBJECT_FOLDERS = (DATA, CHECKPOINTS, BLOCKS)
 FOLDERS = (BLOCKS, REFS, DATA, CHECKPOINTS, INFO)
 
-__all__ = ["ALIAS", "BLOCKS", "CHECKPOINTS", "DATA", "FOLDERS", "HEAD", "INFO", "OBJECT_FOLDERS",
-           "REFS", "SIGNATURES", "TMP_PREFIX", "block_file", "checkpoint_file", "data_file",
+__all__ = ["ALIAS", "BLOCKS", "CHECKPOINTS", "COMPACTED", "COMPACTION_INDEX", "DATA", "FOLDERS",
+           "HEAD", "INFO", "OBJECT_FOLDERS", "REBUILT", "REFS", "SIGNATURES", "TMP_PREFIX",
+           "block_file", "checkpoint_file", "compacted_file", "data_file", "rebuilt_file",
            "signature_file"]
 
 
@@ -56,3 +67,11 @@ def data_file(physical_hash: Multihash) -> str:
 
 def checkpoint_file(physical_hash: Multihash) -> str:
     return f"{CHECKPOINTS}/{physical_hash}"
+
+
+def compacted_file(name: Multihash) -> str:
+    return f"{COMPACTED}/{name}"
+
+
+def rebuilt_file(physical_hash: Multihash) -> str:
+    return f"{REBUILT}/{physical_hash}"

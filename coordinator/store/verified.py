@@ -5,7 +5,8 @@ Invariants:
 
 - Integrity is ``verify.verify_folder`` (every block against its name and the chain rules,
   every data file and checkpoint by size and physical hash before it is parsed, then each
-  slice's offsets from its footer, and with ``--deep`` its logical hash) plus each signature
+  slice's offsets from its footer, and with ``--deep`` its logical hash; a compacted slice
+  through its compacted rows, the report saying how in ``compaction``) plus each signature
   file against its block (``signatures``); problems are named ``block <n> (<multihash>)``, oldest
   first, ``refs/head`` first of all.
 - Authorship is judged by ``trust.authorship`` under the workspace's policy: a dataset the
@@ -31,7 +32,7 @@ from .dataset import CurrentDataset
 from .overview import CurrentDatasets, InputNotFound
 from .read import Problem as ReadProblem
 from .read import refused_by_reference, walk
-from .verify import verify_folder
+from .verify import compacted_note, verify_folder
 
 
 class CurrentVerifier:
@@ -79,6 +80,7 @@ def verify_current(ws: Workspace, name: str, *, integrity_only: bool, deep: bool
     report = VerifyReport(name, odf="0.39")
     report.blocks = signed  # type: ignore[assignment]
     report.problems = [_reported(p) for p in verify_folder(root, deep=deep)]
+    report.compaction = compacted_note(root, deep)
     report.reference_problems = [_reported(p, REFUSED) for p in refused_by_reference(newest_first[::-1])]
     report.problems += [Problem(b.hash, f"{signatures.signature_name(b)}: signature does not match the block",
                                 signatures.block_name(b)) for b in signed if b.invalid]

@@ -88,6 +88,9 @@ class VerifyReport:
     # that rule): the dataset cannot be shared, though its bytes are its author's
     reference_problems: list[Problem] = field(default_factory=list)
     odf: str = "0.18"  # the ODF version the dataset is stored in
+    # of a compacted 0.39 dataset: how its compacted slices were checked, and what is checked
+    # only with --deep (store.verify.compacted_note)
+    compaction: str | None = None
 
     @property
     def ok(self) -> bool:

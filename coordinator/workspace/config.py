@@ -156,6 +156,19 @@ class IngestConfig:
 
 
 @dataclass(frozen=True)
+class CompactionConfig:
+    """``coord compact`` of a 0.39 dataset's data files.
+
+        compaction:
+          targetBytes: 128MiB   # the original files' bytes one compacted file gathers at most
+
+    Consecutive slices with one schema are merged until the next would take their files'
+    bytes (as their blocks record them) past this; a size as for ``ingest.maxSliceBytes``."""
+
+    target_bytes: int = 128 << 20
+
+
+@dataclass(frozen=True)
 class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     repositories: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
@@ -164,6 +177,7 @@ class Config:
     trust: TrustConfig = field(default_factory=TrustConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
     # the version ``coord add`` stores a new dataset in (a pulled dataset keeps its own);
     # a file without the key is a workspace made before 0.39 existed here: 0.18
     odf: OdfVersion = OdfVersion.V018
@@ -205,14 +219,16 @@ class Config:
                              "engine": self.ingest.engine.value,
                              "engineThreshold": self.ingest.engine_threshold,
                              "eventTimeHorizon": _seconds(self.ingest.event_time_horizon_s)}
+        if every_key or self.compaction != CompactionConfig():
+            doc["compaction"] = {"targetBytes": self.compaction.target_bytes}
         return doc
 
     @staticmethod
     def from_dict(data: object, where: str = "config.yaml") -> Config:
         """Check and type a document; ``where`` names it in errors. Absent keys take defaults."""
         doc = _section(data, "", where)
-        _known(doc, ("odf", "engine", "repositories", "trustedKeys", "trust", "serve", "ingest"), "",
-               where)
+        _known(doc, ("odf", "engine", "repositories", "trustedKeys", "trust", "serve", "ingest",
+                     "compaction"), "", where)
         odf = str(doc.get("odf", OdfVersion.V018.value))
         if odf not in {v.value for v in OdfVersion}:
             raise ConfigError(f"{where}: odf: expected {' or '.join(v.value for v in OdfVersion)} "
@@ -264,6 +280,7 @@ class Config:
             trust=TrustConfig(require=require),
             serve=_serve(_section(doc.get("serve"), "serve", where), where),
             ingest=_ingest(_section(doc.get("ingest"), "ingest", where), where),
+            compaction=_compaction(_section(doc.get("compaction"), "compaction", where), where),
             odf=OdfVersion(odf),
         )
 
@@ -347,6 +364,12 @@ def _ingest(section: dict, where: str) -> IngestConfig:
         event_time_horizon_s=_duration(section.get("eventTimeHorizon",
                                                    IngestConfig.event_time_horizon_s),
                                        "ingest.eventTimeHorizon", where))
+
+
+def _compaction(section: dict, where: str) -> CompactionConfig:
+    _known(section, ("targetBytes",), "compaction.", where)
+    value = section.get("targetBytes", CompactionConfig.target_bytes)
+    return CompactionConfig(target_bytes=_size(value, "compaction.targetBytes", where))
 
 
 def _schedule(value: object, key: str, where: str) -> Schedule:
