@@ -40,12 +40,10 @@ def diff(ctx: click.Context, dataset: str, old: str | None, new: str | None, old
       coord diff ref.airports --from 3116548c2a1f  # since the block I used
       coord diff ref.airports --from-as-of 2020-02-15T00:00:00Z --to-as-of 2020-03-15T00:00:00Z
     """
-    from ..metadata.timestamps import parse_timestamp
-    from ..query.diff import counts_line, diff, document, flat
+    from ..query.diff import Named, counts_line, diff, document, event_time, flat
 
     ds = workspace(ctx).dataset(dataset)
-    found = diff(ds, old, new, parse_timestamp(old_as_of) if old_as_of else None,
-                 parse_timestamp(new_as_of) if new_as_of else None,
+    found = diff(ds, old, new, event_time(old_as_of, Named.old_as_of), event_time(new_as_of, Named.new_as_of),
                  limit=max_rows + 1 if output == "table" else None)  # one more: "more" is told
     show = Output(output)
     if output == "json":

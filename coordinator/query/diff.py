@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Invalid
-from ..metadata.timestamps import format_timestamp, parse_timestamp
+from ..metadata.timestamps import TimeParseError, format_timestamp, parse_timestamp
 from ..workspace import Dataset
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import BlockNotFound
@@ -145,8 +145,21 @@ def version_at(blocks: Sequence[Block], dataset: str, when: str | None, option: 
         if len(found) > 1:
             raise DiffError(f"{option} {when}: matches {len(found)} blocks of {dataset}; give more digits")
         return found[0]
-    t = parse_timestamp(when)
+    t = _time(when, option, "neither a block (hex digits, as coord log shows them) nor")
     return next((i for i, b in enumerate(blocks) if b.system_time <= t), len(blocks))
+
+
+def event_time(text: str | None, option: str) -> datetime | None:
+    """``text`` as an RFC 3339 time (None if not given), refused naming ``option``."""
+    return None if text is None else _time(text, option, "not")
+
+
+def _time(text: str, option: str, what: str) -> datetime:
+    """``what``: the refusal's words before "an RFC 3339 time"."""
+    try:
+        return parse_timestamp(text)
+    except TimeParseError:
+        raise DiffError(f"{option} {text}: {what} an RFC 3339 time (e.g. 2024-01-01T00:00:00Z)") from None
 
 
 def before_last_change(blocks: Sequence[Block], new: int) -> int:

@@ -172,8 +172,7 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
                                           description="RFC 3339 event time the to version is read as of"),
              limit: int | None = Query(None, ge=1, description="rows at most (default 1000, up to "
                                                                "serve.sqlMaxRows)")) -> Response:
-        from ..metadata.timestamps import parse_timestamp
-        from ..query.diff import API_NAMES, document
+        from ..query.diff import API_NAMES, document, event_time
         from ..query.diff import diff as rows_changed
 
         # bounded as /api/sql's answers are: at most a limit of rows and serve.sqlMaxBytes of them
@@ -181,8 +180,8 @@ def create_app(ws: Workspace, service: BuildService, bus: EventBus, access: Acce
         if rows > settings.sql_max_rows:
             raise Invalid(f"limit: at most {settings.sql_max_rows} rows (the service's serve.sqlMaxRows)")
         found = rows_changed(_existing(ws, dataset_id), from_, to,
-                             parse_timestamp(from_as_of) if from_as_of else None,
-                             parse_timestamp(to_as_of) if to_as_of else None, limit=rows + 1,
+                             event_time(from_as_of, API_NAMES.old_as_of),
+                             event_time(to_as_of, API_NAMES.new_as_of), limit=rows + 1,
                              named=API_NAMES)
         return _ok(document(found, rows, settings.sql_max_bytes))
 

@@ -6,6 +6,14 @@ graph from ``/api/graph`` as an inline SVG, in the layered layout that answer ca
 order within a layer chosen for few crossings), arrows pointing to the reader, each dataset a
 link to its lineage page (``/lineage/DS``). It listens to ``/api/events`` and fetches
 the list again on events (one fetch at a time), so a commit shows without reloading.
+
+Each dataset's "changes" button (or ``/#diff=DS``) opens the diff view: two versions picked
+from its chain (``/api/datasets/DS/chain``, its newest 1,000 blocks) or given as system times,
+by default what its last change did (the API's defaults: the block before the last one that
+added records, and the head); it shows ``/api/datasets/DS/diff``'s counts first, then its rows
+(bounded as that answer is, the cut said), a changed row's changed columns marked with their
+old and new values; a refusal shows the API's message. Every string from an answer is
+inserted as text, never as markup.
 """
 from __future__ import annotations
 
@@ -27,15 +35,38 @@ PAGE = """<!doctype html>
   svg rect.root { fill: #e8f0fe; stroke: #4a6fb5; } svg rect.derivative { fill: #eef7ee; stroke: #4a8a4a; }
   svg path.edge { fill: none; stroke: #888; stroke-width: 1.5; }
   svg a:hover rect, svg a:focus rect { stroke-width: 2.5; }
+  #diff fieldset { display: inline-block; border: 1px solid #ddd; margin: 0 .8em .8em 0; }
+  #diff-counts { font-weight: 600; }
+  tr.added td.change { color: #2a7d2a; } tr.removed td.change { color: #b00020; }
+  tr.changed td.change { color: #b36b00; }
+  td.changed { background: #fff4d6; }
+  td.changed del { color: #b00020; } td.changed ins { color: #2a7d2a; text-decoration: none; }
 </style>
 </head>
 <body>
 <h1>coord serve <span id="live">connecting...</span></h1>
 <table>
   <thead><tr><th>dataset</th><th>kind</th><th>records</th><th>blocks</th><th>watermark</th>
-  <th>head</th><th>state</th><th>status</th></tr></thead>
+  <th>head</th><th>state</th><th>status</th><th></th></tr></thead>
   <tbody id="datasets"></tbody>
 </table>
+<section id="diff" hidden>
+<h2>Changes in <span id="diff-dataset"></span></h2>
+<form id="diff-form">
+  <fieldset><legend>from</legend>
+    <select id="diff-from"><option value="">the block before the last change</option></select>
+    or at <input id="diff-from-time" placeholder="2024-01-01T00:00:00Z" size="22"></fieldset>
+  <fieldset><legend>to</legend>
+    <select id="diff-to"><option value="">the head</option></select>
+    or at <input id="diff-to-time" placeholder="2024-01-01T00:00:00Z" size="22"></fieldset>
+  <button id="diff-compare" type="submit">compare</button>
+</form>
+<p id="diff-error" class="error" hidden></p>
+<p id="diff-counts"></p>
+<p id="diff-versions"></p>
+<table id="diff-rows"><thead></thead><tbody></tbody></table>
+<p id="diff-cut"></p>
+</section>
 <h2>Lineage</h2>
 <svg id="graph" xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>
 <script>
@@ -77,8 +108,104 @@ async function load() {
       e.textContent = "error (attempt " + d.lastError.attempts + "): " + d.lastError.message;
       status.appendChild(e);
     }
+    const open = document.createElement("button");
+    open.textContent = "changes";
+    open.className = "open-diff";
+    open.addEventListener("click", () => { location.hash = "diff=" + encodeURIComponent(d.id); });
+    row.insertCell().appendChild(open);
   }
 }
+
+// ----- the diff view: two versions of one dataset, the rows added, removed and changed -----
+let diffing = null;  // the dataset the view shows
+
+function option(select, value, text) {
+  const o = document.createElement("option");
+  o.value = value;
+  o.textContent = text;
+  select.appendChild(o);
+}
+
+async function openDiff(id) {
+  diffing = id;
+  $("diff").hidden = false;
+  $("diff-dataset").textContent = id;
+  for (const side of ["from", "to"]) {
+    const select = $("diff-" + side);
+    select.replaceChildren(select.options[0]);
+    $("diff-" + side + "-time").value = "";
+  }
+  const response = await fetch("/api/datasets/" + encodeURIComponent(id) + "/chain?limit=1000");
+  if (response.ok && diffing === id) {
+    const chain = await response.json();
+    chain.blocks.forEach((b, i) => {
+      const kind = b.block.event ? b.block.event.kind : (b.block.outputSlice ? "data" : "metadata");
+      const text = "#" + (b.sequenceNumber ?? chain.total - 1 - i) + " " + b.hash.slice(0, 16) + " "
+                   + b.block.systemTime + " " + kind;
+      for (const side of ["from", "to"]) option($("diff-" + side), b.hash, text);
+    });
+  }
+  await showDiff();
+}
+
+async function showDiff() {
+  const id = diffing, params = new URLSearchParams();
+  for (const side of ["from", "to"]) {
+    const at = $("diff-" + side + "-time").value.trim() || $("diff-" + side).value;
+    if (at) params.set(side, at);
+  }
+  const response = await fetch("/api/datasets/" + encodeURIComponent(id) + "/diff?" + params);
+  const answer = await response.json();
+  if (diffing !== id) return;
+  const error = $("diff-error");
+  error.hidden = response.ok;
+  error.textContent = response.ok ? "" : (answer.error || "error " + response.status);
+  for (const part of ["diff-counts", "diff-versions", "diff-cut"]) $(part).textContent = "";
+  const [head, body] = [$("diff-rows").tHead, $("diff-rows").tBodies[0]];
+  head.replaceChildren();
+  body.replaceChildren();
+  if (!response.ok) return;
+  const total = answer.added + answer.removed + answer.changed;
+  $("diff-counts").textContent = answer.added + " added, " + answer.removed + " removed, "
+                                 + answer.changed + " changed";
+  const version = (v) => v.block ? "block " + v.block.slice(0, 16) + " (" + v.systemTime + ")"
+                                 : "before the first block";
+  $("diff-versions").textContent = "from " + version(answer.from) + " to " + version(answer.to)
+    + (answer.key ? ", rows matched by " + answer.key.join(", ") : ", whole rows compared");
+  if (answer.truncated) {
+    $("diff-cut").textContent = answer.rows.length + " of " + total + " rows shown ("
+                                + answer.truncatedBy + ")";
+  }
+  if (!answer.rows.length) return;
+  const columns = Object.keys(answer.rows[0].new || answer.rows[0].old);
+  const titles = head.insertRow();
+  for (const c of ["change", ...columns]) titles.appendChild(document.createElement("th")).textContent = c;
+  const text = (v) => v === null || v === undefined ? "NULL"
+                      : typeof v === "object" ? JSON.stringify(v) : String(v);
+  for (const r of answer.rows) {
+    const row = body.insertRow();
+    row.className = r.change;
+    cell(row, r.change, "change");
+    for (const c of columns) {
+      if (r.change === "changed" && r.changed.includes(c)) {
+        const td = cell(row, "", "changed");
+        td.dataset.column = c;
+        td.appendChild(document.createElement("del")).textContent = text(r.old[c]);
+        td.appendChild(document.createTextNode(" \u2192 "));
+        td.appendChild(document.createElement("ins")).textContent = text(r.new[c]);
+      } else {
+        cell(row, text((r.new || r.old)[c]));
+      }
+    }
+  }
+}
+
+function route() {
+  const m = /^#diff=(.+)$/.exec(location.hash);
+  if (m) openDiff(decodeURIComponent(m[1]));
+}
+$("diff-form").addEventListener("submit", (e) => { e.preventDefault(); showDiff(); });
+window.addEventListener("hashchange", route);
 
 async function drawGraph() {
   const response = await fetch("/api/graph");
@@ -125,6 +252,7 @@ events.addEventListener("commit", refresh);
 events.addEventListener("state", refresh);
 refresh();
 drawGraph();
+route();
 </script>
 </body>
 </html>

@@ -52,3 +52,26 @@ def test_as_of_a_dataset_without_a_key_is_a_400(served):
     r = served.get(f"/api/datasets/{SEEN}/diff", params={"to_as_of": "2020-01-15T00:00:00Z"})
     assert r.status_code == 400
     assert r.json()["error"].startswith(f"to_as_of: dataset {SEEN} has no state")
+
+
+def test_a_version_neither_block_nor_time_is_a_400_naming_the_parameter(served):
+    r = served.get(f"/api/datasets/{AIRPORTS}/diff", params={"to": "yesterday"})
+    assert r.status_code == 400
+    assert r.json()["error"] == ("to yesterday: neither a block (hex digits, as coord log shows them) "
+                                 "nor an RFC 3339 time (e.g. 2024-01-01T00:00:00Z)")
+
+
+def test_an_event_time_that_is_no_time_is_a_400_naming_the_parameter(served):
+    r = served.get(f"/api/datasets/{AIRPORTS}/diff", params={"from_as_of": "2020-02-30T00:00:00Z"})
+    assert r.status_code == 400
+    assert r.json()["error"] == ("from_as_of 2020-02-30T00:00:00Z: not an RFC 3339 time "
+                                 "(e.g. 2024-01-01T00:00:00Z)")
+
+
+def test_a_limit_beyond_the_services_bound_is_a_400_and_below_one_a_422(served):
+    over = served.get(f"/api/datasets/{AIRPORTS}/diff", params={"limit": 10**9})
+    assert over.status_code == 400
+    assert over.json()["error"].startswith("limit: at most ")
+    none = served.get(f"/api/datasets/{AIRPORTS}/diff", params={"limit": 0})
+    assert none.status_code == 422
+    assert none.json()["error"].startswith("query limit: ")
