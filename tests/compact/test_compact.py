@@ -23,39 +23,13 @@ from coordinator.store.dataset import CurrentDataset
 from coordinator.store.verify import verify_folder
 from coordinator.workspace import Workspace
 
-from ..support.cli import MANIFESTS, coord, coord_here
+from ..serve.conftest import serving
+from ..support.cli import MANIFESTS, ROOT, coord, coord_here
+from ..support.engines import ENV
 
 APPENDS = 200
 ROWS = 5
-ROOT = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: ev
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read: {kind: Csv, header: true, schema: {fields: [
-        {name: t, type: {kind: Timestamp, unit: Millisecond, timezone: UTC}},
-        {name: k, type: {kind: Int64}}, {name: v, type: {kind: String}}]}}
-      merge: {kind: Append}
-    - kind: SetVocab
-      eventTimeColumn: t
-"""
-EVEN = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: even
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs: [{datasetRef: ev}]
-      transform: {kind: Sql, engine: spark, query: "SELECT t, k, v FROM ev WHERE k % 2 = 0"}
-    - kind: SetVocab
-      eventTimeColumn: t
-"""
+EXAMPLE = ROOT / "examples" / "compaction"
 # one text of every stored column of every record, in offset order: equal texts, equal tables
 DIGEST = ("SELECT count(*) AS n, sum(k) AS s, md5(string_agg(concat_ws('|', \"offset\", op, "
           "system_time, t, k, v), ',' ORDER BY \"offset\")) AS h FROM {table}")
@@ -76,9 +50,7 @@ def appended(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("appended")
     coord_here("init", "--odf", "0.39", ".", cwd=home)
     (home / "in").mkdir()
-    for name, manifest in (("ev", ROOT), ("even", EVEN)):
-        (home / f"{name}.yaml").write_text(manifest)
-        coord_here("add", f"{name}.yaml", cwd=home)
+    coord_here("add", str(EXAMPLE / "ev.yaml"), str(EXAMPLE / "even.yaml"), cwd=home)
     ingest(home, 0, APPENDS)
     shutil.copytree(dataset(home).root / layout.DATA, home / "originals")
     return home
@@ -215,6 +187,20 @@ def test_an_ingest_after_compaction_appends_after_the_compacted_slices(compacted
     assert sql(compacted, "SELECT count(*) AS n, max(\"offset\") AS last FROM ev") == [
         {"n": (APPENDS + 1) * ROWS, "last": (APPENDS + 1) * ROWS - 1}]
     assert verify_folder(dataset(compacted).root) == []
+
+
+def test_the_api_answers_sql_as_duckdb_over_the_original_files_and_serves_their_bytes(
+        compacted, tmp_path):
+    with serving(compacted, env={ENV: "fake"}) as served:
+        answer = served.get("/api/sql", params={"q": DIGEST.format(table="ev")}).json()["rows"]
+        assert answer == duckdb_answer(DIGEST.format(table="ev"), original_files(compacted))
+        other = tmp_path / "other"
+        other.mkdir()
+        coord_here("init", "--odf", "0.39", ".", cwd=other)
+        coord_here("pull", f"{served.url}/ev", cwd=other)
+    assert verify_folder(dataset(other).root) == []
+    assert sorted(p.name for p in (dataset(other).root / layout.DATA).iterdir()) == sorted(
+        Path(f).name for f in original_files(compacted))
 
 
 # --- incremental ------------------------------------------------------------------------------
