@@ -46,10 +46,13 @@ def answer_with_receipt(ws: Workspace, script: str, as_at: AsAt | None, as_of: d
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: the verdict as one object (outcome, reason, signer, inputs, differences).")
+@click.option("--from", "repository", metavar="REPO",
+              help="Read the inputs from this repository (its name, URL or folder) instead of this "
+                   "workspace's datasets: pulled into a temporary workspace, deleted afterwards.")
 @click.pass_context
-def verify_receipt(ctx: click.Context, file: str, output: str) -> None:
+def verify_receipt(ctx: click.Context, file: str, output: str, repository: str | None) -> None:
     """Check a query receipt (coord sql --receipt): its signature, then the query run again at
-    exactly the blocks it names, from this workspace's datasets, offline.
+    exactly the blocks it names, from this workspace's datasets (or a repository's), offline.
 
     \b
     It says one of:
@@ -58,10 +61,18 @@ def verify_receipt(ctx: click.Context, file: str, output: str) -> None:
       cannot check       why: a block this workspace does not hold, a signature that does
                          not verify, a signer it does not trust (exit 1)
     An input may be a dataset pulled from a repository, under any name: the block is found.
+      coord verify-receipt answer.receipt.json
+      coord verify-receipt answer.receipt.json --from s3://bucket/datasets
     """
-    from ..query.receipt import verify_receipt as check
+    data = Path(file).read_bytes()
+    if repository is None:
+        from ..query.receipt import verify_receipt as check
 
-    verdict = check(workspace(ctx), Path(file).read_bytes())
+        verdict = check(workspace(ctx), data)
+    else:
+        from ..query.receipt_from import verify_receipt_from
+
+        verdict = verify_receipt_from(workspace(ctx), data, repository)
     show = Output(output)
     if output == "json":
         show.json(verdict.to_json())
