@@ -141,3 +141,15 @@ def sse_events(served: Served, until: Callable[[list[dict]], bool], timeout: flo
 @pytest.fixture
 def home(tmp_path) -> Path:
     return init_workspace(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def snapshots_served(tmp_path_factory) -> Iterator[Served]:
+    """``coord serve`` over the snapshot and append roots of the diff tests
+    (tests/query/test_diff.py), pulled after each of their four snapshots."""
+    from ..query.test_diff import pull_snapshots
+
+    home = init_workspace(tmp_path_factory.mktemp("ws"))
+    pull_snapshots(home)
+    with serving(home) as s:
+        yield s

@@ -6,17 +6,14 @@ import json
 
 import pytest
 
-from ..query.test_diff import AIRPORTS, SEEN, data_blocks, pull_snapshots
+from ..query.test_diff import AIRPORTS, SEEN, data_blocks
 from ..support.cli import coord
-from .conftest import Served, init_workspace, serving
+from .conftest import Served
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Served:
-    home = init_workspace(tmp_path_factory.mktemp("ws"))
-    pull_snapshots(home)
-    with serving(home) as s:
-        yield s
+def served(snapshots_served) -> Served:
+    return snapshots_served
 
 
 def cli_json(served: Served, *args: str) -> dict:

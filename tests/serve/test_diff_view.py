@@ -10,16 +10,13 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from ..query.test_diff import AIRPORTS, csv_file, data_blocks, expected, pull_snapshots
-from .conftest import Served, init_workspace, serving
+from ..query.test_diff import AIRPORTS, csv_file, data_blocks, expected
+from .conftest import Served
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Served:
-    home = init_workspace(tmp_path_factory.mktemp("ws"))
-    pull_snapshots(home)
-    with serving(home) as s:
-        yield s
+def served(snapshots_served) -> Served:
+    return snapshots_served
 
 
 @pytest.fixture
