@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 from ..support.cli import coord, coord_here
+from ..support.manifests import csv_root_manifest
 from ..support.snapshots import manifest
 from ..transform import test_retractions_derivative as cities
 
@@ -222,3 +223,37 @@ def held_difference(a: int, b: int) -> list[tuple]:
         FROM (SELECT id, city, since, sum(CASE WHEN pull = {b} THEN 1 ELSE -1 END) AS n
               FROM v WHERE pull IN ({a}, {b}) AND pop >= 20 GROUP BY ALL HAVING n <> 0)
         ORDER BY ALL""").fetchall()
+
+
+def test_a_column_added_between_the_versions_is_null_in_the_older_and_marked_changed(tmp_path):
+    """A snapshot root whose second CSV file gained a column: its slices have two schemas."""
+    home = tmp_path / "ws"
+    home.mkdir()
+    coord_here("init", cwd=home)
+    (home / "in").mkdir()
+    merge = "{kind: snapshot, primaryKey: [id]}"
+    (home / "cities.yaml").write_text(csv_root_manifest("cities", "in", merge=merge))
+    coord_here("add", "cities.yaml", cwd=home)
+    files = {"a.csv": "id,ts,city\n1,2024-01-01T00:00:00Z,Oslo\n2,2024-01-01T00:00:00Z,Lima\n",
+             "b.csv": "id,ts,city,weather\n1,2024-01-02T00:00:00Z,Oslo,cold\n"
+                      "3,2024-01-02T00:00:00Z,Pune,hot\n"}
+    for name, text in files.items():
+        (home / "in" / name).write_text(text)
+        coord_here("pull", "cities", cwd=home)
+
+    answer = diff_json(home, "cities")
+
+    old, new = (f"read_csv('{home / 'in' / f}', union_by_name = true)" for f in files)
+    want = duckdb.sql(f"""
+        SELECT CASE WHEN a.id IS NULL THEN 'added' WHEN b.id IS NULL THEN 'removed' ELSE 'changed' END,
+               coalesce(b.id, a.id), CASE WHEN a.id IS NOT NULL AND b.id IS NOT NULL THEN ['weather'] END,
+               b.weather
+        FROM (SELECT *, NULL::VARCHAR AS weather FROM {old}) a FULL JOIN {new} b USING (id)
+        WHERE a.id IS NULL OR b.id IS NULL OR a.city <> b.city OR a.weather IS DISTINCT FROM b.weather
+        """).fetchall()
+    got = [(r["change"], r["key"]["id"], r["changed"], (r["new"] or {}).get("weather"))
+           for r in answer["rows"]]
+    assert sorted(got, key=lambda r: r[1]) == sorted(want, key=lambda r: r[1])
+    assert [r["change"] for r in answer["rows"]] == ["added", "removed", "changed"]
+    removed = next(r for r in answer["rows"] if r["change"] == "removed")
+    assert removed["old"]["weather"] is None  # the older slice has no such column: null there
