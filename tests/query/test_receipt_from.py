@@ -149,3 +149,17 @@ def test_a_malformed_receipt_is_judged_before_anything_is_fetched(tmp_path):
     assert checked.returncode == 1
     assert checked.stdout.startswith("cannot check: not a receipt this coord reads: the receipt: "
                                      "missing members")
+
+
+def test_a_repository_is_also_named_as_this_workspace_knows_it(origin, tmp_path):
+    receipt_of(origin, BY_CITY)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    pushed(origin, repo.as_uri())
+    other = stranger(tmp_path)
+    coord_here("repo", "add", "theirs", repo.as_uri(), cwd=other)
+
+    checked = verified_from(other, origin / "receipt.json", "theirs")
+
+    assert checked.returncode == 0, checked.stdout
+    assert checked.stdout.startswith("confirmed: ")
