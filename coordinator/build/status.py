@@ -16,8 +16,9 @@ computed or downloaded and no data file is opened, so this module imports no Arr
   a watermark move: ``_news_for_readers``, the pull's own rule), its query changed when a
   ``SetTransform`` follows its last step, and input rows wait while its engine held some back
   after its last step (a temporal join's events, ``build.pending_rows``); a 0.39 root's source
-  is probed as a 0.18 one's, from the fetch state kept beside its chain or, when the workspace
-  lost it, the one its chain records, as a pull goes on from (``store.source_state``).
+  is probed as a 0.18 one's (a File Feed's source kept beside its chain, ``store.feed_source``),
+  from the fetch state kept beside its chain or, when the workspace lost it, the one its chain
+  records, as a pull goes on from (``store.source_state``).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from ..store.late_rows import kept_late_rows_policy
 from ..store.overview import CurrentDatasets
 from ..store.read import DatasetState as CurrentState
 from ..store.read import StoredBlock
-from ..store.source_state import fetch_state, root_source
+from ..store.source_state import fetch_state, pulled_source
 from ..workspace import Dataset, DatasetState, Workspace
 from ..workspace.graph import DatasetGraph
 from ..workspace.source_state import SourceState, SourceStateError
@@ -170,12 +171,14 @@ def _current(ws: Workspace, current: CurrentDatasets, name: str, st: DatasetStat
     if state.transform is None and state.polling_source is None and state.push_sources:
         return  # fed by push (coord ingest): no source to poll, so nothing it has not got
     if state.transform is None:
-        if state.polling_source is None:
+        ds = CurrentDataset(ws, name)
+        source = pulled_source(ds, state)  # a File Feed's is kept beside the chain
+        if source is None:
             st.reasons.append(Reason.NOT_CHECKED)
             st.unchecked = "no polling source"
             return
-        fetch = root_source(name, state).fetch
-        _probe(ws, fetch, lambda: fetch_state(CurrentDataset(ws, name), state, fetch), st)
+        fetch = source.fetch
+        _probe(ws, fetch, lambda: fetch_state(ds, state, fetch), st)
         return
     consumed: dict[str, object] = {}  # input did -> the newest of its blocks a step consumed
     steps = transforms = 0  # the positions of the last ExecuteTransform and SetTransform

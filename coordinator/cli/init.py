@@ -15,8 +15,7 @@ VERSIONS = ("0.18", "0.39")  # workspace.config.OdfVersion, spelled here so --he
 @click.option("--odf", type=click.Choice(VERSIONS), default="0.39", show_default=True,
               help="The Open Data Fabric version new datasets are stored in (a pulled dataset "
                    "keeps its own): 0.39, the current specification's, which the reference "
-                   "implementation reads and writes, or 0.18, the seed's format (File Feed "
-                   "sources and the lateRows policy exist only there).")
+                   "implementation reads and writes, or 0.18, the seed's format.")
 def init(path: str, odf: str) -> None:
     """Create a workspace (and its signing key) in PATH."""
     from ..workspace import Workspace

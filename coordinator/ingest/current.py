@@ -21,8 +21,9 @@ append path (``append.DatasetWriter``):
 - ``newSourceState`` is what the reference has a kind for (``source_state``), and for a glob
   taken by name, the last file's name as an ``odf/etag``: the reference's own state of a
   ``FilesGlob`` (kamu-cli ``fetch_service/file.rs``), from which it goes on with the files named
-  after it; a block that ended within a file records none. A push (``ingest.push``, through one
-  of the root's push sources) records none and keeps no fetch state;
+  after it; a block that ended within a file records none. A File Feed root (no source in its
+  chain: ``store.feed_source``) records each update in coord's own kind. A push
+  (``ingest.push``, through one of the root's push sources) records none and keeps no fetch state;
 - a root whose workspace keeps no fetch state for it (its cache lost, or a chain written
   elsewhere) goes on from what its chain records, as the reference does: the newest AddData's
   ``odf/etag`` of a glob taken by name names the last file taken (``source_state.fetch_state``
@@ -77,8 +78,8 @@ from ..store.source_state import (
     SOURCE_NAME,
     by_name,
     fetch_state,
+    pulled_source,
     reference_source_state,
-    root_source,
 )
 from ..trust.slice_check import ChangedSlice
 from ..workspace.dataset import DatasetNotFound
@@ -198,13 +199,15 @@ class CurrentHistory(DatasetHistory):
         if s is None:
             raise DatasetNotFound(ds.id)
         source: DatasetSourceRoot | PushSource
+        given_read: ReadStep | None  # None: a File Feed's source, read the 0.18 way
         if push is not None:
             source, given_read = push, push.given
-        elif s.polling_source is None:
-            raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
-                              "nothing to fetch")
         else:
-            source, given_read = root_source(ds.id, s), s.polling_source.read
+            polled = pulled_source(ds, s)  # a File Feed's is kept beside the chain, in 0.18 form
+            if polled is None:
+                raise IngestError(f"{ds.id} is not a root dataset with a polling source: it has "
+                                  "nothing to fetch")
+            source, given_read = polled, s.polling_source.read if s.polling_source else None
         vocab = vocab_of(s.vocab)
         hashes = {str(b.hash) for b in s.blocks}
         if ds.state_dir.is_dir():

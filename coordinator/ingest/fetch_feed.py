@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import CoordError
 from ..metadata.objects import FetchStepFileFeed, SuccessMarker
 from ..workspace.progress import Progress
-from ..workspace.source_state import FeedState, fingerprint
+from ..workspace.source_state import UNKNOWN_COUNT, FeedState, fingerprint
 from .errors import IngestError
 from .fetched import FetchedFile
 
@@ -64,7 +64,7 @@ def plan(step: FetchStepFileFeed, state: FeedState | None):
     present = {u.prefix: u for u in listing.updates}
     for prefix, count in consumed.items():
         u = present.get(prefix)
-        if u is not None and (not u.has_marker or len(u.files) != count):
+        if u is not None and (not u.has_marker or count not in (len(u.files), UNKNOWN_COUNT)):
             notes.append(f"{prefix}/: invalidated after it was ingested ({len(u.files)} files, "
                          f"{'_SUCCESS' if u.has_marker else 'no _SUCCESS'}; {count} were "
                          "ingested); the dataset keeps what it read")

@@ -5,7 +5,8 @@ A new dataset's chain starts:
 
     Seed              did:odf of a fresh key (``new_dataset_key``), alias = its name
     SetPollingSource  a root's source        | SetTransform  a derivative's, each input by
-    or AddPushSource  (each, as written)     |               its did:odf, aliased by its name
+    or AddPushSource  (each, as written;     |               its did:odf, aliased by its name
+                      none for a File Feed)  |
     SetVocab          when not the defaults  |
     SetInfo / SetLicense / SetAttachments    what a reference-form manifest carries
 
@@ -30,6 +31,10 @@ Invariants:
   ``check_change`` may refuse it first (``build.schema_change``: a schema the records cannot keep).
 - A new dataset's chain is written in a run folder and renamed into place: it appears whole
   (Seed and definition) or not at all; a killed ``coord add`` leaves only an abandoned run folder.
+- A root whose fetch is ``fileFeed`` (which 0.39 cannot say) has no source event: its source
+  is kept beside the chain (``store.feed_source``), by ``--replace`` too, before its chain is
+  written; a root defined with another source drops the kept one. A root whose chain has a
+  polling source cannot become a File Feed root (the reference refuses DisablePollingSource).
 - A snapshot merge is defined as any other (its pulls write retractions and corrections,
   ``ingest.current``; ``coord upgrade`` rewrites a 0.18 snapshot root's observed rows as them).
 """
@@ -54,6 +59,7 @@ from ..workspace.runs import run_folder
 from ..workspace.workspace import Workspace
 from .append import DatasetWriter
 from .dataset import CurrentDataset, new_dataset_key
+from .feed_source import is_feed, keep_feed_source
 from .late_rows import NEW_DERIVATIVE_DEFAULT, keep_late_rows_policy
 from .overview import CurrentDatasets
 from .read import DatasetState
@@ -101,7 +107,7 @@ class Definitions:
         assert source is not None  # only a reference-form manifest gives push sources
         at = f"{snapshot.id}: source"
         if isinstance(source, DatasetSourceRoot):
-            events: list[e.MetadataEvent] = [polling_source(source, at)]
+            events: list[e.MetadataEvent] = [] if is_feed(source) else [polling_source(source, at)]
         else:
             events = [set_transform(source, {i: self.did(i) for i in source.inputs}, at)]
         vocab = set_vocab(snapshot.vocab)
@@ -129,19 +135,28 @@ class Definitions:
                                       "dataset into another kind")
             policy = (snapshot.source.transform.late_rows or NEW_DERIVATIVE_DEFAULT
                       if isinstance(snapshot.source, DatasetSourceDerivative) else None)
+            feed = snapshot.source if is_feed(snapshot.source) else None
             if current is None:
-                # before the chain: a crash between the two leaves a policy with no dataset,
-                # never a new derivative with the policy of one added before corrections
+                # before the chain: a crash between the two leaves a policy (or a feed source)
+                # with no dataset, never a new dataset without the one its manifest gives
                 if policy is not None:
                     keep_late_rows_policy(self.ws, ds.id, policy)
+                if kind is e.DatasetKind.ROOT:
+                    keep_feed_source(self.ws, ds.id, feed)
                 return AddResult(ds.id, AddAction.ADDED, self._create(ds, kind, events).digest)
+            if feed is not None and current.polling_source is not None:
+                raise CatalogConflict(f"dataset {ds.id}: its chain has a polling source, which "
+                                      "ODF 0.39 cannot end, so a File Feed cannot replace it; add "
+                                      "the feed as a new dataset (another name, or coord delete "
+                                      f"{ds.id} first)")
             changed = [event for event in events if _differs(event, current)]
             if changed and self.check_change is not None:
                 self.check_change(ds.id, current, changed)  # a refused definition keeps its policy too
             policy_changed = policy is not None and keep_late_rows_policy(self.ws, ds.id, policy)
+            kept_changed = kind is e.DatasetKind.ROOT and keep_feed_source(self.ws, ds.id, feed)
             if not changed:
-                return (AddResult(ds.id, AddAction.UPDATED, current.head.digest) if policy_changed
-                        else AddResult(ds.id, AddAction.UNCHANGED, None))
+                return (AddResult(ds.id, AddAction.UPDATED, current.head.digest)
+                        if policy_changed or kept_changed else AddResult(ds.id, AddAction.UNCHANGED, None))
             when = _after(current)
             head = [w.append(event, system_time=when) for event in changed][-1]
             return AddResult(ds.id, AddAction.UPDATED, head.digest)
@@ -155,7 +170,10 @@ class Definitions:
             with DatasetWriter(folder, scratch / "dataset.lock", signer=self.ws.signing_key) as w:
                 when = now_utc()
                 w.seed(self._new_key(ds.id), kind, when, alias=ds.id)
-                head = [w.append(event, system_time=when) for event in events][-1]
+                for event in events:  # none for a File Feed root without a vocabulary
+                    w.append(event, system_time=when)
+                head = w.head
+                assert head is not None  # the Seed at least
             if ds.root.exists():
                 remove(ds.root)  # a folder without a head: nothing any reader reaches
             os.rename(folder, ds.root)

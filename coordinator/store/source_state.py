@@ -13,16 +13,26 @@ start of the source).
 A root whose workspace keeps no fetch state for it (its cache lost, or a chain written
 elsewhere) is read back from what its chain records, as the reference does (``chain_glob_state``):
 a pull goes on from there and ``coord status`` probes from there, so both agree.
+
+A root fed by a File Feed has no source in its chain: its source is coord's extension, kept
+beside the chain (``feed_source``); each block records the update it holds in coord's own kind
+of source state, from which the chain alone tells the updates consumed (``chain_feed_state``).
 """
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ..metadata.objects import DatasetSourceRoot, FetchStep, FetchStepFilesGlob, SourceOrdering
+from ..metadata.objects import (
+    DatasetSourceRoot,
+    FetchStep,
+    FetchStepFileFeed,
+    FetchStepFilesGlob,
+    SourceOrdering,
+)
 from ..metadata.odf39 import events as e
 from ..metadata.odf39.source import SourceState
-from ..workspace.source_state import FilesGlobState, UrlState, fingerprint
+from ..workspace.source_state import FeedState, FilesGlobState, UrlState, fingerprint
 from ..workspace.source_state import SourceState as FetchState
 
 if TYPE_CHECKING:
@@ -31,6 +41,16 @@ if TYPE_CHECKING:
 
 SOURCE_NAME = "default"  # the reference's name for a polling source's state
 ETAG = "odf/etag"  # the reference's kind of a URL's ETag, and of the last file a glob took
+
+
+def pulled_source(ds: CurrentDataset, s: DatasetState) -> DatasetSourceRoot | None:
+    """The source a pull of the 0.39 root ``ds`` fetches from: its polling source in force, else
+    the File Feed source kept beside its chain (None: neither, nothing to fetch)."""
+    from .feed_source import kept_feed_source
+
+    if s.polling_source is not None:
+        return root_source(ds.id, s)
+    return kept_feed_source(ds.ws, ds.id)
 
 
 def root_source(name: str, s: DatasetState) -> DatasetSourceRoot:
@@ -52,6 +72,11 @@ def fetch_state(ds: CurrentDataset, s: DatasetState, fetch: FetchStep) -> FetchS
     held = {p.stem for p in ds.state_dir.iterdir()} if ds.state_dir.is_dir() else set()
     newest = next((b.hash for b in reversed(s.blocks) if str(b.hash) in held), None)
     if newest is None:
+        if isinstance(fetch, FetchStepFileFeed):
+            from .feed_source import chain_feed_state
+
+            feed = chain_feed_state(s, fetch)
+            return FetchState(feed) if feed is not None else None
         return chain_glob_state(s, fetch)
     path = ds.state_path(newest)
     return FetchState.from_json(path.read_bytes(), where=f"{ds.id}: {path}", step=fetch)
@@ -78,10 +103,15 @@ def chain_glob_state(s: DatasetState, fetch: FetchStep) -> FetchState | None:
 
 
 def reference_source_state(stored: FetchState | None) -> SourceState | None:
-    """The 0.39 source state of ``stored``, where the reference has a kind for it."""
+    """The 0.39 source state of ``stored``, where the reference has a kind for it, or a File
+    Feed's update in coord's own kind (``feed_source``)."""
     if stored is None:
         return None
     fetched = stored.fetched
+    if stored.resume is None and isinstance(fetched, FeedState):
+        from .feed_source import feed_source_state
+
+        return feed_source_state(fetched)
     if stored.resume is not None or not isinstance(fetched, UrlState):
         return None
     if fetched.etag is not None:

@@ -72,6 +72,9 @@ class FilesGlobState:
     last_event_time: datetime | None = None  # the file's event time, if the source has one
 
 
+UNKNOWN_COUNT = -1  # a consumed update whose number of data files is not recorded
+
+
 @dataclass(frozen=True)
 class FeedState:
     """``fetch: fileFeed`` (``ingest/fetch_feed.py``): the update a block was read from and what
@@ -81,7 +84,9 @@ class FeedState:
     fetch: str
     update: str  # the update's prefix
     files: tuple[str, ...]  # its data files, as listed: the block's provenance
-    consumed: tuple[tuple[str, int], ...]  # every ingested update → its number of data files
+    # every ingested update → its number of data files (UNKNOWN_COUNT: read back from a 0.39
+    # chain, which records the update alone: store.feed_source)
+    consumed: tuple[tuple[str, int], ...]
     superseded: tuple[str, ...]  # updates passed over for a newer one of their partition
 
     def __post_init__(self) -> None:  # one form per set of facts, so equal facts compare equal

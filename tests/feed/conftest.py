@@ -107,13 +107,19 @@ def parquet_bytes(table: pa.Table) -> bytes:
 CSV_READ = {"kind": "csv", "header": True, "schema": ["name STRING", "value BIGINT"]}
 
 
-def add_feed_dataset(ws: Workspace, feed: Feed, *, read: dict | None = None,
-                     merge: dict | None = None, prepare: list | None = None,
-                     dataset_id: str = "feed.ds", **fetch) -> str:
-    """A root dataset whose fetch step is ``fileFeed`` on ``feed`` (``fetch``: more options)."""
+def feed_source(feed: Feed, *, read: dict | None = None, merge: dict | None = None,
+                prepare: list | None = None, **fetch) -> dict:
+    """A root source (a 0.18 manifest's) whose fetch step is ``fileFeed`` on ``feed``
+    (``fetch``: more options)."""
     source = {"kind": "root", "fetch": {"kind": "fileFeed", "url": feed.url, **fetch}}
     if prepare is not None:
         source["prepare"] = prepare
     source["read"] = read or CSV_READ
     source["merge"] = merge or {"kind": "append"}
-    return add_dataset(ws, yaml.safe_dump({"source": source}, sort_keys=False), dataset_id)
+    return source
+
+
+def add_feed_dataset(ws: Workspace, feed: Feed, *, dataset_id: str = "feed.ds", **options) -> str:
+    """A root dataset of ``feed_source(feed, **options)``, added to ``ws`` (ODF 0.18)."""
+    return add_dataset(ws, yaml.safe_dump({"source": feed_source(feed, **options)}, sort_keys=False),
+                       dataset_id)
