@@ -30,7 +30,7 @@ transform layer does not import it):
     correction, is lost.
   - RECOMPUTE: any other query (aggregates, windows, DISTINCT, joins, unions, ORDER BY ...
     LIMIT, subqueries, chains of them) runs once as a batch over the rows each input's change
-    log describes up to the step (``row_changes.write_current_rows``: a file per input, its view),
+    log describes up to the step (``held_rows``: a file per input, its view),
     and the step writes the records that take the rows the derivative's own change log
     describes to the query's answer (``row_changes.changes``: appends and retractions; a
     row of an aggregation whose group stays while its values change, a correct-from /
@@ -90,11 +90,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from ..data.odf_schema import data_schema, grown_schema
 from ..data.odf_slice import Op, Vocabulary, build_slice, write_slice
-from ..data.row_changes import changes, unpaired, write_current_rows
+from ..data.row_changes import changes, unpaired
 from ..engine.port import (
     Engine,
     EngineError,
@@ -151,6 +152,7 @@ from ..transform.record_lineage import lineage_difference, lineage_of
 from ..trust.verify import Problem
 from ..workspace import Workspace
 from ..workspace.crash import crash_point
+from .held_rows import write_held_rows
 from .pending_rows import pending_words, record_pending
 
 
@@ -403,6 +405,9 @@ class CurrentPlan:
     # the invariance check's step goes by what the chain records instead: ``recompute``)
     late_rows: LateRows = LateRows.DROP
     recompute: bool = False  # the step is recomputed (a replayed step that named no checkpoint)
+    # a recomputed step may read and keep the rows folded so far (``held_rows``): a pull's step,
+    # never a replay's or the invariance check's, which fold from the slices alone
+    keep_rows: bool = False
 
     @property
     def vocab(self) -> Vocabulary:
@@ -457,7 +462,7 @@ def plan_current(ws: Workspace, ds: CurrentDataset, state: DatasetState) -> Curr
     return CurrentPlan(ds, state, transform, steps,
                        last_data.new_checkpoint if last_data is not None else None,
                        engine_transform(ran_with) if changed and ran_with else None,
-                       late_rows_policy(ws, ds.id))
+                       late_rows_policy(ws, ds.id), keep_rows=True)
 
 
 def alias_of(given: TransformInput) -> str:
@@ -645,7 +650,7 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
         if i.alias in temporal:  # its history: the versions a temporal join reads
             inputs.append(i.versions(path))
             continue
-        write_current_rows(checked_current_files(i.dataset, i.state.slices), i.vocab, path)
+        write_held_rows(plan.dataset, i.dataset, i.state, path, cached=plan.keep_rows)
         inputs.append(ExecuteInput(dataset_id=i.alias, vocab=engine_vocab(i.vocab),
                                    schema=pq.read_schema(path), data_paths=[path]))
     answer_path = scratch / "answer.parquet"
@@ -660,20 +665,22 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
                                       "change logs describe, which have no op or offset)",
                               e.position) from None
         raise
-    answer = pq.read_table(answer_path)
-    answer = answer.drop_columns([c for c in (v.system_time, v.offset, v.operation_type)
-                                  if c in answer.column_names])
-    held = plan.state.slices
-    if held:
-        write_current_rows(checked_current_files(plan.dataset, held), v, scratch / "held.parquet")
-        before = _as_answer(pq.read_table(scratch / "held.parquet"), answer.schema)
+    # the answer and the derivative's rows in the answer's columns (one a changed query adds
+    # reads null in the rows held, so every row changes; one it drops is left out, and
+    # ``_fitted`` refuses the drop), read by DuckDB from the files: memory does not follow them
+    columns = pa.schema([f for f in pq.read_schema(answer_path)
+                         if f.name not in (v.system_time, v.offset, v.operation_type)])
+    answer = pads.dataset(answer_path, schema=columns)
+    held = scratch / "held.parquet"
+    if plan.state.slices:
+        write_held_rows(plan.dataset, plan.dataset, plan.state, held, cached=plan.keep_rows)
     else:
-        before = answer.schema.empty_table()
+        pq.write_table(columns.empty_table(), held)
     new_data: DataSlice | None = None
     data_path = schema = None
     prev_offset = plan.state.last_offset
-    key = tuple(c for c in result.key_columns if c in answer.column_names)
-    written = changes(before, answer, v.operation_type, key)
+    key = tuple(c for c in result.key_columns if c in columns.names)
+    written = changes(pads.dataset(held, schema=columns), answer, v.operation_type, key, spill=scratch)
     if written.num_rows:
         stored, schema = _fitted(plan, build_slice(written, system_time=system_time,
                                                    prev_offset=prev_offset, vocabulary=v))
@@ -689,13 +696,6 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
         prev_checkpoint=plan.prev_checkpoint.physical_hash if plan.prev_checkpoint else None,
         prev_offset=prev_offset, new_data=new_data, new_watermark=watermark)
     return StepOutput(event, schema, data_path, None, 0)
-
-
-def _as_answer(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """The derivative's rows in the answer's columns: one a changed query adds is null in them
-    (so every row changes), one it drops is left out (``_fitted`` then refuses the drop)."""
-    return pa.table({f.name: rows[f.name] if f.name in rows.column_names
-                     else pa.nulls(rows.num_rows, f.type) for f in schema})
 
 
 def _as(column: str, name: str) -> str:

@@ -2,15 +2,20 @@
 
 ODF's rule (Representation of Retractions and Corrections): an append or a correct-to adds a
 row, a retraction or a correct-from takes one away. ``current_rows`` folds a dataset's records
-into the rows they describe; ``changes`` writes the records that take rows ``before`` to rows
-``after``. Both are DuckDB over Arrow tables (no Python loop per row).
+into the rows they describe (``write_row_counts`` and ``write_counted_rows`` the same from
+files to files, a fold brought forward by newer records); ``changes`` writes the records that
+take rows ``before`` to rows ``after``. All are DuckDB over Arrow tables or Parquet files (no
+Python loop per row); over files, under a memory limit, spilling to disk past it.
 
 Invariants:
 
 - Rows are a multiset of whole rows: every column but the system columns (offset, op, system
   time) counts, the event time included; two equal rows are two rows (a duplicate appended
   twice is held twice). Nulls equal nulls, as a record's retraction repeats its nulls.
-- A retraction of a row not held takes nothing away (the folded count never goes below zero).
+- A row is held as many times as its records' effects add up to (appends and correct-tos +1,
+  retractions and correct-froms -1), not at all when that is below one. Sums do not depend on
+  the order or grouping of the records, so a fold kept and brought forward gives what one
+  fold of the whole log gives.
 - ``changes(before, after)`` folded onto ``before`` gives ``after``: each row held more times
   after than before is appended that many more times (op 0), each held fewer times is
   retracted (op 1), carrying the values of the row it takes away, its event time included
@@ -22,18 +27,25 @@ Invariants:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeAlias
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from .odf_slice import Op, Vocabulary
 
+Rows: TypeAlias = pa.Table | pads.Dataset  # rows DuckDB scans: in memory, or files read as it goes
+
 # names of the counts the queries compute, beside the rows' own columns (which they must not
 # shadow: GROUP BY ALL would group by a column of the same name)
 _N, _S = '"__odf_rows_count"', '"__odf_rows_sign"'
+# what a fold or a comparison of rows may hold in memory before DuckDB spills to disk: rows
+# held are bounded by the disk, not by the machine's memory
+FOLD_MEMORY = "256MiB"
 
 
 def sign_sql(op: str) -> str:
@@ -57,22 +69,58 @@ def current_rows(records: pa.Table, v: Vocabulary) -> pa.Table:
 
 def write_current_rows(files: list[Path], v: Vocabulary, target: Path) -> None:
     """``current_rows`` of the records in ``files`` (one dataset's Parquet slices, columns added
-    along the way read null before), written to ``target``: DuckDB reads and folds the files
-    itself, so memory follows the rows held, not the length of the change log."""
+    along the way read null before), written to ``target``."""
+    counts = target.with_name(target.name + ".counts")
+    write_row_counts(files, v, counts)
+    write_counted_rows(counts, target)
+    counts.unlink()
+
+
+def write_row_counts(files: list[Path], v: Vocabulary, target: Path, *, base: Path | None = None) -> None:
+    """The rows the records in ``files`` (one dataset's Parquet slices, in any order; columns
+    added along the way read null before) describe, each distinct row once with its count, the
+    sum of its records' effects (never 0; below 0 when retracted more often than added, so a
+    later append evens it out as folding the whole log at once would), added to the counts in
+    ``base`` (a file this wrote for the records before ``files``), written to ``target``.
+
+    DuckDB reads the files itself under a memory limit, spilling beside ``target``. With a
+    ``base``, only its rows the new records touch are aggregated (a join on every column, nulls
+    equal): memory follows the new records, not the rows held."""
     schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
     columns = [f for f in schema if f.name not in (v.offset, v.operation_type, v.system_time)]
-    out = pa.schema(columns)
     cols = ", ".join(_quoted(c.name) for c in columns)
-    source = f"read_parquet({[str(f) for f in files]!r}, union_by_name = true)"
-    if v.operation_type in schema.names:
-        sign = sign_sql(_quoted(v.operation_type))
-        query = (f"SELECT {cols} FROM (SELECT {cols}, unnest(range({_N})) FROM (SELECT {cols}, "
-                 f"sum({sign})::BIGINT AS {_N} FROM {source} GROUP BY ALL) WHERE {_N} > 0)")
+    sign = sign_sql(_quoted(v.operation_type)) if v.operation_type in schema.names else "1"
+    new = (f"SELECT {cols}, sum({sign})::BIGINT AS {_N} FROM "
+           f"read_parquet({[str(f) for f in files]!r}, union_by_name = true) GROUP BY ALL")
+    if base is None:
+        query = f"SELECT * FROM ({new}) WHERE {_N} <> 0"
     else:
-        query = f"SELECT {cols} FROM {source}"
-    con = duckdb.connect()
+        same = " AND ".join(f"b.{_quoted(c.name)} IS NOT DISTINCT FROM d.{_quoted(c.name)}" for c in columns)
+        # the base's rows in the new records' columns (one added since reads null)
+        held = f"SELECT {cols}, {_N} FROM (FROM read_parquet('{base}') UNION ALL BY NAME FROM d WHERE false)"
+        query = (f"WITH d AS ({new}), b AS ({held}) "
+                 f"SELECT b.* FROM b ANTI JOIN d ON {same} UNION ALL "
+                 f"SELECT {cols}, sum({_N})::BIGINT AS {_N} FROM "
+                 f"(SELECT b.* FROM b SEMI JOIN d ON {same} UNION ALL SELECT * FROM d) "
+                 f"GROUP BY ALL HAVING sum({_N}) <> 0")
+    _write(query, [*columns, pa.field(_N.strip('"'), pa.int64())], target)
+
+
+def write_counted_rows(counts: Path, target: Path) -> None:
+    """The rows a file of ``write_row_counts`` describes, each as many times as its count says
+    (none below 1), written to ``target``."""
+    columns = [f for f in pq.read_schema(counts) if f.name != _N.strip('"')]
+    cols = ", ".join(_quoted(c.name) for c in columns)
+    _write(f"SELECT {cols} FROM (SELECT {cols}, unnest(range({_N})) FROM read_parquet('{counts}') "
+           f"WHERE {_N} > 0)", columns, target)
+
+
+def _write(query: str, columns: list[pa.Field], target: Path) -> None:
+    """The rows of ``query`` (DuckDB SQL, reading files itself) written to ``target`` in
+    ``columns``' types, batch by batch; DuckDB spills beside ``target`` past its memory limit."""
+    out = pa.schema(columns)
+    con = _connect(target.parent)
     try:
-        con.execute("SET TimeZone = 'UTC'")
         reader = con.sql(query).fetch_record_batch()
         with pq.ParquetWriter(target, out) as writer:
             for batch in reader:
@@ -103,13 +151,15 @@ def standing(records: pa.Table, v: Vocabulary) -> pa.Array:
     return pa.array(mask)
 
 
-def changes(before: pa.Table, after: pa.Table, op: str, key: tuple[str, ...] = ()) -> pa.Table:
-    """The records that take rows ``before`` to rows ``after`` (the same columns), ``after``'s
-    schema and an ``op`` column. Where ``key`` names columns, a row taken away and a row added
-    that share them, alone on each side, are written as a correct-from / correct-to pair, the
-    correct-from first (the reference's update of a row); every other change is a retraction
-    or an append."""
-    cols = ", ".join(_quoted(c) for c in after.column_names)
+def changes(before: Rows, after: Rows, op: str, key: tuple[str, ...] = (), *,
+            spill: Path | None = None) -> pa.Table:
+    """The records that take rows ``before`` to rows ``after`` (tables or Arrow datasets DuckDB
+    scans, of the same columns), ``after``'s schema and an ``op`` column. Where ``key`` names
+    columns, a row taken away and a row added that share them, alone on each side, are written
+    as a correct-from / correct-to pair, the correct-from first (the reference's update of a
+    row); every other change is a retraction or an append. Past its memory limit DuckDB spills
+    into ``spill``."""
+    cols = ", ".join(_quoted(c) for c in after.schema.names)
     delta = (f"SELECT {cols}, sum({_S})::BIGINT AS {_N} FROM (SELECT {cols}, 1 AS {_S} FROM after "
              f"UNION ALL BY NAME SELECT {cols}, -1 AS {_S} FROM before) GROUP BY ALL HAVING sum({_S}) <> 0")
     records = (f"SELECT {cols}, CASE WHEN {_N} > 0 THEN {Op.APPEND} ELSE {Op.RETRACT} END AS {_quoted(op)} "
@@ -124,7 +174,7 @@ def changes(before: pa.Table, after: pa.Table, op: str, key: tuple[str, ...] = (
         order = f"{keys}, {_quoted(op)}"  # a pair's two records next to each other, from first
     else:
         order = _quoted(op)
-    table = _sql(f"{records} ORDER BY {order}", before=before.select(after.column_names), after=after)
+    table = _sql(f"{records} ORDER BY {order}", spill=spill, before=before, after=after)
     schema = after.schema.append(pa.field(op, pa.int32(), nullable=False))
     return table.cast(schema)
 
@@ -139,14 +189,23 @@ def unpaired(records: pa.Table, op: str) -> pa.Table:
     return records.set_column(column, records.schema.field(column), plain.cast(ops.type))
 
 
-def _sql(query: str, **tables: pa.Table) -> pa.Table:
-    con = duckdb.connect()
+def _sql(query: str, *, spill: Path | None = None, **tables: Rows) -> pa.Table:
+    con = _connect(spill)
     try:
         for name, table in tables.items():
             con.register(name, table)
         return con.sql(query).to_arrow_table()
     finally:
         con.close()
+
+
+def _connect(spill: Path | None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection in UTC; given ``spill``, under the fold's memory limit, spilling
+    there past it (without, DuckDB's own limit: tables already in memory)."""
+    bounded = {"memory_limit": FOLD_MEMORY, "temp_directory": str(spill / "duckdb")} if spill else {}
+    con = duckdb.connect(config={"preserve_insertion_order": False, **bounded})
+    con.execute("SET TimeZone = 'UTC'")
+    return con
 
 
 def _quoted(name: str) -> str:

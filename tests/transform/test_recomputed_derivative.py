@@ -258,3 +258,25 @@ def test_steps_written_without_pairs_replay_through_the_engine_that_writes_pairs
     ops = {op for r in ds.state().slices for op in pq.read_table(ds.data_file(r.slice))["op"].to_pylist()}
     assert ops == {0, 1}
     assert "reproducibility: reproduced" in coord("verify", "test.top", cwd=home).stdout
+
+
+def test_a_derivative_keeps_each_datasets_rows_as_of_the_last_block_its_steps_read(pulled):
+    # the root's as of its newest block; its own as its newest step started from them
+    ws = Workspace.open(pulled)
+    kept = sorted(p.name for p in (ws.meta / "cache" / "test.by-region" / "held-rows").iterdir())
+    root, own = (CurrentDataset(ws, n).state().slices for n in (ROOT, "test.by-region"))
+    assert kept == sorted([f"{ROOT}@{root[-1].block_hash}.parquet",
+                           f"test.by-region@{own[-2].block_hash}.parquet"])
+
+
+def test_kept_rows_that_cannot_be_read_are_folded_again_from_every_slice(tmp_path):
+    home = workspace(tmp_path)
+    query, sql = SHAPES["test.by-region"]
+    add_derivative(home, "test.by-region", query, [ROOT])
+    pull_step_by_step(home, ["test.by-region"], {}, fake=True)
+    for kept in (Workspace.open(home).meta / "cache" / "test.by-region" / "held-rows").iterdir():
+        kept.write_bytes(b"not a Parquet file")
+    (home / "in" / "4.csv").write_text((home / "in" / "0.csv").read_text())  # the first again
+    coord("pull", ROOT, cwd=home)
+    coord("pull", "test.by-region", cwd=home, fake_engine=True)
+    assert rows(home, "test.by-region") == expected(home, 4, sql)
