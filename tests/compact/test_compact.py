@@ -226,6 +226,15 @@ def test_keeping_the_originals_leaves_them_and_verify_checks_them_too(fresh):
     assert report["ok"] and "200 of their originals are kept and were checked too" in report["compaction"]
 
 
+def test_a_compaction_empties_the_cache_of_slices_rebuilt_for_readers(compacted):
+    coord_here("tail", "ev", "-n", "3", cwd=compacted)
+    rebuilt = dataset(compacted).root / layout.REBUILT
+    newest = dataset(compacted).state().slices[-1].slice.physical_hash
+    assert [p.name for p in rebuilt.iterdir()] == [str(newest)]
+    coord_here("compact", "ev", cwd=compacted)
+    assert not rebuilt.exists()
+
+
 def test_a_compaction_with_nothing_new_says_so(compacted):
     assert coord_here("compact", "ev", cwd=compacted).stdout == "ev: nothing to compact\n"
 
@@ -301,7 +310,7 @@ def test_a_compaction_killed_at_any_step_leaves_a_dataset_that_verifies_and_the_
     index = load_index(root)
     assert [len(f.slices) for f in index.files] == [APPENDS]
     assert sorted(p.name for p in (root / layout.COMPACTED).iterdir()) == sorted(
-        [str(index.files[0].name), "index.json", *(["rows"] if (root / layout.REBUILT).exists() else [])])
+        [str(index.files[0].name), "index.json"])
     assert list((root / layout.DATA).iterdir()) == []
     assert json.loads(coord_here("verify", "ev", "--deep", "-o", "json", cwd=fresh).stdout)[0]["ok"]
     assert coord_here("compact", "ev", cwd=fresh).stdout == "ev: nothing to compact\n"
