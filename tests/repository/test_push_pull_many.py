@@ -1,10 +1,23 @@
 """Sharing a pipeline at once: push several datasets (``--all``, ``-r``), pull a derivative
-with its inputs (``pull -r``), and what verify says when an input stayed behind."""
+with its inputs (``pull -r``), and what verify says when an input stayed behind.
+
+The sharing itself is checked for a pipeline of either ODF version (``shared``: a root, a
+derivative reading it and an unrelated root; a 0.39 one written with ``support.odf39_datasets``),
+through a folder repository and, for the round trip, an S3 one; the rest on ODF 0.18."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
 import pytest
 
+from coordinator.store.dataset import CurrentDataset
+from coordinator.workspace import Workspace
+from coordinator.workspace.config import OdfVersion
+
 from ..support.cli import coord
+from ..support.odf39_datasets import BATCHES, at, write_derivative, write_root, write_table_root
 from ..support.tamper import flip_a_byte
 from .conftest import make_derivative, make_root, with_repo
 
@@ -13,8 +26,12 @@ UP, DER, OTHER = "org.example.events", "org.example.derived", "org.example.unrel
 
 def pipeline(ws, url):
     """A root, a derivative reading it and an unrelated root, in ``ws`` with repository ``shared``."""
-    up = make_root(with_repo(ws, url), UP, slices=2)
-    make_derivative(ws, DER, up)
+    datasets(with_repo(ws, url))
+
+
+def datasets(ws):
+    """The 0.18 pipeline's datasets in ``ws``."""
+    make_derivative(ws, DER, make_root(ws, UP, slices=2))
     make_root(ws, OTHER, slices=1)
 
 
@@ -22,37 +39,88 @@ def heads(ws, *ids):
     return {i: ws.dataset(i).head() for i in ids}
 
 
-def test_push_r_uploads_a_derivative_with_its_inputs_inputs_first(ws, tmp_path):
-    pipeline(ws, (tmp_path / "repo").as_uri())
-    out = coord("push", "-r", DER, "--to", "shared", cwd=ws.root).stdout.splitlines()
-    assert [line.split(":")[0] for line in out] == [UP, DER]
-    assert out[0].startswith(f"{UP}: pushed 3 blocks to shared/{UP}")
-    again = coord("push", "-r", DER, cwd=ws.root).stdout.splitlines()
-    assert again == [f"{UP}: shared/{UP} is up to date", f"{DER}: shared/{DER} is up to date"]
+@dataclass(frozen=True)
+class Shared:
+    """A pipeline of one ODF version in ``ws``: root ``up``, derivative ``der`` reading it,
+    unrelated root ``other``; ``blocks``: how many the root and the derivative each have."""
+
+    ws: Workspace
+    up: str
+    der: str
+    other: str
+    blocks: int
+
+    def workspace(self, root: Path) -> Workspace:
+        """Another workspace of the same version."""
+        return Workspace.init(root, self.ws.config().odf)
+
+    def heads(self, ws: Workspace, *names: str) -> dict[str, object]:
+        if ws.config().odf is OdfVersion.V039:
+            return {n: CurrentDataset(ws, n).state().head for n in names}
+        return heads(ws, *names)
+
+    def exists(self, ws: Workspace, name: str) -> bool:
+        return ws.odf_of(name) is not None
 
 
-def test_push_all_takes_every_dataset_pushed_before_to_where_it_went(ws, tmp_path):
-    pipeline(ws, (tmp_path / "repo").as_uri())
-    coord("push", UP, "--to", "shared", cwd=ws.root)
-    coord("push", OTHER, "--to", "shared/renamed", cwd=ws.root)
-    out = coord("push", "--all", cwd=ws.root).stdout.splitlines()
-    assert sorted(out) == [f"{UP}: shared/{UP} is up to date", f"{OTHER}: shared/renamed is up to date"]
-    everything = coord("push", "--all", "--to", "shared", cwd=ws.root).stdout
-    assert f"{DER}: pushed 3 blocks to shared/{DER}" in everything
+@pytest.fixture(params=[OdfVersion.V018, OdfVersion.V039], ids=["odf0.18", "odf0.39"])
+def shared(request, tmp_path) -> Shared:
+    ws = Workspace.init(tmp_path / "origin", request.param)
+    if request.param is OdfVersion.V018:
+        datasets(ws)
+        return Shared(ws, UP, DER, OTHER, 3)
+    folder, locks, scratch = ws.meta / "datasets", ws.meta / "locks", tmp_path / "scratch"
+    write_derivative(folder / "large-cities", locks, scratch,
+                     write_root(folder / "cities", locks, scratch, signer=ws.signing_key))
+    town = pa.table({"event_time": pa.array([at(0)], pa.timestamp("ms", tz="UTC")), "town": ["Evora"]})
+    write_table_root(ws, "towns", town, scratch)
+    return Shared(ws, "cities", "large-cities", "towns", 3 + len(BATCHES))
 
 
-def test_a_failed_push_skips_what_reads_it_and_the_others_go_on(ws, tmp_path):
-    pipeline(ws, (tmp_path / "repo").as_uri())
-    coord("push", UP, "--to", "shared/taken", cwd=ws.root)
-    # another dataset already sits under UP's name in the repository: UP's push diverges
-    coord("push", OTHER, "--to", f"shared/{UP}", cwd=ws.root)
-    done = coord("push", "-r", DER, OTHER, "--to", "shared", cwd=ws.root, check=False)
+def test_push_r_and_pull_r_carry_a_derivative_with_its_inputs_inputs_first(shared, repo_url, tmp_path):
+    p = shared
+    out = coord("push", "-r", p.der, "--to", "shared", cwd=with_repo(p.ws, repo_url).root).stdout
+    assert [line.split(" (")[0] for line in out.splitlines()] == [
+        f"{name}: pushed {p.blocks} blocks to shared/{name}" for name in (p.up, p.der)]
+    again = coord("push", "-r", p.der, cwd=p.ws.root).stdout.splitlines()
+    assert again == [f"{p.up}: shared/{p.up} is up to date", f"{p.der}: shared/{p.der} is up to date"]
+    other = with_repo(p.workspace(tmp_path / "other"), repo_url)
+    pulled = coord("pull", "-r", f"shared/{p.der}", cwd=other.root).stdout
+    assert f"{p.der}: new dataset: pulling {p.blocks} blocks" in pulled
+    assert f"{p.up}: new dataset: pulling {p.blocks} blocks" in pulled
+    assert p.heads(other, p.up, p.der) == p.heads(p.ws, p.up, p.der)
+    assert not p.exists(other, p.other)
+    assert sorted(coord("pull", "--all", cwd=other.root).stdout.splitlines()) == sorted(
+        [f"{p.up}: up to date", f"{p.der}: up to date"])
+
+
+def test_push_all_takes_every_dataset_pushed_before_to_where_it_went(shared, tmp_path):
+    p = shared
+    with_repo(p.ws, (tmp_path / "repo").as_uri())
+    coord("push", p.up, "--to", "shared", cwd=p.ws.root)
+    coord("push", p.other, "--to", "shared/renamed", cwd=p.ws.root)
+    out = coord("push", "--all", cwd=p.ws.root).stdout.splitlines()
+    assert sorted(out) == sorted([f"{p.up}: shared/{p.up} is up to date",
+                                  f"{p.other}: shared/renamed is up to date"])
+    everything = coord("push", "--all", "--to", "shared", cwd=p.ws.root).stdout
+    assert f"{p.der}: pushed {p.blocks} blocks to shared/{p.der}" in everything
+    assert {d.name for d in (tmp_path / "repo").iterdir()} == {p.up, p.der, p.other, "renamed"}
+
+
+def test_a_failed_push_skips_what_reads_it_and_the_others_go_on(shared, tmp_path):
+    p = shared
+    with_repo(p.ws, (tmp_path / "repo").as_uri())
+    coord("push", p.up, "--to", "shared/taken", cwd=p.ws.root)
+    # another dataset already sits under up's name in the repository: up's push diverges
+    coord("push", p.other, "--to", f"shared/{p.up}", cwd=p.ws.root)
+    done = coord("push", "-r", p.der, p.other, "--to", "shared", cwd=p.ws.root, check=False)
     assert done.returncode == 1
-    assert f"{UP}: failed: " in done.stdout
-    assert f"{DER}: skipped: it depends on {UP}, which failed" in done.stdout
-    assert f"{OTHER}: pushed" in done.stdout
-    assert done.stderr.startswith(f"coord: error: {UP}: shared/{UP} has blocks you don't")
+    assert f"{p.up}: failed: " in done.stdout
+    assert f"{p.der}: skipped: it depends on {p.up}, which failed" in done.stdout
+    assert f"{p.other}: pushed" in done.stdout
+    assert done.stderr.startswith(f"coord: error: {p.up}: shared/{p.up} has blocks you don't")
     assert "(1 skipped: they depend on it)" in done.stderr
+    assert not (tmp_path / "repo" / p.der).exists()
 
 
 def test_several_datasets_need_a_repository_not_a_name(ws, tmp_path):
@@ -61,20 +129,6 @@ def test_several_datasets_need_a_repository_not_a_name(ws, tmp_path):
     assert bad.returncode == 2 and "--to REPO/NAME names one dataset" in bad.stderr
     never = coord("push", "--all", cwd=ws.root, check=False)
     assert never.returncode == 2 and "no dataset has been pushed before" in never.stderr
-
-
-def test_pull_r_brings_a_derivative_with_its_inputs(ws, other_ws, tmp_path):
-    url = (tmp_path / "repo").as_uri()
-    pipeline(ws, url)
-    coord("push", "-r", DER, "--to", "shared", cwd=ws.root)
-    out = coord("pull", "-r", f"shared/{DER}", cwd=with_repo(other_ws, url).root).stdout
-    assert f"{DER}: new dataset: pulling 3 blocks" in out
-    assert f"{UP}: new dataset: pulling 3 blocks" in out
-    assert heads(other_ws, UP, DER) == heads(ws, UP, DER)
-    assert not other_ws.dataset(OTHER).exists()
-    coord("pull", "-r", f"shared/{DER}", cwd=other_ws.root)
-    assert coord("pull", "--all", cwd=other_ws.root).stdout.splitlines() == [f"{UP}: up to date",
-                                                                             f"{DER}: up to date"]
 
 
 def test_pull_r_keeps_an_input_the_workspace_has_of_its_own(ws, other_ws, tmp_path):
@@ -87,14 +141,15 @@ def test_pull_r_keeps_an_input_the_workspace_has_of_its_own(ws, other_ws, tmp_pa
     assert f"{UP}:" not in out and other_ws.dataset(UP).head() == mine
 
 
-def test_a_missing_input_pulled_from_nowhere_fails_and_is_named(ws, other_ws, tmp_path):
+def test_a_missing_input_pulled_from_nowhere_fails_and_is_named(shared, tmp_path):
+    p = shared
     url = (tmp_path / "repo").as_uri()
-    pipeline(ws, url)
-    coord("push", DER, "--to", "shared", cwd=ws.root)  # without its input
-    done = coord("pull", "-r", f"shared/{DER}", cwd=with_repo(other_ws, url).root, check=False)
+    coord("push", p.der, "--to", "shared", cwd=with_repo(p.ws, url).root)  # without its input
+    other = with_repo(p.workspace(tmp_path / "other"), url)
+    done = coord("pull", "-r", f"shared/{p.der}", cwd=other.root, check=False)
     assert done.returncode == 1
-    assert f"{DER}: new dataset" in done.stdout
-    assert done.stderr.startswith(f"coord: error: {UP}: shared/{UP}: no dataset there")
+    assert f"{p.der}: new dataset" in done.stdout
+    assert done.stderr.startswith(f"coord: error: {p.up}: shared/{p.up}: no dataset there")
 
 
 def test_verify_says_how_to_bring_an_input_that_stayed_behind(ws, other_ws, tmp_path):
