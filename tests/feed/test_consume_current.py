@@ -24,7 +24,7 @@ from coordinator.workspace import layout as ws_layout
 from coordinator.workspace.config import OdfVersion
 
 from ..support.cli import coord_here
-from ..support.odf39_datasets import write_root
+from ..support.odf39_datasets import BATCHES, append_rows, write_root
 from .conftest import Feed, csv_part, feed_source
 
 DS = "feed.ds"
@@ -221,15 +221,18 @@ def test_a_pushed_copy_is_a_root_without_source_that_verifies(current, folder_fe
     assert copy.values() == [("a", 1)]
 
 
-def test_a_published_0_39_dataset_is_read_back_by_a_0_39_feed_root(current, folder_feed, tmp_path):
+def test_a_published_0_39_dataset_is_read_back_with_its_retractions_by_a_0_39_feed_root(
+        current, folder_feed, tmp_path):
     producer = Workspace.init(tmp_path / "producer", OdfVersion.V039)
-    write_root(producer.meta / "datasets" / "cities", producer.meta / "locks", tmp_path / "scratch")
+    folder, locks, scratch = producer.meta / "datasets" / "cities", producer.meta / "locks", tmp_path / "s"
+    write_root(folder, locks, scratch)
+    append_rows(folder, locks, scratch, BATCHES[0][:1], op=1)  # Lisbon retracted
     coord_here("publish", "cities", "--to-feed", folder_feed.url, cwd=producer.root)
     current.add(folder_feed, read={"kind": "parquet"})
     current.pull()
-    data = ["event_time", "city", "population"]
+    columns = ["op", "event_time", "city", "population"]
     ds = CurrentDataset(producer, "cities")
-    theirs = [pq.read_table(ds.data_file(r.slice), columns=data) for r in ds.state().slices]
-    ours = [pq.read_table(f, columns=data) for _, f in current.blocks()]
-    assert [t.to_pylist() for t in ours] == [t.to_pylist() for t in theirs]
-    assert [t.num_rows for t in ours] == [3, 2]
+    theirs = [pq.read_table(ds.data_file(r.slice), columns=columns).to_pylist() for r in ds.state().slices]
+    ours = [pq.read_table(f, columns=columns).to_pylist() for _, f in current.blocks()]
+    assert ours == theirs
+    assert [r["op"] for r in ours[-1]] == [1]  # the part's op column read as the operation type
