@@ -13,9 +13,9 @@ ODF 0.39 has no fetch step for a File Feed, so the chain never claims one:
   wins over a kept file.
 - Each AddData of an update records which update it holds in ``newSourceState``: source
   ``fileFeed``, kind ``coord/file-feed``, value the update's prefix in the feed
-  (``20240521.160000``, ``2024-05-20/20240521.160000`` under partitions). The reference keeps a
-  state of a kind it does not know and reads nothing from it; a reader of the chain alone sees
-  the update behind each block.
+  (``20240521.160000``, ``2024-05-20/20240521.160000`` under partitions). The reference's
+  chain rules take a state of any kind, and with no source of that name it reads nothing from
+  it; a reader of the chain alone sees the update behind each block.
 - The workspace's fetch state of each block (``workspace.source_state.FeedState``: update,
   files, consumed, superseded) is kept in ``.coord/cache/<name>/state/`` as for every root and
   decides what a pull takes. When the workspace keeps none (its cache lost, then the manifest

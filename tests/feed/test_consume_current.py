@@ -178,6 +178,19 @@ def test_a_lost_fetch_state_is_read_back_from_the_chain(current, folder_feed):
     assert current.values() == [("a", 1), ("b", 2)]  # the first update not taken twice
 
 
+def test_a_damaged_kept_source_fails_the_pull_in_one_line_saying_what_to_do(current, folder_feed):
+    current.add(folder_feed)
+    kept = current.ws.meta / ws_layout.cache_dir(DS, "file-feed.json")
+    kept.write_text("{")
+    done = coord_here("pull", DS, cwd=current.ws.root, check=False)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"coord: error: {DS}: {kept} is not the File Feed source coord keeps")
+    assert done.stderr.rstrip().endswith("add the dataset's manifest again (coord add --replace)")
+    assert done.stderr.count("\n") == 1
+    current.add(folder_feed, replace=True)
+    assert current.pull() == f"{DS}: up to date"
+
+
 def test_a_glob_root_cannot_become_a_feed_root_and_a_feed_root_can_become_a_glob_one(current, folder_feed):
     current.ws.root.joinpath("in").mkdir()
     glob = {**feed_source(folder_feed), "fetch": {"kind": "filesGlob", "path": "in/*.csv"}}
