@@ -28,6 +28,7 @@ from ..metadata.objects import (
     EventTimeSourceFromMetadata,
     EventTimeSourceFromPath,
     FetchStep,
+    FetchStepContainer,
     FetchStepFileFeed,
     FetchStepFilesGlob,
     FetchStepUrl,
@@ -80,6 +81,10 @@ def fetch(step: FetchStep, *, root: Path, scratch: Path, state: FetchState | Non
         return fetch_feed.download(io, feed_plan, scratch, progress)
     if isinstance(step, FetchStepFilesGlob):
         return _fetch_glob(step, root, progress_of(FilesGlobState, step, state))
+    if isinstance(step, FetchStepContainer):
+        from .fetch_container import fetch_container
+
+        return fetch_container(step, root=root, scratch=scratch, state=state)
     if urllib.parse.urlparse(step.url).scheme in ("", "file"):
         return _fetch_local_url(step, root, progress_of(UrlState, step, state))
     return _fetch_http(step, scratch, progress_of(UrlState, step, state), progress)
@@ -88,7 +93,10 @@ def fetch(step: FetchStep, *, root: Path, scratch: Path, state: FetchState | Non
 def probe(step: FetchStep, *, root: Path, state: FetchState | None) -> list[str] | None:
     """The files a pull would ingest now, found without downloading anything (``coord
     status``): local files by the stat and hash the state records; None for a remote URL,
-    which only a request could tell (unless its ``cache`` says it is fetched once)."""
+    which only a request could tell (unless its ``cache`` says it is fetched once), and for a
+    container, which only a run could."""
+    if isinstance(step, FetchStepContainer):
+        return None
     if isinstance(step, FetchStepFileFeed):  # a listing, no download
         from .fetch_feed import plan
 

@@ -143,6 +143,10 @@ def _validate_content(content: dict, name: str, error) -> None:
     if merge.get("kind") in {m.KIND for m in STREAM_MERGES}:  # the 0.18 schemas have none:
         merge = {"kind": "ledger", "primaryKey": merge.get("primaryKey")}  # a key checked as a ledger's
         content = {**content, "source": {**content["source"], "merge": merge}}
+    if content.get("source", {}).get("fetch", {}).get("kind") == objects.FetchStepContainer.KIND:
+        # nor a container fetch (a 0.39 root's, its fields checked as the 0.39 step decoded)
+        content = {**content, "source": {**content["source"],
+                                         "fetch": {"kind": "url", "url": "container:"}}}
     try:
         validate_document({"apiVersion": 1, "kind": "DatasetSnapshot", "content": content}, name)
     except ManifestError as e:

@@ -169,7 +169,27 @@ class FetchStepFileFeed:
     success_marker: SuccessMarker | None = None  # None: count
 
 
-FetchStep = FetchStepUrl | FetchStepFilesGlob | FetchStepFileFeed
+@odf
+class EnvVar:
+    name: str
+    value: str | None = None  # None: the coordinator's environment variable of that name
+
+
+@odf
+class FetchStepContainer:
+    """ODF's container fetch (``ingest/fetch_container.py``), run for current-ODF (0.39)
+    roots only: not in ``UNIONS``, so a 0.18 block or manifest holding one is still refused
+    by name (``LATER_ODF_TAGS``)."""
+
+    UNION: ClassVar[str] = "FetchStep"
+    KIND: ClassVar[str] = "container"
+    image: str
+    command: list[str] | None = None
+    args: list[str] | None = None
+    env: list[EnvVar] | None = None
+
+
+FetchStep = FetchStepUrl | FetchStepFilesGlob | FetchStepFileFeed | FetchStepContainer
 
 # --- prepare -------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..metadata.objects import DatasetSource, DatasetSourceRoot, FetchStepFilesGlob
+from ..metadata.objects import DatasetSource, DatasetSourceRoot, FetchStepContainer, FetchStepFilesGlob
 
 QUIET_MS = 100
 GROUP_MS = 500
@@ -31,6 +31,8 @@ def watched_pattern(source: DatasetSource, root: Path) -> str | None:
     fetch = source.fetch
     if isinstance(fetch, FetchStepFilesGlob):
         path = fetch.path
+    elif isinstance(fetch, FetchStepContainer):  # a program, no file to watch
+        return None
     else:
         parsed = urllib.parse.urlparse(fetch.url)
         if parsed.scheme not in ("", "file"):

@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import NotFound
 from ..metadata.ids import MAX_ID_LENGTH, is_dataset_id
-from ..metadata.objects import DatasetSourceDerivative, DatasetSourceRoot, FetchStep, FetchStepFilesGlob
+from ..metadata.objects import (
+    DatasetSourceDerivative,
+    DatasetSourceRoot,
+    FetchStep,
+    FetchStepContainer,
+    FetchStepFilesGlob,
+)
 from ..metadata.odf39.events import DatasetKind
 from ..workspace import layout as ws_layout
 from ..workspace.config import OdfVersion
@@ -57,7 +63,10 @@ class Overview:
 
 
 def fetch_location(fetch: FetchStep) -> str:
-    """Where a 0.18 root's data comes from: a glob's path, any other fetch step's URL."""
+    """Where a root's data comes from: a glob's path, a container's image, any other fetch
+    step's URL."""
+    if isinstance(fetch, FetchStepContainer):
+        return f"container {fetch.image}"
     return fetch.path if isinstance(fetch, FetchStepFilesGlob) else fetch.url
 
 

@@ -184,7 +184,7 @@ def _root(event: e.SetPollingSource, at: str, places: dict[str, str],
         raise NotSupported(f"{at}.read", f"read kind {read.KIND}",
                            "a 0.39 dataset reads it: make the workspace with coord init --odf 0.39")
     return o.DatasetSourceRoot(
-        fetch=_fetch(event.fetch, f"{at}.fetch"),
+        fetch=_fetch(event.fetch, f"{at}.fetch", target),
         prepare=None if event.prepare is None else [_prepare(step) for step in event.prepare],
         read=_read(as_ndjson(read), f"{at}.read", places),
         preprocess=preprocess,
@@ -221,7 +221,7 @@ def as_ndjson(read: s.ReadStep) -> s.ReadStep:
     return read
 
 
-def _fetch(step: s.FetchStep, at: str) -> o.FetchStep:
+def _fetch(step: s.FetchStep, at: str, target: str) -> o.FetchStep:
     if isinstance(step, s.FetchStepUrl):
         if step.headers:
             raise NotSupported(f"{at}.headers", "request headers", "a 0.18 url fetch sends none")
@@ -231,12 +231,15 @@ def _fetch(step: s.FetchStep, at: str) -> o.FetchStep:
         order = None if step.order is None else o.SourceOrdering[step.order.name]
         return o.FetchStepFilesGlob(path=step.path, event_time=_event_time(step.event_time),
                                     cache=_cache(step.cache), order=order)
-    if isinstance(step, s.FetchStepContainer):  # what it needs is not a kind but a program
-        raise NotSupported(at, f"the Container fetch (image {step.image})",
-                           "it needs a container runtime to run the image as a source, which "
-                           "coord does not do: run it yourself and read what it writes with a "
-                           "FilesGlob source")
-    raise NotSupported(at, f"fetch kind {step.KIND}", "coord fetches Url and FilesGlob sources")
+    if isinstance(step, s.FetchStepContainer):
+        if target != "0.39":
+            raise NotSupported(at, "fetch kind Container",
+                               "a 0.39 dataset runs it: make the workspace with coord init --odf 0.39")
+        env = None if step.env is None else [o.EnvVar(name=v.name, value=v.value) for v in step.env]
+        return o.FetchStepContainer(image=step.image, command=step.command, args=step.args,
+                                    env=env)
+    raise NotSupported(at, f"fetch kind {step.KIND}",
+                       "coord fetches Url, FilesGlob and Container sources")
 
 
 def _event_time(source: s.EventTimeSource | None) -> o.EventTimeSource | None:
