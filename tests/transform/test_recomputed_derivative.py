@@ -7,8 +7,7 @@ add a row, retractions take one away) are its query over the rows its inputs' ch
 describe, computed apart by DuckDB over the root's CSV snapshot in force and the reference
 root's files. The snapshots rename, remove, bring back and add cities.
 
-The DuckDB test engine runs the logic; the Spark tests at the end run windows and a join then
-a window through the real engine.
+The DuckDB test engine runs the logic; test_recomputed_spark.py runs the same through Spark.
 """
 from __future__ import annotations
 
@@ -219,45 +218,6 @@ def test_a_query_reading_the_op_of_an_input_it_aggregates_is_refused(tmp_path):
     assert proc.returncode == 1
     assert "the query runs over the rows its inputs' change logs describe, which have no op" in proc.stderr
     assert not CurrentDataset(Workspace.open(home), "test.ops").state().slices
-
-
-# ----- the same through Spark -------------------------------------------------------------------
-
-
-@pytest.mark.spark
-def test_spark_recomputes_a_window_and_a_join_then_a_window_after_every_snapshot(tmp_path):
-    home = workspace(tmp_path)
-    windows = {
-        "test.daily": (
-            f"SELECT window.start AS day_time, region, count(*) AS n, sum(pop) AS pop FROM `{ROOT}` "
-            "GROUP BY window(day_time, '1 day'), region",
-            "SELECT time_bucket(INTERVAL 1 DAY, day_time) AS day_time, region, count(*), sum(pop) "
-            "FROM cities GROUP BY ALL"),
-        "test.daily-named": (
-            f"SELECT window.start AS day_time, r.name, count(*) AS n FROM `{ROOT}` c "
-            f"JOIN `{REGIONS}` r ON c.region = r.code GROUP BY window(c.day_time, '1 day'), r.name",
-            "SELECT time_bucket(INTERVAL 1 DAY, c.day_time) AS day_time, r.name, count(*) "
-            "FROM cities c JOIN regions r ON c.region = r.code GROUP BY ALL"),
-    }
-    for name, (query, _) in windows.items():
-        add_derivative(home, name, query, [ROOT, REGIONS] if REGIONS in query else [ROOT])
-    pull_step_by_step(home, list(windows), {n: sql for n, (_, sql) in windows.items()}, fake=False)
-    assert "reproducibility: reproduced" in coord("verify", "test.daily-named", cwd=home).stdout
-
-
-@pytest.mark.spark
-def test_steps_written_without_pairs_replay_through_the_engine_that_writes_pairs(tmp_path):
-    # the test engine names no key, so each changed group is written as a retraction and an
-    # append, as every recomputed step was before steps wrote pairs; Spark names the key
-    home = workspace(tmp_path)
-    query = (f"SELECT min(day_time) AS day_time, region, count(*) AS n, max(pop) AS top FROM `{ROOT}` "
-             "GROUP BY region")
-    add_derivative(home, "test.top", query, [ROOT])
-    pull_step_by_step(home, ["test.top"], {}, fake=True)
-    ds = CurrentDataset(Workspace.open(home), "test.top")
-    ops = {op for r in ds.state().slices for op in pq.read_table(ds.data_file(r.slice))["op"].to_pylist()}
-    assert ops == {0, 1}
-    assert "reproducibility: reproduced" in coord("verify", "test.top", cwd=home).stdout
 
 
 def test_a_derivative_keeps_each_datasets_rows_as_of_the_last_block_its_steps_read(pulled):
