@@ -142,7 +142,8 @@ def _run(step: FetchStepContainer, folder: Path, etag: str | None,
         container.start()
         status = container.wait()["StatusCode"]
         with open(output, "wb") as f:
-            for chunk in container.logs(stdout=True, stderr=False, stream=True):
+            # streamed, not followed: a followed log of an exited container stops short
+            for chunk in container.logs(stdout=True, stderr=False, stream=True, follow=False):
                 f.write(chunk)
         if status:
             errors = container.logs(stdout=False, stderr=True).decode(errors="replace")

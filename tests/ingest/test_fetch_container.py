@@ -36,6 +36,20 @@ if start + 3 < int(os.environ.get("MORE") or 0):
     open(os.environ["ODF_NEW_HAS_MORE_DATA_PATH"], "w").write("")
 """
 FAILING = 'import sys; print("{}"); sys.exit("no quota left at the source")'
+# one record, unless it was run before (the etag v1 given back), when it prints nothing but
+# with LOUD set
+STEADY = """\
+import json, os
+if not os.environ["ODF_ETAG"] or os.environ.get("LOUD"):
+    print(json.dumps({"at": "2024-01-01T00:00:00Z", "n": 0, "net": ""}))
+open(os.environ["ODF_NEW_ETAG_PATH"], "w").write("v1")
+"""
+# 60,000 records, about 10 MB: more than a container log gives when it is followed
+MANY = """\
+import json
+for n in range(60000):
+    print(json.dumps({"at": "2024-01-01T00:00:00Z", "n": n, "net": "x" * 120}))
+"""
 
 
 def manifest(home: Path, script: str, image: str = IMAGE, env: str = "") -> Path:
@@ -97,6 +111,24 @@ def test_the_image_runs_without_network(home):
     assert {r["net"] for r in rows} == {"lo"}
 
 
+def test_the_image_reaches_the_hosts_network_when_the_workspace_allows_it(home):
+    coord("config", "set", "engine.allowNetwork", "true", cwd=home)
+    coord("add", str(manifest(home, COUNTER)), cwd=home)
+    coord("pull", NAME, cwd=home)
+    rows = json.loads(coord("tail", NAME, "-o", "json", cwd=home).stdout)
+    host = ",".join(sorted(p.name for p in Path("/sys/class/net").iterdir()))
+    assert {r["net"] for r in rows} == {host} != {"lo"}
+
+
+def test_all_the_image_prints_is_taken_however_much(home):
+    coord("add", str(manifest(home, MANY)), cwd=home)
+    coord("pull", NAME, cwd=home)
+    [row] = json.loads(coord("sql", "-o", "json", "-c",
+                             f'SELECT count(*) AS c, sum(n) AS s FROM "{NAME}"', cwd=home).stdout)
+    count, total = row["c"], row["s"]
+    assert (count, total) == (60000, 60000 * 59999 // 2)
+
+
 def test_an_image_with_more_data_runs_again_from_the_state_it_left(home):
     coord("add", str(manifest(home, COUNTER, env="env: [{name: MORE, value: '9'}]")), cwd=home)
     coord("pull", NAME, cwd=home)
@@ -109,6 +141,25 @@ def test_a_value_is_templated_from_the_environment_as_the_reference_does(home):
                                                  "\"${{ env.COORD_TEST_MORE || '0' }}\"}]")), cwd=home)
     coord("pull", NAME, cwd=home, env={"COORD_TEST_MORE": "6"})
     assert records(home) == list(range(6))
+
+
+def test_the_same_state_and_no_output_is_nothing_new(home):
+    coord("add", str(manifest(home, STEADY)), cwd=home)
+    coord("pull", NAME, cwd=home)
+    coord("pull", NAME, cwd=home)
+    assert records(home) == [0]
+    assert len(add_data(home)) == 1
+
+
+def test_the_same_state_with_output_is_refused_as_the_reference_refuses_it(home):
+    coord("add", str(manifest(home, STEADY, env="env: [{name: LOUD, value: '1'}]")), cwd=home)
+    coord("pull", NAME, cwd=home)
+    refused = coord("pull", NAME, cwd=home, check=False)
+    assert refused.stderr.strip().splitlines()[-1].endswith(
+        f"fetch Container {IMAGE}: the image left the same source state as before but printed "
+        "data; it must leave a new state (/opt/odf/out/new-etag or new-last-modified) with new "
+        "data")
+    assert len(add_data(home)) == 1
 
 
 def test_an_image_that_fails_is_refused_in_one_line_and_nothing_is_written(home):
