@@ -126,3 +126,28 @@ def test_the_order_is_not_that_of_event_time_then_operation_type(home):
     assert records == [(2, 1), (3, 1), (1, 2), (0, 4)]
     by_time = sorted(stored.to_pylist(), key=lambda r: (r["at"], r["op"]))
     assert [(r["op"], r["id"]) for r in by_time] != records
+
+
+CHANGELOG_FILES = [
+    [(0, 3, "Pune", 30), (0, 1, "Oslo", 10), (0, 2, "Lima", 20)],
+    [(0, 4, "Kyiv", 40), (2, 2, "Lima", 20), (3, 2, "Lima", 21), (1, 1, "Oslo", 10)],
+]
+
+
+def test_a_changelog_slice_is_in_the_references_order_by_key_then_operation_type(tmp_path):
+    coord("init", "--odf", "0.39", ".", cwd=tmp_path)
+    coord("add", str(root(tmp_path, NAME, fetch="{kind: FilesGlob, path: 'in/*.csv'}",
+                          read="{kind: Csv, header: true, ddlSchema: ['op INT', 'id BIGINT', "
+                               "'city STRING', 'pop BIGINT']}",
+                          merge="{kind: ChangelogStream, primaryKey: [id]}")), cwd=tmp_path)
+    ds = CurrentDataset(Workspace.open(tmp_path), NAME)
+    for i, rows in enumerate(CHANGELOG_FILES):
+        given = tmp_path / "in" / f"{i}.csv"
+        given.parent.mkdir(exist_ok=True)
+        given.write_text("op,id,city,pop\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+        coord("pull", NAME, cwd=tmp_path)
+        stored = pq.read_table(ds.data_file(ds.state().slices[-1].slice))
+        expected = duckdb.sql(f"SELECT op, id, city, pop FROM read_csv('{given}', header = true) "
+                              "ORDER BY id, op").fetchall()
+        assert [tuple(r.values()) for r in stored.select(["op", "id", "city", "pop"]).to_pylist()] \
+            == expected, f"file {i}"
