@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Invalid
 from ..metadata.timestamps import TimeParseError, format_timestamp, parse_timestamp
+from ..store.dataset import CurrentDataset
+from ..store.read import DatasetState
 from ..workspace import Dataset
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import BlockNotFound
@@ -118,16 +120,27 @@ class Diff:
     rows: pa.Table  # change, key, changed, old, new; at most the limit asked for
 
 
-def chain(ds: Dataset) -> list[Block]:
-    """The dataset's blocks, newest first, either ODF version."""
+def chain(ds: Dataset, current: CurrentDataset | None = None) -> list[Block]:
+    """The dataset's blocks, newest first, either ODF version (``current``: a current-ODF
+    dataset's, as read already)."""
     if ds.ws.odf_of(ds.id) is OdfVersion.V039:
-        from ..store.dataset import CurrentDataset
         from ..store.read import objects_of
 
         return [Block(str(b.hash), b.hash.to_bytes(), b.block.system_time,
                       objects_of(b.block)[0] is not None, b.hash.digest.hex())
-                for b in reversed(CurrentDataset(ds.ws, ds.id).state().blocks)]
+                for b in reversed((current or CurrentDataset(ds.ws, ds.id)).state().blocks)]
     return [Block(h.hex(), h, b.system_time, b.output_slice is not None, h.hex()) for h, b in ds.blocks()]
+
+
+class _ReadOnce(CurrentDataset):
+    """A current-ODF dataset whose chain one diff reads once (each of its steps asks for it)."""
+
+    _state: DatasetState | None = None
+
+    def state(self) -> DatasetState:
+        if self._state is None:
+            self._state = super().state()
+        return self._state
 
 
 def version_at(blocks: Sequence[Block], dataset: str, when: str | None, option: str) -> int:
@@ -175,7 +188,8 @@ def diff(ds: Dataset, old: str | None = None, new: str | None = None, old_as_of:
     system time as ``version_at`` takes it, each read as of its event time if given; see the
     module doc for the defaults); ``limit``: rows returned at most (the counts are of all);
     ``named``: the arguments' names in the refusals."""
-    blocks = chain(ds)
+    current = _ReadOnce(ds.ws, ds.id) if ds.ws.odf_of(ds.id) is OdfVersion.V039 else None
+    blocks = chain(ds, current)
     b = version_at(blocks, ds.id, new, named.new)
     a = version_at(blocks, ds.id, old, named.old) if old is not None or old_as_of is not None \
         else before_last_change(blocks, b)
@@ -183,12 +197,12 @@ def diff(ds: Dataset, old: str | None = None, new: str | None = None, old_as_of:
     a_as_of = old_as_of if old is not None or old_as_of is not None else new_as_of
     versions = [Version(blocks[i] if i < len(blocks) else None, as_of)
                 for i, as_of in ((a, a_as_of), (b, new_as_of))]
-    reads = [_read(ds, v) for v in versions]
-    keys = [r.key if r is not None else _definition(ds)[1] for r in reads]
+    reads = [_read(ds, current, v) for v in versions]
+    keys = [r.key if r is not None else _definition(ds, current)[1] for r in reads]
     for given, k, option in ((old_as_of, keys[0], named.old_as_of), (new_as_of, keys[1], named.new_as_of),
                              (a_as_of, keys[0], named.new_as_of)):
         if given is not None and k is None:
-            raise NoState(f"{option}: {no_state(ds.id, _definition(ds)[0])}")
+            raise NoState(f"{option}: {no_state(ds.id, _definition(ds, current)[0])}")
     if reads[0] is None and reads[1] is None:  # no data in either: nothing to compare
         return Diff(ds.id, versions[0], versions[1], keys[1].key if keys[1] is not None else None,
                     dict.fromkeys(CHANGES, 0), _no_rows())
@@ -199,9 +213,9 @@ def diff(ds: Dataset, old: str | None = None, new: str | None = None, old_as_of:
         # beyond the other's can differ
         touched = "x_log" if key is not None and a_as_of == new_as_of and _register_beyond(con, ds, reads) \
             else None
-        sides = [_rows_sql(f"{side}_log", k, v.as_of, read, ds, touched)
+        sides = [_rows_sql(f"{side}_log", k, v.as_of, read, current, touched)
                  for side, k, v, read in zip("ab", keys, versions, reads, strict=True)]
-        data = _data_columns(columns, ds, keys)
+        data = _data_columns(columns, ds, current, keys)
         query = _by_key(sides, key.key, key.event_time, data) if key is not None else _whole_rows(sides, data)
         con.execute(f"CREATE TEMP TABLE diff AS {query}")
         counted = dict(con.execute("SELECT change, count(*) FROM diff GROUP BY change").fetchall())
@@ -219,20 +233,23 @@ def _no_rows() -> pa.Table:
                      "old": pa.array([], pa.null()), "new": pa.array([], pa.null())})
 
 
-def _read(ds: Dataset, version: Version) -> DatasetRead | None:
-    from .sql import dataset_read
+def _read(ds: Dataset, current: CurrentDataset | None, version: Version) -> DatasetRead | None:
+    """``version``'s read (``current``: the dataset if it is a current-ODF one)."""
+    from .sql import current_read, dataset_read
 
-    return None if version.block is None else dataset_read(ds, stop=version.block.stop)
+    if version.block is None:
+        return None
+    stop = version.block.stop
+    return dataset_read(ds, stop=stop) if current is None else current_read(current, stop)
 
 
-def _definition(ds: Dataset) -> tuple[Any, StateKey | None]:
+def _definition(ds: Dataset, current: CurrentDataset | None) -> tuple[Any, StateKey | None]:
     """The dataset's source in force now and the key it gives (a version without data has no
     read to tell its key)."""
-    if ds.ws.odf_of(ds.id) is OdfVersion.V039:
-        from ..store.dataset import CurrentDataset
+    if current is not None:
         from .sql import current_definition
 
-        return current_definition(CurrentDataset(ds.ws, ds.id))
+        return current_definition(current)
     state = ds.state()
     return state.source, state_key(state.source, state.vocab)
 
@@ -292,45 +309,46 @@ def _listed(files: list[Path]) -> str:
     return "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
 
 
-def _vocabulary(ds: Dataset) -> Vocabulary:
+def _vocabulary(current: CurrentDataset) -> Vocabulary:
     """A current-ODF dataset's system columns' names (its ``SetVocab``, else the defaults)."""
     from ..data.odf_slice import DEFAULT_VOCABULARY as V
     from ..data.odf_slice import Vocabulary
-    from ..store.dataset import CurrentDataset
 
-    v = CurrentDataset(ds.ws, ds.id).state().vocab
+    v = current.state().vocab
     if v is None:
         return V
     return Vocabulary(v.offset_column or V.offset, v.operation_type_column or V.operation_type,
                       v.system_time_column or V.system_time, v.event_time_column or V.event_time)
 
 
-def _system_columns(ds: Dataset) -> set[str]:
+def _system_columns(ds: Dataset, current: CurrentDataset | None) -> set[str]:
     """How a row arrived, not what it is: the offset, operation type and system time."""
-    if ds.ws.odf_of(ds.id) is OdfVersion.V039:
-        v = _vocabulary(ds)
+    if current is not None:
+        v = _vocabulary(current)
         return {v.offset, v.operation_type, v.system_time}
     return {ds.state().vocab.system_time}
 
 
-def _data_columns(columns: list[str], ds: Dataset, keys: list[StateKey | None]) -> list[str]:
-    hidden = _system_columns(ds) | {k.observation for k in keys if k is not None and k.observation}
+def _data_columns(columns: list[str], ds: Dataset, current: CurrentDataset | None,
+                  keys: list[StateKey | None]) -> list[str]:
+    hidden = _system_columns(ds, current) | {k.observation for k in keys if k is not None and k.observation}
     return [c for c in columns if c not in hidden]
 
 
 def _rows_sql(log: str, key: StateKey | None, as_of: datetime | None, read: DatasetRead | None,
-              ds: Dataset, touched: str | None = None) -> str:
+              current: CurrentDataset | None, touched: str | None = None) -> str:
     """The rows a version describes, every column kept, each with its sign: +1 adds a row,
-    -1 takes one away (its state's rows, else its change log's records); ``touched``: a
-    relation of the only keys whose rows are wanted."""
+    -1 takes one away (its state's rows, else its change log's records); ``current``: the
+    dataset if it is a current-ODF one; ``touched``: a relation of the only keys whose rows
+    are wanted."""
     if key is not None:
         rows = state_sql(log, key, as_of, written=read.written if read is not None else (), keys_of=touched)
         return f"SELECT *, 1 AS {_SIGN} FROM ({rows})"
-    if ds.ws.odf_of(ds.id) is not OdfVersion.V039:  # 0.18: records are only ever added
+    if current is None:  # 0.18: records are only ever added
         return f"SELECT *, 1 AS {_SIGN} FROM {log}"
     from ..data.row_changes import sign_sql
 
-    return f"SELECT *, {sign_sql(quoted(_vocabulary(ds).operation_type))} AS {_SIGN} FROM {log}"
+    return f"SELECT *, {sign_sql(quoted(_vocabulary(current).operation_type))} AS {_SIGN} FROM {log}"
 
 
 def _pack(alias: str, columns: list[str]) -> str:
