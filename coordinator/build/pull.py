@@ -21,6 +21,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..engine.session import EngineOnDemand, engine_reads
@@ -112,15 +113,13 @@ def _pull_current(ws: Workspace, dataset_id: str, engine: Callable[[], Engine], 
         from ..ingest.current import open_current
         from ..ingest.pipeline import pull_root
 
-        target = open_current
+        target = partial(open_current, known=state)
         if state.polling_source is None and state.push_sources:  # data comes by coord ingest
             if set_watermark is None:
                 return PullOutcome(dataset_id, "up to date (fed by push sources: coord ingest)")
-            from functools import partial
-
             from ..metadata.odf39.adapt import push_source
 
-            target = partial(open_current, push=lambda s: push_source(s.push_sources[0]))
+            target = partial(open_current, known=state, push=lambda s: push_source(s.push_sources[0]))
         return _ingested(pull_root(ws, dataset_id, progress=progress, set_watermark=set_watermark,
                                    engine=engine, target=target))
     if set_watermark is not None:

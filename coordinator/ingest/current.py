@@ -45,6 +45,10 @@ retractions), which ``build_slice`` stores in the reference's order (``order_key
 primary key, then the operation type), each pair kept together; its
 state (the latest record per key by offset, retracted keys left out) is cached per block as
 for 0.18, under the block's multihash.
+
+Arrow and the slice modules are imported when there are records to commit: opening the
+target and finding nothing new imports neither (a pull with nothing new costs what a 0.18
+root's does).
 """
 from __future__ import annotations
 
@@ -56,11 +60,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from ..data.odf_schema import grown_schema
-from ..data.odf_slice import Vocabulary, build_slice, stored_type, write_slice
 from ..metadata.multiformats import SHA3_256, Multihash
 from ..metadata.objects import (
     DatasetSourceRoot,
@@ -87,24 +86,29 @@ from ..workspace.fsutil import atomic_write, physical_hash, remove
 from ..workspace.source_state import FilesGlobState, SourceState
 from .errors import IngestError
 from .history import DatasetHistory
-from .merge import SnapshotColumns
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..data.odf_slice import Vocabulary
     from ..metadata.odf39 import data as d
     from ..metadata.odf39.adapt import PushSource
     from ..metadata.odf39.source import ReadStep
     from ..workspace.workspace import Workspace
+    from .merge import SnapshotColumns
     from .read import ReferenceReading
 
 
 @contextmanager
 def open_current(ws: Workspace, dataset_id: str, _known: object = None, *,
+                 known: DatasetState | None = None,
                  push: Callable[[DatasetState], PushSource] | None = None) -> Iterator[Odf039Target]:
     """The 0.39 root's target, its writer held while the pull runs (``ingest.target.TargetOpener``;
-    a 0.18 state the caller may hold says nothing of this dataset). ``push``: the push source
-    to ingest through, chosen from the state the writer holds (``ingest.push``)."""
+    a 0.18 state the caller may hold says nothing of this dataset). ``known``: the dataset as
+    the command already read it (the writer takes it if its head has not moved); ``push``: the
+    push source to ingest through, chosen from the state the writer holds (``ingest.push``)."""
     ds = CurrentDataset(ws, dataset_id)
-    with ds.writer() as w:
+    with ds.writer(known) as w:
         chosen = push(w.state) if push is not None and w.state is not None else None
         yield Odf039Target(ds, w, CurrentHistory.load(ds, w.state, chosen))
 
@@ -150,10 +154,23 @@ def declared_required(read: ReadStep | None) -> dict[str, str]:
 class CurrentHistory(DatasetHistory):
     """A 0.39 root's history: its blocks are multihashes, its slices 0.39 DataSlices."""
 
-    vocabulary: Vocabulary | None = None  # the system columns' names (SetVocab)
+    set_vocab: e.SetVocab | None = None  # the system columns' names, where not the defaults
     schema_in_force: d.DataSchema | None = None  # the newest SetDataSchema's
     prev_offset: int | None = None  # the last slice's last offset
     legacy_schema: bool = False  # the schema in force is a pre-RFC-016 one (no nullability)
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The system columns' names the SetVocab gives (the defaults where it names none)."""
+        from ..data.odf_slice import Vocabulary
+
+        v, defaults = self.set_vocab, Vocabulary()
+        if v is None:
+            return defaults
+        return Vocabulary(offset=v.offset_column or defaults.offset,
+                          operation_type=v.operation_type_column or defaults.operation_type,
+                          system_time=v.system_time_column or defaults.system_time,
+                          event_time=v.event_time_column or defaults.event_time)
 
     def required_columns(self) -> dict[str, str]:
         """The data columns whose records must hold a value, each with why and what to do.
@@ -218,7 +235,6 @@ class CurrentHistory(DatasetHistory):
         state = None
         if isinstance(source, DatasetSourceRoot):
             state = fetch_state(ds, s, source.fetch)
-        vocabulary = _vocabulary(s.vocab)
         return CurrentHistory(
             ds=ds,  # type: ignore[arg-type]
             source=source,
@@ -228,7 +244,7 @@ class CurrentHistory(DatasetHistory):
             state=state,
             data_blocks=[r.block_hash for r in s.slices],  # type: ignore[misc]
             slices={r.block_hash: r.slice for r in s.slices},  # type: ignore[misc]
-            vocabulary=vocabulary,
+            set_vocab=s.vocab,
             schema_in_force=s.schema.schema if s.schema is not None else None,
             prev_offset=s.last_offset,
             given_read=given_read,
@@ -239,7 +255,9 @@ class CurrentHistory(DatasetHistory):
         slice's records must keep; the system time column is left out by the comparison)."""
         if not self.data_blocks:
             return None
-        assert self.vocabulary is not None
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         # the footer only (no hash check: a slice this pull wrote would be hashed again per block)
         stored = pq.read_schema(self.dataset.data_file(self._slice(self.data_blocks[-1])))
         system = {self.vocabulary.offset, self.vocabulary.operation_type}
@@ -265,7 +283,8 @@ class CurrentHistory(DatasetHistory):
     def snapshot_roles(self, strategy: MergeStrategySnapshot | StreamMerge) -> SnapshotColumns:
         """A snapshot merge writes the standard's operation types here (``merge.snapshot``);
         the stream merges' state is the same projection."""
-        assert self.vocabulary is not None
+        from .merge import SnapshotColumns
+
         return SnapshotColumns.of(strategy, self.vocabulary.operation_type)
 
     def cached_state(self, block: object) -> Path:  # a multihash here
@@ -299,6 +318,8 @@ def _required(table: pa.Table, required: dict[str, str], dataset: str) -> pa.Tab
     the dataset's first schema records them required, as the reference does. Their nulls were
     refused as the files were read (``read.ReferenceReading``); records read otherwise (by the
     SQL engine) are refused here, naming the column."""
+    import pyarrow as pa
+
     fields = []
     for f in table.schema:
         if f.name in required and f.nullable:
@@ -312,17 +333,6 @@ def _required(table: pa.Table, required: dict[str, str], dataset: str) -> pa.Tab
     return table if schema.equals(table.schema) else pa.Table.from_arrays(table.columns, schema=schema)
 
 
-def _vocabulary(v: e.SetVocab | None) -> Vocabulary:
-    """The system columns' names a SetVocab gives (the defaults where it names none)."""
-    defaults = Vocabulary()
-    if v is None:
-        return defaults
-    return Vocabulary(offset=v.offset_column or defaults.offset,
-                      operation_type=v.operation_type_column or defaults.operation_type,
-                      system_time=v.system_time_column or defaults.system_time,
-                      event_time=v.event_time_column or defaults.event_time)
-
-
 @dataclass
 class Odf039Target:
     dataset: CurrentDataset
@@ -330,6 +340,10 @@ class Odf039Target:
     history: CurrentHistory
 
     def stored_types(self, table: pa.Table) -> pa.Table:
+        import pyarrow as pa
+
+        from ..data.odf_slice import stored_type
+
         schema = pa.schema([f.with_type(stored_type(f.type, f.name, top_level=True))
                             for f in table.schema])
         return table if schema.equals(table.schema) else table.cast(schema, safe=False)
@@ -337,9 +351,11 @@ class Odf039Target:
     def commit(self, table: pa.Table, system_time: datetime, watermark: datetime | None,
                state: SourceState, scratch: Path) -> tuple[bytes, pa.Table]:
         h = self.history
-        assert h.vocabulary is not None
         new_data, data_file = None, None
         if len(table):
+            from ..data.odf_schema import grown_schema
+            from ..data.odf_slice import build_slice, write_slice
+
             stored = build_slice(table, system_time=system_time, prev_offset=h.prev_offset,
                                  vocabulary=h.vocabulary, key=h.order_key)
             if h.schema_in_force is None:

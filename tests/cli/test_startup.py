@@ -142,6 +142,11 @@ def test_current_odf_log_checks_no_signature_an_earlier_command_found_valid(curr
                        watched=tuple(m for m in CHAIN_READERS_SKIP if m != "yaml")) == []
 
 
+def test_a_current_odf_pull_with_nothing_new_reads_no_data(current):
+    coord("pull", "cities", cwd=current)  # nothing new after this: the probe reads metadata only
+    assert imported_by("pull", "cities", cwd=current, watched=LIGHT_ONLY) == []
+
+
 def test_a_current_odf_pull_with_nothing_new_loads_no_signing_primitive(current):
     coord("pull", "cities", cwd=current)  # nothing new after this; its signatures are known valid
     assert imported_by("pull", "cities", cwd=current, watched=("cryptography",)) == []

@@ -5,6 +5,7 @@ Chain walks and config parses are counted by wrapping the real functions
 """
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 
 import pytest
@@ -16,13 +17,15 @@ from coordinator.cli.main import main as coord_main
 from coordinator.metadata import chain
 from coordinator.metadata import objects as o
 from coordinator.metadata.timestamps import now_utc
+from coordinator.store import read as current_read
+from coordinator.store.overview import CurrentDatasets
 from coordinator.workspace import CommitError, Config, ConfigError, SealedBlock, Workspace
 from coordinator.workspace.catalog import add_datasets
-from coordinator.workspace.config import DEFAULT_SPARK_MASTER
+from coordinator.workspace.config import DEFAULT_SPARK_MASTER, OdfVersion
 from tests.ingest.conftest import DATASET, write
-from tests.ingest.test_pull import glob_dataset
+from tests.ingest.test_pull import GLOB_SOURCE, glob_dataset
 from tests.repository.conftest import append_slices, make_root
-from tests.support.cli import coord
+from tests.support.cli import coord, coord_here
 
 ROOT_DS, DERIVED = "org.example.root", "org.example.derived"
 
@@ -82,6 +85,39 @@ def test_a_derivative_pull_with_new_input_walks_its_chain_once_and_parses_the_co
     expected = sum(1 for *_, amount in rows if amount > 10)  # the query keeps amount > 10
     assert outcome.message == f"{expected:,} new records"
     assert walks[LARGE] == 1 and len(parses) == 1
+
+
+@pytest.fixture
+def current_walks(monkeypatch):
+    """Counts walks of current-ODF (0.39) chains per dataset folder name."""
+    walks: Counter[str] = Counter()
+    walk = current_read.walk
+
+    def counting_walk(root, head=None):
+        walks[root.name] += 1
+        return walk(root, head)
+
+    monkeypatch.setattr(current_read, "walk", counting_walk)
+    return walks
+
+
+@pytest.mark.parametrize("new_file", [True, False], ids=["new data", "nothing new"])
+def test_a_current_odf_root_pull_walks_its_chain_once(tmp_path, current_walks, new_file):
+    ws = Workspace.init(tmp_path / "ws", OdfVersion.V039)
+    manifest = write(ws.root / "ds.yaml", f"apiVersion: 1\nkind: DatasetSnapshot\ncontent:\n  id: {DATASET}\n"
+                     + textwrap.indent(GLOB_SOURCE % "{kind: append}", "  "))
+    coord_here("add", str(manifest), cwd=ws.root)
+    write(ws.root / "in" / "2020-01-01.csv", "id,name\n1,a\n2,b\n")
+    pull_datasets(ws, [DATASET])
+    if new_file:
+        write(ws.root / "in" / "2020-01-02.csv", "id,name\n3,c\n")
+    current_walks.clear()
+
+    [outcome] = pull_datasets(Workspace.open(ws.root), [DATASET])  # as a new `coord pull` does
+
+    assert outcome.message == ("1 new record" if new_file else "up to date")
+    assert current_walks == {DATASET: 1}
+    assert CurrentDatasets(ws).overview(DATASET).num_records == (3 if new_file else 2)
 
 
 def test_status_walks_each_chain_once_even_where_it_is_anothers_input(ws, counted):
