@@ -31,7 +31,8 @@ Invariants:
   ``check_change`` may refuse it first (``build.schema_change``: a schema the records cannot keep).
 - A new dataset's chain is written in a run folder and renamed into place: it appears whole
   (Seed and definition) or not at all; a killed ``coord add`` leaves only an abandoned run folder.
-- A root whose fetch is ``fileFeed`` (which 0.39 cannot say) has no source event: its source
+- A root whose fetch is ``fileFeed`` (which 0.39 cannot say; a current-form manifest names it
+  as coord's extension, ``FileFeed``) has no source event: its source
   is kept beside the chain (``store.feed_source``), by ``--replace`` too, before its chain is
   written; a root defined with another source drops the kept one. A root whose chain has a
   polling source cannot become a File Feed root (the reference refuses DisablePollingSource).
@@ -102,8 +103,9 @@ class Definitions:
         """The definition's events, in the order a new chain holds them after its Seed."""
         source = snapshot.source
         written = self.written.get(snapshot.id)
-        if written is not None:
-            return [e.normalized(self._resolved(event)) for event in written.metadata]
+        if written is not None:  # a File Feed's SetPollingSource is kept beside the chain
+            return [e.normalized(self._resolved(event)) for event in written.metadata
+                    if not (is_feed(source) and isinstance(event, e.SetPollingSource))]
         assert source is not None  # only a reference-form manifest gives push sources
         at = f"{snapshot.id}: source"
         if isinstance(source, DatasetSourceRoot):

@@ -166,6 +166,26 @@ def test_the_chain_holds_no_source_and_each_block_names_its_update(current, fold
     assert json.loads(kept.read_text())["source"]["fetch"] == {"kind": "fileFeed", "url": folder_feed.url}
 
 
+def test_a_current_form_manifest_names_the_feed_and_it_is_kept_beside_the_chain(current, folder_feed):
+    folder_feed.update("20240101.000000", {"part-0.csv": csv_part(("a", 1))})
+    path = current.ws.root / f"{DS}.yaml"
+    path.write_text(yaml.safe_dump({"kind": "DatasetSnapshot", "version": 1, "content": {
+        "name": DS, "kind": "Root", "metadata": [
+            {"kind": "SetPollingSource",
+             "fetch": {"kind": "FileFeed", "url": folder_feed.url, "successMarker": "Count"},
+             "read": {"kind": "Csv", "header": True, "ddlSchema": ["name STRING", "value BIGINT"]},
+             "merge": {"kind": "Append"}},
+            {"kind": "SetInfo", "description": "a feed"}]}}, sort_keys=False))
+    coord_here("add", str(path), cwd=current.ws.root)
+    assert current.pull() == f"{DS}: 1 new record"
+    assert [type(event).__name__ for event in chain(current)] == [
+        "Seed", "SetInfo", "SetDataSchema", "AddData"]
+    kept = current.ws.meta / ws_layout.cache_dir(DS, "file-feed.json")
+    assert json.loads(kept.read_text())["source"]["fetch"] == {
+        "kind": "fileFeed", "url": folder_feed.url, "successMarker": "count"}
+    assert current.values() == [("a", 1)]
+
+
 def test_a_lost_fetch_state_is_read_back_from_the_chain(current, folder_feed):
     folder_feed.update("20240101.000000", {"part-0.csv": csv_part(("a", 1))})
     current.add(folder_feed)

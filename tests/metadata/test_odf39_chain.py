@@ -11,7 +11,13 @@ from coordinator.metadata.odf39 import codec
 from coordinator.metadata.odf39 import data as d
 from coordinator.metadata.odf39 import events as e
 from coordinator.metadata.odf39 import source as s
-from coordinator.metadata.odf39.chain import ChainRuleError, ChainState, check_chain, reference_refusals
+from coordinator.metadata.odf39.chain import (
+    FEED_IN_CHAIN,
+    ChainRuleError,
+    ChainState,
+    check_chain,
+    reference_refusals,
+)
 from tests.metadata.odf39_vectors import NOON, seeded_dataset_id, sha3
 
 SCHEMA = e.SetDataSchema(schema=d.DataSchema(fields=[d.DataField(name="a", type=d.DataTypeInt64())]))
@@ -324,3 +330,8 @@ def test_a_push_source_changed_under_its_name_is_taken():
 def test_an_ethereum_source_naming_no_chain_is_refused():
     eth = dataclasses.replace(POLLING, fetch=s.FetchStepEthereumLogs(), read=s.ReadStepCsv())
     refused(chain(eth), "Eth source must specify chainId or nodeUrl", 1)
+
+
+def test_a_polling_source_fetching_a_file_feed_is_refused_in_a_chain():
+    feed = dataclasses.replace(POLLING, fetch=s.FetchStepFileFeed(url="file:///feed/"))
+    refused(chain(feed), FEED_IN_CHAIN, 1)

@@ -24,6 +24,8 @@ turns one into the other:
   ``account/name``, which is the workspace's dataset ``name`` (a workspace has no accounts;
   noted). What coord cannot do for it either is refused in the same way, in words
   that do not speak of ODF 0.18.
+- A ``FileFeed`` fetch (coord's extension, docs/feeds.md) becomes the 0.18 ``fileFeed`` one
+  in either version: a 0.39 dataset keeps it beside its chain, not in it (``store.define``).
 - Descriptive events (SetInfo, SetLicense, SetAttachments) change no data and have no place
   in 0.18: they are left out, each with a note for the user (``Adapted.notes``).
 - Every place of the result, as the 0.18 loader and ``coord add`` name them
@@ -231,6 +233,9 @@ def _fetch(step: s.FetchStep, at: str, target: str) -> o.FetchStep:
         order = None if step.order is None else o.SourceOrdering[step.order.name]
         return o.FetchStepFilesGlob(path=step.path, event_time=_event_time(step.event_time),
                                     cache=_cache(step.cache), order=order)
+    if isinstance(step, s.FetchStepFileFeed):  # coord's extension in both versions
+        marker = None if step.success_marker is None else o.SuccessMarker[step.success_marker.name]
+        return o.FetchStepFileFeed(url=step.url, partitions=step.partitions, success_marker=marker)
     if isinstance(step, s.FetchStepContainer):
         if target != "0.39":
             raise NotSupported(at, "fetch kind Container",

@@ -27,6 +27,9 @@ The rules are the ones the reference (kamu-cli v0.265.0, dataset-impl
 - a polling source and push sources are never both added; a push source is not added again
   unchanged; an Ethereum source names its chain; the reference disables no source
   (``DisablePollingSource``, ``DisablePushSource``: "not yet fully supported").
+- coord's own: no polling source fetches a File Feed (``FEED_IN_CHAIN``): the fetch step is
+  coord's extension, which a manifest may name but the reference cannot decode, so it is kept
+  beside the chain (``store.feed_source``).
 
 Messages are the reference's where it has one (``"Transform queries must be normalized"``).
 
@@ -63,10 +66,12 @@ from .events import (
     normalized_sql,
 )
 from .schema_change import schema_change_problem
-from .source import FetchStepEthereumLogs, TransformSql
+from .source import FetchStepEthereumLogs, FetchStepFileFeed, TransformSql
 
 NOT_NORMALIZED = "Transform queries must be normalized"
 DISABLING = "Disabling sources is not yet fully supported"
+FEED_IN_CHAIN = ("A File Feed fetch is coord's extension, kept beside the chain, never in a "
+                 "polling source")
 
 
 class ChainRuleError(ChainError):
@@ -153,6 +158,8 @@ class ChainState:
             if (isinstance(fetch, FetchStepEthereumLogs) and fetch.chain_id is None
                     and fetch.node_url is None):
                 return "Eth source must specify chainId or nodeUrl"
+            if isinstance(fetch, FetchStepFileFeed):
+                return FEED_IN_CHAIN
             if not legacy and any(isinstance(s, AddPushSource) for s in self.sources):
                 return "Cannot add a polling source while some push sources are still active"
             return None

@@ -27,6 +27,13 @@ class CompressionFormat(enum.Enum):
     ZIP = ("Zip", 1)
 
 
+class SuccessMarker(enum.Enum):
+    """coord's extension (``FetchStepFileFeed``): what a File Feed update's ``_SUCCESS`` holds."""
+
+    COUNT = ("Count", 0)
+    HADOOP = ("Hadoop", 1)
+
+
 class MqttQos(enum.Enum):
     AT_MOST_ONCE = ("AtMostOnce", 0)
     AT_LEAST_ONCE = ("AtLeastOnce", 1)
@@ -137,7 +144,23 @@ class FetchStepEthereumLogs:
     signature: str | None = None
 
 
-FetchStep = FetchStepUrl | FetchStepFilesGlob | FetchStepContainer | FetchStepMqtt | FetchStepEthereumLogs
+@odf
+class FetchStepFileFeed:
+    """coord's extension (union tag 128, as in ODF 0.18's ``objects.FetchStepFileFeed``,
+    docs/feeds.md): a File Feed's updates. Only a DatasetSnapshot manifest names it: a chain
+    never holds it (the source is kept beside the chain, ``store.feed_source``), and the chain
+    rules refuse a block that does (``chain.FEED_IN_CHAIN``)."""
+
+    UNION: ClassVar[str] = "FetchStep"
+    KIND: ClassVar[str] = "FileFeed"
+    TAG: ClassVar[int] = 128
+    url: str
+    partitions: int | None = None
+    success_marker: SuccessMarker | None = None
+
+
+FetchStep = (FetchStepUrl | FetchStepFilesGlob | FetchStepContainer | FetchStepMqtt
+             | FetchStepEthereumLogs | FetchStepFileFeed)
 
 # --- prepare -------------------------------------------------------------------------------
 
@@ -339,7 +362,7 @@ UNIONS = {
                         EventTimeSourceFromSystemTime),
     "SourceCaching": (SourceCachingForever,),
     "FetchStep": (FetchStepUrl, FetchStepFilesGlob, FetchStepContainer, FetchStepMqtt,
-                  FetchStepEthereumLogs),
+                  FetchStepEthereumLogs, FetchStepFileFeed),
     "PrepStep": (PrepStepDecompress, PrepStepPipe),
     "ReadStep": (ReadStepCsv, ReadStepGeoJson, ReadStepEsriShapefile, ReadStepParquet,
                  ReadStepJson, ReadStepNdJson, ReadStepNdGeoJson),
