@@ -47,6 +47,7 @@ DEFAULT_CONF = {
     "spark.driver.memory": "1g",
     "spark.sql.adaptive.enabled": "false",  # unsupported in streaming; Spark warns otherwise
 }
+LINEAGE_MEMO = 256  # field lineages a warm engine remembers (the oldest is forgotten first)
 
 
 class EngineService(pb_grpc.EngineServicer):
@@ -54,6 +55,10 @@ class EngineService(pb_grpc.EngineServicer):
         self.spark = spark
         self.master = master
         self._spark_lock = threading.Lock()
+        # Field lineage is a function of a request's transform, inputs' schemas and vocabulary
+        # (its transaction and dataset only name it in logs), and each step of a pull asks for
+        # its query's: a warm engine plans each distinct one once.
+        self._lineage: dict[bytes, pb.FieldLineageResult] = {}
 
     def Identify(self, request, context):
         return pb.IdentifyResponse(
@@ -102,7 +107,16 @@ class EngineService(pb_grpc.EngineServicer):
 
     def DeriveLineage(self, request, context):
         return self._answer("lineage", request, pb.LineageResponse, "lineage",
-                            lambda: lineage.derive(self.spark, request))
+                            lambda: self._field_lineage(request))
+
+    def _field_lineage(self, request: pb.LineageRequest) -> pb.FieldLineageResult:
+        key = pb.LineageRequest(inputs=request.inputs, transform=request.transform,
+                                vocab=request.vocab).SerializeToString(deterministic=True)
+        if key not in self._lineage:
+            if len(self._lineage) >= LINEAGE_MEMO:
+                del self._lineage[next(iter(self._lineage))]
+            self._lineage[key] = lineage.derive(self.spark, request)
+        return self._lineage[key]
 
     def DeriveRowMapping(self, request, context):
         return self._answer("row mapping", request, pb.RowMappingResponse, "mapping",

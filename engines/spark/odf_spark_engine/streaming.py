@@ -43,6 +43,16 @@ that bound. All operators evict in the same batch, so one no-data batch closes e
 new watermark allows. The output watermark the engine reports follows the same derivation up
 to the output (``_output_watermark``), so no later call emits a row behind it.
 
+A step that needs no streaming state runs as one plain batch instead (``_planned``): without
+temporal tables, a plan made of stateless operators alone (projections, filters, unions,
+generators; no aggregation, join, deduplication, window, sort, limit or subquery) gives, for
+every row, what the streaming query gives for it, since only a stateful operator drops a row as
+late or holds one back; so the batch over this call's new slices emits the same rows, and the
+output watermark is the one the streaming plan would derive (the least input watermark, never
+moving back). It skips the micro-batch machinery (offsets and commits written to the
+checkpoint, a no-data batch) that costs a stateless step most of its time; its checkpoint
+carries the engine state forward and leaves Spark's untouched.
+
 Temporal tables (temporal.py) are not streamed: each is a static view of its history. The
 streamed inputs' rows wait in the checkpoint until every temporal table's watermark has
 reached their event time, and their markers stand at most at that watermark, so nothing
@@ -76,7 +86,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from . import checkpoint, temporal
 from .errors import EngineFailure, Kind, query_failure, run_failure
 from .generated import engine_pb2 as pb
-from .policy import Policy, Step
+from .policy import Policy, Step, _class, _scala
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # ODF watermarks are explicit, so Spark's watermark follows them with no extra delay.
@@ -210,17 +220,25 @@ def execute(spark: SparkSession, request: pb.ExecuteRequest) -> Iterator[pb.Exec
             inputs.append(stream_input)
             yield _log_input(message, watermark, held)
 
-    output = build_query(session, inputs, request.transform, request.vocab, views, tables)
+    output, batch = _planned(session, inputs, request.transform, request.vocab, views, tables)
     batches: list[pa.Table] = []
-    query = _start(output, new_dir / checkpoint.SPARK_DIR, lambda df, _: batches.append(df.toArrow()))
     late = _LateRows()
-    try:
-        yield from _follow(query, late)
-    except Exception as exc:
-        raise run_failure(exc) from exc
-    finally:
-        if query.isActive:  # the client went away mid-stream
-            query.stop()
+    query = None
+    if batch:
+        yield pb.ExecuteResponse(progress=pb.Progress(stage="batch", batch_id=0))
+        try:
+            batches.append(output.toArrow())
+        except Exception as exc:
+            raise run_failure(exc) from exc
+    else:
+        query = _start(output, new_dir / checkpoint.SPARK_DIR, lambda df, _: batches.append(df.toArrow()))
+        try:
+            yield from _follow(query, late)
+        except Exception as exc:
+            raise run_failure(exc) from exc
+        finally:
+            if query.isActive:  # the client went away mid-stream
+                query.stop()
 
     # Before anything is written: the plan check may refuse the query. Every input counts,
     # the temporal tables too (their watermarks hold the streamed rows back).
@@ -419,7 +437,9 @@ def _sort_keys(schema: pa.Schema) -> list[str]:
 
 def _output_watermark(inputs: list[str], state, query, session: SparkSession) -> datetime | None:
     """The event-time watermark of the query's output after the run: no later call emits a row
-    behind it. Unknown while an input has no watermark; never moves back.
+    behind it. Unknown while an input has no watermark; never moves back. ``query``: the
+    streaming query run, None for a step run as a batch (a stateless plan passes the least
+    input watermark on unchanged).
 
     With every input's watermark fed in as a marker and no delay, Spark's global watermark is
     the minimum of the input watermarks. That is also the output's watermark only when no
@@ -434,7 +454,7 @@ def _output_watermark(inputs: list[str], state, query, session: SparkSession) ->
     # Spark's private API: the engine pins its Spark version, and the tests of chained stateful
     # operators fail if this changes. No batch ran only when no input has a Spark watermark
     # (DATE event times get no marker), and then no operator can hold rows back by time either.
-    execution = query._jsq.streamingQuery().lastExecution()
+    execution = query._jsq.streamingQuery().lastExecution() if query is not None else None
     if watermark is not None and execution is not None:
         global_ms = _millis(watermark)
         output_ms = _plan_watermark(execution.executedPlan(), global_ms, session._jvm)
@@ -543,14 +563,42 @@ def migrate(request: pb.MigrateRequest) -> pb.MigrateResult:
 # ----- the streaming query -------------------------------------------------------------------
 
 
-def build_query(
+# The analysed plan's operators that keep no state across rows in a streaming query (class
+# names): a plan of these alone, none holding a subquery, runs as a batch (``_planned``).
+STATELESS_OPERATORS = {
+    "Project", "Filter", "SubqueryAlias", "View", "Union", "Generate", "LogicalRelation",
+    "WithCTE", "CTERelationDef", "CTERelationRef", "OneRowRelation", "LocalRelation",
+}
+
+
+def _planned(
     session: SparkSession, inputs: list[StreamInput], transform: pb.Transform, vocab: pb.Vocabulary,
     views: dict[str, DataFrame], tables: temporal.Tables,
+) -> tuple[DataFrame, bool]:
+    """The query over this call's inputs, and whether it runs as one batch (see the module
+    doc): planned over batch frames first when there is no temporal table, kept if stateless;
+    else (or with a temporal table) planned again as the streaming query."""
+    if not tables.keys:
+        output = build_query(session, inputs, transform, vocab, views, tables, batch=True)
+        if _stateless(output._jdf.queryExecution().analyzed()):
+            return output, True
+    return build_query(session, inputs, transform, vocab, views, tables), False
+
+
+def _stateless(node) -> bool:
+    """Whether an analysed plan is made of ``STATELESS_OPERATORS`` alone, with no subquery."""
+    return (_class(node) in STATELESS_OPERATORS and node.subqueries().isEmpty()
+            and all(_stateless(child) for child in _scala(node.children())))
+
+
+def build_query(
+    session: SparkSession, inputs: list[StreamInput], transform: pb.Transform, vocab: pb.Vocabulary,
+    views: dict[str, DataFrame], tables: temporal.Tables, *, batch: bool = False,
 ) -> DataFrame:
-    """Registers the inputs (streamed, and the temporal ``views``) and the aliased steps as
-    views; returns the output step's result with the event time column first and no
-    system_time column."""
-    frames = {i.dataset_id: _input_frame(session, i) for i in inputs}
+    """Registers the inputs (streamed, or with ``batch`` read as a batch, and the temporal
+    ``views``) and the aliased steps as views; returns the output step's result with the event
+    time column first and no system_time column."""
+    frames = {i.dataset_id: _input_frame(session, i, batch=batch) for i in inputs}
     output = run_steps(session, {**frames, **views}, transform, tables)
     event_time = vocab.event_time_column or "event_time"
     system_time = vocab.system_time_column or "system_time"
@@ -598,17 +646,18 @@ def run_steps(
     return output
 
 
-def _input_frame(session: SparkSession, stream_input: StreamInput) -> DataFrame:
+def _input_frame(session: SparkSession, stream_input: StreamInput, *, batch: bool = False) -> DataFrame:
     """The input's stream with its watermark node (on the event time, or under RECORDED on the
-    marker's hidden column) and without the marker rows."""
+    marker's hidden column) and without the marker rows; with ``batch``, the same over a batch
+    read of its folder (Spark drops a batch's watermark node)."""
     hidden = _hidden_column(stream_input)
-    schema = stream_input.schema.append(hidden)
+    schema = from_arrow_schema(stream_input.schema.append(hidden))
     stream_input.folder.mkdir(parents=True, exist_ok=True)
-    frame = (
-        session.readStream.schema(from_arrow_schema(schema))
-        .option("maxFileAge", MAX_FILE_AGE)
-        .parquet(str(stream_input.folder))
-    )
+    if batch:
+        frame = session.read.schema(schema).parquet(str(stream_input.folder))
+    else:
+        frame = session.readStream.schema(schema).option("maxFileAge", MAX_FILE_AGE).parquet(
+            str(stream_input.folder))
     if not stream_input.has_watermark:  # a DATE event time: Spark watermarks need timestamps
         return frame.drop(hidden.name)
     event_time = F.col(stream_input.event_time)
