@@ -90,12 +90,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from ..data.odf_schema import data_schema, grown_schema
 from ..data.odf_slice import Op, Vocabulary, build_slice, write_slice
-from ..data.row_changes import changes, unpaired
 from ..engine.port import (
     Engine,
     EngineError,
@@ -152,7 +150,6 @@ from ..transform.record_lineage import lineage_difference, lineage_of
 from ..trust.verify import Problem
 from ..workspace import Workspace
 from ..workspace.crash import crash_point
-from .held_rows import write_held_rows
 from .pending_rows import pending_words, record_pending
 
 
@@ -641,6 +638,12 @@ def recompute_step(engine: Engine, plan: CurrentPlan, *, system_time: datetime,
                    scratch: Path) -> StepOutput:
     """The step as RECOMPUTE runs it: the query once over each input's rows up to the step,
     and the records that take the derivative's rows there (module docstring)."""
+    # DuckDB and Arrow's datasets (which bring pandas): only for a step that recomputes
+    import pyarrow.dataset as pads
+
+    from ..data.row_changes import changes
+    from .held_rows import write_held_rows
+
     v = plan.vocab
     scratch.mkdir(parents=True, exist_ok=True)
     temporal = {t.id for t in plan.transform.temporal_tables or ()}
@@ -887,6 +890,8 @@ def replay_current(ws: Workspace, name: str, engine: Callable[[], Engine]) -> li
 def _unpaired(path: Path, v: Vocabulary) -> DataSlice:
     """The slice of the records in ``path`` with every correct-from / correct-to pair written
     as a retraction and an append (``row_changes.unpaired``), at the same offsets."""
+    from ..data.row_changes import unpaired
+
     stored = pq.read_table(path)
     records = unpaired(stored.drop_columns([v.offset, v.system_time]), v.operation_type)
     rebuilt = build_slice(records, system_time=stored[v.system_time][0].as_py(),
