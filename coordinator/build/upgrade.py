@@ -4,7 +4,8 @@ reference's layout: ``coord upgrade`` (``schemas/ODF-039.md``, "Upgrading a 0.18
 The new chain, each block through the one append path (``append.DatasetWriter``):
 
     Seed                  did:odf of a key derived from the workspace's key and the name
-    SetPollingSource      a root's 0.18 source (``odf39.from_odf18``), again where 0.18 changed it
+    SetPollingSource      a root's 0.18 source (``odf39.from_odf18``), again where 0.18 changed it;
+                          none for a File Feed (``store.feed_source``)
     SetTransform          a derivative's: each input by the did:odf of its upgrade, aliased by name
     SetVocab              when the 0.18 vocabulary names the columns otherwise
     SetDataSchema         the stored table's schema, before the first data and where it grows
@@ -25,7 +26,12 @@ Invariants:
   0.39 root writes the same records, but where only a row's own event time changed: 0.39
   compares it, 0.18 did not, so there is no ``U`` to upgrade; the watermark is the 0.18 watermark in force
   after that block; a root's source state is the 0.18 fetch state where the reference has a
-  kind for it (an ETag or a Last-Modified time of a URL), none otherwise.
+  kind for it (an ETag or a Last-Modified time of a URL), a File Feed's update in coord's own
+  kind (as a 0.39 feed root records it), none otherwise.
+- A File Feed root's chain holds no source (a 0.39 workspace keeps it beside the chain, which
+  the folder has not): a workspace that takes the folder is given it by adding the root's
+  manifest again, and goes on from the updates its blocks record. A root whose source changes
+  between a File Feed and another fetch is refused.
 - A derivative is written after its inputs (``upgrade_order``), from their folders in the same
   ``into``: a step's input is the upgraded block of the newest 0.18 input block the step
   consumed that the input's origin attachment maps, with the offset that block ends at; a 0.18
@@ -76,6 +82,7 @@ from ..store import layout
 from ..store.append import DatasetWriter, checkpoint_of, data_slice_of
 from ..store.checkpoint import pack_checkpoint
 from ..store.dataset import dataset_key_purpose
+from ..store.feed_source import is_feed
 from ..store.read import DatasetState, read_state
 from ..store.source_state import reference_source_state
 from ..store.verify import verify_folder
@@ -108,6 +115,7 @@ class Upgraded:
     root: Path  # <into>/<name>
     state: DatasetState
     origin: tuple[tuple[bytes, Multihash], ...]  # (0.18 block, the 0.39 block made of it)
+    feed: bool = False  # a File Feed root: its source is not in the folder (module doc)
 
     @property
     def records(self) -> int:
@@ -144,7 +152,7 @@ def upgrade_dataset(ws: Workspace, name: str, into: Path) -> Upgraded:
         shutil.rmtree(staging, ignore_errors=True)
     state = read_state(target)
     assert state is not None, "the folder was verified with its blocks"
-    return Upgraded(name, target, state, origin)
+    return Upgraded(name, target, state, origin, is_feed(old.source))
 
 
 def upgrade_order(ws: Workspace, names: list[str], into: Path, recursive: bool) -> list[str]:
@@ -174,6 +182,12 @@ def _check_upgradable(old: State018, name: str) -> None:
     if len({tuple(s.inputs) for s in sources if isinstance(s, DatasetSourceDerivative)}) > 1:
         raise UpgradeError(f"{name}: its inputs change along the chain; coord upgrade writes "
                            "derivatives that keep their inputs")
+    feeds = {is_feed(s) for s in sources if isinstance(s, DatasetSourceRoot)}
+    if len(feeds) > 1:
+        raise UpgradeError(f"{name}: its source changes between a File Feed and another fetch "
+                           "along the chain, which a 0.39 chain cannot say (it ends no polling "
+                           "source); upgrade a dataset that keeps one of them (coord reset to a block "
+                           "before the change, or the feed added under another name)")
     vocabs = {cb.block.vocab for cb in old.chain if cb.block.vocab is not None}
     if len(vocabs) > 1:
         raise UpgradeError(f"{name}: its vocabulary changes along the chain; a 0.39 dataset "
@@ -299,7 +313,8 @@ class _Writer:
         """The source a 0.18 block sets, and after the first one the vocabulary."""
         at = f"{self.ds.id}: source"
         if isinstance(b.source, DatasetSourceRoot):
-            w.append(e.normalized(polling_source(b.source, at)), system_time=when)
+            if not is_feed(b.source):  # a File Feed's source is kept beside the chain
+                w.append(e.normalized(polling_source(b.source, at)), system_time=when)
         elif isinstance(b.source, DatasetSourceDerivative):
             if b.source.transform.late_rows is not None:
                 raise NoCounterpart(f"{at}.transform.lateRows", "lateRows (a coord extension)",

@@ -54,9 +54,12 @@ def upgrade(ctx: click.Context, datasets: tuple[str, ...], into: Path, recursive
                      "records": u.records,
                      "origin": [{"odf018": old.hex(), "odf039": str(new)} for old, new in u.origin]})
         if output == "text":
+            feed = ("; the folder holds no File Feed source, only the updates its blocks took: "
+                    "add the manifest (coord add --replace) in the workspace that holds it to go "
+                    "on from them") if u.feed else ""
             show.line(f"{name}: {u.state.id} in {u.root}: {count(len(u.state.blocks), 'block')}, "
                       f"{count(u.records, 'record')}; the hashes are new ({ORIGIN_PATH} maps "
-                      "the 0.18 blocks to them)")
+                      f"the 0.18 blocks to them){feed}")
     if output == "json":
         show.json(done)
     if failed:

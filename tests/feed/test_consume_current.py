@@ -254,6 +254,45 @@ def test_a_pushed_copy_is_a_root_without_source_that_verifies(current, folder_fe
     assert copy.values() == [("a", 1)]
 
 
+def test_an_upgraded_0_18_feed_root_records_its_updates_and_goes_on_from_them_once_added_again(
+        folder_feed, tmp_path):
+    old = Consumer(Workspace.init(tmp_path / "old", OdfVersion.V018))
+    folder_feed.update("20240101.000000", {"part-0.csv": csv_part(("a", 1))})
+    old.add(folder_feed)
+    old.pull()
+    new = Consumer(Workspace.init(tmp_path / "new", OdfVersion.V039))
+    into = new.ws.meta / "datasets"  # the upgraded folder as the 0.39 workspace's dataset
+    said = coord_here("upgrade", DS, "--into", str(into), cwd=old.ws.root).stdout
+    assert said.rstrip().endswith("the folder holds no File Feed source, only the updates its "
+                                  "blocks took: add the manifest (coord add --replace) in the "
+                                  "workspace that holds it to go on from them")
+    events = chain(new)
+    assert [type(event).__name__ for event in events] == [
+        "Seed", "SetDataSchema", "AddData", "SetAttachments"]
+    recorded = events[2].new_source_state
+    assert (recorded.source_name, recorded.kind, recorded.value) == (
+        "fileFeed", "coord/file-feed", "20240101.000000")
+    new.add(folder_feed, replace=True)
+    folder_feed.update("20240102.000000", {"part-0.csv": csv_part(("b", 2))})
+    assert new.pull() == f"{DS}: 1 new record"
+    assert new.values() == [("a", 1), ("b", 2)]
+
+
+def test_an_0_18_root_whose_source_changed_to_a_file_feed_is_refused_by_upgrade_in_one_line(
+        folder_feed, tmp_path):
+    old = Consumer(Workspace.init(tmp_path / "old", OdfVersion.V018))
+    old.ws.root.joinpath("in").mkdir()
+    old.define({**feed_source(folder_feed), "fetch": {"kind": "filesGlob", "path": "in/*.csv"}})
+    old.add(folder_feed, replace=True)
+    refused = coord_here("upgrade", DS, "--into", "../out", cwd=old.ws.root, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr == (f"coord: error: {DS}: its source changes between a File Feed and "
+                              "another fetch along the chain, which a 0.39 chain cannot say (it "
+                              "ends no polling source); upgrade a dataset that keeps one of them "
+                              "(coord reset to a block before the change, or the feed added under "
+                              "another name)\n")
+
+
 def test_a_published_0_39_dataset_is_read_back_with_its_retractions_by_a_0_39_feed_root(
         current, folder_feed, tmp_path):
     producer = Workspace.init(tmp_path / "producer", OdfVersion.V039)
