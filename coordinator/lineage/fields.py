@@ -200,11 +200,15 @@ def root_origin(fields: FieldGraph, dataset_id: str) -> RootOrigin | None:
     """The source of a root dataset of ``fields`` (None for a derivative or a missing one)."""
     if not fields.graph.exists(dataset_id):
         return None
+    source: object
     if fields.current.holds(dataset_id):  # its polling source, else its first push source
         state = fields.current.state(dataset_id)
         current = state.polling_source or next(iter(state.push_sources), None)
-        return RootOrigin(origin_of(state) or "", current.read.KIND) if current is not None else None
-    source = fields.graph.state(dataset_id).source
+        if current is not None:
+            return RootOrigin(origin_of(state) or "", current.read.KIND)
+        source = fields.current.kept_feed(dataset_id)  # none in the chain: a File Feed's
+    else:
+        source = fields.graph.state(dataset_id).source
     if not isinstance(source, DatasetSourceRoot):
         return None
     return RootOrigin(fetch_location(source.fetch), source.read.KIND)

@@ -16,6 +16,8 @@ Invariants:
   ref is the ``did:odf`` of one of its 0.39 datasets; otherwise the ref is kept as written, and
   the graph shows it as missing. (The chain rules take only a ``did:odf`` in a stored
   ``SetTransform``; a ref that is none would be taken as a name.)
+- A 0.39 root fed by a File Feed shows the feed's URL as its origin, from the source kept
+  beside its chain (``feed_source``), as a 0.18 feed root shows it.
 - A 0.39 dataset's records are the offsets its slices cover (``end - start + 1`` each): what
   the blocks say, no data file is opened, and Arrow is not imported.
 """
@@ -84,7 +86,9 @@ def num_records(state: DatasetState) -> int:
     return sum(r.slice.offset_interval.end - r.slice.offset_interval.start + 1 for r in state.slices)
 
 
-def origin_of(state: DatasetState) -> str | None:
+def origin_of(state: DatasetState, kept: DatasetSourceRoot | None = None) -> str | None:
+    """Where a 0.39 dataset's data comes from; ``kept``: the File Feed source kept beside a
+    root's chain, which holds none (``CurrentDatasets.kept_feed``)."""
     if state.transform is not None:
         return state.transform.transform.engine
     if state.polling_source is not None:
@@ -92,7 +96,7 @@ def origin_of(state: DatasetState) -> str | None:
         return getattr(fetch, "url", None) or getattr(fetch, "path", None) or getattr(fetch, "image", None)
     if state.push_sources:
         return "push source " + ", ".join(s.source_name for s in state.push_sources)
-    return None
+    return None if kept is None else fetch_location(kept.fetch)
 
 
 class CurrentDatasets:
@@ -120,7 +124,20 @@ class CurrentDatasets:
         s = self.state(name)
         kind = "derivative" if s.kind is DatasetKind.DERIVATIVE else "root"
         return Overview(name, OdfVersion.V039, kind, str(s.head), len(s.blocks), num_records(s),
-                        s.watermark, s.blocks[-1].block.system_time, origin_of(s))
+                        s.watermark, s.blocks[-1].block.system_time, origin_of(s, self.kept_feed(name)))
+
+    def kept_feed(self, name: str) -> DatasetSourceRoot | None:
+        """The File Feed source kept beside the chain of the root ``name`` when its chain holds
+        no source (``feed_source``); None too when the kept file is damaged (its pull says so)."""
+        s = self.state(name)
+        if s.kind is not DatasetKind.ROOT or s.polling_source is not None or s.push_sources:
+            return None
+        from .feed_source import KeptFeedError, kept_feed_source
+
+        try:
+            return kept_feed_source(self.ws, name)
+        except KeptFeedError:
+            return None
 
     def _id_of(self, name: str) -> str | None:
         """The ``did:odf`` of the 0.39 dataset ``name`` (None: none, or its chain cannot be

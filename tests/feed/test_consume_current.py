@@ -144,6 +144,21 @@ def test_status_lists_the_updates_a_pull_would_take(consumer, feed):
     assert "20240102.000000/ (2 files)" in status and "20240101" not in status
 
 
+def test_lineage_shows_the_feed_as_the_roots_origin(consumer, folder_feed):
+    consumer.add(folder_feed)
+    [node] = json.loads(coord_here("lineage", DS, "-o", "json", cwd=consumer.ws.root).stdout)["nodes"]
+    assert node["origin"] == folder_feed.url
+
+
+def test_field_lineage_says_a_roots_columns_are_fetched_from_the_feed(consumer, folder_feed):
+    folder_feed.update("20240101.000000", {"part-0.csv": csv_part(("a", 1))})
+    consumer.add(folder_feed)
+    consumer.pull()
+    answer = json.loads(coord_here("lineage", DS, "--field", "name", "-o", "json",
+                                   cwd=consumer.ws.root).stdout)
+    assert answer["roots"] == {f"{DS}.name": f"fetched from {folder_feed.url}, read as csv"}
+
+
 # --- a current-ODF (0.39) root's own ----------------------------------------------------------
 
 
