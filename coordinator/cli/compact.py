@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
 def compact(ctx: click.Context, dataset: str, keep_originals: bool, output: str) -> None:
-    """Merge DATASET's slices newer than its last compaction into files of about
-    compaction.targetBytes (coord config); every block stays as it is and every slice stays
-    checkable by its hashes (coord verify --deep rebuilds each from its rows)."""
+    """Merge DATASET's slices newer than its last compaction into larger files, each
+    gathering at most compaction.targetBytes of them (coord config). Every block stays as it
+    is and every slice stays checkable by its hashes: coord verify --deep rebuilds each one
+    from its rows; coord push sends them as they were."""
     from ..errors import Invalid
     from ..store.compact import compact as compact_dataset
     from ..store.dataset import CurrentDataset
@@ -51,7 +52,7 @@ def _worded(r: CompactionResult) -> str:
     kept = f", {count(r.kept, 'original')} kept" if r.kept else ""
     left = f"; {count(r.left, 'slice')} left as {'it is' if r.left == 1 else 'they are'}" if r.left else ""
     return (f"{r.dataset}: {count(r.slices, 'slice')} merged into {count(r.files, 'file')} "
-            f"({r.bytes_before / 1e6:,.2f} MB -> {r.bytes_after / 1e6:,.2f} MB), "
+            f"({_size(r.bytes_before)} -> {_size(r.bytes_after)}), "
             f"{count(r.removed, 'original')} removed{kept}{left}")
 
 
@@ -59,3 +60,7 @@ def _json(r: CompactionResult) -> dict:
     return {"dataset": r.dataset, "slices": r.slices, "files": r.files, "bytesBefore": r.bytes_before,
             "bytesAfter": r.bytes_after, "originalsRemoved": r.removed, "originalsKept": r.kept,
             "slicesLeft": r.left}
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 10_000_000 else f"{n / 1e3:,.1f} kB"

@@ -108,6 +108,15 @@ def test_compacting_merges_every_slice_into_one_file_and_removes_the_originals(c
     assert list((dataset(compacted).root / layout.DATA).iterdir()) == []
 
 
+def test_compact_says_how_many_slices_it_merged_and_the_bytes_before_and_after(fresh):
+    out = coord_here("compact", "ev", cwd=fresh).stdout
+    root = dataset(fresh).root
+    before = sum(r.slice.size for r in dataset(fresh).state().slices)
+    after = (root / layout.compacted_file(load_index(root).files[0].name)).stat().st_size
+    assert out == (f"ev: 200 slices merged into 1 file ({before / 1e3:,.1f} kB -> {after / 1e3:,.1f} kB), "
+                   "200 originals removed\n")
+
+
 def test_compacting_changes_no_block(appended, compacted):
     before, after = dataset(appended).state(), dataset(compacted).state()
     assert [b.hash for b in after.blocks] == [b.hash for b in before.blocks]
