@@ -23,7 +23,6 @@ from __future__ import annotations
 import atexit
 import ctypes
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -36,6 +35,7 @@ from pathlib import Path
 
 from ..metadata.objects import EngineIdentity
 from . import stubs
+from .bwrap_paths import python_paths, system_binds
 from .client import EngineClient
 from .port import EngineError
 from .process import EngineStartError, engine_environment, shared_inputs_dir
@@ -48,10 +48,6 @@ LOG_NAME = "engine.log"
 ENGINE_PACKAGES = ("pyspark", "py4j", "grpc", "google.protobuf", "pyarrow")
 STOP_GRACE_SECONDS = 15
 
-
-# The system paths the engine runs from: programs, shared libraries and the JVM (under
-# /usr/lib/jvm). /bin, /lib... are links into /usr on merged-/usr systems.
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What the dynamic linker, the JVM (its conf/ links into /etc/java-*, the user name from
 # passwd) and Python read from /etc. Nothing else of /etc is visible.
 ETC_PATHS = (
@@ -69,17 +65,11 @@ def bwrap_command(
     if shutil.which("bwrap") is None:
         raise EngineStartError("bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
     run_dir = run_dir.resolve()
-    args = ["bwrap"]
-    for name in SYSTEM_PATHS:
-        path = Path(name)
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), name]
-        elif path.is_dir():
-            args += ["--ro-bind", name, name]
+    args = ["bwrap", *system_binds()]
     etc = [Path("/etc", name) for name in ETC_PATHS] + sorted(Path("/etc").glob("java-*"))
     args += [arg for path in etc if path.exists() for arg in ("--ro-bind", str(path), str(path))]
     args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in [*_python_paths(), stubs.ENGINE_DIR, *read_only_paths]:
+    for path in [*python_paths(ENGINE_PACKAGES), stubs.ENGINE_DIR, *read_only_paths]:
         path = path.resolve()
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
@@ -123,6 +113,7 @@ def class_archive_path() -> Path:
     of its jars (``python`` and ``python3`` find the same). A Spark or Java upgrade thus
     looks for a new one."""
     import importlib.metadata
+    import importlib.util
 
     cache = Path(os.environ.get("ODF_CACHE_DIR")
                  or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "odf-coordinator")
@@ -151,18 +142,6 @@ def prepare_class_archive() -> tuple[Path, bool]:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
         raise EngineStartError(f"the class archive could not be made (engines start without it):\n{tail}")
     return archive, True
-
-
-def _python_paths() -> list[Path]:
-    """The interpreter's installation and every folder its packages are imported from (a
-    virtualenv, a pyenv under the home folder, user site-packages), but not the current
-    folder or a checkout on PYTHONPATH."""
-    paths = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
-    for package in ENGINE_PACKAGES:
-        spec = importlib.util.find_spec(package)
-        if spec is not None and spec.origin:
-            paths.append(Path(spec.origin).resolve().parents[package.count(".") + 1])
-    return [p for p in dict.fromkeys(paths) if not any(p != q and p.is_relative_to(q) for q in paths)]
 
 
 def find_java_home() -> Path | None:

@@ -5,7 +5,8 @@ Invariants:
   imported (a few milliseconds a query); the time limit counts from that process's start, so
   parsing, planning and running are all inside it, and at the limit the process is killed:
   DuckDB does not look at an interrupt while it plans, and a 100 KB ``UNION ALL`` plans for
-  seconds. Nothing is lost with it: the query wrote nothing.
+  seconds. Nothing is lost with it: the query wrote nothing. Its DuckDB runs in a sandbox that
+  process starts (``sql.py``), which dies with it.
 - The answer is JSON built in that process row by row, and stops at ``max_rows`` rows or
   before the rows' JSON would pass ``max_bytes``; ``truncatedBy`` says which (``limit`` or
   ``maxBytes``), ``truncated`` whether rows were left out. The server holds no more than one
@@ -13,7 +14,8 @@ Invariants:
 - The query's process may map at most ``memory`` bytes more than it held when it started
   (``RLIMIT_DATA``, with Arrow allocating through the system's allocator so that its batches
   count), and DuckDB holds at most ``DUCKDB_SHARE`` of that (its ``memory_limit``, with no
-  spill folder); the rest is Arrow's batches read ahead, the answer and Python. Past either
+  spill folder; its sandbox inherits the process's limit as well); the rest is Arrow's
+  batches read ahead, the answer and Python. Past either
   the query is refused (``Invalid``: ask for less) and the process ends; the server, another
   process, holds none of it.
 - A refusal keeps its category (a bad query is ``Invalid``, an unknown block ``NotFound``);

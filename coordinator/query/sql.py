@@ -15,16 +15,25 @@ Invariants:
 - A statement is run only if DuckDB parses it as a query (SELECT, WITH, VALUES, DESCRIBE,
   SHOW, SUMMARIZE, EXPLAIN of a query: the statement an EXPLAIN [ANALYZE] names is checked
   as well, since EXPLAIN ANALYZE runs it).
-- DuckDB can reach no file at all, whatever the statement says: the slices are handed to it
-  as Arrow datasets (read by Arrow, lazily, batch by batch, so a dataset larger than memory
-  can be scanned), and the connection has external access off with no allowed path or
-  directory, no spill directory (a spill directory is writable by ``COPY``; a query needing
-  more memory than DuckDB's limit fails instead), no scan of Python variables, extensions
-  neither installed nor loaded, and the configuration locked. So ``read_csv('/etc/passwd')``,
-  ``COPY``, ``ATTACH`` or ``SET`` reach nothing, and no setting, plan or view names a slice.
+- DuckDB reads the slices with its own Parquet reader inside a sandbox of its own
+  (``sandboxed.py``, bubblewrap): it holds the checked slice files, each at a neutral path
+  (``/slices/<n>``), the Python runtime and DuckDB, all read-only, and nothing else: no
+  writable place, no network, no environment of ours, no home nor workspace; it dies with us.
+  So the operating system, not DuckDB's settings alone, refuses every write. Inside, DuckDB
+  is locked down as well: external access off but for exactly those files
+  (``allowed_paths``), no spill directory (a query needing more memory than DuckDB's limit
+  fails instead), no scan of Python variables, extensions neither installed nor loaded, the
+  configuration locked. So ``read_csv('/etc/passwd')``, ``COPY``, ``ATTACH`` or ``SET``
+  reach nothing, and no setting, plan or view names a path of the machine. The answer comes
+  back as an Arrow IPC stream read batch by batch; an interrupt (Ctrl-C) or a caller's bound
+  ends the sandbox.
+- Where no sandbox can be made (no bubblewrap), the session runs in this process under the
+  same lockdown, but DuckDB can reach no file at all: the slices are handed to it as Arrow
+  datasets (read by Arrow, lazily, batch by batch), with no allowed path; several times slower.
 - Nothing of the machine shows: DuckDB's home (and the extension and secret folders it
   derives from it) is ``NO_HOME``, so no setting (``duckdb_settings()``) or error names the
-  user's home; an error naming a slice says ``<workspace>`` for the workspace's folder.
+  user's home; an error naming a slice names it as the user has it, ``<workspace>`` for the
+  workspace's folder.
 - A query holds at most its memory bound (DuckDB's ``memory_limit``: a session's
   ``memory_limit``, else DuckDB's default, 80 % of RAM); past it, having nowhere to spill,
   it is refused in one line, ``MemoryExceeded``.
@@ -44,11 +53,11 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Invalid
 from ..metadata.objects import DatasetSource, DatasetVocabulary
@@ -63,10 +72,10 @@ from ..workspace.dataset import BlockNotFound
 from .state import STATE_SUFFIX, StateKey, Written, no_state, quoted, state_key, state_sql
 
 if TYPE_CHECKING:
-    import duckdb
     import pyarrow as pa
 
     from ..metadata.odf39.adapt import PushSource
+    from .sandboxed import SandboxedDuckDB
 
 # DuckDB statement kinds that only read (DESCRIBE, SHOW and SUMMARIZE parse as SELECT; an
 # EXPLAIN is allowed when the statement it explains is)
@@ -74,7 +83,6 @@ READ_ONLY_KINDS = frozenset({"SELECT"})
 # DuckDB's home for a query: names no folder of this machine (the home of system users that
 # have none), so settings and errors derived from it show nothing of the user's
 NO_HOME = "/nonexistent"
-T = TypeVar("T")
 
 
 class SqlError(Invalid):
@@ -277,7 +285,8 @@ def _explained_kind(text: str) -> str:
 
 
 class SqlSession:
-    """A DuckDB connection holding the datasets as views, locked down (see the module doc).
+    """A DuckDB holding the datasets as views, locked down (see the module doc): in its sandbox
+    where bubblewrap is at hand (``sandbox``: None, where available; False, in this process).
     ``extra``: more named in-memory tables a query may read (none of them a dataset's id).
     ``reads``: the datasets to hold, by the name a query gives them, instead of every dataset
     as at ``as_at`` (a receipt's inputs, each at its block); ``threads``: DuckDB's threads (one
@@ -286,15 +295,15 @@ class SqlSession:
     def __init__(self, ws: Workspace, as_at: AsAt | None = None,
                  extra: Mapping[str, pa.Table] | None = None, as_of: datetime | None = None,
                  memory_limit: int | None = None, reads: Mapping[str, DatasetRead] | None = None,
-                 threads: int | None = None):
-        import duckdb
+                 threads: int | None = None, sandbox: bool | None = None):
+        from . import sandboxed
 
         self.as_at = as_at
         self.reads = dict(reads) if reads is not None else dataset_reads(ws, as_at)
         self.tables = {name: read.files for name, read in self.reads.items()}
         self.empty = sorted({ds.id for ds in ws.datasets()} - self.tables.keys())
         self._root = str(ws.root)
-        self._con = duckdb.connect(config={
+        config = {
             "autoinstall_known_extensions": False, "autoload_known_extensions": False,
             "temp_directory": "",  # no spill directory: COPY could write into it
             "python_enable_replacements": False,  # FROM a_python_variable would scan it
@@ -302,24 +311,37 @@ class SqlSession:
             "secret_directory": f"{NO_HOME}/secrets",
             **({"memory_limit": f"{memory_limit >> 20}MiB"} if memory_limit is not None else {}),
             **({"threads": threads} if threads is not None else {}),
-        })
-        con = self._con
-        # as DuckDB words it ("1.0 GiB"), for the refusal of a query that needs more
-        setting = con.execute("SELECT current_setting('memory_limit')").fetchone()
-        self.memory_limit = str(setting[0]) if setting else "its limit"
-        con.execute("SET TimeZone = 'UTC'")
-        # DuckDB draws a progress bar on stdout when it takes the process for an interactive
-        # one (python -c, a notebook), which would mix it into our output
-        con.execute("SET enable_progress_bar = false")
+        }
+        states = tuple((name, f"CREATE TEMP VIEW {quoted(name + STATE_SUFFIX)} AS "
+                              f"{state_sql(quoted(name), read.key, as_of, written=read.written)}")
+                       for name, read in self.reads.items() if read.key is not None)
+        self._bound: list[Path] = []  # the files the sandbox holds, /slices/<n> the n-th
+        self._db: SandboxedDuckDB | InProcessDuckDB | None = None
+        if sandbox is not False and (sandbox or sandboxed.available()):
+            try:
+                self._db = self._sandboxed(config, states, extra or {})
+            except sandboxed.SandboxUnavailable:  # no user namespaces here, say
+                self._bound = []
+        if self._db is None:
+            self._db = InProcessDuckDB(config, {name: arrow_dataset(name, read.files, self._root)
+                                                for name, read in self.reads.items()},
+                                       states, extra or {})
+
+    def _sandboxed(self, config: dict[str, Any], states: tuple[tuple[str, str], ...],
+                   extra: Mapping[str, pa.Table]) -> SandboxedDuckDB:
+        """The sandbox's DuckDB: each dataset a view over its slices as DuckDB reads them."""
+        from .sandboxed import SandboxedDuckDB, Setup, slice_path
+
+        views = []
         for name, read in self.reads.items():
-            con.register(name, arrow_dataset(name, read.files, self._root))
-            if read.key is not None:  # a view: computed only when a query reads it
-                con.execute(f"CREATE TEMP VIEW {quoted(name + STATE_SUFFIX)} AS "
-                            f"{state_sql(quoted(name), read.key, as_of, written=read.written)}")
-        for name, table in (extra or {}).items():
-            con.register(name, table)
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
+            paths = [slice_path(len(self._bound) + n) for n in range(len(read.files))]
+            self._bound += read.files
+            views.append((name, f"CREATE TEMP VIEW {quoted(name)} AS SELECT * FROM read_parquet("
+                                f"{_list(paths)}, union_by_name = true, hive_partitioning = false)"))
+        every = _list([slice_path(n) for n in range(len(self._bound))])
+        return SandboxedDuckDB(Setup(
+            config, (*LOCKED_DOWN[:2], f"SET allowed_paths = {every}", *LOCKED_DOWN[2:3]),
+            (*views, *states), LOCKED_DOWN[3:], tuple(self._bound), tuple(extra.items())))
 
     def __enter__(self) -> SqlSession:
         return self
@@ -328,55 +350,42 @@ class SqlSession:
         self.close()
 
     def close(self) -> None:
-        self._con.close()
+        if self._db is not None:
+            self._db.close()
 
     def query(self, statement: Statement, script: str) -> pa.Table:
         """Run one checked statement; errors name their place in ``script``. Columns named
         alike get distinct names (``unique_names``)."""
-        table = self._explained(lambda: self._relation(statement, script).to_arrow_table(),
-                                statement, script)
-        return table.rename_columns(unique_names(table.column_names))
+        import pyarrow as pa
+
+        schema, batches = self.batches(statement, script)
+        return pa.Table.from_batches(list(batches), schema)
 
     def batches(self, statement: Statement, script: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
         """One checked statement's columns (named as by ``query``), and its result batch by
         batch as it is computed."""
         import pyarrow as pa
 
-        reader = self._explained(lambda: self._relation(statement, script).arrow(), statement, script)
-        names = unique_names(reader.schema.names)
-        schema = pa.schema([f.with_name(n) for f, n in zip(reader.schema, names, strict=True)])
-        return schema, self._read(reader, schema, statement, script)
+        from .sandboxed import Failure
 
-    def _read(self, reader: pa.RecordBatchReader, schema: pa.Schema, statement: Statement,
+        assert self._db is not None
+        try:
+            given, batches = self._db.reader(statement.text)
+        except Failure as e:
+            raise self._refusal(e, statement, script) from None
+        schema = pa.schema([f.with_name(n) for f, n in zip(given, unique_names(given.names), strict=True)])
+        return schema, self._read(batches, schema, statement, script)
+
+    def _read(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema, statement: Statement,
               script: str) -> Iterator[pa.RecordBatch]:
-        import duckdb
         import pyarrow as pa
 
+        from .sandboxed import Failure
+
         try:
-            for batch in reader:
+            for batch in batches:
                 yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
-        except (duckdb.Error, OSError) as e:
-            raise self._refusal(e, statement, script) from None
-
-    def _relation(self, statement: Statement, script: str) -> duckdb.DuckDBPyRelation:
-        import duckdb
-
-        try:
-            return self._con.sql(statement.text)
-        except duckdb.Error as e:
-            error: Exception = e
-            try:  # the relational API drops the position; the same bind error again carries it
-                self._con.execute(statement.text)
-            except duckdb.Error as positioned:
-                error = positioned
-            raise self._refusal(error, statement, script) from None
-
-    def _explained(self, run: Callable[[], T], statement: Statement, script: str) -> T:
-        import duckdb
-
-        try:
-            return run()
-        except (duckdb.Error, OSError) as e:
+        except Failure as e:
             raise self._refusal(e, statement, script) from None
 
     def run(self, script: str) -> Iterator[pa.Table]:
@@ -385,20 +394,33 @@ class SqlSession:
             yield self.query(statement, script)
 
     def interrupt(self) -> None:
-        self._con.interrupt()
+        if self._db is not None:
+            self._db.interrupt()
 
     def _refusal(self, e: Exception, statement: Statement, script: str) -> SqlError:
         """The one-line error for DuckDB's (or Arrow's) failure ``e``."""
-        import duckdb
-
-        if isinstance(e, duckdb.OutOfMemoryException):
-            return MemoryExceeded(f"the query needed more than {self.memory_limit} of memory (DuckDB's "
+        view = getattr(e, "view", None)
+        if view is not None:  # the sandbox's setup
+            return SqlError(f"dataset {view}: its slices cannot be read ({self._shown(str(e))}); "
+                            f"run coord verify {view}")
+        if getattr(e, "kind", None) == "OutOfMemoryException":
+            assert self._db is not None  # as DuckDB words it ("1.0 GiB")
+            return MemoryExceeded(f"the query needed more than {self._db.memory_limit} of memory (DuckDB's "
                                   "memory_limit) and was stopped; ask for less (fewer groups, rows or "
                                   "columns, a LIMIT)")
         return SqlError(self._explain(e, statement, script))
 
+    def _shown(self, message: str) -> str:
+        """``message`` with each slice named where the user has it, the workspace's folder
+        left out."""
+        from .sandboxed import SLICES
+
+        named = re.sub(rf"{SLICES}/(\d+)\b", lambda m: str(self._bound[int(m.group(1))])
+                       if int(m.group(1)) < len(self._bound) else m.group(0), message)
+        return hide_paths(named, self._root)
+
     def _explain(self, e: Exception, statement: Statement, script: str) -> str:
-        text = hide_paths(explain_error(e, script, statement.offset), self._root)
+        text = self._shown(explain_error(e, script, statement.offset))
         missing = re.search(r'Table with name "?([^"!]+?)"? does not exist', str(e))
         if missing:
             name = missing.group(1)
@@ -418,6 +440,74 @@ class SqlSession:
 
     def _when(self) -> str:
         return self.as_at.describe() if self.as_at else "yet"
+
+
+# the statements that lock a session's DuckDB down, in order (the sandbox's sets its allowed
+# paths, the slices, between the second and the third: they can only be set before)
+LOCKED_DOWN = (
+    "SET TimeZone = 'UTC'",
+    # DuckDB draws a progress bar on stdout when it takes the process for an interactive one
+    # (python -c, a notebook), which would mix it into our output
+    "SET enable_progress_bar = false",
+    "SET enable_external_access = false",
+    "SET lock_configuration = true",
+)
+
+
+class InProcessDuckDB:
+    """A session's DuckDB in this process, the slices handed to it as Arrow datasets (where no
+    sandbox can be made): it reaches no file at all."""
+
+    def __init__(self, config: dict[str, Any], tables: Mapping[str, Any],
+                 states: tuple[tuple[str, str], ...], extra: Mapping[str, pa.Table]):
+        import duckdb
+
+        self._con = con = duckdb.connect(config=config)
+        setting = con.execute("SELECT current_setting('memory_limit')").fetchone()
+        self.memory_limit = str(setting[0]) if setting else "its limit"
+        for statement in LOCKED_DOWN[:2]:
+            con.execute(statement)
+        for name, table in [*tables.items(), *extra.items()]:
+            con.register(name, table)
+        for _, view in states:
+            con.execute(view)
+        for statement in LOCKED_DOWN[2:]:
+            con.execute(statement)
+
+    def reader(self, text: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """As ``SandboxedDuckDB.reader``: DuckDB's and Arrow's errors as ``Failure``."""
+        import duckdb
+
+        from .duckdb_worker import relation
+        from .sandboxed import Failure
+
+        try:
+            reader = relation(self._con, text).arrow()
+        except (duckdb.Error, OSError) as e:
+            raise Failure(str(e), type(e).__name__) from None
+        return reader.schema, self._batches(reader)
+
+    @staticmethod
+    def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+        import duckdb
+
+        from .sandboxed import Failure
+
+        try:
+            yield from reader
+        except (duckdb.Error, OSError) as e:
+            raise Failure(str(e), type(e).__name__) from None
+
+    def interrupt(self) -> None:
+        self._con.interrupt()
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def _list(paths: Sequence[str]) -> str:
+    """``paths`` as a DuckDB list of strings (none holds a quote: ``slice_path``'s)."""
+    return "[" + ", ".join(f"'{p}'" for p in paths) + "]"
 
 
 def arrow_dataset(name: str, files: list[Path], root: str, schema_of: Sequence[Path] | None = None) -> Any:
