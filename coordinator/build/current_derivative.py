@@ -136,7 +136,7 @@ from ..metadata.odf39.source import (
 from ..metadata.schema_evolution import SchemaChangeRefused
 from ..metadata.timestamps import now_utc
 from ..store.append import checkpoint_of, data_slice_of
-from ..store.checked import checked_current_files
+from ..store.checked import checked_current_files, checked_current_scan
 from ..store.checkpoint import pack_checkpoint, unpack_checkpoint
 from ..store.dataset import CurrentDataset
 from ..store.field_lineage import record_version, recorded_versions
@@ -271,7 +271,7 @@ class InputStep:
         given = self.execute_input()
         scratch.mkdir(parents=True, exist_ok=True)
         paths = []
-        for r, path in zip(self.slices, given.data_paths, strict=True):
+        for r, path in zip(self.slices, self.data_paths(), strict=True):
             paths.append(scratch / f"versions-{r.slice.physical_hash}.parquet")
             pq.write_table(self._as_versions(r, pq.read_table(path)), paths[-1])
         return replace(given, data_paths=paths, removal=self._removal)
@@ -317,9 +317,10 @@ class InputStep:
         return pq.read_schema(newest[0]) if newest else None
 
     def execute_input(self) -> ExecuteInput:
-        """The input as the engine port takes it (its files checked here)."""
-        paths = self.data_paths()
-        # the newest slice is the last new one when there are new ones (checked just now)
+        """The input as the engine port takes it (its files checked here): the new slices'
+        rows, a compacted file whole where it holds nothing else (``checked_current_scan``)."""
+        paths = checked_current_scan(self.dataset, self.slices)
+        # the newest slice is in the last file when there are new ones (checked just now)
         schema = pq.read_schema(paths[-1]) if paths else self.schema()
         assert schema is not None, "planned only once every input has data"
         return ExecuteInput(
