@@ -13,10 +13,8 @@ alike, medians of K runs:
 - `coord sql` of a count, a sum and an MD5 over every record (the answers must be equal);
 - the derivative's first step (`coord pull even` after `coord reset even` to its definition;
   each workspace's warm engine started by one such step before any is timed), which reads
-  every slice of ``ev`` (its answer's count and sum must be equal); after the compaction it
-  reads each slice's bytes rebuilt from the compacted rows (the step takes one file per
-  slice), measured with the rebuilt slices removed before each run, as a compaction leaves
-  them, and again with them kept from the run before;
+  every slice of ``ev`` (its answer's count and sum must be equal): after the compaction the
+  engine is given the one compacted file;
 - `coord compact ev` itself (on a fresh copy of the uncompacted workspace each run).
 
 ``--workspace DIR`` keeps the built workspace (building 2,000 slices takes about 30 minutes
@@ -98,7 +96,6 @@ def main() -> None:
             shutil.copytree(built, home)
         print(Coord(after)("compact", "ev").out.strip())
         defined = (before / ".coord/datasets/even/refs/head").read_text()
-        rebuilt = after / ".coord/datasets/ev/compacted/rows"
 
         def step(home: Path) -> Took:
             """The derivative's first step over every slice of ev, from its definition."""
@@ -106,8 +103,7 @@ def main() -> None:
             return Coord(home)("pull", "even")
 
         runs: dict[str, list[Took]] = {k: [] for k in (
-            "sql before", "sql after", "derivative step before", "derivative step after",
-            "derivative step after, slices rebuilt already", "compact")}
+            "sql before", "sql after", "derivative step before", "derivative step after", "compact")}
         answers: dict[str, set[str]] = {"sql": set(), "even": set()}
         try:
             for home in (before, after):  # each workspace's warm engine started before any timing
@@ -116,11 +112,9 @@ def main() -> None:
                 for name, home in (("before", before), ("after", after)):
                     runs[f"sql {name}"].append(took := Coord(home)("sql", "-o", "csv", "-c", SQL))
                     answers["sql"].add(took.out)
-                    shutil.rmtree(rebuilt, ignore_errors=True)  # as a compaction leaves it
                     runs[f"derivative step {name}"].append(step(home))
                     answers["even"].add(Coord(home)("sql", "-o", "csv", "-c",
                                                     "SELECT count(*), sum(k) FROM even").out)
-                runs["derivative step after, slices rebuilt already"].append(step(after))
                 fresh = Path(tmp) / f"compact-{run}"
                 shutil.copytree(built, fresh)
                 runs["compact"].append(Coord(fresh)("compact", "ev"))
@@ -133,8 +127,8 @@ def main() -> None:
     med = statistics.median
     rows = [{"command": name, "wall s": med(t.wall for t in took), "CPU s": med(t.cpu for t in took),
              "peak RSS MB": med(t.rss_mb for t in took)} for name, took in runs.items()]
-    for first, *others in ((rows[0], rows[1]), (rows[2], rows[3], rows[4])):
-        for r in (first, *others):
+    for first, then in ((rows[0], rows[1]), (rows[2], rows[3])):
+        for r in (first, then):
             r["wall after/before"] = r["wall s"] / first["wall s"]
             r["CPU after/before"] = r["CPU s"] / first["CPU s"]
     print_table(rows, title=f"{args.slices:,} slices of {args.rows} records, before and after coord "
