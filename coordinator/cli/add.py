@@ -1,6 +1,7 @@
 """``coord add``: datasets from manifests, a changed query checked against its inputs."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 
 import click
@@ -29,6 +30,7 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
     ws = writable_workspace(ctx)
     show = Output()
     snapshots = []
+    manifests = {}  # dataset -> its manifest as loaded: a refusal of its query names the file
     written = {}  # reference-form manifests' snapshots as written: what a 0.39 dataset keeps
     current_form = []  # the manifests of those, for 0.39 datasets
     new_odf = ws.config().odf
@@ -68,6 +70,7 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
         if problem is not None:
             raise loaded.error(*problem)
         snapshots.append(snapshot)
+        manifests[snapshot.id] = loaded
     adding = {s.id for s in snapshots}
     for loaded, adapted in current_form:
         for place, ref in account_inputs(adapted.written):
@@ -90,19 +93,31 @@ def add(ctx: click.Context, paths: tuple[str, ...], replace: bool) -> None:
 
         engine = EngineOnDemand(ws, stack, readable)
 
+        def query_checked(name: str, check: Callable[[], None]) -> None:
+            """``check()``, a query the engine refuses named by its dataset and manifest."""
+            from ..engine.port import EngineQueryError
+
+            try:
+                check()
+            except EngineQueryError as e:
+                said = " ".join(str(e).split())  # one line: an engine's message may hold several
+                raise manifests[name].error("content.source.transform", (
+                    f"dataset {name}: the engine refuses the new query ({said}); the dataset "
+                    "keeps its query: fix this one and add the manifest again")) from None
+
         def check_change(ds, snapshot, current):
             from ..transform.evolution import check_query_change, transform_changed  # needs gRPC
 
             if transform_changed(snapshot, current):
-                check_query_change(engine.get(), ws, ds, snapshot, current)
+                query_checked(ds.id, lambda: check_query_change(engine.get(), ws, ds, snapshot, current))
 
         current = None
         if new_odf is OdfVersion.V039 or any(ws.odf_of(ds.id) is OdfVersion.V039 for ds in ws.datasets()):
             from ..build.schema_change import check_definition
             from ..store.define import Definitions
 
-            current = Definitions(ws, written, check_change=lambda name, state, events:
-                                  check_definition(ws, engine.get, name, state, events))
+            current = Definitions(ws, written, check_change=lambda name, state, events: query_checked(
+                name, lambda: check_definition(ws, engine.get, name, state, events)))
         for result in catalog.add_datasets(ws, snapshots, replace=replace, check_change=check_change,
                                            current=current):
             show.line(f"{result.action:9} {result.dataset_id} {short(result.block_hash)}")

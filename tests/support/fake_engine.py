@@ -23,9 +23,10 @@ joins, set operations or subqueries, is row-wise; its copies are the plain colum
 column's sources the columns it names. Anything else is named as Spark names it ("Aggregate",
 "Join", ...).
 
-It refuses, as UNSUPPORTED, what needs streaming state (aggregations, windows, DISTINCT,
-ORDER BY / LIMIT, set operations that remove rows) and temporal tables: those stay in the
-Spark tests. Spark SQL
+SQL DuckDB refuses is an ``EngineQueryError`` (INVALID_QUERY), as the real engine's answer is
+(``port.engine_error``). It refuses, as UNSUPPORTED, what needs streaming state (aggregations,
+windows, DISTINCT, ORDER BY / LIMIT, set operations that remove rows) and temporal tables:
+those stay in the Spark tests. Spark SQL
 is run as DuckDB SQL with `backquoted` names turned into "quoted" ones.
 
 ``coord(..., fake_engine=True)`` (tests/support/cli.py) runs ``coord`` with this engine in
@@ -68,6 +69,7 @@ from coordinator.engine.port import (
     RowMappingRequest,
     ValidateRequest,
     ValidateResult,
+    engine_error,
 )
 from coordinator.engine.settings import EngineSettings
 from coordinator.metadata.objects import (
@@ -269,7 +271,7 @@ def _run(transform: TransformSql, tables: dict[str, pa.Table]) -> pa.Table:
                 return con.sql(sql).to_arrow_table()
             con.execute(f"CREATE TEMPORARY VIEW {_quote(step.alias or '')} AS {sql}")
     except duckdb.Error as e:
-        raise EngineError(EngineErrorKind.INVALID_QUERY, f"step {k}: {e}") from None
+        raise engine_error(EngineErrorKind.INVALID_QUERY, f"step {k}: {e}") from None
     finally:
         con.close()
     raise EngineError(EngineErrorKind.INVALID_REQUEST, "the transform has no query")
@@ -408,9 +410,9 @@ def _output(rows: pa.Table, vocab: DatasetVocabulary, system_time: datetime | No
     """system_time, the event time, the data columns (sorted), as the Spark engine writes them."""
     event_time, system = vocab.event_time, vocab.system_time
     if event_time not in rows.column_names:
-        raise EngineError(EngineErrorKind.INVALID_QUERY,
-                          f"the query result has no column `{event_time}` (the output event time "
-                          f"column); it has: {', '.join(rows.column_names)}")
+        raise engine_error(EngineErrorKind.INVALID_QUERY,
+                           f"the query result has no column `{event_time}` (the output event time "
+                           f"column); it has: {', '.join(rows.column_names)}")
     data = [c for c in rows.column_names if c not in (event_time, system)]
     table = rows.select([event_time, *data])
     stamp = pa.repeat(pa.scalar(system_time, SYSTEM_TIME_TYPE), table.num_rows) if system_time \
