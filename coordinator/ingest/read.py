@@ -3,7 +3,8 @@
 CSV and JSON Lines use Arrow's multi-threaded readers; Parquet (an extension read step, see
 ``schemas/EXTENSIONS.md``) is read as stored. Columns Arrow cannot convert the way a
 read step asks (see ``convert.TextOptions.needs_text``) are read as text and converted by
-``convert``. Errors name the file and the line (CSV, JSON Lines) or the row.
+``convert``. Errors name the file and the line (CSV, JSON Lines) or the row; a CSV header with
+more columns than a read schema that names them by position names the ones it lacks.
 
 Defaults follow Spark's CSV reader, which ODF 0.18 manifests were written for: ``header``
 false, separator ``,``, quote ``"``, an empty field is null. Deliberate differences: with no
@@ -330,6 +331,11 @@ def _read_csv(path: Path, step: ReadStepCsv, name: str, piece: _CsvPiece | None,
         if not typed and step.infer_schema is False:  # every column as text
             table = attempt(True, column_types={n: pa.string() for n in table.column_names})
     except pa.ArrowInvalid:
+        if schema is not None and header and not by_name and not rows_before:
+            first = data.split(b"\n", 1)[0] if data is not None else _first_line(path)
+            extra = _header(first, _codec(step.encoding), parse_opts)[len(schema):]  # by position
+            if extra:
+                raise IngestError(_extra_columns(name, extra, schema.names)) from None
         # Arrow knows the row number of a bad row only when reading on one thread
         try:
             attempt(False)
@@ -378,6 +384,28 @@ def _csv_error(name: str, message: str, path: Path, step: ReadStepCsv, read_opts
     line = None if step.multi_line else _line_of_row(path, row, step.comment)
     place = f"{name}:{line}" if line else f"{name}: row {row}"
     return f"{place}: {where}{detail}"
+
+
+def _first_line(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        return f.readline()
+
+
+def _header(line: bytes | bytearray, encoding: str, parse_opts: pacsv.ParseOptions) -> list[str]:
+    """The column names a header line gives (none when it is not one CSV line)."""
+    try:
+        return pacsv.read_csv(pa.BufferReader(line), read_options=pacsv.ReadOptions(encoding=encoding),
+                              parse_options=parse_opts).column_names
+    except pa.ArrowInvalid:
+        return []
+
+
+def _extra_columns(name: str, extra: list[str], declared: list[str]) -> str:
+    """A CSV whose header names more columns than the read schema declares."""
+    listed, them = ", ".join(repr(c) for c in extra), "them" if len(extra) > 1 else "it"
+    return (f"{name}: the header has the column{'s' if len(extra) > 1 else ''} {listed}, which the "
+            f"dataset's read schema ({', '.join(declared)}) does not declare: remove {them} from "
+            f"the file, or declare {them} in the read step's schema (coord add --replace)")
 
 
 def _column_name(index: int, read_opts: dict, path: Path, step: ReadStepCsv):

@@ -193,6 +193,19 @@ def test_a_bad_record_is_one_line_naming_file_row_and_column_and_nothing_is_comm
     assert len(dataset(home).state().blocks) == blocks
 
 
+def test_a_pushed_csv_with_a_column_the_schema_lacks_names_the_column_and_what_to_do(home):
+    root(home, "temps", TEMPS)
+    path = write(home / "temps.csv", """\
+        t,unit
+        21.5,C
+        """)
+    line = error_line(coord("ingest", "temps", str(path), cwd=home, check=False))
+    assert line == (f"coord: error: {path}: the header has the column 'unit', which the dataset's "
+                    "read schema (t) does not declare: remove it from the file, or declare it in "
+                    "the read step's schema (coord add --replace)")
+    assert kinds(dataset(home, "temps"))[-1] == "AddPushSource"  # nothing committed
+
+
 def test_refusals_name_what_to_do(home, tmp_path_factory):
     data = str(LEADERBOARD / "data" / "1.ndjson")
     assert error_line(coord("ingest", "nope", data, cwd=home, check=False)).startswith(
