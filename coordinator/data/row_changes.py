@@ -121,7 +121,7 @@ def _write(query: str, columns: list[pa.Field], target: Path) -> None:
     out = pa.schema(columns)
     con = _connect(target.parent)
     try:
-        reader = con.sql(query).fetch_record_batch()
+        reader = con.sql(query).to_arrow_reader()
         with pq.ParquetWriter(target, out) as writer:
             for batch in reader:
                 writer.write_batch(pa.RecordBatch.from_arrays(
