@@ -41,6 +41,7 @@ SLICES = "/slices"
 # what the dynamic linker reads from /etc: nothing else of it is there
 LINKER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 PACKAGES = ("duckdb", "pyarrow")
+STOP_SECONDS = 5  # for an idle sandbox to end by itself once its input ends
 
 
 class SandboxUnavailable(Exception):
@@ -103,7 +104,7 @@ class SandboxedDuckDB:
         self.setup = setup
         self._process: subprocess.Popen[bytes] | None = None
         self._memory_limit: str | None = None  # None: the setup not answered yet
-        self._answering = False  # an answer is not read to its end: the stream is mid-way
+        self._busy = False  # a statement sent and its answer not read to its end
         self._start()
 
     def _start(self) -> None:
@@ -184,11 +185,12 @@ class SandboxedDuckDB:
         sandbox sends them (a ``Failure`` if DuckDB fails midway)."""
         import pyarrow as pa
 
-        if self._answering:
+        if self._busy:
             self.close()
         self.memory_limit  # noqa: B018  (started and set up, or the failure of its setup)
         assert self._process is not None and self._process.stdin is not None
         try:
+            self._busy = True
             write_frame(self._process.stdin, json.dumps({"sql": text}).encode())
         except BrokenPipeError:
             raise self._ended() from None
@@ -196,8 +198,8 @@ class SandboxedDuckDB:
         if head is None:
             raise self._ended()
         if "error" in head:
+            self._busy = False
             raise Failure(head["error"], head["kind"])
-        self._answering = True
         stream = pa.ipc.open_stream(self._process.stdout)
         return stream.schema, self._batches(stream)
 
@@ -211,7 +213,7 @@ class SandboxedDuckDB:
         tail = self._message()
         if tail is None:
             raise self._ended()
-        self._answering = False
+        self._busy = False
         if "error" in tail:
             raise Failure(tail["error"], tail["kind"])
 
@@ -220,11 +222,20 @@ class SandboxedDuckDB:
         self.close()
 
     def close(self) -> None:
+        """Ends the sandbox: at once if it is busy, else by the end of its input (the worker
+        returns, and the time it took is counted as this process's children's)."""
         if self._process is not None:
-            self._process.kill()
-            self._process.wait()
-            for pipe in (self._process.stdin, self._process.stdout, self._process.stderr):
+            assert self._process.stdin is not None
+            if self._busy:
+                self._process.kill()
+            try:
+                self._process.stdin.close()
+                self._process.wait(timeout=STOP_SECONDS)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
+            for pipe in (self._process.stdout, self._process.stderr):
                 if pipe is not None:
                     pipe.close()
             self._process = None
-        self._answering = False
+        self._busy = False

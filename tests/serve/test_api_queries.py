@@ -9,9 +9,11 @@ from datetime import UTC, datetime
 import pytest
 
 from coordinator.metadata.objects import FieldLineage, FieldOrigin, FieldSource, MetadataBlock
+from coordinator.query.sandboxed import WORKER
 from coordinator.workspace import Workspace
 
 from ..support.cli import coord
+from ..support.processes import descendants, running
 from ..support.tamper import flip_a_byte
 from .conftest import Served, add_derivative, add_root, drop_csv, init_workspace, serving
 
@@ -118,6 +120,34 @@ def test_sql_that_is_slow_to_plan_is_stopped_within_its_time_limit(served):
     took = time.monotonic() - began
     assert r.status_code == 400 and "longer than 1 s" in r.json()["error"]
     assert took < 1 + 1.5, took
+
+
+def sandboxes(pid: int) -> list[int]:
+    """The query sandboxes (bubblewrap running the query's DuckDB) among ``pid``'s descendants."""
+    found = []
+    for p in descendants(pid):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as cmdline:
+                if WORKER.encode() in cmdline.read():
+                    found.append(p)
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def test_a_query_stopped_at_its_time_limit_leaves_no_sandbox_running(served):
+    """This query keeps the sandboxed DuckDB busy for minutes past the limit: it is killed with
+    the query's process, not left to finish."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    slow = {"q": "SELECT count(*) FROM range(1000000000000)", "timeout_s": 2}
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(served.post, "/api/sql", json=slow)
+        served.wait_for(lambda: sandboxes(served.proc.pid) != [], what="the query's sandbox started")
+        started = sandboxes(served.proc.pid)  # once its parent is gone, no longer a descendant
+        assert answer.result().status_code == 400
+    served.wait_for(lambda: not any(running(pid) for pid in started), timeout=3,
+                    what="the sandbox ended with the query's process")
 
 
 def test_sql_still_answers_after_a_query_was_stopped(served):
