@@ -14,8 +14,9 @@ Invariants:
   exactly the slices (``allowed_paths``), no spill directory, extensions neither installed nor
   loaded, the configuration locked; the parent checks every statement before sending it.
 - The answer comes back as an Arrow IPC stream read batch by batch, so a caller that stops
-  early (a row or byte bound) holds no more than it read; ``close`` or ``interrupt`` kills the
-  sandbox (it is started anew for the next statement).
+  early (a row or byte bound) holds no more than it read. ``interrupt``, or ``close`` while a
+  statement runs, kills the sandbox (started anew for the next statement); an idle one ends by
+  the end of its input.
 """
 from __future__ import annotations
 
