@@ -36,7 +36,6 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # this checkout's coordinator
 from bench_cli import ROOT, coord_command
-from bench_sql import DUCKDB
 from common import print_table
 
 from tests.support.processes import descendants
@@ -66,6 +65,12 @@ from coordinator.query.sql import SqlSession, split_script
 from coordinator.workspace import Workspace
 with SqlSession(Workspace.open(Path.cwd()), sandbox=False) as session:
     Output("csv").records(session.query(split_script(sys.argv[1])[0], sys.argv[1]))
+"""
+# the peer: DuckDB over the slices, its progress bar off (drawn on stdout past 2 s otherwise)
+DUCKDB = """
+import sys, duckdb
+duckdb.execute("SET enable_progress_bar = false")
+duckdb.sql(sys.argv[1].format(table="read_parquet(" + repr(sys.argv[2:]) + ")")).write_csv("/dev/stdout")
 """
 TARGET = 1.3
 TICKS = os.sysconf("SC_CLK_TCK")
