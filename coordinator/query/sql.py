@@ -67,6 +67,7 @@ from ..store.dataset import CurrentDataset
 from ..store.read import SliceRecord, blocks_named
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, Workspace
+from ..workspace import layout as ws_layout
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import BlockNotFound
 from .state import STATE_SUFFIX, StateKey, Written, no_state, quoted, state_key, state_sql
@@ -303,6 +304,7 @@ class SqlSession:
         self.tables = {name: read.files for name, read in self.reads.items()}
         self.empty = sorted({ds.id for ds in ws.datasets()} - self.tables.keys())
         self._root = str(ws.root)
+        self._run = ws.meta / ws_layout.RUN  # where the sandbox's slices are linked, one mount
         config = {
             "autoinstall_known_extensions": False, "autoload_known_extensions": False,
             "temp_directory": "",  # no spill directory: COPY could write into it
@@ -341,7 +343,8 @@ class SqlSession:
         every = _list([slice_path(n) for n in range(len(self._bound))])
         return SandboxedDuckDB(Setup(
             config, (*LOCKED_DOWN[:2], f"SET allowed_paths = {every}", *LOCKED_DOWN[2:3]),
-            (*views, *states), LOCKED_DOWN[3:], tuple(self._bound), tuple(extra.items())))
+            (*views, *states), LOCKED_DOWN[3:], tuple(self._bound), tuple(extra.items()),
+            links=self._run))
 
     def __enter__(self) -> SqlSession:
         return self
