@@ -28,6 +28,9 @@ from coordinator.workspace import Workspace
 from ..support.cli import coord
 from ..support.manifests import csv_root_manifest, derivative_manifest, with_event_time
 
+# one worker builds the module's workspace (its pulls take half a minute), not each of them
+pytestmark = pytest.mark.xdist_group("tests/transform/test_recomputed_derivative.py")
+
 ROOT = "test.cities"
 REGIONS = "test.regions"
 # Each pull's snapshot of the root: (id, city, region code, pop, day)
