@@ -7,13 +7,9 @@ Invariants:
   from, the worker (``duckdb_worker.py``) and the checked slices, each file at a neutral path
   (``/slices/<n>``: no path of the machine shows inside), all read-only, and the root itself
   remounted read-only: nothing is writable, and there is no /tmp, /dev, /proc, home, /etc (but
-  the linker's cache) nor workspace. The slices are hard-linked into a fresh folder of the
-  workspace's run folder, named by their place, and that folder is bound as ``/slices``: one
-  mount however many slices (bubblewrap's time grows with the square of its mounts: 2,000
-  took 29 s); the folder holds only those links and is removed when the sandbox ends. Where
-  they cannot be linked (another file system), each file is bound on its own. No network, no
-  other namespace shared (``--unshare-all``), no capabilities, a new session (no terminal),
-  an empty environment, and it dies with the process that started it.
+  the linker's cache) nor workspace. No network, no other namespace shared (``--unshare-all``),
+  no capabilities, a new session (no terminal), an empty environment, and it dies with the
+  process that started it.
 - Inside, DuckDB keeps the lockdown of the in-process path: external access off but for
   exactly the slices (``allowed_paths``), no spill directory, extensions neither installed nor
   loaded, the configuration locked; the parent checks every statement before sending it.
@@ -43,6 +39,10 @@ if TYPE_CHECKING:
 
 WORKER = "/query/worker.py"
 SLICES = "/slices"
+# the most slices a query's sandbox binds: bubblewrap's time grows with the square of its
+# mounts (500: 2.3 s, 2,000: 29 s), so a query over more runs in-process (``SqlSession``),
+# as before the sandbox, until they are bound otherwise (a compacted dataset has few)
+MAX_MOUNTS = 256
 # what the dynamic linker reads from /etc: nothing else of it is there
 LINKER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 PACKAGES = ("duckdb", "pyarrow")
@@ -74,29 +74,10 @@ class Setup:
     after: tuple[str, ...]
     files: tuple[Path, ...]
     extra: tuple[tuple[str, pa.Table], ...] = ()
-    # a folder on the files' file system where they may be linked, to be bound as one mount
-    # (each mount of its own costs bubblewrap more the more there are: 2,000 took 29 s)
-    links: Path | None = None
 
 
 def available() -> bool:
     return shutil.which("bwrap") is not None
-
-
-def linked_files(files: Sequence[Path], under: Path) -> Path | None:
-    """A fresh folder in ``under`` holding a hard link to each of ``files``, named by its
-    place (``0``, ``1``, ...); None where they cannot be linked there (another file system)."""
-    import tempfile
-
-    under.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="sql-", dir=under))
-    try:
-        for n, file in enumerate(files):
-            os.link(file, folder / str(n))
-    except OSError:
-        shutil.rmtree(folder, ignore_errors=True)
-        return None
-    return folder
 
 
 def slice_path(n: int) -> str:
@@ -104,9 +85,8 @@ def slice_path(n: int) -> str:
     return f"{SLICES}/{n}"
 
 
-def bwrap_command(files: Sequence[Path], linked: Path | None = None) -> list[str]:
-    """The bubblewrap command that runs the worker over ``files`` (see the module doc), or
-    over the folder ``linked`` holding them as ``0``, ``1``, ... (``linked_files``)."""
+def bwrap_command(files: Sequence[Path]) -> list[str]:
+    """The bubblewrap command that runs the worker over ``files`` (see the module doc)."""
     args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--clearenv"]
     args += system_binds()
@@ -114,11 +94,8 @@ def bwrap_command(files: Sequence[Path], linked: Path | None = None) -> list[str
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
     args += ["--ro-bind", str(Path(duckdb_worker.__file__).resolve()), WORKER]
-    if linked is not None:
-        args += ["--ro-bind", str(linked), SLICES]
-    else:
-        for n, file in enumerate(files):
-            args += ["--ro-bind", str(file), slice_path(n)]
+    for n, file in enumerate(files):
+        args += ["--ro-bind", str(file), slice_path(n)]
     # bwrap's root is a tmpfs of its own: read-only too, so nothing at all is writable
     args += ["--remount-ro", "/", "--chdir", "/"]
     return [*args, "--", sys.executable, "-I", "-B", WORKER]
@@ -133,7 +110,6 @@ class SandboxedDuckDB:
         self._process: subprocess.Popen[bytes] | None = None
         self._memory_limit: str | None = None  # None: the setup not answered yet
         self._busy = False  # a statement sent and its answer not read to its end
-        self._linked: Path | None = None  # the folder of links the running sandbox binds
         self._start()
 
     def _start(self) -> None:
@@ -141,9 +117,7 @@ class SandboxedDuckDB:
         make one."""
         import pyarrow as pa
 
-        if self.setup.links is not None:
-            self._linked = linked_files(self.setup.files, self.setup.links)
-        command = bwrap_command(self.setup.files, self._linked)
+        command = bwrap_command(self.setup.files)
         at = command.index("--")
         # bwrap reads its options from a file (a mount per slice could pass the command line's
         # bound) and tells on another once the sandbox is made, before the worker starts
@@ -269,7 +243,4 @@ class SandboxedDuckDB:
                 if pipe is not None:
                     pipe.close()
             self._process = None
-        if self._linked is not None:
-            shutil.rmtree(self._linked, ignore_errors=True)
-            self._linked = None
         self._busy = False

@@ -27,7 +27,8 @@ Invariants:
   reach nothing, and no setting, plan or view names a path of the machine. The answer comes
   back as an Arrow IPC stream read batch by batch; an interrupt (Ctrl-C) or a caller's bound
   ends the sandbox.
-- Where no sandbox can be made (no bubblewrap), the session runs in this process under the
+- Where no sandbox can be made (no bubblewrap), or the query would read more slices than a
+  sandbox binds (``sandboxed.MAX_MOUNTS``), the session runs in this process under the
   same lockdown, but DuckDB can reach no file at all: the slices are handed to it as Arrow
   datasets (read by Arrow, lazily, batch by batch), with no allowed path; several times slower.
 - Nothing of the machine shows: DuckDB's home (and the extension and secret folders it
@@ -67,7 +68,6 @@ from ..store.dataset import CurrentDataset
 from ..store.read import SliceRecord, blocks_named
 from ..trust.slice_check import checked_slices
 from ..workspace import Dataset, Workspace
-from ..workspace import layout as ws_layout
 from ..workspace.config import OdfVersion
 from ..workspace.dataset import BlockNotFound
 from .state import STATE_SUFFIX, StateKey, Written, no_state, quoted, state_key, state_sql
@@ -304,7 +304,6 @@ class SqlSession:
         self.tables = {name: read.files for name, read in self.reads.items()}
         self.empty = sorted({ds.id for ds in ws.datasets()} - self.tables.keys())
         self._root = str(ws.root)
-        self._run = ws.meta / ws_layout.RUN  # where the sandbox's slices are linked, one mount
         config = {
             "autoinstall_known_extensions": False, "autoload_known_extensions": False,
             "temp_directory": "",  # no spill directory: COPY could write into it
@@ -319,7 +318,8 @@ class SqlSession:
                        for name, read in self.reads.items() if read.key is not None)
         self._bound: list[Path] = []  # the files the sandbox holds, /slices/<n> the n-th
         self._db: SandboxedDuckDB | InProcessDuckDB | None = None
-        if sandbox is not False and (sandbox or sandboxed.available()):
+        many = sum(len(read.files) for read in self.reads.values()) > sandboxed.MAX_MOUNTS
+        if sandbox is not False and (sandbox or (sandboxed.available() and not many)):
             try:
                 self._db = self._sandboxed(config, states, extra or {})
             except sandboxed.SandboxUnavailable:  # no user namespaces here, say
@@ -343,8 +343,7 @@ class SqlSession:
         every = _list([slice_path(n) for n in range(len(self._bound))])
         return SandboxedDuckDB(Setup(
             config, (*LOCKED_DOWN[:2], f"SET allowed_paths = {every}", *LOCKED_DOWN[2:3]),
-            (*views, *states), LOCKED_DOWN[3:], tuple(self._bound), tuple(extra.items()),
-            links=self._run))
+            (*views, *states), LOCKED_DOWN[3:], tuple(self._bound), tuple(extra.items())))
 
     def __enter__(self) -> SqlSession:
         return self
