@@ -13,7 +13,8 @@ Invariants:
 - A kept file holds exactly the counts of the dataset's slices up to the block it is named
   after: it is written whole under another name and renamed into place. Counts are sums, so
   a kept file plus the newer slices gives what folding every slice at once gives: a step's
-  records do not depend on whether a file was kept.
+  records do not depend on whether a file was kept. DuckDB spills into the step's folder, never the
+  cache's; a half-written file a killed step left is removed by the next.
 - A file is used only when its block is one of the dataset's chain up to the step (after a
   reset, one of a block no longer there is never read); one that cannot be read is set aside
   and the rows are folded from every slice. Each reader keeps one file per dataset (the
@@ -56,16 +57,19 @@ def write_held_rows(reader: CurrentDataset, ds: CurrentDataset, state: DatasetSt
         return
     if cached:
         folder.mkdir(parents=True, exist_ok=True)
+        for left in folder.glob(f".{ds.id}@*.partial"):  # a step killed while it wrote one
+            remove(left)
         counts = folder / f".{_name(ds, slices[-1])}.partial"
     else:
         counts = target.with_name(target.name + ".counts")
     try:
-        write_row_counts(checked_current_files(ds, slices[since:]), v, counts, base=base)
+        write_row_counts(checked_current_files(ds, slices[since:]), v, counts, base=base,
+                         spill=target.parent)
     except duckdb.Error:
         if base is None:
             raise
         # a kept file that cannot be read: fold every slice
-        write_row_counts(checked_current_files(ds, slices), v, counts)
+        write_row_counts(checked_current_files(ds, slices), v, counts, spill=target.parent)
     write_counted_rows(counts, target)
     if cached:
         os.replace(counts, folder / _name(ds, slices[-1]))

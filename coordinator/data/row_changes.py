@@ -76,14 +76,16 @@ def write_current_rows(files: list[Path], v: Vocabulary, target: Path) -> None:
     counts.unlink()
 
 
-def write_row_counts(files: list[Path], v: Vocabulary, target: Path, *, base: Path | None = None) -> None:
+def write_row_counts(files: list[Path], v: Vocabulary, target: Path, *, base: Path | None = None,
+                     spill: Path | None = None) -> None:
     """The rows the records in ``files`` (one dataset's Parquet slices, in any order; columns
     added along the way read null before) describe, each distinct row once with its count, the
     sum of its records' effects (never 0; below 0 when retracted more often than added, so a
     later append evens it out as folding the whole log at once would), added to the counts in
     ``base`` (a file this wrote for the records before ``files``), written to ``target``.
 
-    DuckDB reads the files itself under a memory limit, spilling beside ``target``. With a
+    DuckDB reads the files itself under a memory limit, spilling into ``spill`` (default: beside
+    ``target``). With a
     ``base``, only its rows the new records touch are aggregated (a join on every column, nulls
     equal): memory follows the new records, not the rows held."""
     schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
@@ -103,7 +105,7 @@ def write_row_counts(files: list[Path], v: Vocabulary, target: Path, *, base: Pa
                  f"SELECT {cols}, sum({_N})::BIGINT AS {_N} FROM "
                  f"(SELECT b.* FROM b SEMI JOIN d ON {same} UNION ALL SELECT * FROM d) "
                  f"GROUP BY ALL HAVING sum({_N}) <> 0")
-    _write(query, [*columns, pa.field(_N.strip('"'), pa.int64())], target)
+    _write(query, [*columns, pa.field(_N.strip('"'), pa.int64())], target, spill or target.parent)
 
 
 def write_counted_rows(counts: Path, target: Path) -> None:
@@ -112,14 +114,14 @@ def write_counted_rows(counts: Path, target: Path) -> None:
     columns = [f for f in pq.read_schema(counts) if f.name != _N.strip('"')]
     cols = ", ".join(_quoted(c.name) for c in columns)
     _write(f"SELECT {cols} FROM (SELECT {cols}, unnest(range({_N})) FROM read_parquet('{counts}') "
-           f"WHERE {_N} > 0)", columns, target)
+           f"WHERE {_N} > 0)", columns, target, target.parent)
 
 
-def _write(query: str, columns: list[pa.Field], target: Path) -> None:
+def _write(query: str, columns: list[pa.Field], target: Path, spill: Path) -> None:
     """The rows of ``query`` (DuckDB SQL, reading files itself) written to ``target`` in
-    ``columns``' types, batch by batch; DuckDB spills beside ``target`` past its memory limit."""
+    ``columns``' types, batch by batch; DuckDB spills into ``spill`` past its memory limit."""
     out = pa.schema(columns)
-    con = _connect(target.parent)
+    con = _connect(spill)
     try:
         reader = con.sql(query).to_arrow_reader()
         with pq.ParquetWriter(target, out) as writer:
